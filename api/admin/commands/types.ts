@@ -1,0 +1,47 @@
+// The shape of an admin command: its options (node:util parseArgs), what it does, how it prints.
+import type { Db } from 'mongodb';
+
+export interface CommandContext {
+  db: Db;
+  values: Record<string, unknown>;
+  positionals: string[];
+  env: NodeJS.ProcessEnv;
+}
+
+export interface Command {
+  summary: string;
+  options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>;
+  run(ctx: CommandContext): Promise<unknown>;
+  format(result: unknown): string;
+}
+
+export function str(ctx: CommandContext, name: string, required = true): string | undefined {
+  const value = ctx.values[name];
+  if (typeof value === 'string' && value !== '') return value;
+  if (required) throw new Error(`--${name} is required`);
+  return undefined;
+}
+
+export function num(ctx: CommandContext, name: string, required = false): number | undefined {
+  const value = str(ctx, name, required);
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new Error(`--${name} must be a number`);
+  return n;
+}
+
+export function bool(ctx: CommandContext, name: string): boolean | undefined {
+  const value = str(ctx, name, false);
+  if (value === undefined) return undefined;
+  if (['true', 'on', 'yes', '1'].includes(value)) return true;
+  if (['false', 'off', 'no', '0'].includes(value)) return false;
+  throw new Error(`--${name} takes true or false`);
+}
+
+export function positional(ctx: CommandContext, index: number, what: string): string {
+  const value = ctx.positionals[index];
+  if (!value) throw new Error(`missing ${what}`);
+  return value;
+}
+
+export const asJson = (result: unknown) => JSON.stringify(result, null, 2);

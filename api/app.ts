@@ -1,0 +1,52 @@
+// The API as a Fastify plugin tree: conventions first (request context, errors, body parsing,
+// auth and rate limits, idempotency, OpenAPI collection), then one route module per resource under /v1.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppDeps } from './context';
+import { newRequestId } from './plugins/request-context';
+import requestContext from './plugins/request-context';
+import errors from './plugins/errors';
+import bodyParsing, { parseQueryString } from './plugins/body-parsing';
+import auth from './plugins/auth';
+import idempotency from './plugins/idempotency';
+import openapi from './plugins/openapi';
+import { ErrorResponse } from './schemas/common';
+import { componentSchemas, routeModules } from './routes';
+
+export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    genReqId: () => newRequestId(),
+    requestIdHeader: false,
+    routerOptions: { querystringParser: parseQueryString },
+    trustProxy: deps.config.trustProxy,
+    ajv: {
+      customOptions: {
+        // Unknown parameters are refused (parameter_invalid), not silently dropped.
+        removeAdditional: false,
+        // Form and query values arrive as text; convert them where the schema expects numbers or booleans.
+        coerceTypes: 'array',
+        useDefaults: true,
+        allErrors: false,
+      },
+    },
+    ...options,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('deps', deps);
+  app.addSchema(ErrorResponse);
+  for (const schema of componentSchemas) app.addSchema(schema);
+  await app.register(requestContext);
+  await app.register(errors);
+  await app.register(bodyParsing);
+  await app.register(auth);
+  await app.register(idempotency);
+  await app.register(openapi);
+
+  await app.register(
+    async (v1) => {
+      for (const routes of routeModules) await v1.register(routes);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

@@ -1,0 +1,55 @@
+// API process configuration, read once from the environment (README lists every variable).
+
+export interface ApiConfig {
+  port: number;
+  host: string;
+  /** A second port serving the same paths ({alt_base_url}); null when not configured. */
+  altPort: number | null;
+  mongoUri: string;
+  mongoDb: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  publicUrl: string;
+  checkoutUrl: string;
+  portalUrl: string;
+  docsUrl: string;
+  /** Trust X-Forwarded-For (behind a proxy, and in tests that simulate many client addresses). */
+  trustProxy: boolean;
+  keyRateLimit: number;
+  keyRateWindowMs: number;
+  ipRateLimit: number;
+  ipRateWindowMs: number;
+  /** Accept http://localhost success/cancel URLs (development). */
+  development: boolean;
+  logLevel: string;
+}
+
+function int(value: string | undefined, fallback: number): number {
+  const n = value === undefined || value === '' ? NaN : Number(value);
+  return Number.isFinite(n) ? n : fallback;
+}
+
+export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const port = int(env.PORT, 3000);
+  const publicUrl = (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/$/, '');
+  return {
+    port,
+    host: env.HOST ?? '0.0.0.0',
+    altPort: env.ALT_PORT ? int(env.ALT_PORT, 0) : null,
+    mongoUri: env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/',
+    mongoDb: env.MONGODB_DB ?? 'billing',
+    temporalAddress: env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+    temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
+    publicUrl,
+    checkoutUrl: (env.CHECKOUT_URL ?? publicUrl).replace(/\/$/, ''),
+    portalUrl: (env.PORTAL_URL ?? `${publicUrl}/portal`).replace(/\/$/, ''),
+    docsUrl: (env.DOCS_URL ?? `${publicUrl}/docs`).replace(/\/$/, ''),
+    trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+    keyRateLimit: int(env.RATE_LIMIT_PER_KEY, 100),
+    keyRateWindowMs: int(env.RATE_LIMIT_KEY_WINDOW_MS, 2000),
+    ipRateLimit: int(env.RATE_LIMIT_PER_IP, 10),
+    ipRateWindowMs: int(env.RATE_LIMIT_IP_WINDOW_MS, 60_000),
+    development: env.NODE_ENV !== 'production',
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}

@@ -1,0 +1,55 @@
+// What every route can reach on the Fastify instance and on each request.
+import type { Db } from 'mongodb';
+import type { Client } from '@temporalio/client';
+import type { ApiKeyDoc, StoreDoc } from '../activities/store/collections';
+import type { ApiConfig } from './config';
+import type { PaymentProvider } from '../activities/provider/types';
+import type { EventRequest } from '../activities/store/events';
+
+export interface AppDeps {
+  db: Db;
+  config: ApiConfig;
+  /** Temporal client; routes that start or message workflows need it. */
+  temporal: Client | null;
+  provider: PaymentProvider;
+}
+
+export interface AuthContext {
+  store: StoreDoc;
+  apiKey: ApiKeyDoc;
+  apiVersion: string;
+}
+
+export interface IdempotencyState {
+  id: string;
+  key: string;
+  replayed: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+    idempotency: IdempotencyState | null;
+  }
+  interface FastifyContextConfig {
+    /** Pages and documents served without an API key. */
+    public?: boolean;
+    /** Routes that manage their own (permanent) idempotency, such as subscription charges. */
+    ownIdempotency?: boolean;
+  }
+}
+
+/** The authenticated context; routes behind auth can rely on it. */
+export function authOf(request: { auth: AuthContext | null }): AuthContext {
+  if (!request.auth) throw new Error('route reached without authentication');
+  return request.auth;
+}
+
+/** The request an event records as its cause: its id and Idempotency-Key. */
+export function eventRequestOf(request: { id: string; headers: Record<string, string | string[] | undefined> }): EventRequest {
+  const key = request.headers['idempotency-key'];
+  return { id: request.id, idempotency_key: (Array.isArray(key) ? key[0] : key) ?? null };
+}

@@ -1,0 +1,49 @@
+// Request bodies: JSON objects or form-encoded bracket notation (parsed by qs, the same parser
+// the query string uses). Anything else is refused with parameter_invalid by the error handler.
+import fp from 'fastify-plugin';
+import qs from 'qs';
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../domain/errors';
+
+export const QS_OPTIONS: qs.IParseOptions = { depth: 6, arrayLimit: 100, parameterLimit: 2000, allowDots: false };
+
+/** Form values are all text; an empty value means "unset", as with Stripe-style APIs. */
+function emptyToNull(value: unknown): unknown {
+  if (value === '') return null;
+  if (Array.isArray(value)) return value.map(emptyToNull);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, emptyToNull(v)]));
+  }
+  return value;
+}
+
+export function parseQueryString(text: string): Record<string, unknown> {
+  return qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+}
+
+export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, {});
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return done(new ApiError('parameter_invalid', 'The request body is not valid JSON.'), undefined);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return done(new ApiError('parameter_invalid', 'The JSON request body must be an object.'), undefined);
+    }
+    done(null, parsed);
+  });
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, emptyToNull(qs.parse(body as string, QS_OPTIONS)));
+    } catch {
+      done(new ApiError('parameter_invalid', 'The form-encoded request body could not be parsed.'), undefined);
+    }
+  });
+});

@@ -1,0 +1,97 @@
+// Idempotency-Key on every POST and DELETE: same key and same request replays the stored response
+// (4xx included, 5xx never stored), a different request under the key is refused, and a concurrent
+// duplicate gets 409 while the first still runs.
+import fp from 'fastify-plugin';
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../domain/errors';
+import { stableStringify } from '../../domain/stable-json';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  releaseIdempotencyKey,
+  sweepExpiredIdempotencyKeys,
+} from '../../activities/store/idempotency';
+
+export const IDEMPOTENCY_KEY_MAX = 255;
+
+export function readIdempotencyKey(headers: Record<string, string | string[] | undefined>): string | null {
+  const raw = headers['idempotency-key'];
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (key === undefined || key === '') return null;
+  if (key.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ApiError('idempotency_key_too_long', `Idempotency-Key can be up to ${IDEMPOTENCY_KEY_MAX} characters.`, {
+      param: 'Idempotency-Key',
+    });
+  }
+  return key;
+}
+
+export function requestFingerprint(method: string, url: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${url}\n${stableStringify(body ?? {})}`).digest('hex');
+}
+
+export default fp(async function idempotencyPlugin(app: FastifyInstance) {
+  const { db } = app.deps;
+  app.decorateRequest('idempotency', null);
+
+  app.addHook('preValidation', async (request, reply) => {
+    if (request.method !== 'POST' && request.method !== 'DELETE') return;
+    if (!request.auth || request.routeOptions.config?.ownIdempotency) return;
+    const key = readIdempotencyKey(request.headers);
+    if (key === null) return;
+
+    const claim = await claimIdempotencyKey(db, {
+      storeId: request.auth.store._id,
+      key,
+      fingerprint: requestFingerprint(request.method, request.url, request.body),
+      requestId: request.id,
+    });
+    switch (claim.kind) {
+      case 'claimed':
+        request.idempotency = { id: claim.id, key, replayed: false };
+        return;
+      case 'reused':
+        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different method, path or body.', {
+          param: 'Idempotency-Key',
+        });
+      case 'in_use':
+        throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry shortly.', {
+          param: 'Idempotency-Key',
+        });
+      case 'replay': {
+        const stored = claim.doc.response!;
+        request.idempotency = { id: claim.doc._id, key, replayed: true };
+        reply.headers(stored.headers);
+        reply.header('Idempotent-Replayed', 'true');
+        reply.header('Original-Request-Id', claim.doc.request_id);
+        reply.status(stored.status).type('application/json; charset=utf-8');
+        return reply.send(stored.body);
+      }
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const state = request.idempotency;
+    if (!state || state.replayed) return payload;
+    if (reply.statusCode >= 500) {
+      await releaseIdempotencyKey(db, state.id, request.id);
+    } else {
+      const headers: Record<string, string> = {};
+      const location = reply.getHeader('location');
+      if (typeof location === 'string') headers.location = location;
+      await completeIdempotencyKey(db, state.id, request.id, {
+        status: reply.statusCode,
+        body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+        headers,
+      });
+    }
+    return payload;
+  });
+
+  const sweeper = setInterval(() => {
+    sweepExpiredIdempotencyKeys(db).catch((err) => app.log.warn({ err }, 'idempotency sweep failed'));
+  }, 10 * 60_000);
+  sweeper.unref();
+  app.addHook('onClose', async () => clearInterval(sweeper));
+});

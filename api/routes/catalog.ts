@@ -1,0 +1,143 @@
+// /v1/offers and /v1/products: the store's catalog, read-only. Offers list alphabetically.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { collections, type OfferDoc } from '../../activities/store/collections';
+import { offerObject, productObject, productsById } from '../../activities/store/offers';
+import { notFound } from '../../domain/errors';
+import { authOf } from '../context';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, Nullable, withErrors } from '../schemas/common';
+
+const NullableInt = Nullable(Type.Integer());
+
+export const Product = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('product'),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    family: Nullable(Type.String()),
+    active: Type.Boolean(),
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'Product' },
+);
+
+const Tier = Type.Object({ up_to: Nullable(Type.Number()), unit_amount: Type.Number(), flat_amount: Type.Optional(Nullable(Type.Integer())) });
+
+export const Offer = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('offer'),
+    name: Type.String(),
+    slug: Nullable(Type.String()),
+    type: Type.Union([Type.Literal('one_off'), Type.Literal('recurring')]),
+    active: Type.Boolean(),
+    product: Type.Object({ id: Type.String(), name: Nullable(Type.String()) }),
+    checkout_url: Type.String(),
+    prices: Type.Array(Type.Object({ currency: Type.String(), amount: Type.Integer(), default: Type.Boolean() })),
+    billing_cycle: Nullable(Type.String()),
+    custom_billing_days: NullableInt,
+    trial_days: NullableInt,
+    cycle_limit: NullableInt,
+    packs: Type.Array(Type.Integer()),
+    max_installments: NullableInt,
+    usage: Type.Array(
+      Type.Object({
+        meter: Type.String(),
+        currency: Type.String(),
+        unit_amount: Type.Number(),
+        included_units: Type.Number(),
+        tiers: Nullable(Type.Array(Tier)),
+        rounding: Type.String(),
+        billing_threshold: NullableInt,
+        label: Nullable(Type.String()),
+      }),
+    ),
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'Offer' },
+);
+
+const BooleanQuery = Type.Boolean();
+
+const OfferListQuery = Type.Object(
+  {
+    type: Type.Optional(Type.Union([Type.Literal('one_off'), Type.Literal('recurring')])),
+    active: Type.Optional(BooleanQuery),
+    ...PaginationQuery,
+  },
+  { additionalProperties: false },
+);
+
+const ProductListQuery = Type.Object({ active: Type.Optional(BooleanQuery), ...PaginationQuery }, { additionalProperties: false });
+
+const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config } = app.deps;
+  const { offers, products } = collections(db);
+
+  app.get(
+    '/offers',
+    { schema: { tags: ['offers'], summary: 'List offers (alphabetical)', querystring: OfferListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Offer')) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const { type, active, ...page } = request.query;
+      const filter: Record<string, unknown> = {};
+      if (type !== undefined) filter.type = type;
+      if (active !== undefined) filter.active = active;
+      const list = await paginate(offers, {
+        storeId: store._id,
+        filter,
+        query: page,
+        url: '/v1/offers',
+        order: { by: 'name', direction: 1, field: true },
+        toApi: (doc: OfferDoc) => doc,
+      });
+      const byId = await productsById(db, store._id, list.data.map((d) => d.product_id));
+      return { ...list, data: list.data.map((d) => offerObject(d, byId.get(d.product_id) ?? null, config.checkoutUrl)) };
+    },
+  );
+
+  app.get(
+    '/offers/:id',
+    { schema: { tags: ['offers'], summary: 'Retrieve an offer', params: IdParams, response: withErrors({ 200: Type.Ref('Offer') }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await offers.findOne({ _id: request.params.id, store_id: store._id });
+      if (!doc) throw notFound('offer', request.params.id);
+      const product = await products.findOne({ _id: doc.product_id, store_id: store._id });
+      return offerObject(doc, product, config.checkoutUrl);
+    },
+  );
+
+  app.get(
+    '/products',
+    { schema: { tags: ['products'], summary: 'List products', querystring: ProductListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Product')) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const { active, ...page } = request.query;
+      return paginate(products, {
+        storeId: store._id,
+        filter: active !== undefined ? { active } : {},
+        query: page,
+        url: '/v1/products',
+        toApi: productObject,
+      });
+    },
+  );
+
+  app.get(
+    '/products/:id',
+    { schema: { tags: ['products'], summary: 'Retrieve a product', params: IdParams, response: withErrors({ 200: Type.Ref('Product') }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await products.findOne({ _id: request.params.id, store_id: store._id });
+      if (!doc) throw notFound('product', request.params.id);
+      return productObject(doc);
+    },
+  );
+};
+
+export default catalogRoutes;

@@ -1,0 +1,166 @@
+// /v1/customers: list (email filter), retrieve, create (201, or 200 with the existing customer for
+// a known email), update (partial; metadata replaces the map).
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { changeCustomer, createCustomer } from '../../activities/customers';
+import { collections } from '../../activities/store/collections';
+import { customerObject, findCustomer } from '../../activities/store/customers';
+import { DOCUMENT_TYPES } from '../../domain/documents';
+import { notFound } from '../../domain/errors';
+import { authOf, eventRequestOf } from '../context';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+
+const NullableText = Nullable(Type.String());
+
+export const Customer = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('customer'),
+    email: Type.String(),
+    name: NullableText,
+    phone: NullableText,
+    document: Nullable(Type.Object({ type: Type.String(), number_masked: Type.String() })),
+    address: Nullable(
+      Type.Object({
+        line1: NullableText,
+        line2: NullableText,
+        number: NullableText,
+        district: NullableText,
+        city: NullableText,
+        state: NullableText,
+        postal_code: NullableText,
+        country: NullableText,
+      }),
+    ),
+    country: NullableText,
+    locale: NullableText,
+    metadata: MetadataOutput,
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'Customer' },
+);
+
+const AddressInput = Type.Object(
+  {
+    line1: Type.Optional(NullableText),
+    line2: Type.Optional(NullableText),
+    number: Type.Optional(NullableText),
+    district: Type.Optional(NullableText),
+    city: Type.Optional(NullableText),
+    state: Type.Optional(NullableText),
+    postal_code: Type.Optional(NullableText),
+    country: Type.Optional(NullableText),
+  },
+  { additionalProperties: false },
+);
+
+const DocumentInput = Type.Object(
+  {
+    type: Type.Union(DOCUMENT_TYPES.map((t) => Type.Literal(t))),
+    number: Type.String({ minLength: 1, maxLength: 40 }),
+  },
+  { additionalProperties: false },
+);
+
+const fields = {
+  email: Type.String({ maxLength: 254, description: 'Stored lowercase.' }),
+  name: Type.String({ description: '3 to 120 characters.' }),
+  phone: Type.String({ maxLength: 40, description: 'International format, or a national number of the store country.' }),
+  document: DocumentInput,
+  address: Nullable(AddressInput),
+  locale: NullableText,
+  metadata: MetadataInput,
+};
+
+const CreateBody = Type.Object(
+  {
+    email: fields.email,
+    name: fields.name,
+    phone: fields.phone,
+    document: fields.document,
+    address: Type.Optional(fields.address),
+    locale: Type.Optional(fields.locale),
+    metadata: Type.Optional(fields.metadata),
+  },
+  { additionalProperties: false },
+);
+
+const UpdateBody = Type.Partial(Type.Object(fields), { additionalProperties: false });
+
+const ListQuery = Type.Object(
+  { email: Type.Optional(Type.String({ description: 'Case-insensitive exact match.' })), ...PaginationQuery },
+  { additionalProperties: false },
+);
+
+const CustomerRef = Type.Ref('Customer');
+
+const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps;
+
+  app.get(
+    '/customers',
+    { schema: { tags: ['customers'], summary: 'List customers', querystring: ListQuery, response: withErrors({ 200: listEnvelope(CustomerRef) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const { email, ...page } = request.query;
+      return paginate(collections(db).customers, {
+        storeId: store._id,
+        filter: email !== undefined ? { email: email.trim().toLowerCase() } : {},
+        query: page,
+        url: '/v1/customers',
+        toApi: customerObject,
+      });
+    },
+  );
+
+  app.get(
+    '/customers/:id',
+    { schema: { tags: ['customers'], summary: 'Retrieve a customer', params: IdParams, response: withErrors({ 200: CustomerRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await findCustomer(db, store._id, request.params.id);
+      if (!doc) throw notFound('customer', request.params.id);
+      return customerObject(doc);
+    },
+  );
+
+  app.post(
+    '/customers',
+    {
+      schema: {
+        tags: ['customers'],
+        summary: 'Create a customer (or return the existing one with that email)',
+        body: CreateBody,
+        response: withErrors({ 200: CustomerRef, 201: CustomerRef }),
+      },
+    },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const { customer, created } = await createCustomer(app.deps, store, request.body, eventRequestOf(request));
+      reply.status(created ? 201 : 200);
+      return customerObject(customer);
+    },
+  );
+
+  app.post(
+    '/customers/:id',
+    {
+      schema: {
+        tags: ['customers'],
+        summary: 'Update a customer',
+        params: IdParams,
+        body: UpdateBody,
+        response: withErrors({ 200: CustomerRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await changeCustomer(app.deps, store, request.params.id, request.body, eventRequestOf(request));
+      return customerObject(doc);
+    },
+  );
+};
+
+export default customerRoutes;

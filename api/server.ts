@@ -1,0 +1,53 @@
+// The API process: configuration, MongoDB and Temporal connections, listen, graceful close.
+import http from 'node:http';
+import { MongoClient } from 'mongodb';
+import { Client, Connection } from '@temporalio/client';
+import { buildApp } from './app';
+import { loadApiConfig } from './config';
+import { ensureIndexes } from '../activities/store/collections';
+import { createTestConnection } from '../activities/provider/test-connection';
+
+export async function startApiServer(config = loadApiConfig()) {
+  const mongo = new MongoClient(config.mongoUri);
+  await mongo.connect();
+  const db = mongo.db(config.mongoDb);
+  await ensureIndexes(db);
+  // Lazy: the API answers reads even while Temporal is still starting or briefly away.
+  const connection = Connection.lazy({ address: config.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+
+  const app = await buildApp(
+    { db, config, temporal, provider: createTestConnection() },
+    { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
+  );
+  app.addHook('onClose', async () => {
+    await connection.close().catch(() => undefined);
+    await mongo.close();
+  });
+  await app.listen({ port: config.port, host: config.host });
+
+  // {alt_base_url}: the same routes on a second port, when configured.
+  let alt: http.Server | null = null;
+  if (config.altPort) {
+    alt = http.createServer((req, res) => app.routing(req, res));
+    await new Promise<void>((resolve) => alt!.listen(config.altPort!, config.host, resolve));
+  }
+  return {
+    app,
+    async close() {
+      if (alt) await new Promise((resolve) => alt!.close(resolve));
+      await app.close();
+    },
+  };
+}
+
+const isEntry = import.meta.url === `file://${process.argv[1]}`;
+if (isEntry) {
+  const server = await startApiServer();
+  const stop = async () => {
+    await server.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

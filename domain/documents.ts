@@ -1,0 +1,61 @@
+// Customer identity documents: cpf, cnpj, passport, tax_id. Dots and dashes are removed
+// (and the slash of a formatted CNPJ); CPF and CNPJ check digits are verified.
+
+export const DOCUMENT_TYPES = ['cpf', 'cnpj', 'passport', 'tax_id'] as const;
+export type DocumentType = (typeof DOCUMENT_TYPES)[number];
+
+function allSame(digits: string): boolean {
+  return /^(\d)\1*$/.test(digits);
+}
+
+export function isValidCpf(cpf: string): boolean {
+  if (!/^\d{11}$/.test(cpf) || allSame(cpf)) return false;
+  const digits = cpf.split('').map(Number);
+  for (const length of [9, 10]) {
+    let sum = 0;
+    for (let i = 0; i < length; i++) sum += digits[i] * (length + 1 - i);
+    const check = ((sum * 10) % 11) % 10;
+    if (check !== digits[length]) return false;
+  }
+  return true;
+}
+
+export function isValidCnpj(cnpj: string): boolean {
+  if (!/^\d{14}$/.test(cnpj) || allSame(cnpj)) return false;
+  const digits = cnpj.split('').map(Number);
+  const weights = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+  for (const length of [12, 13]) {
+    let sum = 0;
+    const w = weights.slice(13 - length);
+    for (let i = 0; i < length; i++) sum += digits[i] * w[i];
+    const rest = sum % 11;
+    const check = rest < 2 ? 0 : 11 - rest;
+    if (check !== digits[length]) return false;
+  }
+  return true;
+}
+
+export type DocumentCheck = { ok: true; number: string } | { ok: false; reason: string };
+
+export function normalizeDocument(type: DocumentType, raw: string): DocumentCheck {
+  const stripped = raw.replace(/[.\-\s]/g, '').replace(type === 'cnpj' ? /\//g : /$^/, '');
+  switch (type) {
+    case 'cpf':
+      return isValidCpf(stripped) ? { ok: true, number: stripped } : { ok: false, reason: 'is not a valid CPF' };
+    case 'cnpj':
+      return isValidCnpj(stripped) ? { ok: true, number: stripped } : { ok: false, reason: 'is not a valid CNPJ' };
+    case 'passport':
+      return /^[A-Za-z0-9]{5,20}$/.test(stripped)
+        ? { ok: true, number: stripped.toUpperCase() }
+        : { ok: false, reason: 'must be 5 to 20 letters and digits' };
+    case 'tax_id':
+      return /^[A-Za-z0-9]{4,30}$/.test(stripped)
+        ? { ok: true, number: stripped.toUpperCase() }
+        : { ok: false, reason: 'must be 4 to 30 letters and digits' };
+  }
+}
+
+/** Only the last four characters stay visible. */
+export function maskDocument(number: string): string {
+  return '*'.repeat(Math.max(0, number.length - 4)) + number.slice(-4);
+}

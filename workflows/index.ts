@@ -1,0 +1,2 @@
+// What the worker loads: one export per workflow module.
+export * from './ping';
