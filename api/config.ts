@@ -9,6 +9,8 @@ export interface ApiConfig {
   mongoDb: string;
   temporalAddress: string;
   temporalNamespace: string;
+  /** Task queue the billing worker polls (`billing`). */
+  taskQueue: string;
   publicUrl: string;
   checkoutUrl: string;
   portalUrl: string;
@@ -40,6 +42,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     mongoDb: env.MONGODB_DB ?? 'billing',
     temporalAddress: env.TEMPORAL_ADDRESS ?? 'localhost:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
     publicUrl,
     checkoutUrl: (env.CHECKOUT_URL ?? publicUrl).replace(/\/$/, ''),
     portalUrl: (env.PORTAL_URL ?? `${publicUrl}/portal`).replace(/\/$/, ''),

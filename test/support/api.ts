@@ -1,0 +1,100 @@
+// A real API server for integration tests: the app on an ephemeral port over real HTTP, against the
+// suite's FerretDB (and Temporal, when a test passes a client), plus a store and keys to call it with.
+import type { FastifyInstance } from 'fastify';
+import type { Client } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import { buildApp } from '../../api/app';
+import { loadApiConfig, type ApiConfig } from '../../api/config';
+import { ensureIndexes, type Scope, type StoreDoc } from '../../activities/store/collections';
+import { createApiKey, createStore } from '../../activities/store/stores';
+import { createTestConnection } from '../../activities/provider/test-connection';
+import type { PaymentProvider } from '../../activities/provider/types';
+import { freePort } from '../../temporal-dev/servers';
+
+export interface TestApi {
+  app: FastifyInstance;
+  /** Origin, e.g. http://127.0.0.1:41234 (paths start with /v1). */
+  url: string;
+  config: ApiConfig;
+  close(): Promise<void>;
+}
+
+export async function startTestApi(options: {
+  db: Db;
+  temporal?: Client | null;
+  taskQueue?: string;
+  provider?: PaymentProvider;
+  config?: Partial<ApiConfig>;
+}): Promise<TestApi> {
+  await ensureIndexes(options.db);
+  // Pick the port first so every absolute URL the API prints (checkout, portal, docs) points here.
+  const port = await freePort();
+  const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
+  const config: ApiConfig = {
+    ...base,
+    // Tests simulate many client addresses through X-Forwarded-For.
+    trustProxy: true,
+    taskQueue: options.taskQueue ?? base.taskQueue,
+    ...options.config,
+  };
+  const app = await buildApp(
+    { db: options.db, config, temporal: options.temporal ?? null, provider: options.provider ?? createTestConnection() },
+    { logger: false },
+  );
+  await app.listen({ port, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${port}`;
+  return { app, url, config, close: () => app.close() };
+}
+
+export interface TestStore {
+  store: StoreDoc;
+  /** Full vk_live_ key with read and write scopes. */
+  key: string;
+  keyId: string;
+  makeKey(scopes: Scope[], extra?: { expiresAt?: number | null; name?: string }): Promise<{ key: string; id: string }>;
+}
+
+export async function createTestStore(db: Db, overrides: Partial<{ name: string; slug: string | null; country: string; currency: string; timezone: string }> = {}): Promise<TestStore> {
+  const store = await createStore(db, {
+    name: overrides.name ?? 'Test Store',
+    slug: overrides.slug === undefined ? `store-${Math.random().toString(36).slice(2, 10)}` : overrides.slug,
+    country: overrides.country ?? 'BR',
+    currency: overrides.currency ?? 'brl',
+    timezone: overrides.timezone ?? 'America/Sao_Paulo',
+  });
+  const makeKey = async (scopes: Scope[], extra: { expiresAt?: number | null; name?: string } = {}) => {
+    const { doc, key } = await createApiKey(db, { storeId: store._id, name: extra.name ?? 'test key', scopes, expiresAt: extra.expiresAt ?? null });
+    return { key, id: doc._id };
+  };
+  const main = await makeKey(['read', 'write']);
+  return { store, key: main.key, keyId: main.id, makeKey };
+}
+
+/** fetch against the test API with a key; JSON bodies by default, form bodies with `form`. */
+export async function call(
+  api: { url: string },
+  key: string | null,
+  method: string,
+  path: string,
+  options: { json?: unknown; form?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (key) headers.authorization = `Bearer ${key}`;
+  let body: string | undefined;
+  if (options.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.json);
+  } else if (options.form !== undefined) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = options.form;
+  }
+  const response = await fetch(`${api.url}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // Pages answer HTML; keep the text.
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
