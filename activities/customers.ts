@@ -16,9 +16,10 @@ import {
   newCustomerDoc,
   updateCustomer,
 } from './store/customers';
-import { recordEvent, type EventRequest } from './store/events';
+import { emitEvent, type EventDeps } from './events';
+import type { EventRequest } from './store/events';
 
-export interface CustomerDeps {
+export interface CustomerDeps extends EventDeps {
   db: Db;
   provider: PaymentProvider;
 }
@@ -41,7 +42,7 @@ export async function createCustomer(
 
   const result = await insertCustomer(deps.db, doc);
   if (result.created) {
-    await recordEvent(deps.db, { storeId: store._id, type: 'customer.created', object: customerObject(doc), request });
+    await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(doc), request });
   }
   return result;
 }
@@ -69,6 +70,6 @@ export async function changeCustomer(
     throw error;
   }
   if (!updated) throw notFound('customer', id);
-  await recordEvent(deps.db, { storeId: store._id, type: 'customer.updated', object: customerObject(updated), request });
+  await emitEvent(deps, { storeId: store._id, type: 'customer.updated', object: customerObject(updated), request });
   return updated;
 }
