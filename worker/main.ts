@@ -1,0 +1,132 @@
+// The worker process: runs workflows/ and activities/ on the `billing` task queue.
+// createBillingWorker is also what tests and benchmarks start; running this file connects to
+// MongoDB and Temporal from the environment and shuts down gracefully on SIGINT/SIGTERM.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  makeTelemetryFilterString,
+  type LogLevel,
+  type WorkerOptions,
+} from '@temporalio/worker';
+import { MongoClient, type Db } from 'mongodb';
+import { Client, Connection } from '@temporalio/client';
+import { createActivities, type ActivityDeps } from '../activities';
+import { createTestConnection } from '../activities/provider/test-connection';
+import { ensureEventSweeperSchedule } from '../activities/webhooks/sweeper-schedule';
+import { ensureUsageRoutineSchedule } from '../activities/usage';
+
+export const defaultTaskQueue = 'billing';
+
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface BillingWorkerOptions
+  extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'> {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue?: string;
+  db: Db;
+  /** Client activities use to start or message workflows; tests pass theirs. */
+  temporal?: Client | null;
+  /** Overrides for activity dependencies (tests only fake what is truly outside). */
+  activityDeps?: Partial<ActivityDeps>;
+}
+
+export async function createBillingWorker({
+  connection,
+  namespace = 'default',
+  taskQueue = defaultTaskQueue,
+  db,
+  temporal = null,
+  activityDeps = {},
+  ...workerOptions
+}: BillingWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    ...workerOptions,
+    connection,
+    namespace,
+    taskQueue,
+    workflowsPath,
+    activities: createActivities({ db, provider: createTestConnection({ db }), temporal, taskQueue, ...activityDeps }),
+  });
+}
+
+const logLevels: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+
+function logLevelFromEnv(): LogLevel {
+  const wanted = (process.env.LOG_LEVEL ?? 'WARN').toUpperCase() as LogLevel;
+  return logLevels.includes(wanted) ? wanted : 'WARN';
+}
+
+async function main(): Promise<void> {
+  const level = logLevelFromEnv();
+  // Installed before any connection: SDK and core logs at WARN keep `npm start` readable.
+  // Signals are handled below so MongoDB is closed only after the worker has drained.
+  Runtime.install({
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }), forward: {} } },
+    shutdownSignals: [],
+  });
+
+  const mongoUri = process.env.MONGODB_URI;
+  if (!mongoUri) throw new Error('MONGODB_URI is not set (npm start sets it; or point it at your MongoDB)');
+  const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
+
+  const mongo = await MongoClient.connect(mongoUri);
+  const connection = await NativeConnection.connect({ address });
+  const clientConnection = await Connection.connect({ address });
+  const temporal = new Client({ connection: clientConnection, namespace });
+  const worker = await createBillingWorker({
+    connection,
+    namespace,
+    taskQueue,
+    temporal,
+    db: mongo.db(process.env.MONGODB_DB ?? 'billing'),
+  });
+  // Re-drives events whose deliveries were never started (a process died right after writing them).
+  await ensureEventSweeperSchedule(temporal, taskQueue);
+  // Starts usage for new subscriptions of offers with metered usage rows, every 10 minutes.
+  await ensureUsageRoutineSchedule(temporal, taskQueue);
+
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = true;
+    console.log(`worker: ${signal} received, finishing in-flight tasks`);
+    worker.shutdown();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const running = worker.run();
+  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${address})`);
+  try {
+    await running;
+  } finally {
+    await clientConnection.close();
+    await connection.close();
+    await mongo.close();
+  }
+  console.log('worker stopped');
+}
+
+function isEntryPoint(): boolean {
+  if (!process.argv[1]) return false;
+  try {
+    return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main().catch((error: unknown) => {
+    console.error('worker failed:', error);
+    process.exit(1);
+  });
+}
