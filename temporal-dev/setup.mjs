@@ -5,7 +5,7 @@
 // Plain Node with builtins only, because it runs before (and while) dependencies are installed.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -82,9 +82,10 @@ function installPythonTools() {
 function installFerretDb() {
   const binary = join(binDir, 'ferretdb');
   const stampFile = join(binDir, 'ferretdb.source-hash');
-  // The binary is rebuilt whenever our wrapper or its pinned dependencies change.
+  // The binary is rebuilt whenever our wrapper (any of its .go files) or its pinned dependencies change.
   const hash = createHash('sha256');
-  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(ferretDbSource, file)));
+  const goFiles = readdirSync(ferretDbSource).filter((file) => file.endsWith('.go')).sort();
+  for (const file of ['go.mod', 'go.sum', ...goFiles]) hash.update(`${file}\0`).update(readFileSync(join(ferretDbSource, file)));
   const sourceHash = hash.digest('hex');
   if (existsSync(binary) && readStamp(stampFile) === sourceHash) {
     log('FerretDB already built at .tools/bin/ferretdb: skipping');

@@ -2,6 +2,8 @@
 //
 // It wraps FerretDB's embeddable package instead of building upstream cmd/ferretdb because the
 // published module lacks build/version/version.txt, which makes that binary panic at start.
+//
+// It also adds the index FerretDB's lookups by _id need but do not get on SQLite (see idindex.go).
 package main
 
 import (
@@ -45,8 +47,31 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	if err := f.Run(ctx); err != nil {
+	// Adds the index FerretDB's lookups by _id need but do not get (see idindex.go), starting now:
+	// New has opened the existing databases, and the first pass runs while Run starts listening.
+	indexed := make(chan struct{})
+	indexer, err := newIDIndexer(*sqliteURL, logger)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
+		os.Exit(1)
+	}
+	if indexer != nil {
+		go func() {
+			defer close(indexed)
+			indexer.run(ctx)
+		}()
+	} else {
+		close(indexed)
+	}
+
+	runErr := f.Run(ctx)
+
+	// Run only returns early on error; either way no connection of ours outlives the process' main.
+	stop()
+	<-indexed
+
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", runErr)
 		os.Exit(1)
 	}
 }
