@@ -9,8 +9,8 @@ import type { PaymentProvider } from './provider/types';
 import type { CustomerDoc, StoreDoc } from './store/collections';
 import {
   customerObject,
+  findClaimedCustomer,
   findCustomer,
-  findCustomerByEmail,
   insertCustomer,
   isDuplicateKeyError,
   newCustomerDoc,
@@ -32,7 +32,9 @@ export async function createCustomer(
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
   const fields = normalizeCustomerInput(input, store.country, true);
   const metadata: Metadata = normalizeMetadata(input.metadata);
-  const existing = await findCustomerByEmail(deps.db, store._id, fields.email!);
+  // The claim lookup is a single read; a customer without a claim is still found below, when the
+  // unique email refuses the insert.
+  const existing = await findClaimedCustomer(deps.db, store._id, fields.email!);
   if (existing) return { customer: existing, created: false };
 
   const doc = newCustomerDoc(store._id, { ...fields, email: fields.email! }, metadata);

@@ -1,15 +1,23 @@
-// Emitting an event: the one call every resource uses when a fact happens. It records the event
-// (activities/store/events.ts) and then hands it to delivery.
+// Emitting an event: the one call every resource uses when a fact happens. It writes the event in
+// catalog 2026-11-01 and, while the store has an endpoint on 2026-09-01, under its original name
+// there too, each with the request that caused it and the enabled endpoints whose enabled_events
+// match; then it creates and starts their deliveries. If the process dies on the way, the sweeper
+// (workflows/event-sweeper.ts) finishes the dispatch; dispatching twice creates nothing twice.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
+import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import type { EventDoc } from './store/collections';
-import { recordEvent, type EventRequest } from './store/events';
+import { buildEventDoc, insertEvents, renderEventBody, type EventRequest } from './store/events';
+import { endpointsForFanOut, insertDeliveries, newDeliveryDoc, type FanOutEndpoint } from './store/webhooks';
+import { startDeliveryWorkflow, taskQueueOf } from './webhooks/dispatch';
 
 export interface EventDeps {
   db: Db;
   /** Used to start deliveries right away; without it the sweeper dispatches the event. */
   temporal?: Client | null;
   taskQueue?: string;
+  /** The API's deps carry the task queue in their config. */
+  config?: { taskQueue?: string };
 }
 
 export interface EmitEventInput {
@@ -25,6 +33,43 @@ export interface EmitEventInput {
   legacyType?: string | null;
 }
 
+function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: string): string[] {
+  return endpoints
+    .filter((e) => e.status === 'enabled' && e.api_version === catalog && endpointReceives(e.enabled_events, type))
+    .map((e) => e._id);
+}
+
+/**
+ * Writes the event (both catalogs as needed), then its deliveries, and starts their workflows;
+ * returns the 2026-11-01 event. Events stay marked undispatched: the sweeper confirms them in batches
+ * a few seconds later (their deliveries exist and have started) and finishes any that a failure or a
+ * crash left half done, so the caller's request never fails for delivery's sake once the event is written.
+ */
 export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise<EventDoc> {
-  return recordEvent(deps.db, input);
+  const now = Date.now();
+  const endpoints = await endpointsForFanOut(deps.db, input.storeId);
+  const base = { storeId: input.storeId, object: input.object, request: input.request };
+  const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type) }, now)];
+  const legacyType = legacyNameOf(input.type, input.legacyType);
+  if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
+    written.push(buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now));
+  }
+  await insertEvents(deps.db, written);
+
+  const deliveries = written.flatMap((event) => {
+    const body = renderEventBody(event);
+    return (event.targets ?? []).map((endpointId) => newDeliveryDoc(event, endpointId, body, now));
+  });
+  if (deliveries.length === 0) return written[0];
+  try {
+    await insertDeliveries(deps.db, deliveries);
+    if (deps.temporal) {
+      const client = deps.temporal;
+      const taskQueue = taskQueueOf(deps);
+      await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
+    }
+  } catch (error) {
+    console.warn(`events ${written.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);
+  }
+  return written[0];
 }

@@ -4,6 +4,12 @@
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import type { PaymentProvider } from './provider/types';
+import { createCheckoutActivities } from './checkout-activities';
+import { createWebhookActivities } from './webhooks';
+import { createSubscriptionActivities } from './subscriptions';
+import { createChargeActivities } from './charges';
+import { createUsageActivities } from './usage';
+import type { WebhookNetwork } from './webhooks/config';
 
 export interface ActivityDeps {
   db: Db;
@@ -12,6 +18,10 @@ export interface ActivityDeps {
   temporal: Client | null;
   /** Task queue the workflows that activities start run on. */
   taskQueue: string;
+  /** Webhook delivery network (allowlist, extra CA, resolver); from WEBHOOK_* env variables when omitted. */
+  webhooks?: Partial<WebhookNetwork>;
+  /** How often usage periods are recomputed (seconds; default 600, the spec's routine). Tests stretch it. */
+  usageRecomputeSeconds?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -22,6 +32,11 @@ export function createActivities(deps: ActivityDeps) {
       await db.command({ ping: 1 });
       return 'pong';
     },
+    ...createCheckoutActivities(deps),
+    ...createWebhookActivities(deps),
+    ...createSubscriptionActivities(deps),
+    ...createChargeActivities(deps),
+    ...createUsageActivities(deps),
   };
 }
 

@@ -12,6 +12,7 @@ import idempotency from './plugins/idempotency';
 import openapi from './plugins/openapi';
 import { ErrorResponse } from './schemas/common';
 import { componentSchemas, routeModules } from './routes';
+import pages from './pages';
 
 export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -48,5 +49,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     },
     { prefix: '/v1' },
   );
+  // Hosted checkout and customer portal pages: outside /v1, no API key.
+  await app.register(pages);
   return app;
 }

@@ -1,4 +1,6 @@
 // API process configuration, read once from the environment (README lists every variable).
+import { parseAllowedHosts } from '../activities/webhooks/config';
+import type { HostResolver } from '../activities/webhooks/host-policy';
 
 export interface ApiConfig {
   port: number;
@@ -24,6 +26,10 @@ export interface ApiConfig {
   /** Accept http://localhost success/cancel URLs (development). */
   development: boolean;
   logLevel: string;
+  /** WEBHOOK_ALLOWED_HOSTS: hosts a webhook URL may name although private (local receivers); none by default. */
+  webhookAllowedHosts: string[];
+  /** Name resolution for webhook URL checks; the system resolver unless a test injects one. */
+  webhookResolver?: HostResolver;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -54,5 +60,6 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     ipRateWindowMs: int(env.RATE_LIMIT_IP_WINDOW_MS, 60_000),
     development: env.NODE_ENV !== 'production',
     logLevel: env.LOG_LEVEL ?? 'info',
+    webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
   };
 }

@@ -4,6 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Collection, Document, Filter, Sort } from 'mongodb';
 import { ApiError } from '../domain/errors';
+import { findOwnedById } from '../activities/store/owned';
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Page size, 1 to 100.' })),
@@ -32,11 +33,30 @@ export interface ListResult<T> {
   data: T[];
 }
 
-/** Order of a list: newest first by id (the default), oldest first, or by a field then id. */
-export type ListOrder = { by: '_id'; direction: 1 | -1 } | { by: string; direction: 1 | -1; field: true };
+/**
+ * Order of a list: newest first by id (the default; ids are time-ordered, so equal `created` seconds
+ * still have one stable order), oldest first, by a field then id, or alphabetically by a text field
+ * then id. Alphabetical order compares like people read (case and accents aside), which the database
+ * cannot do (no collations on FerretDB): it sorts the filtered set in memory, so it is for small
+ * per-store collections such as offers.
+ */
+export type ListOrder =
+  | { by: '_id'; direction: 1 | -1 }
+  | { by: string; direction: 1 | -1; field: true }
+  | { by: string; direction: 1 | -1; alphabetical: true };
 
 export const NEWEST_FIRST: ListOrder = { by: '_id', direction: -1 };
 export const OLDEST_FIRST: ListOrder = { by: '_id', direction: 1 };
+export const alphabeticalBy = (field: string): ListOrder => ({ by: field, direction: 1, alphabetical: true });
+
+const collator = new Intl.Collator('en', { sensitivity: 'base', numeric: true });
+
+function compareAlphabetical(field: string) {
+  return (a: Document, b: Document): number =>
+    collator.compare(String(a[field] ?? ''), String(b[field] ?? '')) ||
+    (String(a[field] ?? '') < String(b[field] ?? '') ? -1 : String(a[field] ?? '') > String(b[field] ?? '') ? 1 : 0) ||
+    (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
+}
 
 function beyond(direction: 1 | -1) {
   return direction === 1 ? '$gt' : '$lt';
@@ -77,10 +97,11 @@ export async function paginate<D extends Document, T>(
   const base = { store_id: storeId, ...(options.filter ?? {}) } as Filter<D>;
   const cursorId = query.starting_after ?? query.ending_before;
   const backwards = query.ending_before !== undefined;
+  if ('alphabetical' in order) return paginateInMemory(collection, storeId, base, order.by, query, options.url, options.toApi);
   let filter: Filter<D> = base;
   if (cursorId !== undefined) {
     const param = backwards ? 'ending_before' : 'starting_after';
-    const cursor = await collection.findOne({ _id: cursorId, store_id: storeId } as unknown as Filter<D>);
+    const cursor = await findOwnedById(collection as unknown as Collection<D & { _id: string; store_id: string }>, storeId, cursorId);
     if (!cursor) throw new ApiError('resource_missing', `No such object: '${cursorId}'`, { param });
     const direction = (backwards ? -order.direction : order.direction) as 1 | -1;
     filter = { $and: [base, cursorFilter(order, cursor, direction)] } as Filter<D>;
@@ -95,6 +116,43 @@ export async function paginate<D extends Document, T>(
   const page = docs.slice(0, limit);
   if (backwards) page.reverse();
   return { object: 'list', url: options.url, has_more, data: page.map(options.toApi) };
+}
+
+async function paginateInMemory<D extends Document, T>(
+  collection: Collection<D>,
+  storeId: string,
+  filter: Filter<D>,
+  field: string,
+  query: PageQuery,
+  url: string,
+  toApi: (doc: D) => T,
+): Promise<ListResult<T>> {
+  const limit = query.limit ?? 10;
+  const docs = ((await collection.find(filter).toArray()) as D[]).sort(compareAlphabetical(field));
+  let start = 0;
+  let end = docs.length;
+  if (query.starting_after !== undefined || query.ending_before !== undefined) {
+    const backwards = query.ending_before !== undefined;
+    const cursorId = (query.starting_after ?? query.ending_before) as string;
+    let index = docs.findIndex((d) => d._id === cursorId);
+    if (index === -1) {
+      // The cursor may exist but fall outside the filter: place it where it would sort.
+      const cursor = await findOwnedById(collection as unknown as Collection<D & { _id: string; store_id: string }>, storeId, cursorId);
+      if (!cursor) throw new ApiError('resource_missing', `No such object: '${cursorId}'`, { param: backwards ? 'ending_before' : 'starting_after' });
+      const compare = compareAlphabetical(field);
+      const after = docs.findIndex((d) => compare(d, cursor as D) > 0);
+      index = after === -1 ? docs.length : after;
+      if (backwards) end = index;
+      else start = index;
+    } else if (backwards) end = index;
+    else start = index + 1;
+    if (backwards) {
+      const from = Math.max(0, end - limit);
+      return { object: 'list', url, has_more: from > 0, data: docs.slice(from, end).map(toApi) };
+    }
+  }
+  const page = docs.slice(start, start + limit);
+  return { object: 'list', url, has_more: start + limit < end, data: page.map(toApi) };
 }
 
 /** `created[gte]`, `created[gt]`, `created[lte]`, `created[lt]` (Unix seconds), as lists filter by time. */

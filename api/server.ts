@@ -17,7 +17,7 @@ export async function startApiServer(config = loadApiConfig()) {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(
-    { db, config, temporal, provider: createTestConnection() },
+    { db, config, temporal, provider: createTestConnection({ db }) },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {

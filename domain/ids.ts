@@ -1,6 +1,6 @@
 // Public ids: the spec's prefix, then a time-ordered random part (milliseconds first, then randomness,
 // base62), so sorting ids sorts by creation and `_id` serves lookup, uniqueness and cursors alike.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 
 // Ordered by ASCII so that string comparison of ids follows the numbers they encode.
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -32,6 +32,17 @@ export function randomBase62(length: number): string {
 
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${randomBase62(12)}`;
+}
+
+/**
+ * An id that is the same every time it is derived from the same seed (a charge key, a renewal
+ * attempt): retried side effects insert the same id and a unique index turns the retry into a no-op.
+ */
+export function derivedId(prefix: IdPrefix, ms: number, seed: string): string {
+  const digest = createHash('sha256').update(seed).digest();
+  let tail = '';
+  for (let i = 0; tail.length < 12; i++) tail += BASE62[digest[i] % 62];
+  return `${prefix}_${encodeTime(ms)}${tail}`;
 }
 
 export function newUuid(): string {

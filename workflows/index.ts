@@ -1,2 +1,8 @@
 // What the worker loads: one export per workflow module.
 export * from './ping';
+export * from './checkout-session';
+export * from './webhook-delivery';
+export * from './event-sweeper';
+export * from './subscription';
+export * from './charge';
+export * from './usage-periods';

@@ -1,9 +1,155 @@
 // The payment provider interface. Real providers plug in behind it; the built-in test connection
-// (test-connection.ts) implements DESIGN.md's table of test inputs.
+// (test-connection.ts) implements DESIGN.md's table of test inputs. Card numbers only ever pass
+// through `saveCard` and `chargeCard` (in memory); what comes back and is stored is a pm_ id with
+// brand and last4.
 
 export type RegisterCustomerResult = { ok: true; providerCustomerId: string } | { ok: false; reason: string };
 
+/** A card number as the buyer typed it (spaces and dashes allowed). Never stored, never logged. */
+export interface CardInput {
+  number: string;
+  exp_month?: number;
+  exp_year?: number;
+  cvc?: string;
+  holder_name?: string;
+}
+
+/** A card kept at the provider for later charges: all we ever store about it. */
+export interface SavedCard {
+  /** pm_ id at the provider. */
+  paymentMethodId: string;
+  type: 'card';
+  brand: string;
+  last4: string;
+  /**
+   * False when the card is held by a provider that refuses charges without the buyer present:
+   * subscription and usage charges then answer payment_method_not_chargeable before any attempt.
+   */
+  chargeable: boolean;
+}
+
+export type SaveCardResult = { ok: true; card: SavedCard } | { ok: false; code: string; message: string };
+
+/**
+ * The result of one charge attempt. The same idempotency key always yields the same outcome and
+ * transaction: a provider never charges a key twice.
+ *  - approved: money captured.
+ *  - review: left pending until the provider's notice settles it (paid or refused).
+ *  - declined: the card was tried and refused; `code` is the provider's decline code (null when it
+ *    reported none, shown as `declined`). The provider recorded a transaction.
+ *  - refused: the request was refused before the card was tried (no transaction): `provider_error`
+ *    (e.g. amount 424242 on the test connection) or `payment_method_not_chargeable`.
+ */
+export type ChargeOutcome =
+  | { status: 'approved'; transactionId: string }
+  | { status: 'review'; transactionId: string }
+  | { status: 'declined'; transactionId: string; code: string | null; message: string }
+  | { status: 'refused'; transactionId: null; code: 'provider_error' | 'payment_method_not_chargeable'; message: string };
+
+export interface ChargeSavedCardInput {
+  storeId: string;
+  /** The charge's key: retrying with it returns the first outcome and never charges again. */
+  idempotencyKey: string;
+  paymentMethodId: string;
+  amount: number;
+  currency: string;
+  description: string | null;
+  /** Where the provider's later notice (review settled) should go: the waiting workflow's id. */
+  notifyRef?: string | null;
+}
+
+export interface ChargeCardInput {
+  storeId: string;
+  idempotencyKey: string;
+  card: CardInput;
+  amount: number;
+  currency: string;
+  description: string | null;
+  installments?: number | null;
+  /** Keep the card for later charges when approved or in review (subscriptions). */
+  saveCard?: boolean;
+  customerId?: string | null;
+  providerCustomerId?: string | null;
+  notifyRef?: string | null;
+}
+
+/** Charge with the buyer present (checkout): the outcome plus the saved card when one was kept. */
+export type CheckoutChargeOutcome = ChargeOutcome & { card: SavedCard | null };
+
+export interface CreatePixInput {
+  storeId: string;
+  idempotencyKey: string;
+  amount: number;
+  currency: string;
+  description: string | null;
+  customerId?: string | null;
+  notifyRef?: string | null;
+}
+
+export type PixOutcome =
+  | {
+      status: 'pending';
+      transactionId: string;
+      /** The copy-paste ("copia e cola") code the buyer pays with. */
+      copyPaste: string;
+      /** Unix seconds: 30 minutes after creation on the test connection. */
+      expiresAt: number;
+    }
+  | { status: 'refused'; transactionId: null; code: 'provider_error'; message: string };
+
+/** What a pending transaction (review or PIX) became. */
+export type SettlementStatus = 'paid' | 'refused' | 'expired';
+
+/** The provider telling us a pending transaction settled. Reaches the waiting workflow as a signal. */
+export interface ProviderNotice {
+  transactionId: string;
+  status: SettlementStatus;
+  /** Decline code when refused (e.g. card_declined); null otherwise. */
+  code: string | null;
+  message: string | null;
+  /** The notifyRef given when the transaction was created (a workflow id), if any. */
+  notifyRef: string | null;
+  /** Unix seconds. */
+  settledAt: number;
+}
+
+export type TransactionState = 'approved' | 'review' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired';
+
+export interface TransactionInfo {
+  transactionId: string;
+  storeId: string;
+  idempotencyKey: string;
+  kind: 'saved_card' | 'card' | 'pix';
+  state: TransactionState;
+  amount: number;
+  currency: string;
+  notifyRef: string | null;
+  code: string | null;
+  message: string | null;
+  /** Unix seconds when approved/paid/refused/expired; null while pending. */
+  settledAt: number | null;
+}
+
+export type SettleResult = { ok: true; notice: ProviderNotice } | { ok: false; reason: string };
+
 export interface PaymentProvider {
+  /** Orders paid through this provider carry this livemode (false on the test connection). */
+  readonly livemode: boolean;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: { storeId: string; customerId: string; email: string; name: string | null }): Promise<RegisterCustomerResult>;
+  /** Keeps a card for later charges without charging it. */
+  saveCard(input: { storeId: string; customerId: string | null; providerCustomerId?: string | null; card: CardInput }): Promise<SaveCardResult>;
+  /** Charges a saved card without the buyer present (subscription, usage and renewal charges). */
+  chargeSavedCard(input: ChargeSavedCardInput): Promise<ChargeOutcome>;
+  /** Charges a card the buyer just typed (checkout), optionally keeping it. */
+  chargeCard(input: ChargeCardInput): Promise<CheckoutChargeOutcome>;
+  /** Creates a PIX payment: pending until the provider's notice (paid, or expired). */
+  createPix(input: CreatePixInput): Promise<PixOutcome>;
+  /**
+   * Settles a pending transaction (review or PIX) the way the provider's notice would; idempotent
+   * for the same outcome. The test connection's admin CLI and hosted-page buttons call it.
+   */
+  settle(input: { storeId: string; transactionId: string; outcome: SettlementStatus }): Promise<SettleResult>;
+  /** Current state of a transaction (reconciliation; an overdue PIX reads as expired). */
+  getTransaction(input: { storeId: string; transactionId: string }): Promise<TransactionInfo | null>;
 }

@@ -131,38 +131,5 @@ export async function createCoupon(
   return doc;
 }
 
-export interface MeterDoc {
-  _id: string;
-  store_id: string;
-  display_name: string;
-  event_name: string;
-  formula: 'sum' | 'count' | 'last';
-  customer_payload_key: string;
-  value_payload_key: string;
-  status: 'active' | 'inactive';
-  deactivated_at: number | null;
-  created: number;
-  updated: number;
-}
-
-export async function createMeter(
-  db: Db,
-  input: { storeId: string; displayName: string; eventName: string; formula?: 'sum' | 'count' | 'last' },
-  now = Date.now(),
-): Promise<MeterDoc> {
-  const doc: MeterDoc = {
-    _id: newId('mtr', now),
-    store_id: input.storeId,
-    display_name: input.displayName,
-    event_name: input.eventName,
-    formula: input.formula ?? 'sum',
-    customer_payload_key: 'customer_id',
-    value_payload_key: 'value',
-    status: 'active',
-    deactivated_at: null,
-    created: nowSeconds(now),
-    updated: nowSeconds(now),
-  };
-  await db.collection<MeterDoc>('billing_meters').insertOne(doc);
-  return doc;
-}
+// Meters live in meters.ts (validation, unique event_name, status); re-exported for the admin CLI and the demo seed.
+export { createMeter, type MeterDoc } from './meters';

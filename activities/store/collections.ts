@@ -155,6 +155,8 @@ export interface EventDoc {
   test: boolean;
   /** False until its deliveries were created; the sweeper re-drives undispatched events. */
   dispatched: boolean;
+  /** Webhook endpoint ids the event goes to, matched when it was written (activities/events.ts). */
+  targets?: string[];
 }
 
 export interface Collections {

@@ -1,10 +1,16 @@
 // Customers: persistence and the API object. Email is unique per store (a unique index),
-// which is what makes concurrent creates with one email return one customer.
+// which is what makes concurrent creates with one email return one customer. Beside each customer an
+// email claim document (`customer_emails`, _id `<store>|<email>`) names the customer holding an email,
+// so "who has this email" is a lookup by _id, the one query FerretDB v1 serves from an index rather
+// than by reading the whole collection. Claims are a shortcut, never the authority: a claim is
+// checked against the customer it names, and a customer without one (seeded directly, or whose
+// writer died between the two writes) is still found by the unique email.
 import type { Db } from 'mongodb';
 import { decodeMetadata, encodeMetadata, type Metadata } from '../../domain/metadata';
 import { newId } from '../../domain/ids';
 import type { NormalizedCustomerFields } from '../../domain/customers';
 import { collections, type CustomerDoc } from './collections';
+import { findOwnedById } from './owned';
 
 export function customerObject(doc: CustomerDoc) {
   return {
@@ -36,11 +42,46 @@ export function customerObject(doc: CustomerDoc) {
 export type CustomerObject = ReturnType<typeof customerObject>;
 
 export async function findCustomer(db: Db, storeId: string, id: string): Promise<CustomerDoc | null> {
-  return collections(db).customers.findOne({ _id: id, store_id: storeId });
+  return findOwnedById(collections(db).customers, storeId, id);
 }
 
+interface CustomerEmailClaim {
+  _id: string;
+  store_id: string;
+  customer: string;
+  created: number;
+}
+
+const emailClaims = (db: Db) => db.collection<CustomerEmailClaim>('customer_emails');
+const claimId = (storeId: string, email: string) => `${storeId}|${email}`;
+
+/** The customer an email claim names, when the claim is current; null otherwise (no full read). */
+export async function findClaimedCustomer(db: Db, storeId: string, email: string): Promise<CustomerDoc | null> {
+  const claim = await emailClaims(db).findOne({ _id: claimId(storeId, email.toLowerCase()) });
+  if (!claim) return null;
+  const doc = await findCustomer(db, storeId, claim.customer);
+  return doc && doc.email === email.toLowerCase() ? doc : null;
+}
+
+/** The customer with this email (exact, lowercase), by its claim or else by the unique email. */
 export async function findCustomerByEmail(db: Db, storeId: string, email: string): Promise<CustomerDoc | null> {
-  return collections(db).customers.findOne({ store_id: storeId, email: email.toLowerCase() });
+  return (await findClaimedCustomer(db, storeId, email)) ?? collections(db).customers.findOne({ store_id: storeId, email: email.toLowerCase() });
+}
+
+/** Points the customer's email claim at it; a failure only costs the shortcut. */
+export async function claimCustomerEmail(db: Db, doc: CustomerDoc, previousEmail?: string): Promise<void> {
+  try {
+    await emailClaims(db).replaceOne(
+      { _id: claimId(doc.store_id, doc.email) },
+      { store_id: doc.store_id, customer: doc._id, created: doc.created },
+      { upsert: true },
+    );
+    if (previousEmail && previousEmail !== doc.email) {
+      await emailClaims(db).deleteOne({ _id: claimId(doc.store_id, previousEmail), customer: doc._id });
+    }
+  } catch {
+    // Lookups fall back to the unique email.
+  }
 }
 
 export function newCustomerDoc(
@@ -66,14 +107,22 @@ export function newCustomerDoc(
   };
 }
 
+/**
+ * A unique index refused the write. MongoDB says so with code 11000 on inserts and updates alike;
+ * FerretDB v1 does on inserts, but reports an update that breaks a unique index as an InternalError
+ * carrying SQLite's "UNIQUE constraint failed".
+ */
 export function isDuplicateKeyError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: number; message?: string };
+  return code === 11000 || (code === 1 && /UNIQUE constraint failed/.test(message ?? ''));
 }
 
 /** Inserts the customer, or returns the one that already holds the email (created: false). */
 export async function insertCustomer(db: Db, doc: CustomerDoc): Promise<{ customer: CustomerDoc; created: boolean }> {
   try {
     await collections(db).customers.insertOne(doc);
+    await claimCustomerEmail(db, doc);
     return { customer: doc, created: true };
   } catch (error) {
     if (!isDuplicateKeyError(error)) throw error;
@@ -89,5 +138,10 @@ export async function updateCustomer(
   id: string,
   set: Partial<CustomerDoc>,
 ): Promise<CustomerDoc | null> {
-  return collections(db).customers.findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' });
+  const current = await findCustomer(db, storeId, id);
+  if (!current) return null;
+  // By _id alone (see owned.ts); the store was checked on the document just read.
+  const updated = await collections(db).customers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+  if (updated && updated.email !== current.email) await claimCustomerEmail(db, updated, current.email);
+  return updated;
 }

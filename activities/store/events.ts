@@ -1,33 +1,106 @@
-// Events as facts: written once in catalog 2026-11-01 with the request that caused them.
-// Delivery (fan-out to webhook endpoints) reads undispatched events from here.
-import type { Db } from 'mongodb';
+// Events as facts: one document per event and catalog, with the request that caused it and the
+// endpoints it goes to (fixed when it is written, so a later sweep delivers to exactly those).
+// The body an endpoint receives is rendered from the document, byte for byte the same every time.
+import type { Db, Filter } from 'mongodb';
+import { CURRENT_CATALOG, type EventCatalog } from '../../domain/event-catalogs';
 import { newId } from '../../domain/ids';
 import { collections, type EventDoc } from './collections';
 
-export const CURRENT_EVENT_CATALOG = '2026-11-01';
+export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
 
 export interface EventRequest {
   id: string | null;
   idempotency_key: string | null;
 }
 
-export async function recordEvent(
-  db: Db,
-  input: { storeId: string; type: string; object: Record<string, unknown>; request?: EventRequest | null },
-  now = Date.now(),
-): Promise<EventDoc> {
-  const doc: EventDoc = {
+export interface RecordEventInput {
+  storeId: string;
+  type: string;
+  object: Record<string, unknown>;
+  request?: EventRequest | null;
+  /** Catalog the event belongs to; 2026-11-01 unless stated. */
+  apiVersion?: EventCatalog;
+  /** Endpoint ids that receive it (matched when written); none means nothing to dispatch. */
+  targets?: string[];
+  /** A webhook endpoint test event: kept out of GET /v1/events, livemode false. */
+  test?: boolean;
+}
+
+/** The event document as it will be stored (ids are time-ordered; nothing is written here). */
+export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventDoc {
+  const targets = input.targets ?? [];
+  const test = input.test ?? false;
+  return {
     _id: newId('evt', now),
     store_id: input.storeId,
     type: input.type,
-    api_version: CURRENT_EVENT_CATALOG,
+    api_version: input.apiVersion ?? CURRENT_CATALOG,
     created: Math.floor(now / 1000),
-    livemode: true,
+    livemode: !test,
     request: input.request ?? { id: null, idempotency_key: null },
     data_json: JSON.stringify({ object: input.object }),
-    test: false,
-    dispatched: false,
+    test,
+    // Nothing to deliver: nothing for the sweeper to pick up either.
+    dispatched: targets.length === 0,
+    targets,
   };
-  await collections(db).events.insertOne(doc);
+}
+
+export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
+  if (docs.length === 1) await collections(db).events.insertOne(docs[0]);
+  else if (docs.length > 1) await collections(db).events.insertMany(docs);
+}
+
+export async function recordEvent(db: Db, input: RecordEventInput, now = Date.now()): Promise<EventDoc> {
+  const doc = buildEventDoc(input, now);
+  await insertEvents(db, [doc]);
   return doc;
+}
+
+export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {
+  return collections(db).events.findOne({ _id: id, store_id: storeId });
+}
+
+export async function markEventDispatched(db: Db, storeId: string, id: string): Promise<void> {
+  await markEventsDispatched(db, storeId, [id]);
+}
+
+export async function markEventsDispatched(db: Db, storeId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await collections(db).events.updateMany({ store_id: storeId, _id: { $in: ids } }, { $set: { dispatched: true } });
+}
+
+/** The sweeper's batch confirmation, across stores. */
+export async function markAnyEventsDispatched(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await collections(db).events.updateMany({ _id: { $in: ids } }, { $set: { dispatched: true } });
+}
+
+/** Events written more than `olderThanMs` ago whose deliveries may not exist yet (all stores). */
+export async function findUndispatchedEvents(db: Db, { olderThanMs, limit, now = Date.now() }: { olderThanMs: number; limit: number; now?: number }) {
+  const filter: Filter<EventDoc> = { dispatched: false, created: { $lte: Math.floor((now - olderThanMs) / 1000) } };
+  return collections(db).events.find(filter).sort({ created: 1 }).limit(limit).toArray();
+}
+
+/**
+ * The event as JSON text, fields in the spec's order. Catalog 2026-11-01 carries pending_webhooks
+ * (when delivered: the endpoints it went to; when read through the API: computed at query time)
+ * and request; the original catalog carries neither. A test event says so with `test: true`.
+ */
+export function renderEventBody(doc: EventDoc, pendingWebhooks?: number): string {
+  const head: Record<string, unknown> = {
+    id: doc._id,
+    object: 'event',
+    type: doc.type,
+    api_version: doc.api_version,
+    created: doc.created,
+    livemode: doc.livemode,
+  };
+  if (doc.test) head.test = true;
+  if (doc.api_version === CURRENT_CATALOG) {
+    head.pending_webhooks = pendingWebhooks ?? doc.targets?.length ?? 0;
+    head.request = doc.request ?? { id: null, idempotency_key: null };
+  }
+  // data_json is spliced in as stored so the bytes never depend on a parse/serialize round trip.
+  return `${JSON.stringify(head).slice(0, -1)},"data":${doc.data_json}}`;
 }

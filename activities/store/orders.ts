@@ -41,6 +41,8 @@ export interface OrderDoc {
   metadata: StoredMetadata;
   livemode: boolean;
   created: number;
+  /** Transaction at the payment provider (renewals and charges); lets a provider notice find the order. */
+  provider_transaction_id?: string | null;
 }
 
 export function ordersCollection(db: Db) {
@@ -83,3 +85,35 @@ export async function findOrder(db: Db, storeId: string, id: string): Promise<Or
   return ordersCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
+function isDuplicateKey(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
+}
+
+/** Inserts an order whose id was derived from its cause; a retry finds it already there. */
+export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> {
+  try {
+    await ordersCollection(db).insertOne(doc);
+    return doc;
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error;
+    const existing = await findOrder(db, doc.store_id, doc._id);
+    if (!existing) throw error;
+    return existing;
+  }
+}
+
+/** pending -> paid or failed, once (compare-and-set on status); returns the order as it now is. */
+export async function settlePendingOrder(
+  db: Db,
+  storeId: string,
+  id: string,
+  status: 'paid' | 'failed',
+  paidAt: number | null,
+): Promise<OrderDoc | null> {
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'pending' },
+    { $set: { status, paid_at: paidAt } },
+    { returnDocument: 'after' },
+  );
+  return updated ?? findOrder(db, storeId, id);
+}

@@ -46,7 +46,9 @@ export interface NewApiKey {
 export async function createApiKey(db: Db, input: NewApiKey, now = Date.now()): Promise<{ doc: ApiKeyDoc; key: string }> {
   const { full, keyId, secret } = generateApiKey();
   const doc: ApiKeyDoc = {
-    _id: newId('ak', now),
+    // The id is derived from the key's public identifier, so authentication finds the key with a
+    // lookup by _id, the one query FerretDB v1 serves from an index.
+    _id: apiKeyIdOf(keyId),
     store_id: input.storeId,
     key_id: keyId,
     secret_hash: hashSecret(secret),
@@ -62,6 +64,44 @@ export async function createApiKey(db: Db, input: NewApiKey, now = Date.now()): 
   return { doc, key: full };
 }
 
+/** `ak_` + the 12-character public identifier that follows `vk_live_` in the key (not secret). */
+export function apiKeyIdOf(keyId: string): string {
+  return `ak_${keyId}`;
+}
+
 export async function findApiKeyByKeyId(db: Db, keyId: string): Promise<ApiKeyDoc | null> {
-  return collections(db).apiKeys.findOne({ key_id: keyId });
+  const { apiKeys } = collections(db);
+  const byId = await apiKeys.findOne({ _id: apiKeyIdOf(keyId) });
+  if (byId) return byId.key_id === keyId ? byId : null;
+  // Keys created before ids were derived from the identifier.
+  return apiKeys.findOne({ key_id: keyId });
+}
+
+/**
+ * Store records as authentication reads them, cached per process for at most `maxAgeMs` (1 s by
+ * default): a store flag changed by the operator (inactive, API off, deleted) applies within a second
+ * on every process. API keys are never cached, so a revocation applies on the very next request.
+ */
+export class StoreCache {
+  private readonly entries = new Map<string, { at: number; store: Promise<StoreDoc | null> }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly maxAgeMs = 1000,
+  ) {}
+
+  get(id: string, now = Date.now()): Promise<StoreDoc | null> {
+    const hit = this.entries.get(id);
+    if (hit && now - hit.at < this.maxAgeMs) return hit.store;
+    // Concurrent requests for one store share a single read.
+    const store = findStore(this.db, id);
+    this.entries.set(id, { at: now, store });
+    store.catch(() => this.entries.delete(id));
+    if (this.entries.size > 10_000) this.prune(now);
+    return store;
+  }
+
+  prune(now = Date.now()): void {
+    for (const [id, entry] of this.entries) if (now - entry.at >= this.maxAgeMs) this.entries.delete(id);
+  }
 }

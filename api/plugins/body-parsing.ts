@@ -24,6 +24,12 @@ export function parseQueryString(text: string): Record<string, unknown> {
 export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
   app.removeContentTypeParser(['application/json', 'text/plain']);
 
+  // A POST or DELETE without a body is an empty set of parameters (an update that changes nothing,
+  // a delete), not a malformed request.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && (request.method === 'POST' || request.method === 'DELETE')) request.body = {};
+  });
+
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = (body as string).trim();
     if (text === '') return done(null, {});

@@ -74,17 +74,22 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
   app.addHook('onSend', async (request, reply, payload) => {
     const state = request.idempotency;
     if (!state || state.replayed) return payload;
-    if (reply.statusCode >= 500) {
-      await releaseIdempotencyKey(db, state.id, request.id);
-    } else {
-      const headers: Record<string, string> = {};
-      const location = reply.getHeader('location');
-      if (typeof location === 'string') headers.location = location;
-      await completeIdempotencyKey(db, state.id, request.id, {
-        status: reply.statusCode,
-        body: typeof payload === 'string' ? payload : JSON.stringify(payload),
-        headers,
-      });
+    try {
+      if (reply.statusCode >= 500) {
+        await releaseIdempotencyKey(db, state.id, request.id);
+      } else {
+        const headers: Record<string, string> = {};
+        const location = reply.getHeader('location');
+        if (typeof location === 'string') headers.location = location;
+        await completeIdempotencyKey(db, state.id, request.id, {
+          status: reply.statusCode,
+          body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+          headers,
+        });
+      }
+    } catch (err) {
+      // The work is done; the client still gets its answer. The key's lease runs out and a retry runs again.
+      request.log.error({ err, requestId: request.id }, 'could not record the idempotent response');
     }
     return payload;
   });

@@ -3,16 +3,15 @@
 import fp from 'fastify-plugin';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { collections, type RequestLogDoc } from '../../activities/store/collections';
-
-export const REQUEST_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+import type { RequestLogDoc } from '../../activities/store/collections';
+import { sweepRequestLogs, writeRequestLogs } from '../../activities/store/request-logs';
 
 export function newRequestId(): string {
   return `req_${randomBytes(10).toString('hex')}`;
 }
 
 export default fp(async function requestContextPlugin(app: FastifyInstance) {
-  const { requestLogs } = collections(app.deps.db);
+  const { db } = app.deps;
   let buffer: RequestLogDoc[] = [];
 
   app.addHook('onRequest', async (request, reply) => {
@@ -25,8 +24,9 @@ export default fp(async function requestContextPlugin(app: FastifyInstance) {
     const now = Date.now();
     buffer.push({
       _id: request.id,
-      store_id: request.auth?.store._id ?? null,
-      api_key: request.auth?.apiKey._id ?? null,
+      // The key that made the call, also when it was refused (revoked, expired, store switched off).
+      store_id: request.auth?.store._id ?? request.presentedKey?.storeId ?? null,
+      api_key: request.auth?.apiKey._id ?? request.presentedKey?.id ?? null,
       method: request.method,
       path: request.url.split('?')[0],
       status: reply.statusCode,
@@ -40,23 +40,20 @@ export default fp(async function requestContextPlugin(app: FastifyInstance) {
     if (buffer.length === 0) return;
     const batch = buffer;
     buffer = [];
-    await requestLogs.insertMany(batch, { ordered: false }).catch((err) => {
-      if ((err as { code?: number }).code !== 11000) app.log.warn({ err }, 'request log write failed');
-    });
+    await writeRequestLogs(db, batch).catch((err) => app.log.warn({ err }, 'request log write failed'));
   }
 
-  async function sweep() {
-    const cutoff = Math.floor((Date.now() - REQUEST_LOG_RETENTION_MS) / 1000);
-    await requestLogs.deleteMany({ created: { $lt: cutoff } });
-  }
-
+  const sweep = () => sweepRequestLogs(db).catch((err) => app.log.warn({ err }, 'request log sweep failed'));
   const flusher = setInterval(() => void flush(), 500);
   flusher.unref();
-  const sweeper = setInterval(() => sweep().catch((err) => app.log.warn({ err }, 'request log sweep failed')), 60 * 60_000);
+  const firstSweep = setTimeout(sweep, 10_000);
+  firstSweep.unref();
+  const sweeper = setInterval(sweep, 60 * 60_000);
   sweeper.unref();
   app.addHook('onClose', async () => {
     clearInterval(flusher);
     clearInterval(sweeper);
+    clearTimeout(firstSweep);
     await flush();
   });
 });

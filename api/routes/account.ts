@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../context';
-import { Nullable, withErrors } from '../schemas/common';
+import { NoQuery, Nullable, withErrors } from '../schemas/common';
 
 export const Account = Type.Object(
   {
@@ -29,7 +29,7 @@ export type Account = Static<typeof Account>;
 const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/account',
-    { schema: { tags: ['account'], summary: 'Retrieve the account', response: withErrors({ 200: Account }) } },
+    { schema: { tags: ['account'], summary: 'Retrieve the account', querystring: NoQuery, response: withErrors({ 200: Account }) } },
     async (request) => {
       const { store, apiKey, apiVersion } = authOf(request);
       return {

@@ -3,10 +3,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { collections, type OfferDoc } from '../../activities/store/collections';
 import { offerObject, productObject, productsById } from '../../activities/store/offers';
+import { findOwnedById } from '../../activities/store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
-import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, Nullable, withErrors } from '../schemas/common';
+import { alphabeticalBy, listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, NoQuery, Nullable, withErrors } from '../schemas/common';
 
 const NullableInt = Nullable(Type.Integer());
 
@@ -92,7 +93,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         filter,
         query: page,
         url: '/v1/offers',
-        order: { by: 'name', direction: 1, field: true },
+        order: alphabeticalBy('name'),
         toApi: (doc: OfferDoc) => doc,
       });
       const byId = await productsById(db, store._id, list.data.map((d) => d.product_id));
@@ -102,12 +103,12 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/offers/:id',
-    { schema: { tags: ['offers'], summary: 'Retrieve an offer', params: IdParams, response: withErrors({ 200: Type.Ref('Offer') }) } },
+    { schema: { tags: ['offers'], summary: 'Retrieve an offer', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Offer') }) } },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await offers.findOne({ _id: request.params.id, store_id: store._id });
+      const doc = await findOwnedById(offers, store._id, request.params.id);
       if (!doc) throw notFound('offer', request.params.id);
-      const product = await products.findOne({ _id: doc.product_id, store_id: store._id });
+      const product = await findOwnedById(products, store._id, doc.product_id);
       return offerObject(doc, product, config.checkoutUrl);
     },
   );
@@ -130,10 +131,10 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/products/:id',
-    { schema: { tags: ['products'], summary: 'Retrieve a product', params: IdParams, response: withErrors({ 200: Type.Ref('Product') }) } },
+    { schema: { tags: ['products'], summary: 'Retrieve a product', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Product') }) } },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await products.findOne({ _id: request.params.id, store_id: store._id });
+      const doc = await findOwnedById(products, store._id, request.params.id);
       if (!doc) throw notFound('product', request.params.id);
       return productObject(doc);
     },

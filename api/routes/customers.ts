@@ -4,12 +4,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { changeCustomer, createCustomer } from '../../activities/customers';
 import { collections } from '../../activities/store/collections';
-import { customerObject, findCustomer } from '../../activities/store/customers';
+import { customerObject, findClaimedCustomer, findCustomer } from '../../activities/store/customers';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import { notFound } from '../../domain/errors';
 import { authOf, eventRequestOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { IdParams, NoQuery, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
 
 const NullableText = Nullable(Type.String());
 
@@ -58,16 +58,22 @@ const AddressInput = Type.Object(
 
 const DocumentInput = Type.Object(
   {
-    type: Type.Union(DOCUMENT_TYPES.map((t) => Type.Literal(t))),
-    number: Type.String({ minLength: 1, maxLength: 40 }),
+    type: Type.Union(DOCUMENT_TYPES.map((t) => Type.Literal(t)), { examples: ['cpf'] }),
+    number: Type.String({ minLength: 1, maxLength: 40, description: 'Dots and dashes are removed.', examples: ['529.982.247-25'] }),
   },
   { additionalProperties: false },
 );
 
+// Examples are valid values, so generated clients and the fuzzer can create a customer.
 const fields = {
-  email: Type.String({ maxLength: 254, description: 'Stored lowercase.' }),
-  name: Type.String({ description: '3 to 120 characters.' }),
-  phone: Type.String({ maxLength: 40, description: 'International format, or a national number of the store country.' }),
+  email: Type.String({ minLength: 3, maxLength: 254, description: 'Stored lowercase.', examples: ['ana@example.com'] }),
+  name: Type.String({ minLength: 3, maxLength: 120, description: '3 to 120 characters.', examples: ['Ana Souza'] }),
+  phone: Type.String({
+    minLength: 1,
+    maxLength: 40,
+    description: "International format, or a national number of the store's country.",
+    examples: ['+5511987654321'],
+  }),
   document: DocumentInput,
   address: Nullable(AddressInput),
   locale: NullableText,
@@ -105,6 +111,11 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const { email, ...page } = request.query;
+      if (email !== undefined && page.starting_after === undefined && page.ending_before === undefined) {
+        // An email names at most one customer: its claim answers without reading the collection.
+        const claimed = await findClaimedCustomer(db, store._id, email.trim());
+        if (claimed) return { object: 'list' as const, url: '/v1/customers', has_more: false, data: [customerObject(claimed)] };
+      }
       return paginate(collections(db).customers, {
         storeId: store._id,
         filter: email !== undefined ? { email: email.trim().toLowerCase() } : {},
@@ -117,7 +128,7 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/customers/:id',
-    { schema: { tags: ['customers'], summary: 'Retrieve a customer', params: IdParams, response: withErrors({ 200: CustomerRef }) } },
+    { schema: { tags: ['customers'], summary: 'Retrieve a customer', params: IdParams, querystring: NoQuery, response: withErrors({ 200: CustomerRef }) } },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findCustomer(db, store._id, request.params.id);

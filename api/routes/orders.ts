@@ -1,11 +1,12 @@
 // /v1/orders: read-only; filters customer, subscription, status and created ranges.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { findOrder, orderObject, ordersCollection } from '../../activities/store/orders';
+import { orderObject, ordersCollection } from '../../activities/store/orders';
+import { findOwnedById } from '../../activities/store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { IdParams, NoQuery, MetadataOutput, Nullable, withErrors } from '../schemas/common';
 
 const NullableText = Nullable(Type.String());
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'canceled', 'refunded', 'partially_refunded', 'charged_back'] as const;
@@ -75,10 +76,10 @@ const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/orders/:id',
-    { schema: { tags: ['orders'], summary: 'Retrieve an order', params: IdParams, response: withErrors({ 200: Type.Ref('Order') }) } },
+    { schema: { tags: ['orders'], summary: 'Retrieve an order', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Order') }) } },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await findOrder(db, store._id, request.params.id);
+      const doc = await findOwnedById(ordersCollection(db), store._id, request.params.id);
       if (!doc) throw notFound('order', request.params.id);
       return orderObject(doc);
     },

@@ -1,5 +1,5 @@
 // Schemas shared by every route module: the error object, metadata, ids in paths.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import { ERROR_CODES } from '../../domain/errors';
 
 export const ErrorResponse = Type.Object(
@@ -33,7 +33,19 @@ export function withErrors<R extends Record<number, TSchema>>(responses: R) {
   };
 }
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * A value or null. Plain typed schemas become `type: [T, "null"]` rather than `anyOf`: with type
+ * coercion on (form values arrive as text), ajv would otherwise coerce a JSON null into the first
+ * branch ("" for text, 0 for numbers) instead of keeping it null.
+ */
+export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
+  const type = (schema as { type?: unknown }).type;
+  if (typeof type === 'string' && !('const' in schema) && !('enum' in schema)) {
+    // A JSON copy drops TypeBox's symbol keys, so nothing treats the result as a plain T.
+    return Type.Unsafe<Static<T> | null>({ ...JSON.parse(JSON.stringify(schema)), type: [type, 'null'] });
+  }
+  return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]));
+}
 
 /** Metadata as sent: text, numbers and booleans are accepted (kept as text); null removes a key. */
 export const MetadataInput = Type.Union([
@@ -44,3 +56,6 @@ export const MetadataInput = Type.Union([
 export const MetadataOutput = Type.Record(Type.String(), Type.String());
 
 export const IdParams = Type.Object({ id: Type.String() });
+
+/** Routes that take no query parameters say so, so an unknown one is refused like any other. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -12,6 +12,8 @@ import type { TestApi } from './api';
 export async function startApiWithRoutes(options: {
   db: Db;
   routes: (v1: FastifyInstance) => void | Promise<void>;
+  /** Routes outside /v1, as hosted pages are registered. */
+  pages?: (root: FastifyInstance) => void | Promise<void>;
   config?: Partial<ApiConfig>;
 }): Promise<TestApi> {
   await ensureIndexes(options.db);
@@ -20,6 +22,7 @@ export async function startApiWithRoutes(options: {
   const config: ApiConfig = { ...base, trustProxy: true, ...options.config };
   const app = await buildApp({ db: options.db, config, temporal: null, provider: createTestConnection({ db: options.db }) }, { logger: false });
   await app.register(async (v1) => options.routes(v1), { prefix: '/v1' });
+  if (options.pages) await app.register(async (root) => options.pages!(root));
   await app.listen({ port, host: '127.0.0.1' });
   return { app, url: `http://127.0.0.1:${port}`, config, close: () => app.close() };
 }

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import selfsigned from 'selfsigned';
-import { waitFor } from './env';
+import { waitFor } from '../../temporal-dev/wait';
 
 export interface TestCa {
   /** PEM of the CA certificate (what the worker trusts). */

@@ -4,6 +4,7 @@ import { demoCommands } from './demo';
 import { keyCommands } from './keys';
 import { logCommands } from './logs';
 import { storeCommands } from './stores';
+import { subscriptionCommands } from './subscriptions';
 import type { Command } from './types';
 
 export type { Command, CommandContext } from './types';
@@ -14,4 +15,5 @@ export const commands: Record<string, Command> = {
   ...catalogCommands,
   ...logCommands,
   ...demoCommands,
+  ...subscriptionCommands,
 };

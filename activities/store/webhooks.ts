@@ -1,0 +1,472 @@
+// Webhook endpoints and deliveries in MongoDB: documents, ids, the API objects, and the single-document
+// updates the delivery workflow makes (each a compare-and-set on status and attempt, so a retried
+// activity is harmless). Endpoint and delivery ids are UUIDs in the time-ordered v7 layout, so `_id`
+// order is creation order for lists; a delivery's id is derived from (event, endpoint), so dispatching
+// an event twice finds the same delivery instead of making a second one.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Collection, Db, Filter } from 'mongodb';
+import type { EventCatalog } from '../../domain/event-catalogs';
+import { randomBase62 } from '../../domain/ids';
+import { registerIndexes, type EventDoc } from './collections';
+import { isDuplicateKeyError } from './customers';
+import { renderEventBody } from './events';
+
+export const AUTO_DISABLE_AFTER = 20;
+export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
+export const ENDPOINT_DISABLED_ERROR = 'endpoint disabled';
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export type EndpointStatus = 'enabled' | 'disabled';
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'exhausted'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface WebhookEndpointDoc {
+  _id: string;
+  store_id: string;
+  url: string;
+  description: string | null;
+  /** `['*']` for every event of the catalog, including future ones. */
+  enabled_events: string[];
+  api_version: EventCatalog;
+  status: EndpointStatus;
+  disabled_reason: string | null;
+  consecutive_failures: number;
+  created_via: 'dashboard' | 'api';
+  secret: string;
+  /** The secret before the last rotation, signing beside the new one until previous_secret_expires_at (ms). */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  livemode: boolean;
+  created: number;
+}
+
+export interface WebhookDeliveryDoc {
+  _id: string;
+  store_id: string;
+  event: string;
+  webhook_endpoint: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_attempt_at: number | null;
+  delivered_at: number | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  last_duration_ms: number | null;
+  created: number;
+  /** Set once the exhaustion was added to the endpoint's consecutive_failures (counted once per exhaustion). */
+  failure_counted: boolean;
+  /** The event's JSON as delivered (store/events.ts renderEventBody), so an attempt needs no event read. */
+  body?: string;
+}
+
+export function endpointsCollection(db: Db): Collection<WebhookEndpointDoc> {
+  return db.collection<WebhookEndpointDoc>('webhook_endpoints');
+}
+
+export function deliveriesCollection(db: Db): Collection<WebhookDeliveryDoc> {
+  return db.collection<WebhookDeliveryDoc>('webhook_deliveries');
+}
+
+registerIndexes((db) =>
+  Promise.all([
+    endpointsCollection(db).createIndex({ store_id: 1, _id: 1 }),
+    deliveriesCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1, _id: -1 }),
+    deliveriesCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1, status: 1, _id: -1 }),
+    deliveriesCollection(db).createIndex({ store_id: 1, event: 1 }),
+    // One delivery per (event, endpoint), whatever produced it (dispatch, sweep, resend).
+    deliveriesCollection(db).createIndex({ event: 1, webhook_endpoint: 1 }, { unique: true }),
+  ]),
+);
+
+// ---- ids -------------------------------------------------------------------------------------------
+
+/** A UUID in the v7 layout: 48 bits of Unix milliseconds, then version, variant and 74 given bits. */
+function uuidV7(ms: number, bits: Buffer): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  const rand = bits.toString('hex');
+  const variant = ((parseInt(rand[3], 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${rand.slice(0, 3)}-${variant}${rand.slice(4, 7)}-${rand.slice(7, 19)}`;
+}
+
+export function newEndpointId(now = Date.now()): string {
+  return uuidV7(now, randomBytes(10));
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Milliseconds encoded in a time-ordered id (domain/ids.ts: 8 base62 characters after the prefix). */
+export function idTimeMs(id: string): number {
+  const part = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 9);
+  let ms = 0;
+  for (const char of part) ms = ms * 62 + Math.max(0, BASE62.indexOf(char));
+  return ms;
+}
+
+/** The delivery of `eventId` to `endpointId`: always the same UUID, ordered by the event's time. */
+export function deliveryIdFor(eventId: string, endpointId: string): string {
+  const digest = createHash('sha256').update(`${eventId}\n${endpointId}`).digest();
+  return uuidV7(idTimeMs(eventId), digest.subarray(0, 10));
+}
+
+export function newWebhookSecret(): string {
+  return `whsec_${randomBase62(32)}`;
+}
+
+// ---- API objects -------------------------------------------------------------------------------------
+
+export function endpointObject(doc: WebhookEndpointDoc, options: { withSecret?: boolean } = {}) {
+  return {
+    id: doc._id,
+    object: 'webhook_endpoint' as const,
+    url: doc.url,
+    description: doc.description,
+    enabled_events: doc.enabled_events,
+    api_version: doc.api_version,
+    status: doc.status,
+    disabled_reason: doc.disabled_reason,
+    consecutive_failures: doc.consecutive_failures,
+    created_via: doc.created_via,
+    ...(options.withSecret ? { secret: doc.secret } : {}),
+    livemode: doc.livemode,
+    created: doc.created,
+  };
+}
+
+export function deliveryObject(doc: WebhookDeliveryDoc) {
+  return {
+    id: doc._id,
+    object: 'webhook_delivery' as const,
+    event: doc.event,
+    webhook_endpoint: doc.webhook_endpoint,
+    status: doc.status,
+    attempts: doc.attempts,
+    next_attempt_at: doc.next_attempt_at,
+    last_attempt_at: doc.last_attempt_at,
+    delivered_at: doc.delivered_at,
+    last_response_status: doc.last_response_status,
+    last_error: doc.last_error,
+    last_duration_ms: doc.last_duration_ms,
+    created: doc.created,
+  };
+}
+
+export type DeliveryObject = ReturnType<typeof deliveryObject>;
+
+// ---- endpoints ---------------------------------------------------------------------------------------
+
+export interface NewEndpoint {
+  storeId: string;
+  url: string;
+  description: string | null;
+  enabledEvents: string[];
+  apiVersion: EventCatalog;
+  createdVia?: 'dashboard' | 'api';
+}
+
+export async function insertEndpoint(db: Db, input: NewEndpoint, now = Date.now()): Promise<WebhookEndpointDoc> {
+  const doc: WebhookEndpointDoc = {
+    _id: newEndpointId(now),
+    store_id: input.storeId,
+    url: input.url,
+    description: input.description,
+    enabled_events: input.enabledEvents,
+    api_version: input.apiVersion,
+    status: 'enabled',
+    disabled_reason: null,
+    consecutive_failures: 0,
+    created_via: input.createdVia ?? 'api',
+    secret: newWebhookSecret(),
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    livemode: true,
+    created: Math.floor(now / 1000),
+  };
+  await endpointsCollection(db).insertOne(doc);
+  return doc;
+}
+
+export async function findEndpoint(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
+  return endpointsCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;
+
+/** What fan-out needs of every endpoint of a store (enabled or not: a disabled 2026-09-01 endpoint still keeps that catalog on). */
+export async function endpointsForFanOut(db: Db, storeId: string): Promise<FanOutEndpoint[]> {
+  return endpointsCollection(db)
+    .find({ store_id: storeId }, { projection: { _id: 1, api_version: 1, status: 1, enabled_events: 1 } })
+    .toArray();
+}
+
+export async function findEndpointsByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookEndpointDoc[]> {
+  if (ids.length === 0) return [];
+  return endpointsCollection(db).find({ store_id: storeId, _id: { $in: ids } }).toArray();
+}
+
+export interface EndpointChanges {
+  url?: string;
+  description?: string | null;
+  enabledEvents?: string[];
+  status?: EndpointStatus;
+}
+
+export async function updateEndpoint(db: Db, storeId: string, id: string, changes: EndpointChanges): Promise<WebhookEndpointDoc | null> {
+  const set: Partial<WebhookEndpointDoc> = {};
+  if (changes.url !== undefined) set.url = changes.url;
+  if (changes.description !== undefined) set.description = changes.description;
+  if (changes.enabledEvents !== undefined) set.enabled_events = changes.enabledEvents;
+  const endpoints = endpointsCollection(db);
+  if (changes.status === 'disabled') {
+    // Switched off by the team: no automatic reason.
+    set.status = 'disabled';
+    set.disabled_reason = null;
+  } else if (changes.status === 'enabled') {
+    // Re-enabling (from disabled only) starts the failure count afresh.
+    await endpoints.updateOne(
+      { _id: id, store_id: storeId, status: 'disabled' },
+      { $set: { status: 'enabled', disabled_reason: null, consecutive_failures: 0 } },
+    );
+  }
+  if (Object.keys(set).length === 0) return findEndpoint(db, storeId, id);
+  return endpoints.findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' });
+}
+
+export async function rotateEndpointSecret(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookEndpointDoc | null> {
+  const current = await findEndpoint(db, storeId, id);
+  if (!current) return null;
+  // Compare-and-set on the secret: two concurrent rotations cannot both keep the same previous secret.
+  return endpointsCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, secret: current.secret },
+    {
+      $set: {
+        secret: newWebhookSecret(),
+        previous_secret: current.secret,
+        previous_secret_expires_at: now + SECRET_ROTATION_OVERLAP_MS,
+      },
+    },
+    { returnDocument: 'after' },
+  );
+}
+
+/** Deletes the endpoint (and with it its secrets); its deliveries are removed by deleteDeliveriesOf. */
+export async function deleteEndpoint(db: Db, storeId: string, id: string): Promise<boolean> {
+  const result = await endpointsCollection(db).deleteOne({ _id: id, store_id: storeId });
+  return result.deletedCount === 1;
+}
+
+/** A succeeded delivery resets the run of exhausted deliveries. */
+export async function resetEndpointFailures(db: Db, storeId: string, id: string): Promise<void> {
+  await endpointsCollection(db).updateOne(
+    { _id: id, store_id: storeId, consecutive_failures: { $ne: 0 } },
+    { $set: { consecutive_failures: 0 } },
+  );
+}
+
+/** One more exhausted delivery ($inc, atomic); at AUTO_DISABLE_AFTER the endpoint is disabled with its reason. */
+export async function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
+  const endpoints = endpointsCollection(db);
+  const after = await endpoints.findOneAndUpdate(
+    { _id: id, store_id: storeId },
+    { $inc: { consecutive_failures: 1 } },
+    { returnDocument: 'after' },
+  );
+  if (after && after.status === 'enabled' && after.consecutive_failures >= AUTO_DISABLE_AFTER) {
+    return endpoints.findOneAndUpdate(
+      { _id: id, store_id: storeId, status: 'enabled', consecutive_failures: { $gte: AUTO_DISABLE_AFTER } },
+      { $set: { status: 'disabled', disabled_reason: AUTO_DISABLED_REASON } },
+      { returnDocument: 'after' },
+    ) ?? after;
+  }
+  return after;
+}
+
+// ---- deliveries --------------------------------------------------------------------------------------
+
+/** A new pending delivery of `event` (rendered as `body`) to an endpoint. */
+export function newDeliveryDoc(event: Pick<EventDoc, '_id' | 'store_id'>, endpointId: string, body: string, now = Date.now()): WebhookDeliveryDoc {
+  return {
+    _id: deliveryIdFor(event._id, endpointId),
+    store_id: event.store_id,
+    event: event._id,
+    webhook_endpoint: endpointId,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: Math.floor(now / 1000),
+    last_attempt_at: null,
+    delivered_at: null,
+    last_response_status: null,
+    last_error: null,
+    last_duration_ms: null,
+    created: Math.floor(now / 1000),
+    failure_counted: false,
+    body,
+  };
+}
+
+function onlyDuplicates(error: unknown): boolean {
+  if (isDuplicateKeyError(error)) return true;
+  const writeErrors = (error as { writeErrors?: unknown } | null)?.writeErrors;
+  const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+  return list.length > 0 && list.every((e: { code?: number; err?: { code?: number } }) => (e.code ?? e.err?.code) === 11000);
+}
+
+/** Inserts deliveries; ones that already exist (same event and endpoint) are left as they are. */
+export async function insertDeliveries(db: Db, docs: WebhookDeliveryDoc[]): Promise<void> {
+  if (docs.length === 0) return;
+  try {
+    if (docs.length === 1) await deliveriesCollection(db).insertOne(docs[0]);
+    else await deliveriesCollection(db).insertMany(docs, { ordered: false });
+  } catch (error) {
+    if (!onlyDuplicates(error)) throw error;
+  }
+}
+
+/** The delivery of an event to an endpoint, created pending if it does not exist yet. */
+export async function ensureDelivery(db: Db, event: EventDoc, endpointId: string, now = Date.now()): Promise<WebhookDeliveryDoc> {
+  const doc = newDeliveryDoc(event, endpointId, renderEventBody(event), now);
+  try {
+    await deliveriesCollection(db).insertOne(doc);
+    return doc;
+  } catch (error) {
+    if (!isDuplicateKeyError(error)) throw error;
+    const existing = await deliveriesCollection(db).findOne({ _id: doc._id });
+    if (!existing) throw error;
+    return existing;
+  }
+}
+
+export async function findDelivery(db: Db, storeId: string, id: string): Promise<WebhookDeliveryDoc | null> {
+  return deliveriesCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string): Promise<WebhookDeliveryDoc[]> {
+  return deliveriesCollection(db).find({ store_id: storeId, event: eventId }).toArray();
+}
+
+/**
+ * pending_webhooks at query time, per event: its deliveries not yet succeeded, plus target endpoints
+ * whose delivery is not written yet.
+ */
+export async function pendingWebhookCounts(
+  db: Db,
+  storeId: string,
+  events: Pick<EventDoc, '_id' | 'targets'>[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  if (events.length === 0) return counts;
+  const docs = await deliveriesCollection(db)
+    .find({ store_id: storeId, event: { $in: events.map((e) => e._id) } }, { projection: { event: 1, webhook_endpoint: 1, status: 1 } })
+    .toArray();
+  for (const event of events) {
+    const mine = docs.filter((d) => d.event === event._id);
+    const written = new Set(mine.map((d) => d.webhook_endpoint));
+    const unwritten = (event.targets ?? []).filter((t) => !written.has(t)).length;
+    counts.set(event._id, mine.filter((d) => d.status !== 'succeeded').length + unwritten);
+  }
+  return counts;
+}
+
+/** Deliveries of an endpoint still to be tried (their workflows are stopped when it is deleted). */
+export async function openDeliveriesOf(db: Db, storeId: string, endpointId: string): Promise<WebhookDeliveryDoc[]> {
+  return deliveriesCollection(db)
+    .find({ store_id: storeId, webhook_endpoint: endpointId, status: { $in: ['pending', 'delivering', 'failed'] } })
+    .toArray();
+}
+
+export async function deleteDeliveriesOf(db: Db, storeId: string, endpointId: string): Promise<void> {
+  await deliveriesCollection(db).deleteMany({ store_id: storeId, webhook_endpoint: endpointId });
+}
+
+/** Resend: back to pending with attempts reset, to be tried at once. */
+export async function resetDelivery(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
+  return deliveriesCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId },
+    { $set: { status: 'pending', attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false } },
+    { returnDocument: 'after' },
+  );
+}
+
+/**
+ * Claims the next attempt: from pending or failed to delivering with attempts + 1, in one update.
+ * Null when the delivery is not waiting for an attempt (gone, ended, or an attempt is in flight).
+ */
+export async function claimNextAttempt(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
+  return deliveriesCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: { $in: ['pending', 'failed'] } },
+    { $set: { status: 'delivering', last_attempt_at: Math.floor(now / 1000), next_attempt_at: null }, $inc: { attempts: 1 } },
+    { returnDocument: 'after' },
+  );
+}
+
+export interface AttemptOutcome {
+  ok: boolean;
+  responseStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+const inFlight = (id: string, storeId: string, attempt: number): Filter<WebhookDeliveryDoc> => ({
+  _id: id,
+  store_id: storeId,
+  status: 'delivering',
+  attempts: attempt,
+});
+
+export type DeliveryChanges = Pick<
+  WebhookDeliveryDoc,
+  'status' | 'next_attempt_at' | 'last_response_status' | 'last_error' | 'last_duration_ms'
+> & Partial<Pick<WebhookDeliveryDoc, 'delivered_at' | 'failure_counted' | 'attempts'>>;
+
+/** Records the outcome of attempt `attempt` if it is still the one in flight; false otherwise. */
+export async function recordAttemptOutcome(db: Db, storeId: string, id: string, attempt: number, changes: DeliveryChanges): Promise<boolean> {
+  const result = await deliveriesCollection(db).updateOne(inFlight(id, storeId, attempt), { $set: changes });
+  return result.matchedCount === 1;
+}
+
+export function successChanges(outcome: AttemptOutcome, now = Date.now()): DeliveryChanges {
+  return {
+    status: 'succeeded',
+    next_attempt_at: null,
+    delivered_at: Math.floor(now / 1000),
+    last_response_status: outcome.responseStatus,
+    last_error: null,
+    last_duration_ms: outcome.durationMs,
+  };
+}
+
+/** A failed attempt: failed with the next attempt's time, or exhausted (null) after the last. */
+export function failureChanges(outcome: AttemptOutcome, nextAttemptAtMs: number | null): DeliveryChanges {
+  const exhausted = nextAttemptAtMs === null;
+  return {
+    status: exhausted ? 'exhausted' : 'failed',
+    next_attempt_at: exhausted ? null : Math.floor(nextAttemptAtMs / 1000),
+    last_response_status: outcome.responseStatus,
+    last_error: outcome.error,
+    last_duration_ms: outcome.durationMs,
+    failure_counted: false,
+  };
+}
+
+/** A delivery to a disabled endpoint closes at once, its claimed attempt not made (nor counted as a failure). */
+export function disabledChanges(doc: Pick<WebhookDeliveryDoc, 'last_response_status' | 'last_duration_ms'>, attempt: number): DeliveryChanges {
+  return {
+    status: 'exhausted',
+    attempts: attempt - 1,
+    next_attempt_at: null,
+    last_response_status: doc.last_response_status,
+    last_error: ENDPOINT_DISABLED_ERROR,
+    last_duration_ms: doc.last_duration_ms,
+    failure_counted: true,
+  };
+}
+
+/** Marks an exhaustion as counted on the endpoint; false when it already was (a retried activity). */
+export async function markFailureCounted(db: Db, storeId: string, id: string): Promise<boolean> {
+  const result = await deliveriesCollection(db).updateOne(
+    { _id: id, store_id: storeId, status: 'exhausted', failure_counted: false },
+    { $set: { failure_counted: true } },
+  );
+  return result.modifiedCount === 1;
+}

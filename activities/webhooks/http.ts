@@ -1,0 +1,142 @@
+// The HTTP side of a delivery: one POST over TLS to the endpoint's URL with a deadline, through a
+// keep-alive agent whose lookup refuses private addresses at connection time (host-policy.ts), and
+// trusting the system roots plus WEBHOOK_CA_FILE. Every outcome becomes data (status, error text,
+// duration); only a cancellation (the worker shutting down) is thrown, so the attempt is retried.
+import https from 'node:https';
+import { rootCertificates } from 'node:tls';
+import { isIP } from 'node:net';
+import { RECEIVER_TIMEOUT_MS } from '../../domain/webhook-retry';
+import type { WebhookNetwork } from './config';
+import { guardedLookup, privateHostReason, type HostPolicy } from './host-policy';
+
+export interface PostOutcome {
+  ok: boolean;
+  responseStatus: number | null;
+  /** `HTTP 500`, `timeout`, or the network or TLS error; null on success. */
+  error: string | null;
+  durationMs: number;
+}
+
+export interface WebhookPost {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs?: number;
+  /** Aborts the request without an outcome (activity cancellation). */
+  signal?: AbortSignal;
+}
+
+export interface WebhookHttpClient {
+  post(request: WebhookPost): Promise<PostOutcome>;
+  close(): void;
+}
+
+export const USER_AGENT = 'BillingWebhooks/1.0';
+
+class DeadlineExceeded extends Error {
+  constructor() {
+    super('timeout');
+  }
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof DeadlineExceeded) return 'timeout';
+  const message = error instanceof Error ? error.message : String(error);
+  return message.slice(0, 300) || 'network error';
+}
+
+export function createWebhookHttpClient(network: WebhookNetwork): WebhookHttpClient {
+  const policy: HostPolicy = { allowedHosts: network.allowedHosts, resolver: network.resolver };
+  const lookup = guardedLookup(policy);
+  const agent = new https.Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    maxFreeSockets: 16,
+    // Idle sockets close before typical server keep-alive timeouts (5 s in Node) to avoid resets on reuse.
+    timeout: 4_000,
+    ca: network.ca ? [...rootCertificates, network.ca] : undefined,
+    lookup,
+  });
+
+  function once(request: WebhookPost, url: URL, started: number): Promise<PostOutcome & { reusedReset?: boolean }> {
+    const timeoutMs = request.timeoutMs ?? RECEIVER_TIMEOUT_MS;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (outcome: PostOutcome & { reusedReset?: boolean }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      const hostname = url.hostname.replace(/^\[|\]$/g, '');
+      const req = https.request({
+        protocol: 'https:',
+        hostname,
+        port: url.port || 443,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        agent,
+        lookup,
+        // SNI carries names only.
+        servername: isIP(hostname) === 0 ? hostname : undefined,
+        headers: {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': String(Buffer.byteLength(request.body)),
+          'User-Agent': USER_AGENT,
+          ...request.headers,
+        },
+      });
+      const timer = setTimeout(() => req.destroy(new DeadlineExceeded()), timeoutMs);
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.destroy();
+        reject(request.signal?.reason ?? new Error('cancelled'));
+      };
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('response', (res) => {
+        // The answer is its status; the body is read and dropped so the socket can be reused.
+        res.resume();
+        const status = res.statusCode ?? 0;
+        const ok = status >= 200 && status < 300;
+        finish({ ok, responseStatus: status, error: ok ? null : `HTTP ${status}`, durationMs: Math.round(performance.now() - started) });
+      });
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        finish({
+          ok: false,
+          responseStatus: null,
+          error: describeError(error),
+          durationMs: Math.round(performance.now() - started),
+          // A kept-alive socket the server had just closed: worth one immediate retry on a new socket.
+          reusedReset: req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'),
+        });
+      });
+      req.end(request.body);
+    });
+  }
+
+  return {
+    async post(request) {
+      const started = performance.now();
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch {
+        return { ok: false, responseStatus: null, error: 'invalid url', durationMs: 0 };
+      }
+      if (url.protocol !== 'https:') return { ok: false, responseStatus: null, error: 'invalid url: https only', durationMs: 0 };
+      // Literal addresses never reach the lookup: check them here.
+      const reason = privateHostReason(policy, url.hostname);
+      if (reason) return { ok: false, responseStatus: null, error: `private_host: ${reason}`, durationMs: 0 };
+      let outcome = await once(request, url, started);
+      if (outcome.reusedReset) outcome = await once(request, url, started);
+      const { reusedReset: _ignored, ...result } = outcome;
+      return result;
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}

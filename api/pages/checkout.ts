@@ -1,0 +1,159 @@
+// The hosted checkout at {checkout_url}/c/{id}: the payment form (open), the thank-you page (paid,
+// then success_url after redirect_delay), the PIX / review page that waits (pending), the failed
+// page, and expired sessions sent to cancel_url or the unavailable-link page. The form posts here;
+// the handler runs the payment through the session workflow and answers once it is applied.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { payCheckoutSession, requestOverdueExpiry, settleFromHostedPage, type CheckoutDeps } from '../../activities/checkout';
+import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
+import { findOrder } from '../../activities/store/orders';
+import { findStore } from '../../activities/store/stores';
+import { effectiveStatus } from '../../domain/checkout';
+import { pageLanguage } from '../../domain/checkout-i18n';
+import {
+  renderCheckoutPage,
+  renderFailedPage,
+  renderPendingPage,
+  renderThankYouPage,
+  renderUnavailablePage,
+  type FormValues,
+} from './checkout-views';
+
+const SessionParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const PageQuery = Type.Object({ currency: Type.Optional(Type.String({ maxLength: 10 })), done: Type.Optional(Type.String({ maxLength: 5 })) });
+const Text = Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 500 })]));
+// The buyer's form: every field optional here, checked by the payment rules (errors render on the page).
+const PayForm = Type.Object({
+  method: Text,
+  method_choice: Text,
+  currency: Text,
+  email: Text,
+  name: Text,
+  phone: Text,
+  document_type: Text,
+  document_number: Text,
+  card_number: Text,
+  card_expiry: Text,
+  card_cvc: Text,
+  installments: Text,
+});
+const SettleForm = Type.Object({ outcome: Type.Union([Type.Literal('paid'), Type.Literal('refused')]) });
+const StatusResponse = Type.Object({ status: Type.String(), payment_status: Type.String(), next: Type.String() });
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** "MM/YY" or "MM/YYYY" -> month and four-digit year; absent or malformed -> undefined (the provider decides). */
+function parseExpiry(text: string | null | undefined): { exp_month?: number; exp_year?: number } {
+  const match = /^\s*(\d{1,2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(text ?? '');
+  if (!match) return {};
+  const month = Number(match[1]);
+  const year = match[2].length === 2 ? 2000 + Number(match[2]) : Number(match[2]);
+  return month >= 1 && month <= 12 ? { exp_month: month, exp_year: year } : {};
+}
+
+const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config, temporal, provider } = app.deps;
+  const deps: CheckoutDeps = { db, provider, temporal, taskQueue: config.taskQueue, checkoutUrl: config.checkoutUrl, development: config.development };
+  const testConnection = !provider.livemode;
+  const html = 'text/html; charset=utf-8';
+
+  async function renderSession(session: CheckoutSessionDoc, options: { currency?: string; done?: boolean }) {
+    const lang = pageLanguage(session.locale);
+    const status = effectiveStatus(session, nowSeconds());
+    if (status === 'expired') {
+      // Overdue but not yet marked: the workflow marks it now (its timer may be a moment behind).
+      if (session.status === 'open') void requestOverdueExpiry(deps, session._id);
+      if (session.cancel_url) return { redirect: session.cancel_url };
+      return { status: 410, body: renderUnavailablePage(lang) };
+    }
+    if (status === 'open') {
+      return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
+    }
+    const order = session.order ? await findOrder(db, session.store_id, session.order) : null;
+    if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
+    if (session.payment_status === 'pending') {
+      const store = await findStore(db, session.store_id);
+      return { status: 200, body: renderPendingPage(lang, session, order, testConnection, store?.timezone ?? 'UTC') };
+    }
+    return { status: 200, body: renderFailedPage(lang, session) };
+  }
+
+  app.get(
+    '/c/:id',
+    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
+    async (request, reply) => {
+      const session = await findCheckoutSessionForPage(db, request.params.id);
+      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
+      const page = await renderSession(session, { currency: request.query.currency, done: request.query.done === '1' });
+      if ('redirect' in page) return reply.redirect(page.redirect!, 303);
+      return reply.status(page.status).type(html).send(page.body);
+    },
+  );
+
+  app.post(
+    '/c/:id/pay',
+    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
+    async (request, reply) => {
+      const session = await findCheckoutSessionForPage(db, request.params.id);
+      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
+      const form = request.body;
+      const method = form.method === 'pix' ? 'pix' : 'card';
+      const installments = form.installments ? Number(form.installments) : null;
+      const result = await payCheckoutSession(deps, session, {
+        method,
+        email: form.email,
+        name: form.name,
+        phone: form.phone,
+        document_type: form.document_type,
+        document_number: form.document_number,
+        currency: form.currency,
+        installments,
+        card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
+      });
+      if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
+      if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
+      // Declined or a field to fix: the same form again with the message; the card number is not echoed.
+      const values: FormValues = {
+        email: form.email,
+        name: form.name,
+        phone: form.phone,
+        document_type: form.document_type,
+        document_number: form.document_number,
+        method,
+        installments,
+      };
+      const fresh = (await findCheckoutSessionForPage(db, session._id)) ?? session;
+      const lang = pageLanguage(fresh.locale);
+      const status = result.field === 'payment' ? 402 : 400;
+      return reply
+        .status(status)
+        .type(html)
+        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
+    },
+  );
+
+  app.get(
+    '/c/:id/status',
+    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
+    async (request, reply) => {
+      const session = await findCheckoutSessionForPage(db, request.params.id);
+      if (!session) return reply.status(404).send({ status: 'expired', payment_status: 'unpaid', next: `/c/${request.params.id}` });
+      const status = effectiveStatus(session, nowSeconds());
+      const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
+      return { status, payment_status: session.payment_status, next };
+    },
+  );
+
+  app.post(
+    '/c/:id/test/settle',
+    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
+    async (request, reply) => {
+      const session = await findCheckoutSessionForPage(db, request.params.id);
+      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
+      if (testConnection) await settleFromHostedPage(deps, session, request.body.outcome);
+      return reply.redirect(`/c/${session._id}`, 303);
+    },
+  );
+};
+
+export default checkoutPages;

@@ -1,0 +1,54 @@
+// The pages buyers and customers open in a browser (hosted checkout, customer portal) and their
+// assets, outside /v1 and without an API key. Every page answer carries a strict
+// Content-Security-Policy (scripts and styles only from this origin, nothing inline) and is never
+// framed; failures render as a page, not as an API error object.
+import type { FastifyError, FastifyInstance } from 'fastify';
+import checkoutPages from './checkout';
+import portalPages from './portal';
+import { PAGES_CSS, PAGES_JS } from './assets';
+import { html, layout } from './html';
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export default async function pages(app: FastifyInstance): Promise<void> {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('X-Frame-Options', 'DENY');
+    reply.header('Referrer-Policy', 'same-origin');
+    return payload;
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = (error as { statusCode?: number }).statusCode;
+    if (status && status >= 400 && status < 500) {
+      request.log.info({ code: (error as { code?: string }).code, url: request.url }, 'page request refused');
+    } else {
+      // The error only: page bodies (card fields) are never logged.
+      request.log.error({ err: { message: error.message, stack: error.stack }, requestId: request.id }, 'page failed');
+    }
+    const body = html`<main class="wrap"><section class="panel center"><h1>Something went wrong</h1>
+<p>Please try again in a moment. Reference: ${request.id}</p></section></main>`;
+    return reply
+      .status(status && status >= 400 && status < 500 ? status : 500)
+      .type('text/html; charset=utf-8')
+      .send(layout({ lang: 'en', title: 'Something went wrong', body }));
+  });
+
+  const asset = (content: string, type: string) => async (_request: unknown, reply: import('fastify').FastifyReply) =>
+    reply.header('Cache-Control', 'public, max-age=86400, immutable').type(type).send(content);
+  app.get('/assets/pages.css', { config: { public: true, page: true }, schema: { hide: true } }, asset(PAGES_CSS, 'text/css; charset=utf-8'));
+  app.get('/assets/pages.js', { config: { public: true, page: true }, schema: { hide: true } }, asset(PAGES_JS, 'text/javascript; charset=utf-8'));
+
+  await app.register(checkoutPages);
+  await app.register(portalPages);
+}

@@ -1,0 +1,257 @@
+// The customer portal at the store's portal address ({portal_url}/{slug}, or its custom domain's
+// root): the sign-in link (works once, within 15 minutes) opens a portal session kept in an
+// HttpOnly cookie; the account page lists the customer's subscriptions and orders and lets them
+// cancel at period end, keep a subscription whose cancellation is scheduled, and replace the card.
+// Forms carry an anti-forgery token derived from the portal session.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { collections, type StoreDoc } from '../../activities/store/collections';
+import { findCustomer } from '../../activities/store/customers';
+import {
+  claimPortalLink,
+  closePortalLogin,
+  findPortalLogin,
+  hashToken,
+  openPortalLogin,
+  portalLinksCollection,
+  sweepPortalDocs,
+  type PortalLoginDoc,
+} from '../../activities/store/portal-sessions';
+import {
+  cancelAtPeriodEndFromPortal,
+  portalOrders,
+  portalSubscriptions,
+  reactivateFromPortal,
+  replaceCardFromPortal,
+  type PortalActionResult,
+  type PortalDeps,
+} from '../../activities/portal';
+import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
+import { formatDate, formatMoney, hasKey, pageLanguage, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
+import type { SubscriptionDoc } from '../../activities/store/subscriptions';
+import type { OrderDoc } from '../../activities/store/orders';
+import { html, layout, type Markup } from './html';
+
+export const PORTAL_COOKIE = 'portal_session';
+const HTML = 'text/html; charset=utf-8';
+
+const TokenParams = Type.Object({ slug: Type.Optional(Type.String({ maxLength: 100 })), token: Type.String({ maxLength: 100 }) });
+const SlugParams = Type.Object({ slug: Type.Optional(Type.String({ maxLength: 100 })) });
+const ActionParams = Type.Object({
+  slug: Type.Optional(Type.String({ maxLength: 100 })),
+  id: Type.String({ maxLength: 64 }),
+  action: Type.Union([Type.Literal('cancel'), Type.Literal('reactivate'), Type.Literal('card')]),
+});
+const ActionForm = Type.Object({ csrf: Type.String({ maxLength: 128 }), card_number: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 40 })])) });
+const SignOutForm = Type.Object({ csrf: Type.String({ maxLength: 128 }) });
+const DoneQuery = Type.Object({
+  done: Type.Optional(Type.String({ maxLength: 20 })),
+  failed: Type.Optional(Type.String({ maxLength: 300 })),
+});
+
+function readCookie(request: FastifyRequest, name: string): string | null {
+  const header = request.headers.cookie;
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return decodeURIComponent(rest.join('='));
+  }
+  return null;
+}
+
+function csrfToken(login: PortalLoginDoc): string {
+  return createHmac('sha256', login.csrf_secret).update(`portal:${login._id}`).digest('hex');
+}
+
+function csrfValid(login: PortalLoginDoc, sent: string): boolean {
+  const expected = Buffer.from(csrfToken(login));
+  const given = Buffer.from(sent);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+/** Where the portal lives in this request: under /portal/{slug}, or the custom domain's root. */
+function basePath(slug: string | undefined): string {
+  return slug ? `/portal/${encodeURIComponent(slug)}` : '';
+}
+
+function hostOf(request: FastifyRequest): string {
+  return (request.headers.host ?? '').split(':')[0].toLowerCase();
+}
+
+/** The store this portal address belongs to: by slug, or by the custom domain the request came to. */
+async function storeAt(request: FastifyRequest, slug: string | undefined): Promise<StoreDoc | null> {
+  const { stores } = collections(request.server.deps.db);
+  return slug ? stores.findOne({ slug }) : stores.findOne({ custom_domain: hostOf(request) });
+}
+
+function cookieHeader(request: FastifyRequest, value: string, maxAge: number): string {
+  const secure = request.protocol === 'https' ? '; Secure' : '';
+  return `${PORTAL_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
+}
+
+function t(lang: PageLanguage, key: MessageKey, vars?: Record<string, string | number>): string {
+  return translate(lang, key, vars);
+}
+
+function messagePage(lang: PageLanguage, title: string, text: string, testId: string): string {
+  const body = html`<main class="wrap"><section class="panel center" data-testid="${testId}"><h1>${title}</h1><p>${text}</p></section></main>`;
+  return layout({ lang, title, body });
+}
+
+function statusBadge(lang: PageLanguage, status: string): Markup {
+  const key = `status_${status}`;
+  return html`<span class="badge">${hasKey(key) ? t(lang, key) : status}</span>`;
+}
+
+function subscriptionItem(lang: PageLanguage, base: string, sub: SubscriptionDoc, csrf: string, timeZone: string): Markup {
+  const money = sub.amount !== null && sub.currency ? formatMoney(sub.amount, sub.currency, lang) : '';
+  const ended = sub.status === 'canceled' || sub.status === 'expired';
+  const action = (name: string) => `${base}/account/subscriptions/${sub._id}/${name}`;
+  const pm = sub.default_payment_method;
+  return html`<li data-testid="subscription" data-subscription="${sub._id}">
+  <p><strong>${sub.offer?.name ?? sub._id}</strong> ${statusBadge(lang, sub.status)} <span class="muted">${money}</span></p>
+  ${
+    sub.cancel_at_period_end && sub.current_period_end
+      ? html`<p data-testid="cancels-on">${t(lang, 'cancels_on', { date: formatDate(sub.current_period_end, lang, { timeZone }) })}</p>`
+      : sub.next_billing_at && !ended
+        ? html`<p class="muted">${t(lang, 'next_billing', { date: formatDate(sub.next_billing_at, lang, { timeZone }) })}</p>`
+        : ''
+  }
+  <p class="muted" data-testid="card-on-file">${pm?.last4 ? t(lang, 'card_on_file', { last4: pm.last4 }) : t(lang, 'no_card')}</p>
+  ${
+    ended
+      ? ''
+      : html`<div class="inline">
+    ${
+      sub.cancel_at_period_end
+        ? html`<form method="post" action="${action('reactivate')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="reactivate">${t(lang, 'reactivate')}</button></form>`
+        : html`<form method="post" action="${action('cancel')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="cancel">${t(lang, 'cancel_at_period_end')}</button></form>`
+    }
+  </div>
+  <form method="post" action="${action('card')}" class="inline" data-once>
+    <input type="hidden" name="csrf" value="${csrf}">
+    <div><label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
+    <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23"></div>
+    <button type="submit" data-testid="replace-card">${t(lang, 'save_card')}</button>
+  </form>`
+  }
+</li>`;
+}
+
+function orderItem(lang: PageLanguage, order: OrderDoc, timeZone: string): Markup {
+  return html`<li data-testid="order"><p><strong>${order.items[0]?.description ?? order._id}</strong> ${statusBadge(lang, order.status)}</p>
+  <p class="muted">${formatDate(order.created, lang, { timeZone })} · ${formatMoney(order.amount_total, order.currency, lang)} · ${order._id}</p></li>`;
+}
+
+const DONE_KEYS: Record<string, MessageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
+
+const portalPages: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, provider, temporal } = app.deps;
+  const deps: PortalDeps = { db, provider, temporal };
+
+  const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
+  sweeper.unref();
+  app.addHook('onClose', async () => clearInterval(sweeper));
+
+  /** The signed-in customer of this portal address, or null (no cookie, expired, another store). */
+  async function loginOf(request: FastifyRequest, store: StoreDoc | null): Promise<PortalLoginDoc | null> {
+    const cookie = readCookie(request, PORTAL_COOKIE);
+    if (!cookie || !store) return null;
+    const login = await findPortalLogin(db, cookie);
+    return login && login.store_id === store._id ? login : null;
+  }
+
+  async function signIn(request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
+    const { slug, token } = request.params;
+    const store = await storeAt(request, slug);
+    // Looked up before it is used, so a link opened at another store's address is not burnt.
+    const link = await portalLinksCollection(db).findOne({ token_hash: hashToken(token) });
+    const lang = 'en';
+    const claimed = store && link && link.store_id === store._id ? await claimPortalLink(db, token) : null;
+    if (!claimed) {
+      return reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
+    }
+    const base = basePath(slug);
+    const { cookie } = await openPortalLogin(db, { storeId: claimed.store_id, customer: claimed.customer, basePath: base });
+    reply.header('Set-Cookie', cookieHeader(request, cookie, PORTAL_SESSION_TTL_SECONDS));
+    return reply.redirect(`${base}/account`, 303);
+  }
+
+  async function account(request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>, reply: FastifyReply) {
+    const { slug } = request.params;
+    const store = await storeAt(request, slug);
+    const login = await loginOf(request, store);
+    if (!store || !login) {
+      const lang = 'en';
+      return reply.status(401).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-needed'));
+    }
+    const customer = await findCustomer(db, store._id, login.customer);
+    const lang = pageLanguage(customer?.locale);
+    const [subs, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
+    const base = basePath(slug);
+    const csrf = csrfToken(login);
+    const done = request.query.done ? DONE_KEYS[request.query.done] : undefined;
+    const body = html`<header class="top"><span class="store">${store.name}</span><span class="muted">${t(lang, 'signed_in_as', { email: customer?.email ?? '' })}</span></header>
+<main class="wrap">
+  <h1>${t(lang, 'portal_title')}</h1>
+  ${done ? html`<p class="ok" role="status" data-testid="done">${t(lang, done)}</p>` : ''}
+  ${request.query.failed ? html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'action_failed', { reason: request.query.failed })}</p>` : ''}
+  <div class="grid">
+    <section class="panel" aria-labelledby="subs-title"><h2 id="subs-title">${t(lang, 'subscriptions')}</h2>
+      ${subs.length ? html`<ul class="list">${subs.map((s) => subscriptionItem(lang, base, s, csrf, store.timezone))}</ul>` : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`}
+    </section>
+    <section class="panel" aria-labelledby="orders-title"><h2 id="orders-title">${t(lang, 'orders')}</h2>
+      ${orders.length ? html`<ul class="list">${orders.map((o) => orderItem(lang, o, store.timezone))}</ul>` : html`<p class="muted">${t(lang, 'no_orders')}</p>`}
+    </section>
+  </div>
+  <form method="post" action="${base}/account/sign-out"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
+</main>`;
+    return reply.type(HTML).send(layout({ lang, title: `${t(lang, 'portal_title')} · ${store.name}`, body, script: true }));
+  }
+
+  async function act(
+    request: FastifyRequest<{ Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' }; Body: { csrf: string; card_number?: string | null } }>,
+    reply: FastifyReply,
+  ) {
+    const { slug, id, action } = request.params;
+    const store = await storeAt(request, slug);
+    const login = await loginOf(request, store);
+    const base = basePath(slug);
+    if (!store || !login || !csrfValid(login, request.body.csrf)) return reply.redirect(`${base}/account`, 303);
+    let result: PortalActionResult;
+    if (action === 'cancel') result = await cancelAtPeriodEndFromPortal(deps, store._id, login.customer, id);
+    else if (action === 'reactivate') result = await reactivateFromPortal(deps, store._id, login.customer, id);
+    else result = await replaceCardFromPortal(deps, store._id, login.customer, id, request.body.card_number ?? '');
+    const done = { cancel: 'canceled', reactivate: 'reactivated', card: 'card' }[action];
+    const query = result.ok ? `done=${done}` : `failed=${encodeURIComponent(result.reason.slice(0, 200))}`;
+    return reply.redirect(`${base}/account?${query}`, 303);
+  }
+
+  async function signOut(request: FastifyRequest<{ Params: { slug?: string }; Body: { csrf: string } }>, reply: FastifyReply) {
+    const { slug } = request.params;
+    const store = await storeAt(request, slug);
+    const login = await loginOf(request, store);
+    const cookie = readCookie(request, PORTAL_COOKIE);
+    if (login && cookie && csrfValid(login, request.body.csrf)) await closePortalLogin(db, cookie);
+    reply.header('Set-Cookie', cookieHeader(request, '', 0));
+    return reply.type(HTML).send(messagePage('en', t('en', 'sign_out'), t('en', 'signed_out'), 'signed-out'));
+  }
+
+  async function entry(request: FastifyRequest<{ Params: { slug?: string } }>, reply: FastifyReply) {
+    return reply.redirect(`${basePath(request.params.slug)}/account`, 303);
+  }
+
+  // Under {portal_url}/{slug}, and at the root of a store's custom domain.
+  for (const prefix of ['/portal/:slug', '']) {
+    const config = { public: true, page: true };
+    app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn);
+    app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account);
+    app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act);
+    app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut);
+    if (prefix) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry);
+  }
+};
+
+export default portalPages;

@@ -1,0 +1,63 @@
+// /v1/billing_portal/sessions: a single sign-in link to the customer portal, valid 15 minutes, at
+// the store's portal address (custom domain, else {portal_url}/{slug}).
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { findCustomer } from '../../activities/store/customers';
+import { createPortalLink, portalLinkObject } from '../../activities/store/portal-sessions';
+import { portalAddress } from '../../domain/checkout';
+import { ApiError, notFound } from '../../domain/errors';
+import { authOf } from '../context';
+import { Nullable, withErrors } from '../schemas/common';
+
+export const BillingPortalSession = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('billing_portal.session'),
+    url: Type.String({ description: 'Sign-in link: valid 15 minutes, works once.' }),
+    customer: Type.String(),
+    return_url: Nullable(Type.String()),
+    expires_at: Type.Integer(),
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'BillingPortalSession' },
+);
+
+const CreateBody = Type.Object(
+  {
+    customer: Type.String({ maxLength: 100, description: 'cust_ of a store customer.' }),
+    return_url: Type.Optional(Nullable(Type.String({ maxLength: 2000, description: 'Accepted and echoed.' }))),
+  },
+  { additionalProperties: false },
+);
+
+const billingPortalRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config } = app.deps;
+
+  app.post(
+    '/billing_portal/sessions',
+    {
+      schema: {
+        tags: ['billing_portal'],
+        summary: 'Create a customer portal sign-in link',
+        body: CreateBody,
+        response: withErrors({ 200: Type.Ref('BillingPortalSession') }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const { customer: customerId, return_url } = request.body;
+      const customer = await findCustomer(db, store._id, customerId);
+      if (!customer) throw notFound('customer', customerId, 'customer');
+      if (!store.portal_enabled) throw new ApiError('portal_disabled', 'The customer portal is turned off in the store settings.');
+      const address = portalAddress(store, config.portalUrl);
+      if (!address) {
+        throw new ApiError('portal_unavailable', 'The store has no portal address: it needs a slug or an active custom domain.');
+      }
+      const link = await createPortalLink(db, { storeId: store._id, customer: customer._id, address, returnUrl: return_url ?? null });
+      return portalLinkObject(link);
+    },
+  );
+};
+
+export default billingPortalRoutes;

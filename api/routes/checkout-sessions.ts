@@ -1,0 +1,177 @@
+// /v1/checkout/sessions: create (every parameter of the spec's table), list (customer,
+// client_reference_id, status, payment_status), retrieve, and expire (through the session workflow).
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
+import { checkoutSessionObject, checkoutSessionsCollection, findCheckoutSession } from '../../activities/store/checkout-sessions';
+import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES } from '../../domain/checkout';
+import { notFound } from '../../domain/errors';
+import { authOf } from '../context';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+
+const NullableText = Nullable(Type.String());
+const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+
+export const CheckoutSession = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('checkout.session'),
+    status: literals(SESSION_STATUSES),
+    payment_status: literals(PAYMENT_STATUSES),
+    url: NullableText,
+    mode: Nullable(literals(['payment', 'subscription'] as const)),
+    offer: Type.Object({ id: Type.String(), name: Type.String() }),
+    pack: Nullable(Type.Integer()),
+    currency: NullableText,
+    amount_total: Nullable(Type.Integer()),
+    customer: NullableText,
+    customer_email: NullableText,
+    customer_name: NullableText,
+    client_reference_id: NullableText,
+    metadata: MetadataOutput,
+    subscription_data: Type.Object({ metadata: MetadataOutput }),
+    discounts: Type.Array(Type.Object({ coupon: Type.String() })),
+    success_url: NullableText,
+    cancel_url: NullableText,
+    redirect_delay: Type.Integer(),
+    locale: NullableText,
+    order: NullableText,
+    subscription: NullableText,
+    expires_at: Type.Integer(),
+    completed_at: Nullable(Type.Integer()),
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'CheckoutSession' },
+);
+
+const CreateBody = Type.Object(
+  {
+    offer: Type.Optional(Type.String({ maxLength: 200, description: 'ofr_ id or the checkout link slug. Required unless line_items is sent.' })),
+    line_items: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            price: Type.Optional(Type.String({ maxLength: 200, description: 'Alias of offer.' })),
+            quantity: Type.Optional(Type.Integer({ description: 'Alias of pack.' })),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: 1, description: 'One item only; offer and pack take precedence.' },
+      ),
+    ),
+    pack: Type.Optional(Type.Integer({ minimum: 1, maximum: 999, description: 'Units; the offer must have this pack.' })),
+    currency: Type.Optional(Type.String({ maxLength: 10, description: "ISO 4217; one of the offer's prices." })),
+    customer: Type.Optional(Type.String({ maxLength: 100, description: 'cust_ of a store customer.' })),
+    customer_email: Type.Optional(Type.String({ maxLength: 254 })),
+    customer_name: Type.Optional(Type.String({ minLength: 2, maxLength: 120 })),
+    client_reference_id: Type.Optional(Type.String({ maxLength: 200 })),
+    metadata: Type.Optional(MetadataInput),
+    subscription_data: Type.Optional(Type.Object({ metadata: Type.Optional(MetadataInput) }, { additionalProperties: false })),
+    discounts: Type.Optional(
+      Type.Array(Type.Object({ coupon: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }), { maxItems: 1 }),
+    ),
+    success_url: Type.Optional(Type.String({ maxLength: 2000, description: 'https://; {CHECKOUT_SESSION_ID} is replaced when redirecting.' })),
+    cancel_url: Type.Optional(Type.String({ maxLength: 2000 })),
+    redirect_delay: Type.Optional(Type.Integer({ minimum: 0, maximum: 30, description: 'Seconds, default 5.' })),
+    expires_at: Type.Optional(Type.Integer({ description: 'Unix seconds, 30 minutes to 24 hours from now; default 24 hours.' })),
+    locale: Type.Optional(literals(CHECKOUT_LOCALES)),
+    mode: Type.Optional(literals(['payment', 'subscription'] as const)),
+    allow_promotion_codes: Type.Optional(Type.Boolean({ description: 'Accepted and ignored.' })),
+  },
+  { additionalProperties: false },
+);
+
+const ListQuery = Type.Object(
+  {
+    customer: Type.Optional(Type.String()),
+    client_reference_id: Type.Optional(Type.String()),
+    status: Type.Optional(literals(SESSION_STATUSES)),
+    payment_status: Type.Optional(literals(PAYMENT_STATUSES)),
+    ...PaginationQuery,
+  },
+  { additionalProperties: false },
+);
+
+const SessionRef = Type.Ref('CheckoutSession');
+
+const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config, temporal, provider } = app.deps;
+  const deps: CheckoutDeps = {
+    db,
+    provider,
+    temporal,
+    taskQueue: config.taskQueue,
+    checkoutUrl: config.checkoutUrl,
+    development: config.development,
+  };
+
+  app.post(
+    '/checkout/sessions',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Create a checkout session',
+        body: CreateBody,
+        response: withErrors({ 201: SessionRef }),
+      },
+    },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const doc = await createCheckoutSession(deps, store, request.body);
+      reply.status(201);
+      return checkoutSessionObject(doc);
+    },
+  );
+
+  app.get(
+    '/checkout/sessions',
+    { schema: { tags: ['checkout'], summary: 'List checkout sessions', querystring: ListQuery, response: withErrors({ 200: listEnvelope(SessionRef) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const { customer, client_reference_id, status, payment_status, ...page } = request.query;
+      const filter: Record<string, unknown> = {};
+      if (customer !== undefined) filter.customer = customer;
+      if (client_reference_id !== undefined) filter.client_reference_id = client_reference_id;
+      if (status !== undefined) filter.status = status;
+      if (payment_status !== undefined) filter.payment_status = payment_status;
+      return paginate(checkoutSessionsCollection(db), {
+        storeId: store._id,
+        filter,
+        query: page,
+        url: '/v1/checkout/sessions',
+        toApi: checkoutSessionObject,
+      });
+    },
+  );
+
+  app.get(
+    '/checkout/sessions/:id',
+    { schema: { tags: ['checkout'], summary: 'Retrieve a checkout session', params: IdParams, response: withErrors({ 200: SessionRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await findCheckoutSession(db, store._id, request.params.id);
+      if (!doc) throw notFound('checkout session', request.params.id);
+      return checkoutSessionObject(doc);
+    },
+  );
+
+  app.post(
+    '/checkout/sessions/:id/expire',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Expire an open checkout session',
+        params: IdParams,
+        response: withErrors({ 200: SessionRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      return expireCheckoutSession(deps, store, request.params.id);
+    },
+  );
+};
+
+export default checkoutSessionRoutes;

@@ -1,0 +1,136 @@
+// /v1/events: list (both catalogs merged, type exact or pattern, created ranges; test events left
+// out), retrieve (the JSON the endpoint received, with pending_webhooks computed now) and resend (to
+// one endpoint, or again to every endpoint that had it). Events are answered as the stored JSON text,
+// never re-serialized, so the bytes match what receivers got.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Db } from 'mongodb';
+import { CURRENT_CATALOG, EVENT_CATALOGS, isPattern, patternToRegExp } from '../../domain/event-catalogs';
+import { ApiError, notFound } from '../../domain/errors';
+import type { EventDoc } from '../../activities/store/collections';
+import { collections } from '../../activities/store/collections';
+import { findEvent, renderEventBody } from '../../activities/store/events';
+import { deliveriesOfEvent, findEndpoint, pendingWebhookCounts } from '../../activities/store/webhooks';
+import { deliverEventTo, resendDeliveryWorkflow, taskQueueOf } from '../../activities/webhooks/dispatch';
+import { authOf } from '../context';
+import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, Nullable, withErrors } from '../schemas/common';
+
+export const Event = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('event'),
+    type: Type.String(),
+    api_version: Type.Union(EVENT_CATALOGS.map((c) => Type.Literal(c))),
+    created: Type.Integer(),
+    livemode: Type.Boolean(),
+    test: Type.Optional(Type.Literal(true, { description: 'Only on webhook endpoint test events.' })),
+    pending_webhooks: Type.Optional(Type.Integer({ description: 'Catalog 2026-11-01 only: deliveries not yet succeeded, computed now.' })),
+    request: Type.Optional(
+      Type.Object({ id: Nullable(Type.String()), idempotency_key: Nullable(Type.String()) }, { description: 'Catalog 2026-11-01 only.' }),
+    ),
+    data: Type.Object({ object: Type.Object({}, { additionalProperties: true }) }),
+  },
+  { $id: 'Event' },
+);
+
+const ListQuery = Type.Object(
+  {
+    type: Type.Optional(Type.String({ maxLength: 200, description: 'Exact type, or a pattern with * such as invoice.* (both catalogs).' })),
+    created: CreatedRangeQuery,
+    ...PaginationQuery,
+  },
+  { additionalProperties: false },
+);
+
+const ResendBody = Type.Object(
+  { webhook_endpoint: Type.Optional(Type.String({ description: 'Endpoint id: only this endpoint receives the event.' })) },
+  { additionalProperties: false },
+);
+
+const EventResend = Type.Object({
+  object: Type.Literal('event_resend'),
+  event: Type.String(),
+  webhook_endpoint: Nullable(Type.String()),
+  deliveries: Type.Integer({ description: 'Deliveries queued.' }),
+});
+
+/** pending_webhooks as of now for the 2026-11-01 events among `events`. */
+async function pendingWebhooks(db: Db, storeId: string, events: EventDoc[]): Promise<Map<string, number>> {
+  return pendingWebhookCounts(db, storeId, events.filter((e) => e.api_version === CURRENT_CATALOG));
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps;
+
+  app.get(
+    '/events',
+    { schema: { tags: ['events'], summary: 'List events (both catalogs, newest first)', querystring: ListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Event')) }) } },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const { type, created, ...page } = request.query;
+      const filter: Record<string, unknown> = { test: false, ...createdFilter(created) };
+      if (type !== undefined) filter.type = isPattern(type) ? { $regex: patternToRegExp(type).source } : type;
+      const list = await paginate(collections(db).events, { storeId: store._id, filter, query: page, url: '/v1/events', toApi: (doc) => doc });
+      const pending = await pendingWebhooks(db, store._id, list.data);
+      const items = list.data.map((doc) => renderEventBody(doc, pending.get(doc._id) ?? 0));
+      return reply
+        .type(JSON_TYPE)
+        .send(`{"object":"list","url":${JSON.stringify(list.url)},"has_more":${list.has_more},"data":[${items.join(',')}]}`);
+    },
+  );
+
+  app.get(
+    '/events/:id',
+    { schema: { tags: ['events'], summary: 'Retrieve an event (the JSON its endpoints received)', params: IdParams, response: withErrors({ 200: Type.Ref('Event') }) } },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const event = await findEvent(db, store._id, request.params.id);
+      if (!event) throw notFound('event', request.params.id);
+      const pending = await pendingWebhooks(db, store._id, [event]);
+      return reply.type(JSON_TYPE).send(renderEventBody(event, pending.get(event._id) ?? 0));
+    },
+  );
+
+  app.post(
+    '/events/:id/resend',
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'Resend an event: to one endpoint, or to every endpoint that had it',
+        params: IdParams,
+        body: ResendBody,
+        response: withErrors({ 200: EventResend }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const event = await findEvent(db, store._id, request.params.id);
+      if (!event) throw notFound('event', request.params.id);
+      const temporal = app.deps.temporal;
+      if (!temporal) throw new Error('resend needs a Temporal client');
+      const endpointId = request.body.webhook_endpoint;
+      if (endpointId !== undefined) {
+        const endpoint = await findEndpoint(db, store._id, endpointId);
+        if (!endpoint) throw notFound('webhook endpoint', endpointId, 'webhook_endpoint');
+        if (endpoint.api_version !== event.api_version) {
+          throw new ApiError(
+            'invalid_event_type',
+            `Event ${event._id} belongs to catalog ${event.api_version}; endpoint ${endpoint._id} receives catalog ${endpoint.api_version}.`,
+            { param: 'webhook_endpoint' },
+          );
+        }
+        await deliverEventTo(app.deps, event, endpoint._id);
+        return { object: 'event_resend' as const, event: event._id, webhook_endpoint: endpoint._id, deliveries: 1 };
+      }
+      const deliveries = await deliveriesOfEvent(db, store._id, event._id);
+      const taskQueue = taskQueueOf(app.deps);
+      await Promise.all(deliveries.map((delivery) => resendDeliveryWorkflow(temporal, taskQueue, delivery)));
+      return { object: 'event_resend' as const, event: event._id, webhook_endpoint: null, deliveries: deliveries.length };
+    },
+  );
+};
+
+export default eventRoutes;

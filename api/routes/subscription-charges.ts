@@ -1,0 +1,192 @@
+// /v1/subscriptions/{id}/charges and /v1/subscription_charges/{id}: one-off charges on the saved
+// card. The Idempotency-Key is mandatory and permanent (this route opts out of the generic 24-hour
+// idempotency): the charge itself, found by (store, key), is the stored answer.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { startCharge, type StartChargeResult } from '../../activities/charges';
+import { chargesCollection, findCharge, subscriptionChargeObject } from '../../activities/store/subscription-charges';
+import { findSubscription } from '../../activities/store/subscriptions';
+import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX } from '../../domain/charges';
+import { ApiError, notFound } from '../../domain/errors';
+import { authOf } from '../context';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
+import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+
+const NullableText = Nullable(Type.String());
+const CHARGE_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+const CHARGE_WAIT_MS = 45_000;
+
+const ChargeLineOutput = Type.Object({ description: Type.String(), quantity: Type.Integer(), unit_amount: Type.Integer(), amount: Type.Integer() });
+
+export const SubscriptionCharge = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('subscription_charge'),
+    status: Type.Union(CHARGE_STATUSES.map((s) => Type.Literal(s))),
+    subscription: Type.String(),
+    customer: NullableText,
+    amount: Type.Integer(),
+    currency: Type.String(),
+    description: NullableText,
+    lines: Type.Array(ChargeLineOutput),
+    order: NullableText,
+    transaction: NullableText,
+    failure_code: NullableText,
+    failure_message: NullableText,
+    source: Type.Union([Type.Literal('api'), Type.Literal('dashboard'), Type.Literal('usage')]),
+    metadata: MetadataOutput,
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+    settled_at: Nullable(Type.Integer()),
+  },
+  { $id: 'SubscriptionCharge' },
+);
+
+const ChargeRef = Type.Ref('SubscriptionCharge');
+
+const ChargeBody = Type.Object(
+  {
+    amount: Type.Integer({ description: 'Total in the minor unit; at least one unit of the currency.' }),
+    currency: Type.Optional(Type.String({ description: "Must equal the subscription's currency." })),
+    description: Type.Optional(Nullable(Type.String({ maxLength: CHARGE_DESCRIPTION_MAX }))),
+    lines: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            description: Type.String({ minLength: 1, maxLength: CHARGE_DESCRIPTION_MAX }),
+            quantity: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+            unit_amount: Type.Integer({ minimum: 0 }),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: CHARGE_LINES_MAX },
+      ),
+    ),
+    metadata: Type.Optional(MetadataInput),
+  },
+  { additionalProperties: false },
+);
+
+const ListQuery = Type.Object(
+  { status: Type.Optional(Type.Union(CHARGE_STATUSES.map((s) => Type.Literal(s)))), ...PaginationQuery },
+  { additionalProperties: false },
+);
+
+/** The HTTP answer of a charge, first time or replayed: 201/200, 402 for a decline, 400 for a refusal. */
+function answer(reply: FastifyReply, result: StartChargeResult) {
+  const headers: Record<string, string> = {};
+  if (result.replayed) {
+    headers['Idempotent-Replayed'] = 'true';
+    if (result.originalRequestId) headers['Original-Request-Id'] = result.originalRequestId;
+  }
+  const { charge } = result;
+  if (result.outcome === 'declined') {
+    throw new ApiError(charge.failure_code ?? 'declined', charge.failure_message ?? 'The card was declined.', {
+      status: 402,
+      type: 'card_error',
+      extra: { subscription_charge: charge },
+      headers,
+    });
+  }
+  if (result.outcome === 'refused') {
+    throw new ApiError(charge.failure_code ?? 'provider_error', charge.failure_message ?? 'The provider refused the charge.', {
+      extra: { subscription_charge: charge },
+      headers,
+    });
+  }
+  reply.headers(headers);
+  reply.status(result.replayed ? 200 : 201);
+  return charge;
+}
+
+const subscriptionChargeRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config, temporal } = app.deps;
+
+  app.post(
+    '/subscriptions/:id/charges',
+    {
+      config: { ownIdempotency: true },
+      // Rule 1: the key is checked before anything else, the body included.
+      preValidation: async (request) => {
+        if (readIdempotencyKey(request.headers) === null) {
+          throw new ApiError('idempotency_key_required', 'Subscription charges need an Idempotency-Key header.', { param: 'Idempotency-Key' });
+        }
+      },
+      schema: {
+        tags: ['subscription charges'],
+        summary: "Charge the subscription's saved card now, outside the cycle",
+        params: IdParams,
+        body: ChargeBody,
+        response: withErrors({ 200: ChargeRef, 201: ChargeRef, 402: Type.Ref('Error') }),
+      },
+    },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const key = readIdempotencyKey(request.headers)!;
+      const body = request.body;
+      const result = await startCharge(
+        { db, temporal, taskQueue: config.taskQueue },
+        {
+          storeId: store._id,
+          subscriptionId: request.params.id,
+          key,
+          amount: body.amount,
+          currency: body.currency,
+          description: body.description,
+          lines: body.lines,
+          metadata: body.metadata,
+          source: 'api',
+          billingReason: 'manual',
+          fingerprint: requestFingerprint(request.method, request.url, request.body),
+          request: { id: request.id, idempotency_key: key },
+          store,
+          // Below the server's request timeout: a charge still running answers 409 and goes on.
+          maxWaitMs: CHARGE_WAIT_MS,
+        },
+      );
+      return answer(reply, result);
+    },
+  );
+
+  app.get(
+    '/subscriptions/:id/charges',
+    {
+      schema: {
+        tags: ['subscription charges'],
+        summary: "List a subscription's charges",
+        params: IdParams,
+        querystring: ListQuery,
+        response: withErrors({ 200: listEnvelope(ChargeRef) }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const { status, ...page } = request.query;
+      if (!(await findSubscription(db, store._id, request.params.id))) throw notFound('subscription', request.params.id);
+      const filter: Record<string, unknown> = { subscription: request.params.id };
+      if (status !== undefined) filter.status = status;
+      return paginate(chargesCollection(db), {
+        storeId: store._id,
+        filter,
+        query: page,
+        url: `/v1/subscriptions/${request.params.id}/charges`,
+        toApi: subscriptionChargeObject,
+      });
+    },
+  );
+
+  app.get(
+    '/subscription_charges/:id',
+    { schema: { tags: ['subscription charges'], summary: 'Retrieve a subscription charge', params: IdParams, response: withErrors({ 200: ChargeRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await findCharge(db, store._id, request.params.id);
+      if (!doc) throw notFound('subscription_charge', request.params.id);
+      return subscriptionChargeObject(doc);
+    },
+  );
+};
+
+export default subscriptionChargeRoutes;

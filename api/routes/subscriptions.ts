@@ -1,0 +1,290 @@
+// /v1/subscriptions: list (customer, status), retrieve, update (client_reference_id, metadata,
+// scheduling cancellation), cancel now, pause, resume, reactivate, change_offer. Every action is a
+// Temporal update on the subscription's workflow, so actions on one subscription are serialized and
+// the answer is the already-updated subscription; a state refusal is 400 provider_error.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { findOfferByIdOrSlug } from '../../activities/store/offers';
+import { runSubscriptionAction } from '../../activities/subscriptions';
+import {
+  findSubscription,
+  subscriptionObject,
+  subscriptionsCollection,
+  updateSubscriptionReference,
+  type SubscriptionDoc,
+} from '../../activities/store/subscriptions';
+import { ApiError, invalid, notFound } from '../../domain/errors';
+import { encodeMetadata, normalizeMetadata } from '../../domain/metadata';
+import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES, type CancellationReason } from '../../domain/subscriptions';
+import { BILLING_CYCLES } from '../../domain/billing-periods';
+import {
+  cancelUpdate,
+  changeOfferUpdate,
+  pauseUpdate,
+  reactivateUpdate,
+  resumeUpdate,
+  scheduleCancellationUpdate,
+} from '../../workflows/subscription-messages';
+import { authOf, eventRequestOf } from '../context';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+
+const NullableText = Nullable(Type.String());
+const NullableInt = Nullable(Type.Integer());
+const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+
+export const Subscription = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('subscription'),
+    status: literals(SUBSCRIPTION_STATUSES),
+    customer: NullableText,
+    customer_email: NullableText,
+    offer: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
+    product: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
+    billing_cycle: Nullable(literals(BILLING_CYCLES)),
+    custom_billing_days: NullableInt,
+    currency: NullableText,
+    amount: NullableInt,
+    current_period_start: NullableInt,
+    current_period_end: NullableInt,
+    next_billing_at: NullableInt,
+    trial_start: NullableInt,
+    trial_end: NullableInt,
+    cycles_completed: Type.Integer(),
+    cycle_limit: NullableInt,
+    cancel_at_period_end: Type.Boolean(),
+    canceled_at: NullableInt,
+    ended_at: NullableInt,
+    cancellation_details: Nullable(Type.Object({ reason: NullableText, comment: NullableText, source: Type.String() })),
+    default_payment_method: Nullable(Type.Object({ id: Type.String(), type: Type.Literal('card') })),
+    installments: NullableInt,
+    past_due_details: Nullable(Type.Object({ attempts: Type.Integer(), next_retry_at: NullableInt, since: Type.Integer() })),
+    checkout_session: NullableText,
+    client_reference_id: NullableText,
+    metadata: MetadataOutput,
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'Subscription' },
+);
+
+const SubscriptionRef = Type.Ref('Subscription');
+
+const ListQuery = Type.Object(
+  {
+    customer: Type.Optional(Type.String()),
+    status: Type.Optional(literals(SUBSCRIPTION_STATUSES)),
+    ...PaginationQuery,
+  },
+  { additionalProperties: false },
+);
+
+// Reasons outside the spec's list are accepted and ignored (kept null), as the spec says.
+const CancellationDetailsInput = Type.Object(
+  {
+    reason: Type.Optional(NullableText),
+    comment: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+  },
+  { additionalProperties: false },
+);
+
+const UpdateBody = Type.Object(
+  {
+    client_reference_id: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    metadata: Type.Optional(MetadataInput),
+    cancel_at_period_end: Type.Optional(Type.Boolean({ description: 'true schedules cancellation at current_period_end; false is refused (use reactivate).' })),
+    cancellation_details: Type.Optional(CancellationDetailsInput),
+  },
+  { additionalProperties: false },
+);
+
+const DeleteQuery = Type.Object(
+  { cancellation_details: Type.Optional(Type.Object({ reason: Type.Optional(NullableText) }, { additionalProperties: false })) },
+  { additionalProperties: false },
+);
+
+const PauseBody = Type.Object({ reason: Type.Optional(Nullable(Type.String({ maxLength: 200 }))) }, { additionalProperties: false });
+const NoBody = Type.Object({}, { additionalProperties: false });
+const ChangeOfferBody = Type.Object({ offer: Type.String({ description: 'ofr_ id of the new offer (a slug is not accepted).' }) }, { additionalProperties: false });
+
+function reasonOf(value: string | null | undefined): CancellationReason | null {
+  return value && (CANCELLATION_REASONS as readonly string[]).includes(value) ? (value as CancellationReason) : null;
+}
+
+/** Actions without a body may be sent with none at all. */
+async function emptyBodyAsObject(request: FastifyRequest) {
+  if (request.body === undefined || request.body === null) request.body = {};
+}
+
+const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config, temporal } = app.deps;
+  const actionDeps = { db, temporal, taskQueue: config.taskQueue };
+
+  async function load(storeId: string, id: string): Promise<SubscriptionDoc> {
+    const doc = await findSubscription(db, storeId, id);
+    if (!doc) throw notFound('subscription', id);
+    return doc;
+  }
+
+  /** Updates are identified by the request's Idempotency-Key when sent, so a retried call is one update. */
+  const updateIdOf = (request: FastifyRequest, name: string) => {
+    const key = request.idempotency?.key;
+    return key ? `${name}:${key}` : undefined;
+  };
+
+  app.get(
+    '/subscriptions',
+    { schema: { tags: ['subscriptions'], summary: 'List subscriptions', querystring: ListQuery, response: withErrors({ 200: listEnvelope(SubscriptionRef) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const { customer, status, ...page } = request.query;
+      const filter: Record<string, unknown> = {};
+      if (customer !== undefined) filter.customer = customer;
+      if (status !== undefined) filter.status = status;
+      return paginate(subscriptionsCollection(db), { storeId: store._id, filter, query: page, url: '/v1/subscriptions', toApi: subscriptionObject });
+    },
+  );
+
+  app.get(
+    '/subscriptions/:id',
+    { schema: { tags: ['subscriptions'], summary: 'Retrieve a subscription', params: IdParams, response: withErrors({ 200: SubscriptionRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      return subscriptionObject(await load(store._id, request.params.id));
+    },
+  );
+
+  app.post(
+    '/subscriptions/:id',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Update a subscription (reference, metadata, scheduled cancellation)',
+        params: IdParams,
+        body: UpdateBody,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const body = request.body;
+      if (body.cancel_at_period_end === false) {
+        throw invalid('cancel_at_period_end', 'cancel_at_period_end false is not accepted: use POST /v1/subscriptions/{id}/reactivate to undo a scheduled cancellation.');
+      }
+      const metadata = body.metadata !== undefined ? encodeMetadata(normalizeMetadata(body.metadata)) : undefined;
+      const current = await load(store._id, request.params.id);
+      // The reference and metadata are saved first and stay saved if the scheduling is refused.
+      const set: { client_reference_id?: string | null; metadata?: typeof metadata } = {};
+      if (body.client_reference_id !== undefined) set.client_reference_id = body.client_reference_id;
+      if (metadata !== undefined) set.metadata = metadata;
+      const saved = (await updateSubscriptionReference(db, store._id, current._id, set)) ?? current;
+      if (body.cancel_at_period_end !== true) return subscriptionObject(saved);
+      return runSubscriptionAction(
+        actionDeps,
+        saved,
+        scheduleCancellationUpdate,
+        {
+          reason: reasonOf(body.cancellation_details?.reason),
+          comment: body.cancellation_details?.comment ?? null,
+          request: eventRequestOf(request),
+        },
+        updateIdOf(request, 'schedule_cancellation'),
+      );
+    },
+  );
+
+  app.delete(
+    '/subscriptions/:id',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Cancel a subscription now',
+        params: IdParams,
+        querystring: DeleteQuery,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await load(store._id, request.params.id);
+      return runSubscriptionAction(
+        actionDeps,
+        doc,
+        cancelUpdate,
+        { reason: reasonOf(request.query.cancellation_details?.reason), comment: null, request: eventRequestOf(request) },
+        updateIdOf(request, 'cancel'),
+      );
+    },
+  );
+
+  app.post(
+    '/subscriptions/:id/pause',
+    {
+      preValidation: emptyBodyAsObject,
+      schema: { tags: ['subscriptions'], summary: 'Pause a subscription', params: IdParams, body: PauseBody, response: withErrors({ 200: SubscriptionRef }) },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await load(store._id, request.params.id);
+      return runSubscriptionAction(actionDeps, doc, pauseUpdate, { reason: request.body.reason ?? null, request: eventRequestOf(request) }, updateIdOf(request, 'pause'));
+    },
+  );
+
+  app.post(
+    '/subscriptions/:id/resume',
+    {
+      preValidation: emptyBodyAsObject,
+      schema: { tags: ['subscriptions'], summary: 'Resume a paused subscription', params: IdParams, body: NoBody, response: withErrors({ 200: SubscriptionRef }) },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await load(store._id, request.params.id);
+      return runSubscriptionAction(actionDeps, doc, resumeUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'resume'));
+    },
+  );
+
+  app.post(
+    '/subscriptions/:id/reactivate',
+    {
+      preValidation: emptyBodyAsObject,
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Undo a scheduled cancellation, or reactivate a canceled or expired subscription',
+        params: IdParams,
+        body: NoBody,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await load(store._id, request.params.id);
+      return runSubscriptionAction(actionDeps, doc, reactivateUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'reactivate'));
+    },
+  );
+
+  app.post(
+    '/subscriptions/:id/change_offer',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Move a subscription to another offer of the same product or product family',
+        params: IdParams,
+        body: ChangeOfferBody,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const doc = await load(store._id, request.params.id);
+      const offerId = request.body.offer;
+      // Only an ofr_ id: a slug (or anything else) is an unknown offer.
+      const offer = offerId.startsWith('ofr_') ? await findOfferByIdOrSlug(db, store._id, offerId) : null;
+      if (!offer) throw new ApiError('resource_missing', `No such offer: '${offerId}'`, { param: 'offer' });
+      return runSubscriptionAction(actionDeps, doc, changeOfferUpdate, { offer: offer._id, request: eventRequestOf(request) }, updateIdOf(request, 'change_offer'));
+    },
+  );
+};
+
+export default subscriptionRoutes;

@@ -1,0 +1,329 @@
+// /v1/webhook_endpoints: CRUD (oldest first; the secret only in the create and rotate_secret answers),
+// rotate_secret (the old secret signs beside the new one for 24 hours), test (a test customer.created
+// to this endpoint only) and the endpoint's deliveries (status filter, cursors).
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import {
+  CURRENT_CATALOG,
+  EVENT_CATALOGS,
+  normalizeEnabledEvents,
+  unknownEventEntry,
+  type EventCatalog,
+} from '../../domain/event-catalogs';
+import { ApiError, notFound } from '../../domain/errors';
+import { newId } from '../../domain/ids';
+import { markEventDispatched, recordEvent } from '../../activities/store/events';
+import {
+  deleteDeliveriesOf,
+  deleteEndpoint,
+  deliveriesCollection,
+  deliveryObject,
+  DELIVERY_STATUSES,
+  endpointObject,
+  endpointsCollection,
+  findEndpoint,
+  insertEndpoint,
+  openDeliveriesOf,
+  rotateEndpointSecret,
+  updateEndpoint,
+  type DeliveryStatus,
+  type EndpointStatus,
+} from '../../activities/store/webhooks';
+import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../activities/webhooks/host-policy';
+import { deliverEventTo } from '../../activities/webhooks/dispatch';
+import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
+import { authOf, eventRequestOf } from '../context';
+import { listEnvelope, OLDEST_FIRST, paginate, PaginationQuery } from '../pagination';
+import { IdParams, Nullable, withErrors } from '../schemas/common';
+
+const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+const MAX_ENABLED_EVENTS = 100;
+const MAX_DESCRIPTION = 200;
+
+export const WebhookEndpoint = Type.Object(
+  {
+    id: Type.String({ description: 'UUID' }),
+    object: Type.Literal('webhook_endpoint'),
+    url: Type.String(),
+    description: Nullable(Type.String()),
+    enabled_events: Type.Array(Type.String(), { description: 'Types and patterns; [*] for every event of the catalog.' }),
+    api_version: literals(EVENT_CATALOGS),
+    status: literals(['enabled', 'disabled'] as const),
+    disabled_reason: Nullable(Type.String()),
+    consecutive_failures: Type.Integer(),
+    created_via: literals(['dashboard', 'api'] as const),
+    secret: Type.Optional(Type.String({ description: 'whsec_ signing secret: only in the create and rotate_secret responses.' })),
+    livemode: Type.Boolean(),
+    created: Type.Integer(),
+  },
+  { $id: 'WebhookEndpoint' },
+);
+
+export const WebhookDelivery = Type.Object(
+  {
+    id: Type.String({ description: 'UUID' }),
+    object: Type.Literal('webhook_delivery'),
+    event: Type.String(),
+    webhook_endpoint: Type.String(),
+    status: literals(DELIVERY_STATUSES),
+    attempts: Type.Integer(),
+    next_attempt_at: Nullable(Type.Integer()),
+    last_attempt_at: Nullable(Type.Integer()),
+    delivered_at: Nullable(Type.Integer()),
+    last_response_status: Nullable(Type.Integer()),
+    last_error: Nullable(Type.String()),
+    last_duration_ms: Nullable(Type.Integer()),
+    created: Type.Integer(),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+const fields = {
+  url: Type.String({ maxLength: MAX_WEBHOOK_URL_LENGTH, description: 'https:// address of a public host, up to 2000 characters.' }),
+  description: Nullable(Type.String({ maxLength: MAX_DESCRIPTION })),
+  enabled_events: Type.Array(Type.String({ minLength: 1 }), {
+    maxItems: MAX_ENABLED_EVENTS,
+    description: 'Up to 100 types of the catalog or patterns with *; omitted, empty or [*]: all.',
+  }),
+};
+
+const CreateBody = Type.Object(
+  {
+    url: fields.url,
+    description: Type.Optional(fields.description),
+    enabled_events: Type.Optional(fields.enabled_events),
+    api_version: Type.Optional(literals(EVENT_CATALOGS)),
+  },
+  { additionalProperties: false },
+);
+
+const UpdateBody = Type.Object(
+  {
+    url: Type.Optional(fields.url),
+    description: Type.Optional(fields.description),
+    enabled_events: Type.Optional(fields.enabled_events),
+    status: Type.Optional(literals(['enabled', 'disabled'] as const)),
+    api_version: Type.Optional(Type.Unknown({ description: 'Ignored: the catalog is fixed at creation.' })),
+  },
+  { additionalProperties: false },
+);
+
+const DeliveriesQuery = Type.Object(
+  { status: Type.Optional(literals(DELIVERY_STATUSES)), ...PaginationQuery },
+  { additionalProperties: false },
+);
+
+const ListQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
+
+const Deleted = Type.Object({ id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) });
+const WebhookTest = Type.Object({ object: Type.Literal('webhook_test'), webhook_endpoint: Type.String(), event: Type.String() });
+
+/** enabled_events as stored, or 400 invalid_event_type naming the first entry the catalog does not know. */
+export function checkEnabledEvents(catalog: EventCatalog, entries: string[] | undefined): string[] {
+  const normalized = normalizeEnabledEvents(entries);
+  const unknown = unknownEventEntry(catalog, normalized);
+  if (unknown) {
+    const index = entries ? entries.indexOf(unknown.entry) : unknown.index;
+    throw new ApiError('invalid_event_type', `'${unknown.entry}' is not an event type of catalog ${catalog}.`, {
+      param: `enabled_events[${index}]`,
+    });
+  }
+  return normalized;
+}
+
+const EndpointRef = Type.Ref('WebhookEndpoint');
+
+const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, config } = app.deps;
+  const hostPolicy = (): HostPolicy => ({ allowedHosts: config.webhookAllowedHosts ?? [], resolver: config.webhookResolver });
+  const requireEndpoint = async (storeId: string, id: string) => {
+    const endpoint = await findEndpoint(db, storeId, id);
+    if (!endpoint) throw notFound('webhook endpoint', id);
+    return endpoint;
+  };
+
+  app.get(
+    '/webhook_endpoints',
+    { schema: { tags: ['webhook_endpoints'], summary: 'List webhook endpoints (oldest first)', querystring: ListQuery, response: withErrors({ 200: listEnvelope(EndpointRef) }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      return paginate(endpointsCollection(db), {
+        storeId: store._id,
+        query: request.query,
+        url: '/v1/webhook_endpoints',
+        order: OLDEST_FIRST,
+        toApi: (doc) => endpointObject(doc),
+      });
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints',
+    { schema: { tags: ['webhook_endpoints'], summary: 'Create a webhook endpoint', body: CreateBody, response: withErrors({ 201: EndpointRef }) } },
+    async (request, reply) => {
+      const { store } = authOf(request);
+      const body = request.body;
+      const catalog = (body.api_version as EventCatalog | undefined) ?? CURRENT_CATALOG;
+      const enabledEvents = checkEnabledEvents(catalog, body.enabled_events);
+      const url = await checkWebhookUrl(body.url, hostPolicy());
+      const doc = await insertEndpoint(db, {
+        storeId: store._id,
+        url,
+        description: body.description ?? null,
+        enabledEvents,
+        apiVersion: catalog,
+      });
+      reply.status(201);
+      return endpointObject(doc, { withSecret: true });
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints/:id',
+    { schema: { tags: ['webhook_endpoints'], summary: 'Retrieve a webhook endpoint', params: IdParams, response: withErrors({ 200: EndpointRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      return endpointObject(await requireEndpoint(store._id, request.params.id));
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints/:id',
+    {
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: 'Update a webhook endpoint (only the fields sent change)',
+        params: IdParams,
+        body: UpdateBody,
+        response: withErrors({ 200: EndpointRef }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const current = await requireEndpoint(store._id, request.params.id);
+      const body = request.body;
+      const enabledEvents = body.enabled_events !== undefined ? checkEnabledEvents(current.api_version, body.enabled_events) : undefined;
+      const url = body.url !== undefined ? await checkWebhookUrl(body.url, hostPolicy()) : undefined;
+      const updated = await updateEndpoint(db, store._id, current._id, {
+        url,
+        description: body.description,
+        enabledEvents,
+        status: body.status as EndpointStatus | undefined,
+      });
+      if (!updated) throw notFound('webhook endpoint', request.params.id);
+      return endpointObject(updated);
+    },
+  );
+
+  app.delete(
+    '/webhook_endpoints/:id',
+    { schema: { tags: ['webhook_endpoints'], summary: 'Delete a webhook endpoint, its secret and deliveries', params: IdParams, response: withErrors({ 200: Deleted }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const endpoint = await requireEndpoint(store._id, request.params.id);
+      await deleteEndpoint(db, store._id, endpoint._id);
+      // Deliveries still to be tried stop now rather than at their next attempt.
+      const open = await openDeliveriesOf(db, store._id, endpoint._id);
+      const temporal = app.deps.temporal;
+      if (temporal) {
+        await Promise.all(
+          open.map((delivery) =>
+            temporal.workflow
+              .getHandle(webhookDeliveryWorkflowId(delivery._id))
+              .cancel()
+              .catch((error: unknown) => {
+                if (!(error instanceof WorkflowNotFoundError)) throw error;
+              }),
+          ),
+        );
+      }
+      await deleteDeliveriesOf(db, store._id, endpoint._id);
+      return { id: endpoint._id, object: 'webhook_endpoint' as const, deleted: true as const };
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/rotate_secret',
+    { schema: { tags: ['webhook_endpoints'], summary: 'Rotate the signing secret (the old one signs for 24 more hours)', params: IdParams, response: withErrors({ 200: EndpointRef }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      await requireEndpoint(store._id, request.params.id);
+      const rotated = await rotateEndpointSecret(db, store._id, request.params.id);
+      if (!rotated) throw new ApiError('parameter_invalid', 'The secret was rotated by another request at the same time; retry.', { param: 'id' });
+      return endpointObject(rotated, { withSecret: true });
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/test',
+    { schema: { tags: ['webhook_endpoints'], summary: 'Send a test customer.created event to this endpoint only', params: IdParams, response: withErrors({ 200: WebhookTest }) } },
+    async (request) => {
+      const { store } = authOf(request);
+      const endpoint = await requireEndpoint(store._id, request.params.id);
+      const now = Date.now();
+      const event = await recordEvent(
+        db,
+        {
+          storeId: store._id,
+          type: 'customer.created',
+          apiVersion: endpoint.api_version,
+          object: sampleCustomer(store.country, now),
+          request: eventRequestOf(request),
+          targets: [endpoint._id],
+          test: true,
+        },
+        now,
+      );
+      // Straight to this endpoint, enabled or not: a disabled one closes the delivery with `endpoint disabled`.
+      await deliverEventTo(app.deps, event, endpoint._id);
+      await markEventDispatched(db, store._id, event._id);
+      return { object: 'webhook_test' as const, webhook_endpoint: endpoint._id, event: event._id };
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints/:id/deliveries',
+    {
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: "List an endpoint's deliveries (newest first)",
+        params: IdParams,
+        querystring: DeliveriesQuery,
+        response: withErrors({ 200: listEnvelope(Type.Ref('WebhookDelivery')) }),
+      },
+    },
+    async (request) => {
+      const { store } = authOf(request);
+      const endpoint = await requireEndpoint(store._id, request.params.id);
+      const { status, ...page } = request.query;
+      return paginate(deliveriesCollection(db), {
+        storeId: store._id,
+        filter: { webhook_endpoint: endpoint._id, ...(status !== undefined ? { status: status as DeliveryStatus } : {}) },
+        query: page,
+        url: `/v1/webhook_endpoints/${endpoint._id}/deliveries`,
+        toApi: deliveryObject,
+      });
+    },
+  );
+};
+
+/** The customer a test event carries: shaped like a real one, marked as a test. */
+function sampleCustomer(country: string, now: number): Record<string, unknown> {
+  return {
+    id: newId('cust', now),
+    object: 'customer',
+    email: 'test.customer@example.com',
+    name: 'Test Customer',
+    phone: null,
+    document: null,
+    address: null,
+    country,
+    locale: null,
+    metadata: {},
+    livemode: false,
+    created: Math.floor(now / 1000),
+  };
+}
+
+export default webhookEndpointRoutes;

@@ -1,0 +1,83 @@
+// Rules of a one-off subscription charge's body (spec, Subscription charges): the currency, the
+// minimum of one currency unit, lines adding up to the amount, and the order items it becomes.
+import { ApiError } from './errors';
+
+export interface ChargeLineInput {
+  description: string;
+  quantity?: number;
+  unit_amount: number;
+}
+
+export interface ChargeLine {
+  description: string;
+  quantity: number;
+  unit_amount: number;
+  amount: number;
+}
+
+export const CHARGE_DESCRIPTION_MAX = 140;
+export const CHARGE_LINES_MAX = 50;
+
+/** ISO 4217 currencies without minor units: their smallest charge is 1. */
+const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
+const THREE_DECIMAL = new Set(['bhd', 'jod', 'kwd', 'omr', 'tnd']);
+
+/** One unit of the currency in its minor unit (100 for brl or usd). */
+export function minimumCharge(currency: string): number {
+  if (ZERO_DECIMAL.has(currency)) return 1;
+  if (THREE_DECIMAL.has(currency)) return 1000;
+  return 100;
+}
+
+export interface NormalizedCharge {
+  amount: number;
+  currency: string;
+  description: string | null;
+  lines: ChargeLine[];
+}
+
+/**
+ * Checks, in the spec's order, what is left after the subscription checks: currency_mismatch,
+ * amount_too_small, lines_total_mismatch. Shapes and lengths were checked by the schema.
+ */
+export function normalizeCharge(
+  input: { amount: number; currency?: string | null; description?: string | null; lines?: ChargeLineInput[] | null },
+  subscriptionCurrency: string,
+): NormalizedCharge {
+  const currency = subscriptionCurrency.toLowerCase();
+  if (input.currency !== undefined && input.currency !== null && input.currency.toLowerCase() !== currency) {
+    throw new ApiError(
+      'currency_mismatch',
+      `The charge currency must be the subscription's currency, ${currency}; received ${input.currency.toLowerCase()}.`,
+      { param: 'currency' },
+    );
+  }
+  const minimum = minimumCharge(currency);
+  if (input.amount < minimum) {
+    throw new ApiError('amount_too_small', `The amount must be at least one unit of ${currency} (${minimum}); received ${input.amount}.`, {
+      param: 'amount',
+    });
+  }
+  const lines = (input.lines ?? []).map((line) => {
+    const quantity = line.quantity ?? 1;
+    return { description: line.description, quantity, unit_amount: line.unit_amount, amount: quantity * line.unit_amount };
+  });
+  if (lines.length > 0) {
+    const total = lines.reduce((sum, line) => sum + line.amount, 0);
+    if (total !== input.amount) {
+      throw new ApiError(
+        'lines_total_mismatch',
+        `The lines add up to ${total} but the amount is ${input.amount}: the sum of quantity times unit_amount must equal amount.`,
+        { param: 'lines' },
+      );
+    }
+  }
+  const description = input.description ?? lines[0]?.description ?? null;
+  return { amount: input.amount, currency, description, lines };
+}
+
+/** The order items a charge becomes: its lines, or one item named by the description. */
+export function chargeOrderItems(charge: { amount: number; description: string | null; lines: ChargeLine[] }) {
+  if (charge.lines.length > 0) return charge.lines.map((line) => ({ kind: 'charge', ...line }));
+  return [{ kind: 'charge', description: charge.description ?? 'Charge', quantity: 1, unit_amount: charge.amount, amount: charge.amount }];
+}

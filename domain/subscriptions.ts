@@ -1,0 +1,294 @@
+// The subscription state table as pure functions: which action fits which status, what each action,
+// charge outcome and period end changes, and which events say so. The subscription workflow imports
+// this (so it must stay free of I/O and Node modules); the API uses the same names and checks.
+import { anchorDayOf, nextRetryAt, periodEnd, type BillingCycle } from './billing-periods';
+
+export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** Statuses that accept a one-off charge (spec, Subscription charges rule 6). */
+export const CHARGEABLE_STATUSES: readonly SubscriptionStatus[] = ['active', 'trialing', 'past_due'];
+
+export const CANCELLATION_REASONS = ['too_expensive', 'not_using', 'missing_features', 'switching', 'temporary', 'other'] as const;
+export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
+export type CancellationSource = 'dashboard' | 'customer_portal' | 'provider';
+
+export interface CancellationDetails {
+  reason: CancellationReason | null;
+  comment: string | null;
+  source: CancellationSource;
+}
+
+export interface PastDueDetails {
+  /** Failed attempts so far for the unpaid charge. */
+  attempts: number;
+  next_retry_at: number | null;
+  /** When the first attempt failed. */
+  since: number;
+}
+
+export interface SubscriptionPaymentMethod {
+  id: string;
+  type: 'card';
+  brand: string | null;
+  last4: string | null;
+  /** False for a card at a provider that refuses charges without the customer present. */
+  chargeable: boolean;
+}
+
+/** The fields the subscription workflow owns (all times Unix seconds). */
+export interface SubscriptionLife {
+  status: SubscriptionStatus;
+  offer: { id: string; name: string };
+  product: { id: string; name: string };
+  product_family: string | null;
+  billing_cycle: BillingCycle;
+  custom_billing_days: number | null;
+  currency: string;
+  amount: number;
+  current_period_start: number | null;
+  current_period_end: number | null;
+  /** The next charge: the renewal, the trial's end, or (while past_due) the unpaid charge being retried. */
+  next_billing_at: number | null;
+  trial_start: number | null;
+  trial_end: number | null;
+  cycles_completed: number;
+  cycle_limit: number | null;
+  cancel_at_period_end: boolean;
+  canceled_at: number | null;
+  ended_at: number | null;
+  cancellation_details: CancellationDetails | null;
+  default_payment_method: SubscriptionPaymentMethod | null;
+  past_due_details: PastDueDetails | null;
+  /** Day of month month-based cycles stay on. */
+  billing_anchor_day: number | null;
+}
+
+export type LifeChange = Partial<SubscriptionLife>;
+
+/** Events an action emits: the 2026-11-01 type and, where the original name depends on the fact, its name there. */
+export interface LifeEvent {
+  type: string;
+  legacyType?: string;
+}
+
+export type ActionResult = { ok: true; change: LifeChange; events: LifeEvent[]; historyAction: string } | { ok: false; reason: string };
+
+export function isSubscriptionStatus(value: unknown): value is SubscriptionStatus {
+  return typeof value === 'string' && (SUBSCRIPTION_STATUSES as readonly string[]).includes(value);
+}
+
+export const isEnded = (status: SubscriptionStatus) => status === 'canceled' || status === 'expired';
+
+const refuse = (reason: string): ActionResult => ({ ok: false, reason });
+
+/** What the workflow does next and when. */
+export type NextStep =
+  | { kind: 'charge'; at: number }
+  | { kind: 'retry'; at: number }
+  | { kind: 'end'; at: number; to: 'canceled' | 'expired' }
+  | null;
+
+export function nextStep(life: SubscriptionLife): NextStep {
+  switch (life.status) {
+    case 'trialing':
+    case 'active': {
+      const paidUntil = life.current_period_end ?? life.trial_end;
+      if (life.cancel_at_period_end && paidUntil !== null) return { kind: 'end', at: paidUntil, to: 'canceled' };
+      if (life.next_billing_at !== null) return { kind: 'charge', at: life.next_billing_at };
+      // No next charge: the cycle limit was reached; it expires when the paid period ends.
+      if (paidUntil !== null) return { kind: 'end', at: paidUntil, to: 'expired' };
+      return null;
+    }
+    case 'past_due':
+      return life.past_due_details?.next_retry_at != null ? { kind: 'retry', at: life.past_due_details.next_retry_at } : null;
+    default:
+      return null;
+  }
+}
+
+function limitReached(cycles: number, limit: number | null): boolean {
+  return limit !== null && cycles >= limit;
+}
+
+/** The next charge once the period ending at `paidUntil` is paid (null at the cycle limit). */
+function nextChargeAfter(life: SubscriptionLife, paidUntil: number | null): number | null {
+  return limitReached(life.cycles_completed, life.cycle_limit) ? null : paidUntil;
+}
+
+/** A cycle charge was approved: a new period starts at `periodStart` (the due time, or now on reactivation). */
+export function chargeApproved(life: SubscriptionLife, periodStart: number, anchorDay = life.billing_anchor_day ?? anchorDayOf(periodStart)): LifeChange {
+  const end = periodEnd(periodStart, life.billing_cycle, life.custom_billing_days, anchorDay);
+  const cycles = life.cycles_completed + 1;
+  return {
+    status: 'active',
+    current_period_start: periodStart,
+    current_period_end: end,
+    cycles_completed: cycles,
+    next_billing_at: limitReached(cycles, life.cycle_limit) ? null : end,
+    past_due_details: null,
+    billing_anchor_day: anchorDay,
+  };
+}
+
+/** A cycle charge (or its retry) was declined at `now`: past_due with the next retry, or expired after the last. */
+export function chargeDeclined(life: SubscriptionLife, now: number): { change: LifeChange; events: LifeEvent[] } {
+  const since = life.status === 'past_due' && life.past_due_details ? life.past_due_details.since : now;
+  const attempts = life.status === 'past_due' && life.past_due_details ? life.past_due_details.attempts + 1 : 1;
+  const retryAt = nextRetryAt(since, attempts);
+  if (retryAt === null) {
+    return {
+      change: { status: 'expired', ended_at: now, next_billing_at: null, past_due_details: null },
+      events: [{ type: 'customer.subscription.deleted' }],
+    };
+  }
+  return {
+    change: { status: 'past_due', past_due_details: { attempts, next_retry_at: retryAt, since } },
+    events: [{ type: 'customer.subscription.updated' }],
+  };
+}
+
+/** The paid period ended with a scheduled cancellation (canceled) or at the cycle limit (expired). */
+export function periodEnded(to: 'canceled' | 'expired', at: number): LifeChange {
+  return { status: to, ended_at: at, next_billing_at: null, past_due_details: null, cancel_at_period_end: false };
+}
+
+export function pause(life: SubscriptionLife): ActionResult {
+  if (life.status === 'paused') return refuse('The subscription is already paused.');
+  if (isEnded(life.status)) return refuse(`A ${life.status} subscription cannot be paused.`);
+  return {
+    ok: true,
+    change: { status: 'paused', past_due_details: null },
+    events: [{ type: 'customer.subscription.paused' }],
+    historyAction: 'paused',
+  };
+}
+
+/** Resume: active again; a charge that fell due while paused happens at once. */
+export function resume(life: SubscriptionLife, now: number): ActionResult {
+  if (life.status !== 'paused') return refuse(`Only a paused subscription can be resumed; this one is ${life.status}.`);
+  const change: LifeChange = { status: 'active' };
+  if (life.next_billing_at !== null && life.next_billing_at < now) {
+    change.next_billing_at = now;
+    change.billing_anchor_day = anchorDayOf(now);
+  }
+  return { ok: true, change, events: [{ type: 'customer.subscription.resumed' }], historyAction: 'resumed' };
+}
+
+export function cancelNow(life: SubscriptionLife, now: number, details: CancellationDetails): ActionResult {
+  if (isEnded(life.status)) return refuse(`The subscription is already ${life.status}.`);
+  return {
+    ok: true,
+    change: {
+      status: 'canceled',
+      canceled_at: now,
+      ended_at: now,
+      cancel_at_period_end: false,
+      next_billing_at: null,
+      past_due_details: null,
+      cancellation_details: details,
+    },
+    events: [{ type: 'customer.subscription.deleted' }],
+    historyAction: 'canceled',
+  };
+}
+
+/** cancel_at_period_end true: renewals stop, the subscription ends when the paid period (or trial) ends. */
+export function scheduleCancellation(life: SubscriptionLife, now: number, details: CancellationDetails): ActionResult {
+  if (life.status !== 'active' && life.status !== 'trialing') {
+    return refuse(`Cancellation can be scheduled only on an active or trialing subscription; this one is ${life.status}.`);
+  }
+  if ((life.current_period_end ?? life.trial_end) === null) return refuse('The subscription has no paid period to end yet.');
+  return {
+    ok: true,
+    change: { cancel_at_period_end: true, canceled_at: now, cancellation_details: details, next_billing_at: null },
+    events: [],
+    historyAction: 'cancellation_scheduled',
+  };
+}
+
+/** Reactivate, first form: undo a scheduled cancellation (no charge). */
+export function undoScheduledCancellation(life: SubscriptionLife): ActionResult | null {
+  if (!life.cancel_at_period_end || isEnded(life.status)) return null;
+  const paidUntil = life.status === 'trialing' ? life.trial_end : life.current_period_end;
+  return {
+    ok: true,
+    change: { cancel_at_period_end: false, canceled_at: null, cancellation_details: null, next_billing_at: nextChargeAfter(life, paidUntil) },
+    events: [{ type: 'customer.subscription.updated', legacyType: 'subscription.reactivated' }],
+    historyAction: 'reactivated',
+  };
+}
+
+/** Reactivate, second form: why a canceled or expired subscription cannot be charged again, or null. */
+export function reactivationRefusal(life: SubscriptionLife, offerActive: boolean): string | null {
+  if (!isEnded(life.status)) {
+    return `Only a canceled or expired subscription, or one with a scheduled cancellation, can be reactivated; this one is ${life.status}.`;
+  }
+  if (!life.default_payment_method) return 'The provider refused: the subscription has no saved card to charge.';
+  if (!life.default_payment_method.chargeable) return 'The provider refused: the saved card does not accept charges without the customer present.';
+  if (!offerActive) return 'The provider refused: the offer is no longer active.';
+  return null;
+}
+
+/** A reactivation charge was approved at `now`: active with a new period from now. */
+export function reactivated(life: SubscriptionLife, now: number): LifeChange {
+  return {
+    ...chargeApproved(life, now, anchorDayOf(now)),
+    ended_at: null,
+    canceled_at: null,
+    cancellation_details: null,
+    cancel_at_period_end: false,
+  };
+}
+
+export interface OfferTerms {
+  offer: { id: string; name: string };
+  product: { id: string; name: string };
+  product_family: string | null;
+  amount: number;
+  billing_cycle: BillingCycle;
+  custom_billing_days: number | null;
+  cycle_limit: number | null;
+}
+
+/**
+ * change_offer: same product or product family; status unchanged, no proration; the new amount and
+ * cycle apply from the next renewal, which stays at the end of the period already paid.
+ */
+export function changeOffer(life: SubscriptionLife, terms: OfferTerms): ActionResult {
+  const sameProduct = terms.product.id === life.product.id;
+  const sameFamily = terms.product_family !== null && terms.product_family === life.product_family;
+  if (!sameProduct && !sameFamily) {
+    return refuse(`The offer ${terms.offer.id} is not of the same product or product family as the subscription's offer.`);
+  }
+  return {
+    ok: true,
+    change: {
+      offer: terms.offer,
+      product: terms.product,
+      product_family: terms.product_family,
+      amount: terms.amount,
+      billing_cycle: terms.billing_cycle,
+      custom_billing_days: terms.custom_billing_days,
+      cycle_limit: terms.cycle_limit,
+    },
+    events: [
+      {
+        type: 'customer.subscription.updated',
+        legacyType: terms.amount >= life.amount ? 'subscription.upgraded' : 'subscription.downgraded',
+      },
+    ],
+    historyAction: 'offer_changed',
+  };
+}
+
+/**
+ * A new saved card (customer portal). A past_due subscription retries at once on the new card;
+ * otherwise renewals simply use it.
+ */
+export function changePaymentMethod(life: SubscriptionLife, method: SubscriptionPaymentMethod, now: number): ActionResult {
+  if (isEnded(life.status)) return refuse(`The card of a ${life.status} subscription cannot be changed.`);
+  const change: LifeChange = { default_payment_method: method };
+  if (life.status === 'past_due' && life.past_due_details) change.past_due_details = { ...life.past_due_details, next_retry_at: now };
+  return { ok: true, change, events: [{ type: 'customer.subscription.updated' }], historyAction: 'payment_method_changed' };
+}

@@ -1,0 +1,217 @@
+// `npm run bench:charges`: POST /v1/subscriptions/{id}/charges on the approved path. (a) the
+// yardstick: bare start-and-wait of a one-activity workflow (pingWorkflow) on this dev server;
+// (b) charges with distinct Idempotency-Keys at 20 connections: charges/s and p50/p99 from request
+// to 201 (workflow, provider charge, order and charge written); (c) 50 concurrent requests with one
+// key: exactly one provider charge and one order, the other 49 answered with the same charge, and
+// the time until all 50 have their answer. Goals (issue): p50 within 2x of (a) and under 100 ms,
+// p99 under 300 ms. Starts its own FerretDB and Temporal dev server; prints tables, writes
+// results/charges.json. Measures only; asserts nothing.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { MongoClient } from 'mongodb';
+import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
+import { createBillingWorker } from '../../worker/main';
+import { buildApp } from '../../api/app';
+import { loadApiConfig } from '../../api/config';
+import { ensureIndexes } from '../../activities/store/collections';
+import { createApiKey, createStore } from '../../activities/store/stores';
+import { createOffer, createProduct } from '../../activities/store/catalog';
+import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
+import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
+import { createSubscription } from '../../activities/subscriptions';
+import { ordersCollection } from '../../activities/store/orders';
+import { chargesCollection } from '../../activities/store/subscription-charges';
+import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
+
+const settings = {
+  yardstick: { count: 300, concurrency: 20, warmup: 20 },
+  charges: { count: 600, connections: 20, warmup: 40, subscriptions: 20 },
+  sameKey: { rounds: 5, concurrent: 50 },
+};
+
+async function yardstick(client: Client, taskQueue: string) {
+  const { count, concurrency, warmup } = settings.yardstick;
+  const run = async (total: number) => {
+    const ms: number[] = [];
+    await runWithConcurrency(total, concurrency, async (i) => {
+      const t = performance.now();
+      await client.workflow.execute('pingWorkflow', { taskQueue, workflowId: `bench-ping-${randomUUID()}-${i}` });
+      ms.push(performance.now() - t);
+    });
+    return summarizeLatencies(ms);
+  };
+  await run(warmup);
+  return run(count);
+}
+
+async function main(): Promise<void> {
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
+  const machineBefore = machineInfo();
+  if (machineBefore.loadAverage1m > machineBefore.cpus / 2) {
+    console.log(`warning: load average ${machineBefore.loadAverage1m} on ${machineBefore.cpus} CPUs before starting; figures will be low`);
+  }
+  const workDir = mkdtempSync(join(tmpdir(), 'billing-bench-charges-'));
+  console.log(`starting FerretDB and the Temporal dev server in ${workDir}`);
+  const [ferret, temporal] = await Promise.all([
+    startFerretDb({ dataDir: join(workDir, 'ferretdb') }),
+    startTemporalDevServer({ dbFile: join(workDir, 'temporal.db'), headless: true }),
+  ]);
+  const mongo = await MongoClient.connect(ferret.uri);
+  const db = mongo.db('bench_charges');
+  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection });
+  const taskQueue = `bench-charges-${randomUUID()}`;
+  try {
+    await ensureIndexes(db);
+    const provider = createTestConnection({ db });
+    const store = await createStore(db, { name: 'Bench Store', slug: 'bench', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+    const { key: apiKey } = await createApiKey(db, { storeId: store._id, name: 'bench', scopes: ['read', 'write'] });
+    const product = await createProduct(db, { storeId: store._id, name: 'Bench API', family: 'bench' });
+    // A trial keeps the subscriptions' own workflows idle: the bench measures the charges.
+    const offer = await createOffer(db, {
+      storeId: store._id,
+      productId: product._id,
+      name: 'Bench monthly',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      trialDays: 30,
+      prices: [{ currency: 'brl', amount: 4990, default: true }],
+    });
+    const subscriptionIds: string[] = [];
+    for (let i = 0; i < settings.charges.subscriptions; i++) {
+      const { customer } = await insertCustomer(db, newCustomerDoc(store._id, { email: `bench${i}@example.com`, name: 'Bench Buyer' }, {}));
+      const saved = await provider.saveCard({ storeId: store._id, customerId: customer._id, card: { number: '4242424242424242' } });
+      if (!saved.ok) throw new Error(saved.message);
+      const sub = await createSubscription({ db, provider, temporal: null, taskQueue }, { store, customer, offer, product, paymentMethod: saved.card });
+      subscriptionIds.push(sub._id);
+    }
+
+    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal: client });
+    const port = await freePort();
+    const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
+    // The per-key limit (100 per 2 s) would cap the load generator: the bench measures the route.
+    const config = { ...base, taskQueue, keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
+    const app = await buildApp({ db, config, temporal: client, provider }, { logger: false });
+    const url = await app.listen({ port, host: '127.0.0.1' });
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+
+    const postCharge = async (subscriptionId: string, key: string, amount: number) => {
+      const res = await fetch(`${url}/v1/subscriptions/${subscriptionId}/charges`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': key },
+        body: JSON.stringify({ amount, description: 'Bench charge' }),
+      });
+      const body = (await res.json()) as { id?: string };
+      return { status: res.status, id: body.id ?? null };
+    };
+
+    const figures = await worker.runUntil(async () => {
+      console.log('(a) bare start-and-wait of pingWorkflow (one activity), 20 lanes...');
+      const bare = await yardstick(client, taskQueue);
+
+      const { count, connections, warmup } = settings.charges;
+      await runWithConcurrency(warmup, connections, async (i) => {
+        const res = await postCharge(subscriptionIds[i % subscriptionIds.length], `warmup-${randomUUID()}`, 1000);
+        if (res.status !== 201) throw new Error(`warmup charge answered ${res.status}`);
+      });
+      console.log(`(b) ${count} charges with distinct keys, ${connections} connections...`);
+      const latencies: number[] = [];
+      let non201 = 0;
+      const began = performance.now();
+      await runWithConcurrency(count, connections, async (i) => {
+        const t = performance.now();
+        const res = await postCharge(subscriptionIds[i % subscriptionIds.length], `bench-${randomUUID()}`, 1000 + (i % 50));
+        latencies.push(performance.now() - t);
+        if (res.status !== 201) non201++;
+      });
+      const seconds = (performance.now() - began) / 1000;
+      const distinct = { charges: count, chargesPerSec: round(count / seconds), latencyMs: summarizeLatencies(latencies), non201 };
+
+      console.log(`(c) ${settings.sameKey.rounds} rounds of ${settings.sameKey.concurrent} concurrent requests with one key...`);
+      const rounds = [];
+      for (let r = 0; r < settings.sameKey.rounds; r++) {
+        const key = `same-${randomUUID()}`;
+        const subscriptionId = subscriptionIds[r % subscriptionIds.length];
+        const t = performance.now();
+        const answers = await Promise.all(Array.from({ length: settings.sameKey.concurrent }, () => postCharge(subscriptionId, key, 2500)));
+        const settleMs = round(performance.now() - t);
+        const chargeIds = new Set(answers.map((a) => a.id));
+        const providerCharges = await db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store._id, key });
+        const chargeDocs = await chargesCollection(db).find({ store_id: store._id, key }).toArray();
+        const orders = await ordersCollection(db).countDocuments({ store_id: store._id, external_order_id: chargeDocs[0]?._id ?? '-' });
+        rounds.push({
+          round: r + 1,
+          settleAllMs: settleMs,
+          providerCharges,
+          chargeDocuments: chargeDocs.length,
+          orders,
+          distinctChargeIds: chargeIds.size,
+          created201: answers.filter((a) => a.status === 201).length,
+          replayed200: answers.filter((a) => a.status === 200).length,
+          other: answers.filter((a) => a.status !== 200 && a.status !== 201).length,
+        });
+      }
+      return { bare, distinct, rounds };
+    });
+    await app.close();
+
+    const p50Ratio = round(figures.distinct.latencyMs.p50 / figures.bare.p50, 2);
+    printTable('(a) yardstick: bare start-and-wait of a one-activity workflow (pingWorkflow)', [
+      { lanes: settings.yardstick.concurrency, workflows: settings.yardstick.count, 'p50 ms': figures.bare.p50, 'p99 ms': figures.bare.p99, 'mean ms': figures.bare.mean },
+    ]);
+    printTable('(b) POST /v1/subscriptions/{id}/charges, approved, distinct keys (request -> 201)', [
+      {
+        connections: settings.charges.connections,
+        charges: figures.distinct.charges,
+        'charges/s': figures.distinct.chargesPerSec,
+        'p50 ms': figures.distinct.latencyMs.p50,
+        'p99 ms': figures.distinct.latencyMs.p99,
+        'max ms': figures.distinct.latencyMs.max,
+        'non-201': figures.distinct.non201,
+        'p50 / yardstick p50': p50Ratio,
+      },
+    ]);
+    printTable(`(c) ${settings.sameKey.concurrent} concurrent requests with one key`, figures.rounds.map((r) => ({
+      round: r.round,
+      'settle all ms': r.settleAllMs,
+      'provider charges': r.providerCharges,
+      'charge docs': r.chargeDocuments,
+      orders: r.orders,
+      'distinct ids': r.distinctChargeIds,
+      '201': r.created201,
+      '200 replayed': r.replayed200,
+      other: r.other,
+    })));
+    const file = saveResults('charges', {
+      benchmark: 'charges',
+      takenAt: new Date().toISOString(),
+      machine: machineBefore,
+      loadAverage1mAfter: machineInfo().loadAverage1m,
+      settings,
+      ...figures,
+      p50OverYardstickP50: p50Ratio,
+      goals: { p50WithinTimesYardstick: 2, p50UnderMs: 100, p99UnderMs: 300 },
+    });
+    console.log(`\nsaved ${file}`);
+  } finally {
+    await connection.close().catch(() => undefined);
+    await nativeConnection.close().catch(() => undefined);
+    await mongo.close();
+    await Promise.all([ferret.stop(), temporal.stop()]);
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

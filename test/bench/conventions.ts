@@ -1,0 +1,231 @@
+// `npm run bench:conventions`: what the convention stack (auth, rate limit, request id, request log,
+// validation, serialization) costs on FerretDB. Authenticated GET /v1/customers/{id} and
+// GET /v1/customers?limit=100 on a store with 10,000 customers, each beside a bare Fastify route that
+// makes the same database call with no plugins, in the same run; and form-encoded POST /v1/customers
+// with a unique Idempotency-Key per request. Goal (issue 3): the stack keeps ≥ 60% of the bare route's
+// requests/s, p99 < 50 ms for the lookup by id. Starts its own FerretDB on a free port with temp data;
+// prints a table and writes results/conventions.json. Measures only, asserts nothing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import { MongoClient } from 'mongodb';
+import { buildApp } from '../../api/app';
+import { loadApiConfig } from '../../api/config';
+import { collections, ensureIndexes } from '../../activities/store/collections';
+import { customerObject, newCustomerDoc } from '../../activities/store/customers';
+import { createApiKey, createStore } from '../../activities/store/stores';
+import { createTestConnection } from '../../activities/provider/test-connection';
+import { startFerretDb } from '../../temporal-dev/servers';
+import { machineInfo, printTable, round, saveResults, type HttpLoadSummary } from './lib';
+
+const settings = {
+  customers: 10_000,
+  connections: 50,
+  durationSeconds: Number(process.env.BENCH_SECONDS ?? 10),
+  distinctIds: 1_000,
+  warmupSeconds: 2,
+  /** A list reads the whole collection on FerretDB v1: a longer run so enough of them complete. */
+  listSeconds: Number(process.env.BENCH_LIST_SECONDS ?? 30),
+};
+
+async function main() {
+  const workDir = mkdtempSync(join(tmpdir(), 'billing-bench-conventions-'));
+  const ferret = await startFerretDb({ dataDir: join(workDir, 'ferretdb') });
+  const mongo = await MongoClient.connect(ferret.uri, { maxPoolSize: 100 });
+  const machine = machineInfo();
+  try {
+    const db = mongo.db('bench_conventions');
+    await ensureIndexes(db);
+    const store = await createStore(db, { name: 'Bench Store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+    const { key } = await createApiKey(db, { storeId: store._id, name: 'bench', scopes: ['read', 'write'] });
+
+    const seedStarted = performance.now();
+    const start = Date.now() - settings.customers * 1000;
+    const ids: string[] = [];
+    for (let from = 0; from < settings.customers; from += 1_000) {
+      const docs = Array.from({ length: 1_000 }, (_, i) => {
+        const n = from + i;
+        return newCustomerDoc(
+          store._id,
+          {
+            email: `customer${n}@example.com`,
+            name: `Customer ${n}`,
+            phone: '+5511987654321',
+            document: { type: 'cpf', number: '52998224725', number_masked: '*******4725' },
+          },
+          { segment: n % 2 ? 'a' : 'b' },
+          start + n * 1000,
+        );
+      });
+      ids.push(...docs.map((d) => d._id));
+      await collections(db).customers.insertMany(docs, { ordered: false });
+    }
+    const seedSeconds = round((performance.now() - seedStarted) / 1000, 2);
+    const sampleIds = Array.from({ length: settings.distinctIds }, (_, i) => ids[Math.floor((i * ids.length) / settings.distinctIds)]);
+
+    // The bare routes: the same database calls and the same object, no plugins, no schemas.
+    const bare = Fastify({ logger: false });
+    const customers = collections(db).customers;
+    bare.get<{ Params: { id: string } }>('/customers/:id', async (request, reply) => {
+      // The API's lookup (activities/store/owned.ts): by _id, the store checked on the document.
+      const doc = await customers.findOne({ _id: request.params.id });
+      if (!doc || doc.store_id !== store._id) return reply.code(404).send({ error: 'not found' });
+      return customerObject(doc);
+    });
+    bare.get('/customers', async () => {
+      const docs = await customers.find({ store_id: store._id }).sort({ _id: -1 }).limit(101).toArray();
+      return { object: 'list', url: '/v1/customers', has_more: docs.length > 100, data: docs.slice(0, 100).map(customerObject) };
+    });
+    const bareUrl = await bare.listen({ port: 0, host: '127.0.0.1' });
+
+    // The full API with every convention; limits lifted so the windows are still counted but never refuse.
+    const config = { ...loadApiConfig({ LOG_LEVEL: 'silent' }), keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
+    const app = await buildApp({ db, config, temporal: null, provider: createTestConnection({ db }) }, { logger: false });
+    const appUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+    const auth = { authorization: `Bearer ${key}` };
+
+    const load = (url: string, paths: string[], headers: Record<string, string> = {}, seconds = settings.durationSeconds) =>
+      runLoad(url, paths.map((path) => ({ method: 'GET', path, headers })), seconds);
+
+    const idPaths = (prefix: string) => sampleIds.map((id) => `${prefix}/customers/${id}`);
+    // Warm both (JIT, connection pools, FerretDB caches) before measuring.
+    await load(bareUrl, idPaths(''), {}, settings.warmupSeconds);
+    await load(appUrl, idPaths('/v1'), auth, settings.warmupSeconds);
+
+    const results: Record<string, HttpLoadSummary> = {};
+    // Requests autocannon abandons at the end of a run still occupy FerretDB: wait until it answers
+    // a lookup again before the next scenario starts.
+    const drain = async () => {
+      await fetch(`${bareUrl}/customers/${sampleIds[0]}`);
+    };
+    const only = process.env.BENCH_ONLY?.split(',');
+    const want = (name: string) => !only || only.includes(name);
+    if (want('byId')) {
+      results.bareById = await load(bareUrl, idPaths(''));
+      await drain();
+      results.apiById = await load(appUrl, idPaths('/v1'), auth);
+      await drain();
+    }
+    if (want('list')) {
+      results.bareList100 = await load(bareUrl, ['/customers'], {}, settings.listSeconds);
+      await drain();
+      results.apiList100 = await load(appUrl, ['/v1/customers?limit=100'], auth, settings.listSeconds);
+      await drain();
+    }
+    if (want('create')) results.apiCreateForm = await benchCreate(appUrl, key);
+
+    await app.close();
+    await bare.close();
+
+    const ratio = (api?: HttpLoadSummary, base?: HttpLoadSummary) => (api && base ? round((api.requestsPerSec / base.requestsPerSec) * 100, 1) : NaN);
+    const none: HttpLoadSummary = { requestsPerSec: NaN, latencyMs: { p50: NaN, p99: NaN, mean: NaN, max: NaN }, requests: 0, non2xx: 0, errors: 0, timeouts: 0, durationSeconds: 0, connections: 0 };
+    const row = (name: string, r: HttpLoadSummary = none, vsBare = '') => ({
+      scenario: name,
+      'req/s': r.requestsPerSec,
+      'p50 ms': r.latencyMs.p50,
+      'p99 ms': r.latencyMs.p99,
+      requests: r.requests,
+      non2xx: r.non2xx,
+      errors: r.errors + r.timeouts,
+      '% of bare': vsBare,
+    });
+    printTable(`conventions on FerretDB (${settings.connections} connections, ${settings.durationSeconds} s each; load ${machine.loadAverage1m})`, [
+      row('bare GET /customers/{id}', results.bareById),
+      row('API  GET /v1/customers/{id}', results.apiById, `${ratio(results.apiById, results.bareById)}%`),
+      row('bare GET /customers?limit=100', results.bareList100),
+      row('API  GET /v1/customers?limit=100', results.apiList100, `${ratio(results.apiList100, results.bareList100)}%`),
+      row('API  POST /v1/customers (form, Idempotency-Key)', results.apiCreateForm),
+    ]);
+    const goals = {
+      byIdThroughputPercentOfBare: ratio(results.apiById, results.bareById),
+      listThroughputPercentOfBare: ratio(results.apiList100, results.bareList100),
+      byIdP99Ms: results.apiById?.latencyMs.p99,
+      met: {
+        byIdThroughput: ratio(results.apiById, results.bareById) >= 60,
+        listThroughput: ratio(results.apiList100, results.bareList100) >= 60,
+        byIdP99Under50ms: (results.apiById?.latencyMs.p99 ?? Infinity) < 50,
+      },
+    };
+    console.log('\ngoals:', JSON.stringify(goals));
+    const file = saveResults('conventions', {
+      benchmark: 'conventions',
+      takenAt: new Date().toISOString(),
+      machine,
+      loadAverage1mAfter: machineInfo().loadAverage1m,
+      settings: { ...settings, seedSeconds },
+      results,
+      goals,
+    });
+    console.log(`saved ${file}`);
+  } finally {
+    await mongo.close();
+    await ferret.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * autocannon at the configured connections. A list of 10,000 customers is a full collection read on
+ * FerretDB v1 (it pushes down no filter but `_id` equality, and no sort), so single requests can take
+ * seconds under load: the timeout is long enough that they count as slow rather than as errors.
+ */
+async function runLoad(url: string, requests: autocannon.Request[], seconds: number): Promise<HttpLoadSummary> {
+  const result = await autocannon({ url, connections: settings.connections, duration: seconds, timeout: 60, requests });
+  return summarize(result);
+}
+
+function summarize(result: autocannon.Result): HttpLoadSummary {
+  return {
+    requestsPerSec: round(result.requests.average),
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, mean: round(result.latency.mean, 2), max: result.latency.max },
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    durationSeconds: result.duration,
+    connections: settings.connections,
+  };
+}
+
+/** Form-encoded creates, each with its own email and Idempotency-Key (so every request runs). */
+async function benchCreate(url: string, key: string): Promise<HttpLoadSummary> {
+  let n = 0;
+  const result = await autocannon({
+    url,
+    connections: settings.connections,
+    duration: settings.durationSeconds,
+    timeout: 60,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/customers',
+        setupRequest: (request) => {
+          n += 1;
+          const unique = `${process.pid}-${Date.now()}-${n}`;
+          return {
+            ...request,
+            headers: {
+              authorization: `Bearer ${key}`,
+              'content-type': 'application/x-www-form-urlencoded',
+              'idempotency-key': `bench-${unique}`,
+            },
+            body: new URLSearchParams({
+              email: `new-${unique}@example.com`,
+              name: 'Bench Customer',
+              phone: '+5511987654321',
+              'document[type]': 'cpf',
+              'document[number]': '529.982.247-25',
+              'metadata[source]': 'bench',
+            }).toString(),
+          };
+        },
+      },
+    ],
+  });
+  return summarize(result);
+}
+
+await main();

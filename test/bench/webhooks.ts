@@ -1,0 +1,249 @@
+// `npm run bench:webhooks`: end-to-end webhook fan-out on this machine. Events are emitted through
+// emitEvent (event write, delivery write, workflow start) to one endpoint on a local HTTPS receiver
+// that answers 200; each delivery is a `webhook-delivery/<uuid>` workflow on the Temporal dev server
+// (SQLite, WAL) with a worker in this process, records in FerretDB. Measures deliveries/s and the
+// time from emitEvent to the receiver's hit, in a burst and at a steady rate below capacity, and where
+// the time goes (from a sample of workflow histories and the attempt activity's own timings).
+// Compared with results/baseline.json (bare one-activity workflow) when present.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { MongoClient, type Db } from 'mongodb';
+import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
+import { createBillingWorker } from '../../worker/main';
+import { emitEvent } from '../../activities/events';
+import { ensureIndexes } from '../../activities/store/collections';
+import { createStore } from '../../activities/store/stores';
+import { deliveryIdFor, insertEndpoint } from '../../activities/store/webhooks';
+import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
+import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
+import { machineInfo, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
+
+const settings = {
+  burst: { events: 400, concurrency: 20, warmup: 30 },
+  steady: { seconds: 20, fractionOfBurst: 0.7 },
+  historySample: 60,
+};
+
+interface Emitted {
+  id: string;
+  deliveryId: string;
+  emittedAt: number;
+  emitMs: number;
+}
+
+async function emitOne(db: Db, client: Client, taskQueue: string, storeId: string, endpointId: string, n: number): Promise<Emitted> {
+  const emittedAt = Date.now();
+  const started = performance.now();
+  const event = await emitEvent(
+    { db, temporal: client, taskQueue },
+    { storeId, type: 'customer.created', object: { id: `cust_bench_${n}`, object: 'customer', email: `b${n}@example.com` } },
+  );
+  return { id: event._id, deliveryId: deliveryIdFor(event._id, endpointId), emittedAt, emitMs: performance.now() - started };
+}
+
+function ms(timestamp: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  return Number(timestamp?.seconds ?? 0) * 1000 + (timestamp?.nanos ?? 0) / 1e6;
+}
+
+/** Splits one delivery's life using its workflow history and the activity's reported timings. */
+async function breakdown(handle: WorkflowHandle, emitted: Emitted) {
+  const history = await handle.fetchHistory();
+  const events = history.events ?? [];
+  const at = (pick: (e: (typeof events)[number]) => unknown) => {
+    const found = events.find((e) => pick(e));
+    return found ? ms(found.eventTime) : Number.NaN;
+  };
+  const started = at((e) => e.workflowExecutionStartedEventAttributes);
+  const firstTaskStarted = at((e) => e.workflowTaskStartedEventAttributes);
+  const activityScheduled = at((e) => e.activityTaskScheduledEventAttributes);
+  const activityStarted = at((e) => e.activityTaskStartedEventAttributes);
+  const completed = events.find((e) => e.activityTaskCompletedEventAttributes);
+  const payload = completed?.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+  const result = payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { timings: { prepareMs: number; httpMs: number; recordMs: number } }) : null;
+  return {
+    emitToWorkflowStartMs: started - emitted.emittedAt,
+    workflowTaskWaitMs: firstTaskStarted - started,
+    activityQueueMs: activityStarted - activityScheduled,
+    workflowTaskToActivityMs: activityScheduled - firstTaskStarted,
+    prepareMs: result?.timings.prepareMs ?? Number.NaN,
+    httpMs: result?.timings.httpMs ?? Number.NaN,
+    recordMs: result?.timings.recordMs ?? Number.NaN,
+  };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
+  const machineBefore = machineInfo();
+  if (machineBefore.loadAverage1m > machineBefore.cpus / 2) {
+    console.log(`warning: load average ${machineBefore.loadAverage1m} on ${machineBefore.cpus} CPUs before starting; figures will be low`);
+  }
+  const workDir = mkdtempSync(join(tmpdir(), 'billing-bench-webhooks-'));
+  console.log(`starting FerretDB and the Temporal dev server (SQLite, WAL) in ${workDir}`);
+  const [ferret, temporal] = await Promise.all([
+    startFerretDb({ dataDir: join(workDir, 'ferretdb') }),
+    startTemporalDevServer({ dbFile: join(workDir, 'temporal.db'), headless: true }),
+  ]);
+  const mongo = await MongoClient.connect(ferret.uri);
+  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const connection = await Connection.connect({ address: temporal.address });
+  const receiver = await startWebhookReceiver();
+  const hitAt = new Map<string, number>();
+  receiver.respond = (hit) => {
+    if (!hitAt.has(hit.event.id)) hitAt.set(hit.event.id, hit.receivedAt);
+    return 200;
+  };
+  try {
+    const db = mongo.db('bench_webhooks');
+    await ensureIndexes(db);
+    const client = new Client({ connection });
+    const taskQueue = `bench-webhooks-${randomUUID()}`;
+    const worker = await createBillingWorker({
+      connection: nativeConnection,
+      taskQueue,
+      db,
+      temporal: client,
+      activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: (await testCa()).caCert } },
+    });
+    const store = await createStore(db, { name: 'Bench store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+    const endpoint = await insertEndpoint(db, { storeId: store._id, url: receiver.url('/bench'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+
+    const waitForHits = async (emitted: Emitted[], timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      while (emitted.some((e) => !hitAt.has(e.id))) {
+        if (Date.now() > deadline) throw new Error(`${emitted.filter((e) => !hitAt.has(e.id)).length} deliveries never arrived`);
+        await delay(20);
+      }
+    };
+    let counter = 0;
+
+    const results = await worker.runUntil(async () => {
+      // Warm-up: workflow isolates, sockets, caches.
+      const warm: Emitted[] = [];
+      await runWithConcurrency(settings.burst.warmup, 10, async () => void warm.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)));
+      await waitForHits(warm, 60_000);
+
+      console.log(`burst: ${settings.burst.events} events, ${settings.burst.concurrency} emitting lanes...`);
+      const burst: Emitted[] = [];
+      const burstStarted = Date.now();
+      await runWithConcurrency(settings.burst.events, settings.burst.concurrency, async () =>
+        void burst.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
+      );
+      const emittedAllAt = Date.now();
+      await waitForHits(burst, 300_000);
+      const lastHit = Math.max(...burst.map((e) => hitAt.get(e.id)!));
+      const burstSeconds = (lastHit - burstStarted) / 1000;
+      const burstFigures = {
+        events: burst.length,
+        deliveriesPerSec: round(burst.length / burstSeconds),
+        emitsPerSec: round(burst.length / ((emittedAllAt - burstStarted) / 1000)),
+        emitMs: summarizeLatencies(burst.map((e) => e.emitMs)),
+        eventToHitMs: summarizeLatencies(burst.map((e) => hitAt.get(e.id)! - e.emittedAt)),
+      };
+
+      const rate = Math.max(1, Math.floor(burstFigures.deliveriesPerSec * settings.steady.fractionOfBurst));
+      console.log(`steady: ${rate} events/s for ${settings.steady.seconds} s...`);
+      const steady: Emitted[] = [];
+      const pending: Array<Promise<void>> = [];
+      const steadyStarted = performance.now();
+      const total = rate * settings.steady.seconds;
+      for (let i = 0; i < total; i++) {
+        const due = steadyStarted + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) await delay(wait);
+        pending.push(emitOne(db, client, taskQueue, store._id, endpoint._id, counter++).then((e) => void steady.push(e)));
+      }
+      await Promise.all(pending);
+      await waitForHits(steady, 300_000);
+      const steadyFigures = {
+        ratePerSec: rate,
+        events: steady.length,
+        emitMs: summarizeLatencies(steady.map((e) => e.emitMs)),
+        eventToHitMs: summarizeLatencies(steady.map((e) => hitAt.get(e.id)! - e.emittedAt)),
+      };
+
+      // Where the time goes, from a sample of the steady run (not distorted by the burst backlog).
+      const sample = steady.filter((_, i) => i % Math.max(1, Math.floor(steady.length / settings.historySample)) === 0).slice(0, settings.historySample);
+      const parts = await Promise.all(sample.map((e) => breakdown(client.workflow.getHandle(webhookDeliveryWorkflowId(e.deliveryId)), e)));
+      // A part missing from a history (an attempt retried) is left out of that part's figures.
+      const split = Object.fromEntries(
+        (Object.keys(parts[0]) as Array<keyof (typeof parts)[number]>).map((key) => [
+          key,
+          summarizeLatencies(parts.map((p) => p[key]).filter((v) => Number.isFinite(v) && v >= 0)),
+        ]),
+      );
+      return { burst: burstFigures, steady: steadyFigures, breakdown: { sampled: sample.length, ...split } };
+    });
+
+    const baselineFile = join(resultsDir, 'baseline.json');
+    let baseline: { pingClosed: number; pingOpen: number } | null = null;
+    if (existsSync(baselineFile)) {
+      const data = JSON.parse(readFileSync(baselineFile, 'utf8')) as { workflows?: Array<{ workflow: string; load: string; completionsPerSec: number }> };
+      const ping = (load: string) => data.workflows?.find((w) => w.workflow === 'pingWorkflow' && w.load === load)?.completionsPerSec ?? Number.NaN;
+      baseline = { pingClosed: ping('closed'), pingOpen: ping('open') };
+    }
+    const ceiling = baseline ? Math.max(baseline.pingClosed, baseline.pingOpen) : Number.NaN;
+
+    printTable('Webhook fan-out: emitEvent -> delivery workflow -> HTTPS receiver (200)', [
+      {
+        run: 'burst',
+        events: results.burst.events,
+        'deliveries/s': results.burst.deliveriesPerSec,
+        'emit p50 ms': results.burst.emitMs.p50,
+        'emit p99 ms': results.burst.emitMs.p99,
+        'event->hit p50 ms': results.burst.eventToHitMs.p50,
+        'event->hit p99 ms': results.burst.eventToHitMs.p99,
+      },
+      {
+        run: `steady ${results.steady.ratePerSec}/s`,
+        events: results.steady.events,
+        'deliveries/s': results.steady.ratePerSec,
+        'emit p50 ms': results.steady.emitMs.p50,
+        'emit p99 ms': results.steady.emitMs.p99,
+        'event->hit p50 ms': results.steady.eventToHitMs.p50,
+        'event->hit p99 ms': results.steady.eventToHitMs.p99,
+      },
+    ]);
+    const { sampled, ...split } = results.breakdown as { sampled: number } & Record<string, { p50: number; p99: number }>;
+    printTable(`Where the time goes (steady run, ${sampled} deliveries sampled from workflow histories)`, Object.entries(split).map(([part, s]) => ({ part, 'p50 ms': s.p50, 'p99 ms': s.p99 })));
+    if (baseline) {
+      printTable('Against the baseline (bare one-activity workflow, results/baseline.json)', [
+        {
+          'baseline ping completions/s (closed, open)': `${baseline.pingClosed}, ${baseline.pingOpen}`,
+          'webhook deliveries/s': results.burst.deliveriesPerSec,
+          'ratio to best baseline': round(results.burst.deliveriesPerSec / ceiling, 2),
+        },
+      ]);
+    }
+    const file = saveResults('webhooks', {
+      benchmark: 'webhooks',
+      takenAt: new Date().toISOString(),
+      machine: machineBefore,
+      loadAverage1mAfter: machineInfo().loadAverage1m,
+      settings,
+      ...results,
+      baseline: baseline ? { ...baseline, ratioToBest: round(results.burst.deliveriesPerSec / ceiling, 2) } : null,
+    });
+    console.log(`\nresults written to ${file}`);
+  } finally {
+    await receiver.close();
+    await connection.close();
+    await nativeConnection.close();
+    await mongo.close();
+    await Promise.all([temporal.stop(), ferret.stop()]);
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error('webhooks benchmark failed:', error);
+  process.exit(1);
+});

@@ -1,0 +1,89 @@
+// What this tests: the API process dies (SIGKILL) while a charge request waits for its workflow; the
+// client retries with the same Idempotency-Key on another API process and gets the same charge —
+// one workflow run, one provider charge, one order.
+import { fileURLToPath } from 'node:url';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { freePort } from '../../temporal-dev/servers';
+import { spawnGroup, type ChildGroup } from '../../temporal-dev/processes';
+import { createBillingWorker } from '../../worker/main';
+import { ordersCollection } from '../../activities/store/orders';
+import { chargesCollection } from '../../activities/store/subscription-charges';
+import { TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
+import { chargeWorkflowId } from '../../workflows/charge-messages';
+import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
+import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
+import { seedCatalog, seedSubscription } from '../support/subscriptions';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+let mongo: TestMongo;
+let temporal: TestTemporal;
+let store: TestStore;
+let doomedApi: ChildGroup | null = null;
+let api: TestApi | null = null;
+let worker: Worker | null = null;
+let running: Promise<void> | null = null;
+const taskQueue = uniqueTaskQueue('charge-fault-api');
+
+beforeAll(async () => {
+  mongo = await testMongo();
+  temporal = await testTemporal();
+  store = await createTestStore(mongo.db);
+});
+
+afterAll(async () => {
+  await doomedApi?.stop({ signal: 'SIGKILL' });
+  worker?.shutdown();
+  await running?.catch(() => undefined);
+  await api?.close();
+  await temporal?.close();
+  await mongo?.close();
+});
+
+it('the API dies mid-request; the retry with the same key on another API returns the same charge, charged once', async () => {
+  const catalog = await seedCatalog(mongo.db, store.store._id);
+  const sub = await seedSubscription({ db: mongo.db, temporal: null, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+
+  const port = await freePort();
+  doomedApi = spawnGroup('doomed-api', `${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MONGODB_DB: mongo.db.databaseName, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'silent' },
+  });
+  const doomedUrl = { url: `http://127.0.0.1:${port}` };
+  await waitFor(async () => (await call(doomedUrl, store.key, 'GET', '/v1/account')).status === 200, {
+    timeoutMs: 60_000,
+    description: 'child API answering',
+    abortIf: () => (doomedApi!.hasExited() ? new Error('child API exited') : undefined),
+  });
+
+  // No worker yet: the request starts the charge workflow and waits for its outcome.
+  const key = `api-dies-${Date.now()}`;
+  const body = { amount: 5555, description: 'Mid-request' };
+  const first = call(doomedUrl, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } }).catch(
+    (error: unknown) => error,
+  );
+  const workflow = temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key));
+  await waitFor(async () => (await workflow.describe()).status.name === 'RUNNING', { timeoutMs: 30_000, description: 'charge workflow started' });
+  const firstRunId = (await workflow.describe()).runId;
+  await doomedApi.stop({ signal: 'SIGKILL' });
+  expect(await first).toBeInstanceOf(Error);
+
+  worker = await createBillingWorker({ connection: temporal.nativeConnection, namespace: temporal.namespace, taskQueue, db: mongo.db, temporal: temporal.client });
+  running = worker.run();
+  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
+  const retry = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
+
+  // The first (dead) request started the charge, so the retry is a replay of it.
+  expect(retry.status).toBe(200);
+  expect(retry.headers.get('idempotent-replayed')).toBe('true');
+  expect(retry.body).toMatchObject({ status: 'succeeded', amount: 5555, description: 'Mid-request' });
+  const stored = await chargesCollection(mongo.db).find({ key }).toArray();
+  expect(stored.map((c) => c._id)).toEqual([retry.body.id]);
+  expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key })).toBe(1);
+  expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(1);
+  // The retry attached to the run the dead API started; no second run exists.
+  expect((await workflow.describe()).runId).toBe(firstRunId);
+  const again = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
+  expect(again.body.id).toBe(retry.body.id);
+});

@@ -1,0 +1,241 @@
+// What this tests: the subscription workflow owning time on the time-skipping server, with its
+// activities running for real against FerretDB and the test payment connection: a year of monthly
+// renewals, trial end approved and declined, dunning retries then recovery or expiry, scheduled
+// cancellation, cycle limit, pause and resume.
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal as proto } from '@temporalio/proto';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testServerPath } from '../../temporal-dev/servers';
+import { searchAttributes } from '../../temporal-dev/servers';
+import { createBillingWorker } from '../../worker/main';
+import { ensureIndexes, collections } from '../../activities/store/collections';
+import { createStore } from '../../activities/store/stores';
+import { createTestConnection } from '../../activities/provider/test-connection';
+import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
+import { ordersCollection } from '../../activities/store/orders';
+import { paymentMethodOf } from '../../activities/subscriptions';
+import { addMonths, periodEnd } from '../../domain/billing-periods';
+import {
+  changePaymentMethodUpdate,
+  pauseUpdate,
+  resumeUpdate,
+  scheduleCancellationUpdate,
+  subscriptionStateQuery,
+  subscriptionWorkflowId,
+} from '../../workflows/subscription-messages';
+import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
+import type { StoreDoc } from '../../activities/store/collections';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+let env: TestWorkflowEnvironment;
+let mongo: TestMongo;
+let worker: Worker;
+let running: Promise<void>;
+let store: StoreDoc;
+let catalog: TestCatalog;
+const taskQueue = uniqueTaskQueue('subscription-life');
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: testServerPath() } },
+  });
+  // The dev server registers these at start; the time-skipping server needs telling.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      searchAttributes.map((name) => [name, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+    ),
+  });
+  mongo = await testMongo();
+  await ensureIndexes(mongo.db);
+  store = await createStore(mongo.db, { name: 'Life Store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  catalog = await seedCatalog(mongo.db, store._id);
+  worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db, temporal: env.client });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running?.catch(() => undefined);
+  await env?.teardown();
+  await mongo?.close();
+});
+
+const deps = () => ({ db: mongo.db, temporal: env.client, taskQueue });
+
+async function subscribe(offerKey: keyof TestCatalog, card?: string | null): Promise<SubscriptionDoc> {
+  const offer = catalog[offerKey] as (typeof catalog)['monthly'];
+  const product = offer.product_id === catalog.product._id ? catalog.product : offer.product_id === catalog.sibling._id ? catalog.sibling : catalog.stranger;
+  // Dated in the test server's time, which runs ahead of the wall clock as earlier tests skip it.
+  return seedSubscription(deps(), { store, offer, product, card, now: await env.currentTimeMs() });
+}
+
+const reload = async (id: string) => (await findSubscription(mongo.db, store._id, id))!;
+
+function until(id: string, test: (doc: SubscriptionDoc) => boolean, description: string, timeoutMs = 20_000) {
+  return waitFor(async () => {
+    const doc = await reload(id);
+    return test(doc) ? doc : null;
+  }, { timeoutMs, description });
+}
+
+const ordersOf = (subscriptionId: string) => ordersCollection(mongo.db).find({ store_id: store._id, subscription: subscriptionId }).sort({ _id: 1 }).toArray();
+
+async function eventTypesOf(subscriptionId: string): Promise<string[]> {
+  const events = await collections(mongo.db).events.find({ store_id: store._id }).sort({ _id: 1 }).toArray();
+  return events
+    .filter((e) => e.api_version === '2026-11-01')
+    .filter((e) => {
+      const object = (JSON.parse(e.data_json) as { object: { id: string; subscription?: string } }).object;
+      return object.id === subscriptionId || object.subscription === subscriptionId;
+    })
+    .map((e) => e.type);
+}
+
+const handle = (id: string) => env.client.workflow.getHandle(subscriptionWorkflowId(id));
+
+describe('renewals', () => {
+  it('a monthly subscription renews 12 times over a year of skipped time, each renewal a paid renewal order', async () => {
+    const started = performance.now();
+    const sub = await subscribe('monthly');
+    const first = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    await env.sleep(365 * DAY_MS + DAY_MS);
+    const after = await until(sub._id, (d) => d.cycles_completed === 13, '13 cycles');
+    console.log(`a year of monthly renewals took ${Math.round(performance.now() - started)} ms of wall time`);
+
+    let expectedEnd = first.current_period_end!;
+    for (let i = 0; i < 12; i++) expectedEnd = periodEnd(expectedEnd, 'monthly', null, first.billing_anchor_day!);
+    expect(after.status).toBe('active');
+    expect(after.current_period_end).toBe(expectedEnd);
+    expect(after.current_period_end).toBe(addMonths(first.current_period_start!, 13));
+    expect(after.next_billing_at).toBe(after.current_period_end);
+
+    const orders = await ordersOf(sub._id);
+    expect(orders).toHaveLength(13);
+    expect(orders.every((o) => o.status === 'paid' && o.billing_reason === 'renewal' && o.amount_total === 4990 && o.livemode === false)).toBe(true);
+    const types = await eventTypesOf(sub._id);
+    expect(types.filter((t) => t === 'invoice.paid')).toHaveLength(13);
+    expect(types.filter((t) => t === 'customer.subscription.updated')).toHaveLength(13);
+    expect(types[0]).toBe('customer.subscription.created');
+  });
+
+  it('a custom 10-day cycle renews every 10 days', async () => {
+    const sub = await subscribe('custom');
+    const first = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    await env.sleep(31 * DAY_MS);
+    const after = await until(sub._id, (d) => d.cycles_completed === 4, '4 cycles');
+    expect(after.current_period_end).toBe(first.current_period_end! + 30 * 86_400);
+  });
+});
+
+describe('trial end', () => {
+  it('an approved charge at trial end makes the subscription active with its first period starting at trial_end', async () => {
+    const sub = await subscribe('trial');
+    expect(sub.status).toBe('trialing');
+    expect(sub.next_billing_at).toBe(sub.trial_end);
+    await env.sleep(8 * DAY_MS);
+    const after = await until(sub._id, (d) => d.status === 'active', 'active after trial');
+    expect(after.cycles_completed).toBe(1);
+    expect(after.current_period_start).toBe(sub.trial_end);
+    expect(after.current_period_end).toBe(periodEnd(sub.trial_end!, 'monthly'));
+  });
+
+  it('a declined charge at trial end gives past_due with 1 failed attempt and a retry one day later', async () => {
+    const sub = await subscribe('trial', '4000000000000002');
+    await env.sleep(7 * DAY_MS + 60_000);
+    const after = await until(sub._id, (d) => d.status === 'past_due', 'past_due after trial');
+    expect(after.past_due_details).toEqual({ attempts: 1, since: expect.any(Number), next_retry_at: after.past_due_details!.since + 86_400 });
+    const orders = await ordersOf(sub._id);
+    expect(orders.map((o) => o.status)).toEqual(['failed']);
+    expect(await eventTypesOf(sub._id)).toContain('invoice.payment_failed');
+  });
+});
+
+describe('dunning', () => {
+  it('retries 1 and 3 days after the failure; a new card retries at once and recovers to active', async () => {
+    const sub = await subscribe('monthly', '4000000000000341');
+    const failed = await until(sub._id, (d) => d.status === 'past_due', 'past_due');
+    const since = failed.past_due_details!.since;
+    expect(failed.past_due_details!.next_retry_at).toBe(since + 86_400);
+
+    await env.sleep(DAY_MS + 60_000);
+    const second = await until(sub._id, (d) => d.past_due_details?.attempts === 2, 'second failure');
+    expect(second.past_due_details!.next_retry_at).toBe(since + 3 * 86_400);
+
+    // The buyer saves a working card (the portal's change_payment_method): the retry happens at once.
+    const provider = createTestConnection({ db: mongo.db });
+    const saved = await provider.saveCard({ storeId: store._id, customerId: sub.customer, card: { number: '4242424242424242' } });
+    if (!saved.ok) throw new Error('card not saved');
+    const changed = await handle(sub._id).executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethodOf(saved.card)! }] });
+    expect(changed.default_payment_method).toEqual({ id: saved.card.paymentMethodId, type: 'card' });
+    const recovered = await until(sub._id, (d) => d.status === 'active', 'recovered');
+    expect(recovered.past_due_details).toBeNull();
+    expect(recovered.cycles_completed).toBe(1);
+    // The recovered period keeps the original schedule: it starts when the failed charge was due.
+    expect(recovered.current_period_start).toBe(sub.next_billing_at);
+    const orders = await ordersOf(sub._id);
+    expect(orders.map((o) => o.status)).toEqual(['failed', 'failed', 'paid']);
+  });
+
+  it('expires after the last retry fails, with ended_at and customer.subscription.deleted', async () => {
+    const sub = await subscribe('monthly', '4000000000009995');
+    const failed = await until(sub._id, (d) => d.status === 'past_due', 'past_due');
+    await env.sleep(6 * DAY_MS);
+    const expired = await until(sub._id, (d) => d.status === 'expired', 'expired');
+    expect(expired.ended_at).toBe(failed.past_due_details!.since + 5 * 86_400);
+    expect(expired.next_billing_at).toBeNull();
+    expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['failed', 'failed', 'failed', 'failed']);
+    const types = await eventTypesOf(sub._id);
+    expect(types.filter((t) => t === 'customer.subscription.deleted')).toHaveLength(1);
+  });
+});
+
+describe('scheduled cancellation and cycle limit', () => {
+  it('a scheduled cancellation ends the subscription at current_period_end without renewing', async () => {
+    const sub = await subscribe('monthly');
+    const paid = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    const updated = await handle(sub._id).executeUpdate(scheduleCancellationUpdate, { args: [{ reason: 'too_expensive', comment: 'pricey' }] });
+    expect(updated).toMatchObject({ status: 'active', cancel_at_period_end: true, next_billing_at: null, cancellation_details: { reason: 'too_expensive', comment: 'pricey', source: 'dashboard' } });
+    await env.sleep(40 * DAY_MS);
+    const ended = await until(sub._id, (d) => d.status === 'canceled', 'canceled at period end');
+    expect(ended.ended_at).toBe(paid.current_period_end);
+    expect(ended.cycles_completed).toBe(1);
+    expect(await ordersOf(sub._id)).toHaveLength(1);
+    expect((await eventTypesOf(sub._id)).at(-1)).toBe('customer.subscription.deleted');
+  });
+
+  it('an offer with cycle_limit 3 charges 3 times and expires when the third period ends', async () => {
+    const sub = await subscribe('limited');
+    await env.sleep(100 * DAY_MS);
+    const expired = await until(sub._id, (d) => d.status === 'expired', 'expired at cycle limit');
+    expect(expired.cycles_completed).toBe(3);
+    expect(expired.ended_at).toBe(expired.current_period_end);
+    expect(await ordersOf(sub._id)).toHaveLength(3);
+  });
+});
+
+describe('pause and resume', () => {
+  it('pause stops renewals; resume charges at once when the paid period is over and restarts renewals', async () => {
+    const sub = await subscribe('monthly');
+    await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    const paused = await handle(sub._id).executeUpdate(pauseUpdate, { args: [{ reason: 'vacation' }] });
+    expect(paused.status).toBe('paused');
+    await env.sleep(90 * DAY_MS);
+    expect((await reload(sub._id)).cycles_completed).toBe(1);
+    expect(await ordersOf(sub._id)).toHaveLength(1);
+    expect((await reload(sub._id)).history.find((h) => h.action === 'paused')?.reason).toBe('vacation');
+
+    const resumed = await handle(sub._id).executeUpdate(resumeUpdate, { args: [{}] });
+    expect(resumed.status).toBe('active');
+    const charged = await until(sub._id, (d) => d.cycles_completed === 2, 'charge on resume');
+    await env.sleep(32 * DAY_MS);
+    await until(sub._id, (d) => d.cycles_completed === 3, 'renewal after resume');
+    expect(charged.status).toBe('active');
+    const state = await handle(sub._id).query(subscriptionStateQuery);
+    expect(state.life.cycles_completed).toBe(3);
+    expect(state.next).toMatchObject({ kind: 'charge' });
+  });
+});

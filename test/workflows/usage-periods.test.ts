@@ -1,0 +1,290 @@
+// What this tests: the usage-period workflow (`usage/<sub_id>`) on the time-skipping server, with
+// its activities, the subscription workflow and the charge workflow running for real against
+// FerretDB and the test payment connection: a month of usage closes at period end and charges the
+// exact amount (one line per meter), a declined usage charge stays on the closed period, a zero
+// period closes without charge, a refusal before the card closes with charge null, an event sent
+// before the item existed is never charged, the threshold closes early and opens the next period,
+// and a cancellation closes with subscription_ended and still charges.
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { testServerPath } from '../../temporal-dev/servers';
+import { createBillingWorker } from '../../worker/main';
+import { collections, ensureIndexes, type OfferDoc, type StoreDoc } from '../../activities/store/collections';
+import { createStore } from '../../activities/store/stores';
+import { createMeter, type MeterDoc } from '../../activities/store/meters';
+import { ordersCollection } from '../../activities/store/orders';
+import { chargesCollection } from '../../activities/store/subscription-charges';
+import { findUsageState, usagePeriodsCollection, type UsagePeriodDoc } from '../../activities/store/usage';
+import type { SubscriptionDoc } from '../../activities/store/subscriptions';
+import { ingestMeterEvents, putUsageItem, subscriptionUsage, type UsageItemInput } from '../../activities/usage';
+import { decodeMetadata } from '../../domain/metadata';
+import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_BOUNDARY_DELAY_SECONDS } from '../../domain/usage-periods';
+import { cancelUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
+import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
+import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { registerSearchAttributes } from '../support/search-attributes';
+import { seedUsageOffer, seedUsageSubscription } from '../support/usage';
+
+const DAY = 24 * 60 * 60;
+// The routine runs once a day here (10 minutes in production) so a skipped month stays quick.
+const RECOMPUTE_SECONDS = DAY;
+
+let env: TestWorkflowEnvironment;
+let mongo: TestMongo;
+let worker: Worker;
+let running: Promise<void>;
+let store: StoreDoc;
+let offer: OfferDoc;
+let images: MeterDoc;
+let calls: MeterDoc;
+const taskQueue = uniqueTaskQueue('usage-periods');
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServerPath() } } });
+  await registerSearchAttributes(env.connection, env.namespace ?? 'default');
+  mongo = await testMongo();
+  await ensureIndexes(mongo.db);
+  store = await createStore(mongo.db, { name: 'Usage Store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  offer = await seedUsageOffer(mongo.db, store._id);
+  images = await createMeter(mongo.db, { storeId: store._id, displayName: 'Images processed', eventName: 'image.processed' });
+  calls = await createMeter(mongo.db, { storeId: store._id, displayName: 'API calls', eventName: 'api.call', formula: 'count' });
+  worker = await createBillingWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal: env.client,
+    activityDeps: { usageRecomputeSeconds: RECOMPUTE_SECONDS },
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running?.catch(() => undefined);
+  await env?.teardown();
+  await mongo?.close();
+});
+
+const deps = () => ({ db: mongo.db, temporal: env.client, taskQueue });
+const serverNow = async () => Math.floor((await env.currentTimeMs()) / 1000);
+
+async function subscribe(card?: string | null): Promise<{ sub: SubscriptionDoc; customer: string }> {
+  const { subscription, customer } = await seedUsageSubscription(deps(), { store, offer, card, now: await env.currentTimeMs() });
+  return { sub: subscription, customer: customer._id };
+}
+
+async function price(sub: SubscriptionDoc, input: UsageItemInput) {
+  return putUsageItem(deps(), store._id, sub._id, input, await env.currentTimeMs());
+}
+
+async function ingest(customer: string, meter: MeterDoc, values: number[], identifierPrefix?: string) {
+  const events = values.map((value, i) => ({
+    event_name: meter.event_name,
+    ...(identifierPrefix ? { identifier: `${identifierPrefix}-${i}` } : {}),
+    payload: { customer_id: customer, value },
+  }));
+  const results = await ingestMeterEvents(deps(), store._id, events, { now: await env.currentTimeMs() });
+  for (const r of results) if (r.status === 'error') throw r.error;
+  return results;
+}
+
+const openPeriodOf = (subId: string) =>
+  waitFor(async () => (await findUsageState(mongo.db, store._id, subId))?.open ?? null, { timeoutMs: 20_000, description: `usage period of ${subId} open` });
+
+const periodsOf = (subId: string) => usagePeriodsCollection(mongo.db).find({ subscription: subId }).sort({ _id: 1 }).toArray();
+
+function closedPeriod(subId: string, index = 0): Promise<UsagePeriodDoc> {
+  return waitFor(
+    async () => {
+      const p = (await periodsOf(subId))[index];
+      return p && p.status === 'closed' && p.charge_state !== 'none' ? p : null;
+    },
+    { timeoutMs: 30_000, description: `period ${index} of ${subId} closed and settled` },
+  );
+}
+
+async function skipTo(seconds: number): Promise<void> {
+  const ms = seconds * 1000 - (await env.currentTimeMs());
+  if (ms > 0) await env.sleep(ms);
+}
+
+const usageChargesOf = (subId: string) => chargesCollection(mongo.db).find({ store_id: store._id, subscription: subId, source: 'usage' }).toArray();
+
+describe('a month of usage, closed at period end', () => {
+  const subs: Record<'exact' | 'declined' | 'zero' | 'refused' | 'late', { sub: SubscriptionDoc; customer: string }> = {} as never;
+
+  beforeAll(async () => {
+    subs.exact = await subscribe();
+    subs.declined = await subscribe('4000000000000341');
+    subs.zero = await subscribe();
+    subs.refused = await subscribe(null);
+    subs.late = await subscribe();
+
+    // An event before the item existed: unattached, and so never charged.
+    await ingest(subs.late.customer, images, [500]);
+
+    const tiers = [{ up_to: 10, unit_amount: 50 }, { up_to: null, unit_amount: 20, flat_amount: 100 }];
+    await price(subs.exact.sub, { meter: images._id, unit_amount: 2.5, included_units: 1000 });
+    await price(subs.exact.sub, { meter: calls._id, tiers, unit_amount: 0 });
+    await price(subs.declined.sub, { meter: images._id, unit_amount: 10 });
+    await price(subs.zero.sub, { meter: images._id, unit_amount: 1, included_units: 1000 });
+    await price(subs.refused.sub, { meter: images._id, unit_amount: 10 });
+    await price(subs.late.sub, { meter: images._id, unit_amount: 1 });
+    for (const { sub } of Object.values(subs)) await openPeriodOf(sub._id);
+
+    await ingest(subs.exact.customer, images, [400, 500], 'a');
+    await ingest(subs.exact.customer, calls, Array.from({ length: 12 }, () => 1));
+    await ingest(subs.declined.customer, images, [20]);
+    await ingest(subs.zero.customer, images, [300, 200]);
+    await ingest(subs.refused.customer, images, [15]);
+    await ingest(subs.late.customer, images, [7]);
+
+    await env.sleep(10 * DAY * 1000);
+    // Replayed identifiers are duplicates: counted once.
+    await ingest(subs.exact.customer, images, [400, 500], 'a');
+    await ingest(subs.exact.customer, images, [637], 'b');
+
+    const lastEnd = Math.max(...Object.values(subs).map(({ sub }) => sub.current_period_end!));
+    await skipTo(lastEnd + CLOSE_GRACE_SECONDS + 60);
+  });
+
+  test('closes at period_end and charges the exact amount once, one line per meter named by its display_name', async () => {
+    const { sub } = subs.exact;
+    const closed = await closedPeriod(sub._id);
+    // images: 1537 - 1000 included = 537 x 2.5 = 1342.5 -> 1343; calls: 10 x 50 + 2 x 20 + 100 = 640.
+    expect(closed).toMatchObject({
+      status: 'closed',
+      close_reason: 'period_end',
+      period_start: sub.current_period_start,
+      period_end: sub.current_period_end,
+      amount_total: 1983,
+      charge_state: 'charged',
+    });
+    expect(closed.lines.map((l) => [l.event_name, l.quantity, l.included, l.billable, l.amount])).toEqual([
+      ['image.processed', 1537, 1000, 537, 1343],
+      ['api.call', 12, 0, 12, 640],
+    ]);
+    const charges = await usageChargesOf(sub._id);
+    expect(charges).toHaveLength(1);
+    const [charge] = charges;
+    expect(charge).toMatchObject({
+      _id: closed.charge,
+      key: `usage:${closed._id}`,
+      status: 'succeeded',
+      amount: 1983,
+      currency: 'brl',
+      source: 'usage',
+      description: `Metered usage ${isoDate(sub.current_period_start!)} to ${isoDate(sub.current_period_end!)}`,
+    });
+    expect(charge.lines).toEqual([
+      { description: 'Images processed', quantity: 1, unit_amount: 1343, amount: 1343 },
+      { description: 'API calls', quantity: 1, unit_amount: 640, amount: 640 },
+    ]);
+    expect(decodeMetadata(charge.metadata)).toEqual({ kind: 'usage', usage_period: closed._id });
+    const order = await ordersCollection(mongo.db).findOne({ _id: charge.order! });
+    expect(order).toMatchObject({ status: 'paid', billing_reason: 'usage', external_order_id: charge._id, amount_total: 1983 });
+  });
+
+  test('the next period opens where the closed one ended, and the workflow continued as new for it', async () => {
+    const { sub } = subs.exact;
+    const open = await openPeriodOf(sub._id);
+    expect(open.start).toBe(sub.current_period_end);
+    const state = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    expect(state.phase).toBe('open');
+    expect(state.open?.id).toBe(open.id);
+  });
+
+  test('a declined usage charge leaves the period closed with the failed charge, never retried', async () => {
+    const closed = await closedPeriod(subs.declined.sub._id);
+    expect(closed).toMatchObject({ close_reason: 'period_end', amount_total: 200, charge_state: 'charged' });
+    const charges = await usageChargesOf(subs.declined.sub._id);
+    expect(charges).toHaveLength(1);
+    expect(charges[0]).toMatchObject({ _id: closed.charge, status: 'failed', failure_code: 'card_declined', amount: 200 });
+  });
+
+  test('a zero-amount period closes without charge and without order', async () => {
+    const closed = await closedPeriod(subs.zero.sub._id);
+    expect(closed).toMatchObject({ close_reason: 'period_end', amount_total: 0, charge: null, charge_state: 'not_needed' });
+    expect(closed.lines[0]).toMatchObject({ quantity: 500, included: 1000, billable: 0, amount: 0 });
+    expect(await usageChargesOf(subs.zero.sub._id)).toHaveLength(0);
+    expect(await ordersCollection(mongo.db).countDocuments({ subscription: subs.zero.sub._id, billing_reason: 'usage' })).toBe(0);
+  });
+
+  test('a refusal before the card (no saved card) closes the period with charge null, never charged later', async () => {
+    const closed = await closedPeriod(subs.refused.sub._id);
+    expect(closed).toMatchObject({ amount_total: 150, charge: null, charge_state: 'refused', charge_refusal: { code: 'no_payment_method' } });
+    expect(await usageChargesOf(subs.refused.sub._id)).toHaveLength(0);
+  });
+
+  test('an event sent before the item existed is never charged: only later events count', async () => {
+    const closed = await closedPeriod(subs.late.sub._id);
+    expect(closed.lines[0]).toMatchObject({ quantity: 7, amount: 7 });
+    expect(closed.amount_total).toBe(7);
+  });
+});
+
+describe('billing threshold', () => {
+  test('reaching the threshold closes the period early, charges it and opens the next one to the cycle end', async () => {
+    const { sub, customer } = await subscribe();
+    await price(sub, { meter: images._id, unit_amount: 10, billing_threshold: 1000 });
+    const first = await openPeriodOf(sub._id);
+    await ingest(customer, images, [60]);
+    // Recomputed before the threshold: nothing moves.
+    expect((await findUsageState(mongo.db, store._id, sub._id))!.open!.threshold_boundary).toBe(false);
+    const crossedAt = await serverNow();
+    await ingest(customer, images, [50]); // 1100 >= 1000: ingestion signals the workflow
+    const moved = await waitFor(
+      async () => {
+        const open = (await findUsageState(mongo.db, store._id, sub._id))?.open;
+        return open?.threshold_boundary ? open : null;
+      },
+      { timeoutMs: 20_000, description: 'threshold boundary set' },
+    );
+    expect(moved.id).toBe(first.id);
+    expect(moved.end).toBeGreaterThanOrEqual(crossedAt + THRESHOLD_BOUNDARY_DELAY_SECONDS);
+    expect(moved.end).toBeLessThan(crossedAt + THRESHOLD_BOUNDARY_DELAY_SECONDS + 60);
+    await env.sleep(3 * 60 * 1000);
+    await ingest(customer, images, [5]); // before the new boundary: still this period
+
+    await skipTo(moved.end + CLOSE_GRACE_SECONDS + 30);
+    const closed = await closedPeriod(sub._id, 0);
+    expect(closed).toMatchObject({ close_reason: 'threshold', period_end: moved.end, amount_total: 1150, charge_state: 'charged' });
+    const next = await openPeriodOf(sub._id);
+    expect(next).toMatchObject({ start: moved.end, end: sub.current_period_end, threshold_boundary: false });
+
+    await ingest(customer, images, [7]);
+    const usage = await subscriptionUsage(mongo.db, store._id, sub._id, await env.currentTimeMs());
+    expect(usage.map((p) => [p.status, p.close_reason, p.amount_total])).toEqual([
+      ['open', null, 70],
+      ['closed', 'threshold', 1150],
+    ]);
+    expect(usage[1].charge).toBe(closed.charge);
+    const charges = await usageChargesOf(sub._id);
+    expect(charges.map((c) => [c.amount, c.status])).toEqual([[1150, 'succeeded']]);
+  });
+});
+
+describe('subscription ended', () => {
+  test('a canceled subscription closes its period with subscription_ended and the usage is still charged', async () => {
+    const { sub, customer } = await subscribe();
+    await price(sub, { meter: images._id, unit_amount: 10 });
+    await openPeriodOf(sub._id);
+    await ingest(customer, images, [30]);
+    await env.client.workflow.getHandle(subscriptionWorkflowId(sub._id)).executeUpdate(cancelUpdate, { args: [{}] });
+    const canceledAt = await serverNow();
+    await env.sleep(RECOMPUTE_SECONDS * 1000 + 60_000);
+    const closed = await closedPeriod(sub._id);
+    expect(closed).toMatchObject({ close_reason: 'subscription_ended', amount_total: 300 });
+    expect(closed.period_end).toBeGreaterThanOrEqual(canceledAt);
+    expect(closed.period_end).toBeLessThan(sub.current_period_end!);
+    expect(closed.charge_refusal).toBeNull();
+    expect(closed.charge).not.toBeNull();
+    const [charge] = await usageChargesOf(sub._id);
+    expect(charge).toMatchObject({ _id: closed.charge, amount: 300, status: 'succeeded' });
+    // The workflow ends: nothing more to open for a canceled subscription.
+    const result = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).result();
+    expect(result).toEqual({ finished: 'ended' });
+    expect(await collections(mongo.db).db.collection('usage_periods').countDocuments({ subscription: sub._id })).toBe(1);
+  });
+});

@@ -1,0 +1,215 @@
+// What this tests: the webhook delivery workflow on the time-skipping server with the real worker, its
+// real activities on FerretDB and a real local HTTPS receiver: the retry schedule to exhaustion,
+// success on attempt 5, auto-disable at 20 exhausted deliveries, resend after exhaustion, and a
+// receiver that does not answer within 10 seconds.
+import type { Worker } from '@temporalio/worker';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { testServerPath } from '../../temporal-dev/servers';
+import { createBillingWorker } from '../../worker/main';
+import { emitEvent } from '../../activities/events';
+import { ensureIndexes } from '../../activities/store/collections';
+import { createStore } from '../../activities/store/stores';
+import {
+  AUTO_DISABLED_REASON,
+  deliveryIdFor,
+  endpointsCollection,
+  findDelivery,
+  findEndpoint,
+  insertEndpoint,
+  type WebhookEndpointDoc,
+} from '../../activities/store/webhooks';
+import { verifySignature } from '../../activities/webhooks/verify';
+import { RECEIVER_TIMEOUT_MS, RETRY_DELAYS_MS } from '../../domain/webhook-retry';
+import {
+  RESEND_WINDOW_MS,
+  resendSignal,
+  webhookDeliveryWorkflowId,
+  type WebhookDeliveryState,
+} from '../../workflows/webhook-delivery-messages';
+import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { registerSearchAttributes } from '../support/search-attributes';
+import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';
+
+let env: TestWorkflowEnvironment;
+let mongo: TestMongo;
+let receiver: WebhookReceiver;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = uniqueTaskQueue('webhook-delivery');
+/** Each endpoint gets its own path on the receiver, and its own answers. */
+const responders = new Map<string, Responder>();
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: testServerPath() } },
+  });
+  await registerSearchAttributes(env.connection);
+  mongo = await testMongo();
+  await ensureIndexes(mongo.db);
+  receiver = await startWebhookReceiver({ respond: (hit) => (responders.get(hit.path) ?? (() => 500))(hit) });
+  const ca = await testCa();
+  worker = await createBillingWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal: env.client,
+    activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: ca.caCert } },
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running?.catch(() => undefined);
+  await receiver?.close();
+  await env?.teardown();
+  await mongo?.close();
+});
+
+let endpointCount = 0;
+
+/** A store with one endpoint on its own receiver path, answering with `respond`. */
+async function setup(respond: Responder): Promise<{ storeId: string; endpoint: WebhookEndpointDoc; path: string }> {
+  const store = await createStore(mongo.db, { name: 'Webhook store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  const path = `/endpoint-${++endpointCount}`;
+  responders.set(path, respond);
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url(path),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
+  return { storeId: store._id, endpoint, path };
+}
+
+/** Emits a customer.created for the store and returns its delivery to `endpoint` and the workflow handle. */
+async function emit(storeId: string, endpoint: WebhookEndpointDoc) {
+  const event = await emitEvent(
+    { db: mongo.db, temporal: env.client, taskQueue },
+    { storeId, type: 'customer.created', object: { id: 'cust_test', object: 'customer', email: 'a@example.com' } },
+  );
+  const deliveryId = deliveryIdFor(event._id, endpoint._id);
+  return { event, deliveryId, handle: env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)) };
+}
+
+function hitsOn(path: string) {
+  return receiver.hits.filter((hit) => hit.path === path);
+}
+
+/** The timers the workflow started, in order (milliseconds). */
+async function timerDurations(handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }): Promise<number[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.timerStartedEventAttributes)
+    .map((e) => {
+      const d = e.timerStartedEventAttributes!.startToFireTimeout!;
+      return Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6);
+    });
+}
+
+test('8 failing attempts wait 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (+ up to 10%) and end exhausted', async () => {
+  const { storeId, endpoint, path } = await setup(() => 500);
+  const { deliveryId, handle } = await emit(storeId, endpoint);
+
+  const final = (await handle.result()) as WebhookDeliveryState;
+
+  expect(final).toMatchObject({ status: 'exhausted', attempts: 8, last_error: 'HTTP 500', last_response_status: 500 });
+  const hits = hitsOn(path);
+  expect(hits).toHaveLength(8);
+  for (const hit of hits) {
+    expect(verifySignature(hit.body, hit.headers['service-signature'], [endpoint.secret], { now: hit.receivedAt })).toBe(true);
+  }
+  const timers = await timerDurations(handle);
+  // Seven waits between the eight attempts, then the resend window.
+  expect(timers).toHaveLength(8);
+  RETRY_DELAYS_MS.forEach((base, i) => {
+    expect(timers[i]).toBeGreaterThanOrEqual(base);
+    expect(timers[i]).toBeLessThanOrEqual(Math.round(base * 1.1));
+  });
+  expect(timers[7]).toBe(RESEND_WINDOW_MS);
+
+  const record = await findDelivery(mongo.db, storeId, deliveryId);
+  expect(record).toMatchObject({ status: 'exhausted', attempts: 8, next_attempt_at: null, last_error: 'HTTP 500', delivered_at: null });
+  expect(record!.last_duration_ms).toEqual(expect.any(Number));
+  expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(1);
+});
+
+test('a delivery that fails 4 times succeeds on attempt 5 and resets the endpoint failure count', async () => {
+  const { storeId, endpoint, path } = await setup((hit) => (hitsOn(hit.path).length <= 4 ? 503 : 200));
+  await endpointsCollection(mongo.db).updateOne({ _id: endpoint._id }, { $set: { consecutive_failures: 3 } });
+  const { deliveryId, handle } = await emit(storeId, endpoint);
+
+  const final = (await handle.result()) as WebhookDeliveryState;
+
+  expect(final).toMatchObject({ status: 'succeeded', attempts: 5, last_response_status: 200, last_error: null });
+  expect(hitsOn(path)).toHaveLength(5);
+  const timers = await timerDurations(handle);
+  expect(timers.slice(0, 4).map((t, i) => t >= RETRY_DELAYS_MS[i] && t <= RETRY_DELAYS_MS[i] * 1.1)).toEqual([true, true, true, true]);
+  const record = await findDelivery(mongo.db, storeId, deliveryId);
+  expect(record).toMatchObject({ status: 'succeeded', attempts: 5, next_attempt_at: null, last_error: null });
+  expect(record!.delivered_at).toEqual(expect.any(Number));
+  expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(0);
+});
+
+test('the 20th consecutive exhausted delivery disables the endpoint, after which no delivery is stored for it', async () => {
+  const { storeId, endpoint, path } = await setup(() => 500);
+  // One after another: the time-skipping server skips time for everything at once.
+  for (let i = 0; i < 19; i++) await (await emit(storeId, endpoint)).handle.result();
+  expect(await findEndpoint(mongo.db, storeId, endpoint._id)).toMatchObject({ status: 'enabled', consecutive_failures: 19, disabled_reason: null });
+
+  const twentieth = await emit(storeId, endpoint);
+  await twentieth.handle.result();
+
+  expect(await findEndpoint(mongo.db, storeId, endpoint._id)).toMatchObject({
+    status: 'disabled',
+    consecutive_failures: 20,
+    disabled_reason: AUTO_DISABLED_REASON,
+  });
+  expect(hitsOn(path)).toHaveLength(20 * 8);
+  const after = await emit(storeId, endpoint);
+  expect(after.event.targets).toEqual([]);
+  expect(await findDelivery(mongo.db, storeId, after.deliveryId)).toBeNull();
+});
+
+test('a resend signal after exhaustion puts the delivery back to pending with attempts reset and delivers at once', async () => {
+  let answer = 500;
+  const { storeId, endpoint, path } = await setup(() => answer);
+  const { deliveryId, handle } = await emit(storeId, endpoint);
+  // Past the whole schedule (27.6 h plus jitter), but inside the resend window.
+  await env.sleep('31 hours');
+  await waitFor(async () => (await findDelivery(mongo.db, storeId, deliveryId))?.status === 'exhausted', { timeoutMs: 20_000 });
+  expect(hitsOn(path)).toHaveLength(8);
+
+  answer = 200;
+  await handle.signal(resendSignal);
+
+  const record = await waitFor(async () => {
+    const doc = await findDelivery(mongo.db, storeId, deliveryId);
+    return doc?.status === 'succeeded' ? doc : null;
+  }, { timeoutMs: 20_000 });
+  expect(record).toMatchObject({ status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null });
+  expect(hitsOn(path)).toHaveLength(9);
+  expect(hitsOn(path)[8].event.id).toBe(hitsOn(path)[0].event.id);
+});
+
+test('a receiver that does not answer within 10 seconds fails the attempt with last_error timeout', async () => {
+  const { storeId, endpoint, path } = await setup((hit) =>
+    hitsOn(hit.path).length === 1 ? new Promise<number>((resolve) => setTimeout(() => resolve(200), RECEIVER_TIMEOUT_MS + 3_000)) : 200,
+  );
+  const { deliveryId, handle } = await emit(storeId, endpoint);
+
+  const failed = await waitFor(async () => {
+    const doc = await findDelivery(mongo.db, storeId, deliveryId);
+    return doc?.status === 'failed' ? doc : null;
+  }, { timeoutMs: 30_000 });
+  expect(failed).toMatchObject({ attempts: 1, last_error: 'timeout', last_response_status: null });
+  expect(failed.last_duration_ms).toBeGreaterThanOrEqual(RECEIVER_TIMEOUT_MS - 50);
+  expect(failed.last_duration_ms).toBeLessThan(RECEIVER_TIMEOUT_MS + 2_000);
+
+  const final = (await handle.result()) as WebhookDeliveryState;
+  expect(final).toMatchObject({ status: 'succeeded', attempts: 2 });
+  expect(hitsOn(path)).toHaveLength(2);
+});

@@ -1,0 +1,54 @@
+// The charge workflow's operator interface: its id (`charge/<store>/<key>`), the `outcome` update
+// every request under the key waits on, the provider's notice signal and the `state` query.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ProviderNotice } from '../activities/provider/types';
+import type { ChargeOutcomeKind, ChargeSource, SubscriptionChargeObject } from '../activities/store/subscription-charges';
+import type { ChargeLine } from '../domain/charges';
+import type { Metadata } from '../domain/metadata';
+
+export const chargeWorkflowId = (storeId: string, key: string) => `charge/${storeId}/${key}`;
+
+export interface ChargeWorkflowInput {
+  /** sch_ id chosen by whoever started the run (later requests under the key attach to it). */
+  chargeId: string;
+  storeId: string;
+  subscriptionId: string;
+  customerId: string | null;
+  key: string;
+  /** Request (method, path, body) hash: a different request under the key is refused. */
+  fingerprint: string;
+  amount: number;
+  currency: string;
+  description: string | null;
+  lines: ChargeLine[];
+  metadata: Metadata;
+  source: ChargeSource;
+  billingReason: string;
+  /** Milliseconds: the charge's `created` and the base of its derived order id. */
+  createdAt: number;
+  requestId: string | null;
+  idempotencyKey: string | null;
+}
+
+export interface ChargeDecision {
+  charge: SubscriptionChargeObject;
+  outcome: ChargeOutcomeKind;
+}
+
+export type ChargeAnswer =
+  | { kind: 'charge'; charge: SubscriptionChargeObject; outcome: ChargeOutcomeKind; replayed: boolean; originalRequestId: string | null }
+  | { kind: 'reused' };
+
+/** Waits for the provider's answer (approved, declined, refused, or left in review) and returns the charge. */
+export const chargeOutcomeUpdate = defineUpdate<ChargeAnswer, [{ fingerprint: string; requestId: string | null }]>('outcome');
+
+/** The provider settled a charge left in review. */
+export const chargeProviderSettledSignal = defineSignal<[ProviderNotice]>('providerSettled');
+
+export interface ChargeWorkflowState {
+  phase: 'charging' | 'awaiting_settlement' | 'settled';
+  charge: SubscriptionChargeObject | null;
+  outcome: ChargeOutcomeKind | null;
+}
+
+export const chargeStateQuery = defineQuery<ChargeWorkflowState>('state');

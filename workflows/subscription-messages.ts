@@ -1,0 +1,64 @@
+// The subscription workflow's operator interface: its id, its updates (every action on a
+// subscription is one, so concurrent actions are serialized and the caller gets the updated object),
+// the provider notice signal and the `state` query. Imported by the API, the admin CLI and the workflow.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ProviderNotice } from '../activities/provider/types';
+import type { SubscriptionObject } from '../activities/store/subscriptions';
+import type { EventRequest } from '../activities/store/events';
+import type { CancellationReason, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
+
+export const subscriptionWorkflowId = (subscriptionId: string) => `subscription/${subscriptionId}`;
+
+export interface SubscriptionWorkflowInput {
+  storeId: string;
+  subscriptionId: string;
+}
+
+/** Who asked (recorded on the events the action emits). */
+interface WithRequest {
+  request?: EventRequest | null;
+}
+
+export interface PauseInput extends WithRequest {
+  reason?: string | null;
+}
+export interface CancelInput extends WithRequest {
+  reason?: CancellationReason | null;
+  comment?: string | null;
+}
+export interface ChangeOfferInput extends WithRequest {
+  offer: string;
+}
+
+/** Failure type of an action that does not fit the subscription's state: the API answers 400 provider_error. */
+export const ACTION_REFUSED = 'provider_error';
+
+export const pauseUpdate = defineUpdate<SubscriptionObject, [PauseInput]>('pause');
+export const resumeUpdate = defineUpdate<SubscriptionObject, [WithRequest]>('resume');
+/** Cancel now (DELETE /subscriptions/{id}); source dashboard. */
+export const cancelUpdate = defineUpdate<SubscriptionObject, [CancelInput]>('cancel');
+export const reactivateUpdate = defineUpdate<SubscriptionObject, [WithRequest]>('reactivate');
+export const changeOfferUpdate = defineUpdate<SubscriptionObject, [ChangeOfferInput]>('change_offer');
+/** cancel_at_period_end true (POST /subscriptions/{id}). */
+export const scheduleCancellationUpdate = defineUpdate<SubscriptionObject, [CancelInput]>('schedule_cancellation');
+
+/** A new saved card (customer portal): customer.subscription.updated; a past_due one retries at once. */
+export const changePaymentMethodUpdate = defineUpdate<SubscriptionObject, [{ payment_method: SubscriptionPaymentMethod } & WithRequest]>(
+  'change_payment_method',
+);
+
+/** The provider settled a renewal left in review. */
+export const subscriptionProviderSettledSignal = defineSignal<[ProviderNotice]>('providerSettled');
+
+export interface SubscriptionWorkflowState {
+  /** False until the run has read the document. */
+  loaded: boolean;
+  life: SubscriptionLife;
+  version: number;
+  next: NextStep;
+  /** A renewal charge waiting for the provider's notice. */
+  awaitingSettlement: { transactionId: string; orderId: string } | null;
+  object: SubscriptionObject;
+}
+
+export const subscriptionStateQuery = defineQuery<SubscriptionWorkflowState>('state');

@@ -1,0 +1,50 @@
+// Messages of the webhook delivery workflow, shared by the workflow, the API and the runbook:
+// its id, the `resend` signal, the `state` query, the StoreId search attribute and the input.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
+
+/** `webhook-delivery/<delivery uuid>`. */
+export function webhookDeliveryWorkflowId(deliveryId: string): string {
+  return `webhook-delivery/${deliveryId}`;
+}
+
+/** Back to pending with attempts reset, first attempt at once (`temporal workflow signal --name resend`). */
+export const resendSignal = defineSignal('resend');
+
+export const stateQuery = defineQuery<WebhookDeliveryState>('state');
+
+export const storeIdSearchAttribute = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
+
+/**
+ * After a delivery ends (succeeded, exhausted, endpoint disabled) its workflow stays open this long
+ * waiting for a `resend` signal, so support staff can resend from the CLI; later resends go through
+ * the API, which starts a new run under the same id.
+ */
+export const RESEND_WINDOW_MS = 72 * 60 * 60 * 1000;
+
+export interface WebhookDeliveryInput {
+  deliveryId: string;
+  storeId: string;
+  endpointId?: string;
+  /** Start with a resend (a run started by signal-with-start, or continued after a resend). */
+  resend?: boolean;
+}
+
+/** What the workflow knows of its delivery: the webhook_delivery object after the latest step. */
+export interface WebhookDeliveryState {
+  id: string;
+  status: 'pending' | 'delivering' | 'succeeded' | 'failed' | 'exhausted';
+  attempts: number;
+  next_attempt_at: number | null;
+  last_attempt_at: number | null;
+  delivered_at: number | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  last_duration_ms: number | null;
+  event: string | null;
+  webhook_endpoint: string | null;
+  /** True once the delivery no longer exists (endpoint deleted) or the workflow was cancelled. */
+  stopped: boolean;
+}

@@ -1,0 +1,78 @@
+// One webhook delivery, `webhook-delivery/<uuid>`: up to 8 attempts on the DESIGN.md schedule (5 s,
+// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, up to 10% jitter), each one activity that claims the attempt,
+// POSTs the signed body and records the outcome. A `resend` signal starts over at once with attempts
+// reset, whenever it comes; after the delivery ends the workflow waits RESEND_WINDOW_MS for one.
+// Cancelling the workflow (the endpoint was deleted) stops it.
+import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { MAX_JITTER } from '../domain/webhook-retry';
+import {
+  RESEND_WINDOW_MS,
+  resendSignal,
+  stateQuery,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryState,
+} from './webhook-delivery-messages';
+
+const { attemptWebhookDelivery } = proxyActivities<Activities>({
+  // The POST has 10 s; reads and writes around it take little. A worker that dies mid-attempt is
+  // noticed through missed heartbeats (sent every 2 s), and the attempt is made again elsewhere.
+  startToCloseTimeout: '60 seconds',
+  heartbeatTimeout: '15 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
+});
+
+const TERMINAL = new Set<WebhookDeliveryState['status']>(['succeeded', 'exhausted']);
+
+export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryState> {
+  let resendRequested = input.resend ?? false;
+  let state: WebhookDeliveryState = {
+    id: input.deliveryId,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: null,
+    last_attempt_at: null,
+    delivered_at: null,
+    last_response_status: null,
+    last_error: null,
+    last_duration_ms: null,
+    event: null,
+    webhook_endpoint: null,
+    stopped: false,
+  };
+  setHandler(resendSignal, () => {
+    resendRequested = true;
+  });
+  setHandler(stateQuery, () => state);
+
+  try {
+    for (;;) {
+      if (!resendRequested && TERMINAL.has(state.status)) {
+        const resent = await condition(() => resendRequested, RESEND_WINDOW_MS);
+        if (!resent) return state;
+        // Each resend of an ended delivery is a fresh run: history stays small however often it is resent.
+        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: true });
+      }
+      const reset = resendRequested;
+      resendRequested = false;
+      const result = await attemptWebhookDelivery({
+        deliveryId: input.deliveryId,
+        storeId: input.storeId,
+        endpointId: input.endpointId,
+        reset,
+        jitter: Math.random() * MAX_JITTER,
+      });
+      state = result.state;
+      if (result.outcome === 'gone') return state;
+      if (result.outcome === 'failed' && result.nextAttemptInMs !== null) {
+        await condition(() => resendRequested, result.nextAttemptInMs);
+      }
+      if (workflowInfo().continueAsNewSuggested) {
+        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: resendRequested });
+      }
+    }
+  } catch (error) {
+    if (isCancellation(error)) return { ...state, stopped: true };
+    throw error;
+  }
+}
