@@ -5,7 +5,7 @@
 // inserted once, the charge document is unique per (store, key), events are emitted once per fact.
 import type { Db } from 'mongodb';
 import { createHash } from 'node:crypto';
-import { heartbeat } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { ApiError, notFound } from '../domain/errors';
 import { chargeOrderItems, normalizeCharge, type ChargeLineInput } from '../domain/charges';
@@ -236,6 +236,19 @@ function chargeOrderDoc(input: ChargeWorkflowInput, sub: { customer: string | nu
   };
 }
 
+/**
+ * Heartbeat when run as a regular activity (lets Temporal notice a dead worker quickly while a slow
+ * live attempt keeps its budget); nothing as a local activity, whose workflow task covers it.
+ */
+function beat(): void {
+  try {
+    const context = Context.current();
+    if (!context.info.isLocal) context.heartbeat();
+  } catch {
+    // Called outside an activity (tests): nothing to report to.
+  }
+}
+
 export function createChargeActivities(deps: ChargeDeps) {
   const { db, provider } = deps;
 
@@ -245,9 +258,7 @@ export function createChargeActivities(deps: ChargeDeps) {
      * can die anywhere (even right after the provider approved) and its retry completes the same charge.
      */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-      // Heartbeats let Temporal notice a dead worker within the heartbeat timeout, while a slow but
-      // live attempt keeps its (long) start-to-close budget instead of being duplicated.
-      heartbeat();
+      beat();
       const sub = await findSubscription(db, input.storeId, input.subscriptionId);
       if (!sub) throw new Error(`subscription ${input.subscriptionId} not found`);
 
@@ -262,7 +273,7 @@ export function createChargeActivities(deps: ChargeDeps) {
             notifyRef: chargeWorkflowId(input.storeId, input.key),
           })
         : ({ status: 'refused', transactionId: null, code: 'no_payment_method', message: 'The subscription has no saved card.' } as const);
-      heartbeat();
+      beat();
 
       const created = Math.floor(input.createdAt / 1000);
       let order: OrderDoc | null = null;
@@ -333,7 +344,7 @@ export function createChargeActivities(deps: ChargeDeps) {
       if (!charge || charge.status === 'pending') return;
       const request = charge.request_id || charge.idempotency_key ? { id: charge.request_id, idempotency_key: charge.idempotency_key } : null;
       const order = charge.order ? await findOrder(db, input.storeId, charge.order) : null;
-      if (order) await emitOrderEvent(deps, order, request);
+      if (order) await emitOrderEvent(deps, order, request, { singleExecution: true });
       const type = charge.status === 'succeeded' ? 'subscription_charge.succeeded' : 'subscription_charge.failed';
       await emitEventOnce(deps, {
         storeId: charge.store_id,

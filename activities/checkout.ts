@@ -1,34 +1,25 @@
 // Checkout sessions from the API's side: create (validate against the offer, store and catalog,
-// write the session, start its workflow), expire (through the workflow's update), and the hosted
-// page's payment: the buyer's customer is found or created, the session workflow holds the session
-// for the attempt, the card goes to the provider adapter only (in memory), and the outcome (without
-// card data) goes back to the workflow, which applies it and answers.
+// write the session, start its workflow) and expire (through the workflow's update, so it
+// serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts.
 import type { Db } from 'mongodb';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApiError, invalid, missing, notFound } from '../domain/errors';
-import { newId, randomBase62 } from '../domain/ids';
+import { newId } from '../domain/ids';
 import { encodeMetadata, normalizeMetadata } from '../domain/metadata';
 import { normalizeEmail } from '../domain/customers';
 import {
-  cardDigits,
-  chargeAmounts,
   checkCurrency,
-  checkInstallments,
   checkoutBase,
   checkPack,
-  effectiveStatus,
   modeOfOffer,
-  priceIn,
   resolveExpiresAt,
   sessionAmountTotal,
   validateRedirectUrl,
   REDIRECT_DELAY_DEFAULT,
 } from '../domain/checkout';
-import type { DocumentType } from '../domain/documents';
 import { collections, type StoreDoc } from './store/collections';
 import { findOfferByIdOrSlug } from './store/offers';
 import { findCustomer } from './store/customers';
-import { findStore } from './store/stores';
 import {
   deleteCheckoutSession,
   findCheckoutSession,
@@ -36,22 +27,15 @@ import {
   type CheckoutSessionDoc,
   type CheckoutSessionObject,
 } from './store/checkout-sessions';
-import { createCustomer } from './customers';
-import type { PaymentProvider, ProviderNotice, SettlementStatus } from './provider/types';
-import { chargesAtCheckout } from './checkout-activities';
+import type { PaymentProvider } from './provider/types';
 import {
-  beginPaymentUpdate,
   CHECKOUT_SESSION_WORKFLOW,
   checkoutSessionWorkflowId,
   CUSTOMER_ID_ATTRIBUTE,
   expireUpdate,
   NOT_OPEN_FAILURE,
-  providerSettledSignal,
-  recordPaymentResultUpdate,
   STORE_ID_ATTRIBUTE,
   type CheckoutWorkflowInput,
-  type PaymentAttemptOutcome,
-  type PaymentResultInput,
 } from '../workflows/checkout-session-messages';
 
 export interface CheckoutDeps {
@@ -87,7 +71,15 @@ export interface CreateCheckoutSessionInput {
   allow_promotion_codes?: boolean;
 }
 
-function temporalOf(deps: { temporal: Client | null }): Client {
+// An offer's product never changes, so which product to read alongside the offer is remembered
+// (by ofr_ id only: a slug can move to another offer). Bounded; a miss costs one sequential read.
+const productOfOffer = new Map<string, string>();
+function rememberProductOfOffer(offerId: string, productId: string): void {
+  if (productOfOffer.size >= 10_000) productOfOffer.clear();
+  productOfOffer.set(offerId, productId);
+}
+
+export function temporalOf(deps: { temporal: Client | null }): Client {
   if (!deps.temporal) throw new Error('checkout sessions need a Temporal client');
   return deps.temporal;
 }
@@ -135,14 +127,20 @@ export async function createCheckoutSession(
   const customerRef = emptyToUndefined(body.customer);
   const couponCode = emptyToUndefined(body.discounts?.[0]?.coupon);
   if (body.discounts && body.discounts.length > 0 && couponCode === undefined) throw missing('discounts[0].coupon');
-  // Independent lookups in parallel; their errors are still reported in the order below.
-  const [offer, customer, foundCoupon] = await Promise.all([
+  // Independent lookups in parallel (the product too, once this offer's product is known); their
+  // errors are still reported in the order below.
+  const { products, coupons } = collections(db);
+  const knownProductId = productOfOffer.get(offerRef);
+  const [offer, customer, foundCoupon, productGuess] = await Promise.all([
     findOfferByIdOrSlug(db, store._id, offerRef),
     customerRef !== undefined ? findCustomer(db, store._id, customerRef) : null,
-    couponCode !== undefined ? collections(db).coupons.findOne({ store_id: store._id, code_lower: couponCode.trim().toLowerCase() }) : null,
+    couponCode !== undefined ? coupons.findOne({ store_id: store._id, code_lower: couponCode.trim().toLowerCase() }) : null,
+    knownProductId ? products.findOne({ _id: knownProductId, store_id: store._id }) : null,
   ]);
   if (!offer) throw notFound('offer', offerRef, offerParam);
-  const product = await collections(db).products.findOne({ _id: offer.product_id, store_id: store._id });
+  const product =
+    productGuess && productGuess._id === offer.product_id ? productGuess : await products.findOne({ _id: offer.product_id, store_id: store._id });
+  rememberProductOfOffer(offer._id, offer.product_id);
   if (!store.active) throw new ApiError('offer_unavailable', 'The store cannot sell right now.', { param: offerParam });
   if (!offer.active) throw new ApiError('offer_unavailable', 'The offer is archived or its checkout link is turned off.', { param: offerParam });
   if (product && !product.active) throw new ApiError('offer_unavailable', "The offer's product is archived.", { param: offerParam });
@@ -290,240 +288,4 @@ export async function requestOverdueExpiry(deps: { temporal: Client | null }, se
       () => undefined,
       () => undefined,
     );
-}
-
-export interface HostedPaymentInput {
-  method: 'card' | 'pix';
-  email?: string | null;
-  name?: string | null;
-  phone?: string | null;
-  document_type?: string | null;
-  document_number?: string | null;
-  currency?: string | null;
-  installments?: number | null;
-  /** Only ever in memory: handed to the provider adapter and dropped. */
-  card?: { number: string; exp_month?: number; exp_year?: number; cvc?: string } | null;
-}
-
-export type HostedPaymentResult =
-  | { kind: 'done' }
-  | { kind: 'closed' }
-  | { kind: 'error'; code: string; message: string; field: string | null };
-
-function fieldError(error: unknown): HostedPaymentResult {
-  if (error instanceof ApiError) return { kind: 'error', code: error.code, message: error.message, field: error.param };
-  throw error;
-}
-
-/** A few quick retries for a call that must get through (Temporal briefly unreachable). */
-async function withRetries<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (attempt >= attempts || error instanceof WorkflowUpdateFailedError) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
-    }
-  }
-}
-
-/** The hosted page's pay button: see the module header. */
-export async function payCheckoutSession(
-  deps: CheckoutDeps,
-  session: CheckoutSessionDoc,
-  input: HostedPaymentInput,
-  now = Date.now(),
-): Promise<HostedPaymentResult> {
-  if (effectiveStatus(session, Math.floor(now / 1000)) !== 'open') return { kind: 'closed' };
-  const trial = !chargesAtCheckout(session);
-  if (input.method === 'pix' && trial) return { kind: 'error', code: 'method_unavailable', message: 'PIX is not available for this offer.', field: 'method' };
-
-  const store = await findStore(deps.db, session.store_id);
-  if (!store) return { kind: 'closed' };
-
-  // What is charged: the session's currency, else the buyer's choice among the offer's prices.
-  let price;
-  try {
-    const currency = session.currency ?? (input.currency ? checkCurrency(session.offer.prices, input.currency) : null);
-    price = priceIn(session.offer.prices, currency);
-  } catch (error) {
-    return fieldError(error);
-  }
-  if (!price) return { kind: 'error', code: 'currency_unsupported', message: 'This currency is not available.', field: 'currency' };
-  const amounts = chargeAmounts(price, session.pack, session.coupon);
-
-  let installments: number | null = null;
-  let cardNumber: string | null = null;
-  if (input.method === 'card') {
-    try {
-      installments = trial ? null : checkInstallments(input.installments ?? 1, session.offer.max_installments);
-    } catch (error) {
-      return fieldError(error);
-    }
-    cardNumber = input.card ? cardDigits(input.card.number) : null;
-    if (!cardNumber) return { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' };
-  }
-
-  // The buyer: the session's customer, else found or created by e-mail (metadata {}).
-  let customerId: string;
-  let customerEmail: string;
-  let providerCustomerId: string | null = null;
-  try {
-    if (session.customer) {
-      const customer = await findCustomer(deps.db, store._id, session.customer);
-      if (!customer) return { kind: 'closed' };
-      customerId = customer._id;
-      customerEmail = customer.email;
-      providerCustomerId = customer.provider_customer_id;
-    } else {
-      const email = session.customer_email ?? input.email ?? null;
-      if (!email) return { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' };
-      const documentType = (input.document_type ?? null) as DocumentType | null;
-      const { customer } = await createCustomer(
-        deps,
-        store,
-        {
-          email,
-          name: input.name ?? null,
-          phone: input.phone ?? null,
-          document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
-        },
-        null,
-      );
-      customerId = customer._id;
-      customerEmail = customer.email;
-      providerCustomerId = customer.provider_customer_id;
-    }
-  } catch (error) {
-    return fieldError(error);
-  }
-
-  const handle = temporalOf(deps).workflow.getHandle(checkoutSessionWorkflowId(session._id));
-  const attemptId = randomBase62(16);
-  let begun;
-  try {
-    begun = await handle.executeUpdate(beginPaymentUpdate, { args: [{ attemptId }], updateId: `begin-${attemptId}` });
-  } catch (error) {
-    // A closed workflow takes no updates: the session was expired or completed meanwhile.
-    const current = await findCheckoutSession(deps.db, session.store_id, session._id);
-    if (current && current.status !== 'open') return { kind: 'closed' };
-    throw error;
-  }
-  if (!begun.ok) {
-    if (begun.reason === 'in_progress') {
-      return { kind: 'error', code: 'payment_in_progress', message: 'A payment for this checkout is already in progress.', field: null };
-    }
-    if (begun.reason === 'expired') void requestOverdueExpiry(deps, session._id);
-    return { kind: 'closed' };
-  }
-
-  const idempotencyKey = `checkout:${session._id}:${attemptId}`;
-  const notifyRef = checkoutSessionWorkflowId(session._id);
-  const recurring = session.offer.type === 'recurring';
-  let outcome: PaymentAttemptOutcome;
-  let savedCard: PaymentResultInput['savedCard'] = null;
-  try {
-    if (input.method === 'pix') {
-      const pix = await deps.provider.createPix({
-        storeId: store._id,
-        idempotencyKey,
-        amount: amounts.amount_total,
-        currency: amounts.currency,
-        description: session.offer.name,
-        customerId,
-        notifyRef,
-      });
-      outcome =
-        pix.status === 'pending'
-          ? { status: 'pix_pending', transactionId: pix.transactionId, pixCode: pix.copyPaste, pixExpiresAt: pix.expiresAt }
-          : { status: 'declined', code: pix.code, message: pix.message };
-    } else if (trial) {
-      const saved = await deps.provider.saveCard({ storeId: store._id, customerId, providerCustomerId, card: { ...input.card!, number: cardNumber! } });
-      if (saved.ok) {
-        outcome = { status: 'approved', transactionId: null };
-        savedCard = { id: saved.card.paymentMethodId, brand: saved.card.brand, last4: saved.card.last4, chargeable: saved.card.chargeable };
-      } else {
-        outcome = { status: 'declined', code: saved.code, message: saved.message };
-      }
-    } else {
-      const charged = await deps.provider.chargeCard({
-        storeId: store._id,
-        idempotencyKey,
-        card: { ...input.card!, number: cardNumber! },
-        amount: amounts.amount_total,
-        currency: amounts.currency,
-        description: session.offer.name,
-        installments,
-        saveCard: recurring,
-        customerId,
-        providerCustomerId,
-        notifyRef,
-      });
-      if (charged.card) {
-        savedCard = { id: charged.card.paymentMethodId, brand: charged.card.brand, last4: charged.card.last4, chargeable: charged.card.chargeable };
-      }
-      switch (charged.status) {
-        case 'approved':
-          outcome = { status: 'approved', transactionId: charged.transactionId };
-          break;
-        case 'review':
-          outcome = { status: 'review', transactionId: charged.transactionId };
-          break;
-        case 'declined':
-          outcome = { status: 'declined', code: charged.code ?? 'declined', message: charged.message };
-          break;
-        case 'refused':
-          outcome = { status: 'declined', code: charged.code, message: charged.message };
-          break;
-      }
-    }
-  } catch {
-    // Deliberately not logged with its input: the card must not reach any log.
-    outcome = { status: 'failed', code: 'provider_unavailable', message: 'The payment provider could not be reached. Nothing was charged; try again.' };
-  }
-
-  const result: PaymentResultInput = {
-    attemptId,
-    orderId: newId('ord'),
-    method: input.method,
-    outcome,
-    amounts,
-    installments,
-    customerId,
-    customerEmail,
-    savedCard,
-  };
-  // The provider has answered: its outcome must reach the workflow. The update id makes a repeat
-  // of a call whose answer was lost return the first answer instead of applying it twice.
-  let answer;
-  try {
-    answer = await withRetries(() => handle.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId: `result-${attemptId}` }));
-  } catch (error) {
-    // Only after the attempt's hold ran out and the session closed: the page shows the session as it is.
-    const current = await findCheckoutSession(deps.db, session.store_id, session._id);
-    if (current && current.status !== 'open') return { kind: 'closed' };
-    throw error;
-  }
-  if (!answer.applied) return { kind: 'closed' };
-  if (outcome.status === 'declined' || outcome.status === 'failed') {
-    return { kind: 'error', code: outcome.code, message: outcome.message, field: 'payment' };
-  }
-  return { kind: 'done' };
-}
-
-/** Delivers a provider notice to the workflow waiting for it (its notifyRef is the workflow id). */
-export async function deliverProviderNotice(deps: { temporal: Client | null }, notice: ProviderNotice): Promise<boolean> {
-  if (!notice.notifyRef || !deps.temporal) return false;
-  await deps.temporal.workflow.getHandle(notice.notifyRef).signal(providerSettledSignal, notice);
-  return true;
-}
-
-/** The test connection's buttons on the hosted page: settle the pending PIX or review now. */
-export async function settleFromHostedPage(deps: CheckoutDeps, session: CheckoutSessionDoc, outcome: SettlementStatus): Promise<boolean> {
-  if (deps.provider.livemode) return false;
-  const transactionId = session.payment?.transaction_id;
-  if (session.payment_status !== 'pending' || !transactionId) return false;
-  const settled = await deps.provider.settle({ storeId: session.store_id, transactionId, outcome });
-  if (!settled.ok) return false;
-  return deliverProviderNotice(deps, settled.notice);
 }

@@ -2,12 +2,13 @@
 // catalog 2026-11-01 and, while the store has an endpoint on 2026-09-01, under its original name
 // there too, each with the request that caused it and the enabled endpoints whose enabled_events
 // match; then it creates and starts their deliveries. If the process dies on the way, the sweeper
-// (workflows/event-sweeper.ts) finishes the dispatch; dispatching twice creates nothing twice.
+// (workflows/event-sweeper.ts) finishes the dispatch from the outbox; dispatching twice creates
+// nothing twice.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import type { EventDoc } from './store/collections';
-import { buildEventDoc, insertEvents, renderEventBody, type EventRequest } from './store/events';
+import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, renderEventBody, type EventRequest } from './store/events';
 import { endpointsForFanOut, insertDeliveries, newDeliveryDoc, type FanOutEndpoint } from './store/webhooks';
 import { startDeliveryWorkflow, taskQueueOf } from './webhooks/dispatch';
 
@@ -40,10 +41,10 @@ function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: str
 }
 
 /**
- * Writes the event (both catalogs as needed), then its deliveries, and starts their workflows;
- * returns the 2026-11-01 event. Events stay marked undispatched: the sweeper confirms them in batches
- * a few seconds later (their deliveries exist and have started) and finishes any that a failure or a
- * crash left half done, so the caller's request never fails for delivery's sake once the event is written.
+ * Writes the event (both catalogs as needed) and its dispatch outbox entry, then its deliveries,
+ * starts their workflows and confirms it dispatched; returns the 2026-11-01 event. Once the event is
+ * written, a failure on the way is the sweeper's to finish (from the outbox), not the caller's request
+ * to fail.
  */
 export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise<EventDoc> {
   const now = Date.now();
@@ -54,22 +55,24 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
   if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
     written.push(buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now));
   }
+  const toDispatch = written.filter((event) => !event.dispatched);
+  // The outbox entry goes first: an event never exists undispatched without one.
+  await addToOutbox(deps.db, toDispatch);
   await insertEvents(deps.db, written);
+  if (toDispatch.length === 0 || !deps.temporal) return written[0];
 
-  const deliveries = written.flatMap((event) => {
-    const body = renderEventBody(event);
-    return (event.targets ?? []).map((endpointId) => newDeliveryDoc(event, endpointId, body, now));
-  });
-  if (deliveries.length === 0) return written[0];
+  const client = deps.temporal;
+  const taskQueue = taskQueueOf(deps);
   try {
+    const deliveries = toDispatch.flatMap((event) => {
+      const body = renderEventBody(event);
+      return (event.targets ?? []).map((endpointId) => newDeliveryDoc(event, endpointId, body, now));
+    });
     await insertDeliveries(deps.db, deliveries);
-    if (deps.temporal) {
-      const client = deps.temporal;
-      const taskQueue = taskQueueOf(deps);
-      await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
-    }
+    await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
+    await confirmDispatched(deps.db, toDispatch.map((event) => event._id));
   } catch (error) {
-    console.warn(`events ${written.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);
+    console.warn(`events ${toDispatch.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);
   }
   return written[0];
 }

@@ -1,28 +1,27 @@
 // What a signed-in customer does in the portal, always through the subscription's workflow (the
 // subscription's one writer): schedule the cancellation at period end, undo it (reactivate), and
 // replace the saved card (the new card goes to the provider adapter only, in memory).
-import { defineUpdate } from '@temporalio/workflow';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import type { PaymentProvider } from './provider/types';
 import { findCustomer } from './store/customers';
-import { subscriptionsCollection, type SubscriptionObject, type SubscriptionDoc } from './store/subscriptions';
+import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
 import { ordersCollection, type OrderDoc } from './store/orders';
 import type { CancellationSource, SubscriptionPaymentMethod } from '../domain/subscriptions';
 import { cardDigits } from '../domain/checkout';
-import { reactivateUpdate, scheduleCancellationUpdate, subscriptionWorkflowId, type CancelInput } from '../workflows/subscription-messages';
+import {
+  changePaymentMethodUpdate,
+  reactivateUpdate,
+  scheduleCancellationUpdate,
+  subscriptionWorkflowId,
+  type CancelInput,
+} from '../workflows/subscription-messages';
 
 export interface PortalDeps {
   db: Db;
   provider: PaymentProvider;
   temporal: Client | null;
 }
-
-/**
- * Replacing the card is an action on the subscription (it emits customer.subscription.updated), so
- * the subscription workflow serializes it; this is the update it answers.
- */
-export const changePaymentMethodUpdate = defineUpdate<SubscriptionObject, [{ payment_method: SubscriptionPaymentMethod }]>('change_payment_method');
 
 export type PortalActionResult = { ok: true } | { ok: false; reason: string };
 
@@ -90,6 +89,9 @@ export async function replaceCardFromPortal(
     brand: saved.card.brand,
     last4: saved.card.last4,
     chargeable: saved.card.chargeable,
-  } as SubscriptionPaymentMethod;
-  return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethod }] }));
+  };
+  // An action on the subscription (customer.subscription.updated): its workflow serializes it.
+  return runUpdate(deps, subscriptionId, (handle) =>
+    handle.executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethod, request: null }] }),
+  );
 }

@@ -229,11 +229,22 @@ function renewalOrderDoc(
   };
 }
 
-/** invoice.paid or invoice.payment_failed for an order, once. */
-export async function emitOrderEvent(deps: EventDeps, order: OrderDoc, request: EventRequest | null = null): Promise<void> {
+/**
+ * invoice.paid or invoice.payment_failed for an order, once. Keyed by order and type by default, so
+ * any number of executions may try; `singleExecution` (the caller is the one activity that emits
+ * this fact) skips the claim document and relies on the activity's attempt count instead.
+ */
+export async function emitOrderEvent(
+  deps: EventDeps,
+  order: OrderDoc,
+  request: EventRequest | null = null,
+  options: { singleExecution?: boolean } = {},
+): Promise<void> {
   if (order.status !== 'paid' && order.status !== 'failed') return;
   const type = order.status === 'paid' ? 'invoice.paid' : 'invoice.payment_failed';
-  await emitEventOnce(deps, { storeId: order.store_id, type, object: orderObject(order), request });
+  const input = { storeId: order.store_id, type, object: orderObject(order), request };
+  if (options.singleExecution) await emitEventOnce(deps, input);
+  else await emitEventOnce(deps, `${order._id}:${type}`, input);
 }
 
 export function createSubscriptionActivities(deps: SubscriptionDeps) {
@@ -308,7 +319,7 @@ export function createSubscriptionActivities(deps: SubscriptionDeps) {
       }
       const status = result.status === 'approved' ? 'paid' : result.status === 'review' ? 'pending' : 'failed';
       const order = await insertOrderOnce(db, renewalOrderDoc(sub, input, status, result.transactionId, provider.livemode));
-      await emitOrderEvent(deps, order);
+      await emitOrderEvent(deps, order, null, { singleExecution: true });
       return {
         outcome: result.status,
         orderId: order._id,
@@ -323,7 +334,7 @@ export function createSubscriptionActivities(deps: SubscriptionDeps) {
       const paid = input.notice.status === 'paid';
       const order = await settlePendingOrder(db, input.storeId, input.orderId, paid ? 'paid' : 'failed', paid ? input.notice.settledAt : null);
       if (!order) throw new Error(`order ${input.orderId} not found`);
-      await emitOrderEvent(deps, order);
+      await emitOrderEvent(deps, order, null, { singleExecution: true });
       return order.status === 'paid' ? 'paid' : 'failed';
     },
 

@@ -39,11 +39,6 @@ declare module 'fastify' {
     public?: boolean;
     /** Routes that manage their own (permanent) idempotency, such as subscription charges. */
     ownIdempotency?: boolean;
-    /**
-     * Browser pages (hosted checkout, portal) and their assets: public, and outside the API's
-     * unauthenticated-caller rate limit (a buyer's PIX page polls every 2 seconds).
-     */
-    page?: boolean;
   }
 }
 

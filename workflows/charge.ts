@@ -1,7 +1,7 @@
 // One subscription charge (`charge/<store>/<key>`): the provider charge, its order and the charge
 // document in one keyed activity, then its events; a charge left in review waits for the provider's
 // notice and settles. Every request under the key attaches to this run through the `outcome` update.
-import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ProviderNotice } from '../activities/provider/types';
 import {
@@ -13,16 +13,20 @@ import {
   type ChargeWorkflowState,
 } from './charge-messages';
 
-// A short heartbeat timeout: if a worker dies mid-charge, another retries within seconds (the
-// provider key, the derived order id and the charge's unique key make the retry a replay); a slow
-// but live attempt heartbeats and keeps its minute rather than being run twice at once.
-const payments = proxyActivities<Activities>({
-  startToCloseTimeout: '60 seconds',
-  heartbeatTimeout: '8 seconds',
+// The charge itself is a local activity: it runs inside the workflow task, so the outcome reaches
+// the waiting request without activity-task round trips through the server. It is keyed, so a
+// worker dying mid-charge only means the workflow task is retried by another worker and the charge
+// runs again: the provider returns the first result for the key, and the derived order id and the
+// charge's unique key turn the writes into no-ops.
+const payments = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds' },
 });
+// Events and settlement are regular activities: their attempt count survives a dead worker, which is
+// what lets a retry look for an event the dead attempt may have written (emitEventOnce). Generous
+// timeout, so an overloaded database is waited for rather than raced by a second attempt.
 const store = proxyActivities<Activities>({
-  startToCloseTimeout: '20 seconds',
+  startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 

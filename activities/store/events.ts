@@ -1,7 +1,7 @@
 // Events as facts: one document per event and catalog, with the request that caused it and the
 // endpoints it goes to (fixed when it is written, so a later sweep delivers to exactly those).
 // The body an endpoint receives is rendered from the document, byte for byte the same every time.
-import type { Db, Filter } from 'mongodb';
+import type { Db } from 'mongodb';
 import { CURRENT_CATALOG, type EventCatalog } from '../../domain/event-catalogs';
 import { newId } from '../../domain/ids';
 import { collections, type EventDoc } from './collections';
@@ -51,35 +51,62 @@ export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
   else if (docs.length > 1) await collections(db).events.insertMany(docs);
 }
 
+/** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
 export async function recordEvent(db: Db, input: RecordEventInput, now = Date.now()): Promise<EventDoc> {
   const doc = buildEventDoc(input, now);
   await insertEvents(db, [doc]);
+  if (!doc.dispatched) await addToOutbox(db, [doc]);
   return doc;
 }
 
 export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {
-  return collections(db).events.findOne({ _id: id, store_id: storeId });
+  // By `_id` alone: the one filter FerretDB answers from an index.
+  const doc = await collections(db).events.findOne({ _id: id });
+  return doc && doc.store_id === storeId ? doc : null;
 }
 
-export async function markEventDispatched(db: Db, storeId: string, id: string): Promise<void> {
-  await markEventsDispatched(db, storeId, [id]);
+export async function markEventDispatched(db: Db, _storeId: string, id: string): Promise<void> {
+  await collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } });
 }
 
-export async function markEventsDispatched(db: Db, storeId: string, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await collections(db).events.updateMany({ store_id: storeId, _id: { $in: ids } }, { $set: { dispatched: true } });
+/**
+ * The dispatch outbox: one small document per event whose deliveries are not known to be created and
+ * started, removed once they are. The sweeper reads this collection, not the events (on FerretDB
+ * every filter but `{ _id }` reads a whole collection, and this one stays small).
+ */
+export interface OutboxDoc {
+  _id: string;
+  store_id: string;
+  created: number;
 }
 
-/** The sweeper's batch confirmation, across stores. */
-export async function markAnyEventsDispatched(db: Db, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await collections(db).events.updateMany({ _id: { $in: ids } }, { $set: { dispatched: true } });
+export function outboxCollection(db: Db) {
+  return db.collection<OutboxDoc>('event_outbox');
 }
 
-/** Events written more than `olderThanMs` ago whose deliveries may not exist yet (all stores). */
-export async function findUndispatchedEvents(db: Db, { olderThanMs, limit, now = Date.now() }: { olderThanMs: number; limit: number; now?: number }) {
-  const filter: Filter<EventDoc> = { dispatched: false, created: { $lte: Math.floor((now - olderThanMs) / 1000) } };
-  return collections(db).events.find(filter).sort({ created: 1 }).limit(limit).toArray();
+export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_id' | 'created'>[]): Promise<void> {
+  const docs = events.map((e) => ({ _id: e._id, store_id: e.store_id, created: e.created }));
+  if (docs.length === 1) await outboxCollection(db).insertOne(docs[0]);
+  else if (docs.length > 1) await outboxCollection(db).insertMany(docs, { ordered: false });
+}
+
+/** The events' deliveries exist and were started: marked dispatched, out of the outbox. */
+export async function confirmDispatched(db: Db, ids: string[]): Promise<void> {
+  await Promise.all(
+    ids.flatMap((id) => [
+      collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } }),
+      outboxCollection(db).deleteOne({ _id: id }),
+    ]),
+  );
+}
+
+/** Outbox entries written more than `olderThanMs` ago (their writer had time to finish), oldest first. */
+export async function findStaleOutbox(db: Db, { olderThanMs, limit, now = Date.now() }: { olderThanMs: number; limit: number; now?: number }) {
+  return outboxCollection(db)
+    .find({ created: { $lte: Math.floor((now - olderThanMs) / 1000) } })
+    .sort({ created: 1 })
+    .limit(limit)
+    .toArray();
 }
 
 /**

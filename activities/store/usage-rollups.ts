@@ -124,6 +124,65 @@ class Writer {
 let writer = new Writer();
 const keyQueue = new KeyedQueue();
 
+/**
+ * Journal writes of concurrent batches share round trips: inserts wait for the one in flight and go
+ * together in one insertMany; deletes go together in one deleteMany (the collection only holds
+ * batches in flight, so its `$in` scan is short).
+ */
+class JournalWrites {
+  private inserts: { doc: JournalDoc; done: (error?: unknown) => void }[] = [];
+  private deletes: string[] = [];
+  private inserting = false;
+  private deleting = false;
+
+  constructor(private readonly db: Db) {}
+
+  insert(doc: JournalDoc): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.inserts.push({ doc, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      if (!this.inserting) void this.flushInserts();
+    });
+  }
+
+  delete(id: string): void {
+    this.deletes.push(id);
+    if (!this.deleting) void this.flushDeletes();
+  }
+
+  private async flushInserts(): Promise<void> {
+    this.inserting = true;
+    while (this.inserts.length > 0) {
+      const group = this.inserts.splice(0);
+      try {
+        await journalsCollection(this.db).insertMany(group.map((g) => g.doc), { ordered: false });
+        for (const g of group) g.done();
+      } catch (error) {
+        for (const g of group) g.done(error);
+      }
+    }
+    this.inserting = false;
+  }
+
+  private async flushDeletes(): Promise<void> {
+    this.deleting = true;
+    while (this.deletes.length > 0) {
+      const ids = this.deletes.splice(0);
+      // A journal that stays (the delete failed) is recognised as applied by recovery.
+      await journalsCollection(this.db)
+        .deleteMany({ _id: { $in: ids } })
+        .catch(() => undefined);
+    }
+    this.deleting = false;
+  }
+}
+
+const journalWrites = new Map<Db, JournalWrites>();
+const journalWritesOf = (db: Db) => {
+  let writes = journalWrites.get(db);
+  if (!writes) journalWrites.set(db, (writes = new JournalWrites(db)));
+  return writes;
+};
+
 function retire(w: Writer): void {
   w.retired = true;
   if (writer === w) writer = new Writer();
@@ -209,7 +268,7 @@ export async function writeBatchPrepared(
   let inserted: Set<string>;
   let contributions: RollupContribution[];
   try {
-    const [, prepared] = await Promise.all([journalsCollection(db).insertOne(journal), prepare()]);
+    const [, prepared] = await Promise.all([journalWritesOf(db).insert(journal), prepare()]);
     contributions = prepared.contributions;
     inserted = await prepared.insert(journal._id);
   } catch (error) {
@@ -241,13 +300,9 @@ export async function writeBatchPrepared(
   } finally {
     releaseAll();
   }
-  if (complete) {
-    // Not awaited: the totals are in. A journal that stays (this delete failed or has not run yet)
-    // is recognised as applied by recovery.
-    void journalsCollection(db)
-      .deleteOne({ _id: journal._id })
-      .catch(() => undefined);
-  }
+  // Not awaited: the totals are in. A journal that stays (its delete failed or has not run yet) is
+  // recognised as applied by recovery.
+  if (complete) journalWritesOf(db).delete(journal._id);
   return { inserted, totals, complete };
 }
 

@@ -3,6 +3,9 @@
 // activity is harmless). Endpoint and delivery ids are UUIDs in the time-ordered v7 layout, so `_id`
 // order is creation order for lists; a delivery's id is derived from (event, endpoint), so dispatching
 // an event twice finds the same delivery instead of making a second one.
+// FerretDB v1 uses an index only for a filter that is exactly `{ _id }`; any other filter reads the
+// whole collection. So everything a delivery does per attempt is by `_id` alone (the store is checked
+// on the document), and single-writer order (one workflow per delivery) stands in for filters.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Collection, Db, Filter } from 'mongodb';
 import type { EventCatalog } from '../../domain/event-catalogs';
@@ -187,8 +190,14 @@ export async function insertEndpoint(db: Db, input: NewEndpoint, now = Date.now(
   return doc;
 }
 
+/** A document of the store by `_id` alone (the one filter FerretDB serves from an index). */
+async function ownedById<T extends { _id: string; store_id: string }>(collection: Collection<T>, storeId: string, id: string): Promise<T | null> {
+  const doc = (await collection.findOne({ _id: id } as Filter<T>)) as T | null;
+  return doc && doc.store_id === storeId ? doc : null;
+}
+
 export async function findEndpoint(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
-  return endpointsCollection(db).findOne({ _id: id, store_id: storeId });
+  return ownedById(endpointsCollection(db), storeId, id);
 }
 
 export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;
@@ -201,8 +210,8 @@ export async function endpointsForFanOut(db: Db, storeId: string): Promise<FanOu
 }
 
 export async function findEndpointsByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookEndpointDoc[]> {
-  if (ids.length === 0) return [];
-  return endpointsCollection(db).find({ store_id: storeId, _id: { $in: ids } }).toArray();
+  const docs = await Promise.all(ids.map((id) => findEndpoint(db, storeId, id)));
+  return docs.filter((doc): doc is WebhookEndpointDoc => doc !== null);
 }
 
 export interface EndpointChanges {
@@ -256,28 +265,20 @@ export async function deleteEndpoint(db: Db, storeId: string, id: string): Promi
   return result.deletedCount === 1;
 }
 
-/** A succeeded delivery resets the run of exhausted deliveries. */
-export async function resetEndpointFailures(db: Db, storeId: string, id: string): Promise<void> {
-  await endpointsCollection(db).updateOne(
-    { _id: id, store_id: storeId, consecutive_failures: { $ne: 0 } },
-    { $set: { consecutive_failures: 0 } },
-  );
+/** A succeeded delivery resets the run of exhausted deliveries (callers skip it when already 0). */
+export async function resetEndpointFailures(db: Db, _storeId: string, id: string): Promise<void> {
+  await endpointsCollection(db).updateOne({ _id: id }, { $set: { consecutive_failures: 0 } });
 }
 
 /** One more exhausted delivery ($inc, atomic); at AUTO_DISABLE_AFTER the endpoint is disabled with its reason. */
 export async function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
   const endpoints = endpointsCollection(db);
-  const after = await endpoints.findOneAndUpdate(
-    { _id: id, store_id: storeId },
-    { $inc: { consecutive_failures: 1 } },
-    { returnDocument: 'after' },
-  );
-  if (after && after.status === 'enabled' && after.consecutive_failures >= AUTO_DISABLE_AFTER) {
-    return endpoints.findOneAndUpdate(
-      { _id: id, store_id: storeId, status: 'enabled', consecutive_failures: { $gte: AUTO_DISABLE_AFTER } },
-      { $set: { status: 'disabled', disabled_reason: AUTO_DISABLED_REASON } },
-      { returnDocument: 'after' },
-    ) ?? after;
+  const after = await endpoints.findOneAndUpdate({ _id: id }, { $inc: { consecutive_failures: 1 } }, { returnDocument: 'after' });
+  if (!after || after.store_id !== storeId) return null;
+  if (after.status === 'enabled' && after.consecutive_failures >= AUTO_DISABLE_AFTER) {
+    return (
+      (await endpoints.findOneAndUpdate({ _id: id }, { $set: { status: 'disabled', disabled_reason: AUTO_DISABLED_REASON } }, { returnDocument: 'after' })) ?? after
+    );
   }
   return after;
 }
@@ -338,11 +339,20 @@ export async function ensureDelivery(db: Db, event: EventDoc, endpointId: string
 }
 
 export async function findDelivery(db: Db, storeId: string, id: string): Promise<WebhookDeliveryDoc | null> {
-  return deliveriesCollection(db).findOne({ _id: id, store_id: storeId });
+  return ownedById(deliveriesCollection(db), storeId, id);
 }
 
-export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string): Promise<WebhookDeliveryDoc[]> {
-  return deliveriesCollection(db).find({ store_id: storeId, event: eventId }).toArray();
+/** Ids of all the store's endpoints: the only ones an event can have deliveries to (a deleted endpoint takes its deliveries along). */
+async function endpointIdsOf(db: Db, storeId: string): Promise<string[]> {
+  const docs = await endpointsCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  return docs.map((doc) => doc._id);
+}
+
+/** The deliveries an event has, looked up by their derived ids (no scan of the deliveries). */
+export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string, endpointIds?: string[]): Promise<WebhookDeliveryDoc[]> {
+  const ids = endpointIds ?? (await endpointIdsOf(db, storeId));
+  const docs = await Promise.all(ids.map((endpointId) => findDelivery(db, storeId, deliveryIdFor(eventId, endpointId))));
+  return docs.filter((doc): doc is WebhookDeliveryDoc => doc !== null);
 }
 
 /**
@@ -356,15 +366,15 @@ export async function pendingWebhookCounts(
 ): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   if (events.length === 0) return counts;
-  const docs = await deliveriesCollection(db)
-    .find({ store_id: storeId, event: { $in: events.map((e) => e._id) } }, { projection: { event: 1, webhook_endpoint: 1, status: 1 } })
-    .toArray();
-  for (const event of events) {
-    const mine = docs.filter((d) => d.event === event._id);
-    const written = new Set(mine.map((d) => d.webhook_endpoint));
-    const unwritten = (event.targets ?? []).filter((t) => !written.has(t)).length;
-    counts.set(event._id, mine.filter((d) => d.status !== 'succeeded').length + unwritten);
-  }
+  const endpointIds = await endpointIdsOf(db, storeId);
+  await Promise.all(
+    events.map(async (event) => {
+      const deliveries = await deliveriesOfEvent(db, storeId, event._id, [...new Set([...endpointIds, ...(event.targets ?? [])])]);
+      const written = new Set(deliveries.map((d) => d.webhook_endpoint));
+      const unwritten = (event.targets ?? []).filter((t) => !written.has(t) && endpointIds.includes(t)).length;
+      counts.set(event._id, deliveries.filter((d) => d.status !== 'succeeded').length + unwritten);
+    }),
+  );
   return counts;
 }
 
@@ -381,23 +391,29 @@ export async function deleteDeliveriesOf(db: Db, storeId: string, endpointId: st
 
 /** Resend: back to pending with attempts reset, to be tried at once. */
 export async function resetDelivery(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
-  return deliveriesCollection(db).findOneAndUpdate(
-    { _id: id, store_id: storeId },
+  const doc = await deliveriesCollection(db).findOneAndUpdate(
+    { _id: id },
     { $set: { status: 'pending', attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false } },
     { returnDocument: 'after' },
   );
+  return doc && doc.store_id === storeId ? doc : null;
 }
 
 /**
- * Claims the next attempt: from pending or failed to delivering with attempts + 1, in one update.
- * Null when the delivery is not waiting for an attempt (gone, ended, or an attempt is in flight).
+ * Claims the next attempt: a delivery waiting in pending or failed becomes delivering with attempts
+ * + 1. Returns the stored document as read (`current`) and, when claimed, as it is now (`claimed`).
  */
-export async function claimNextAttempt(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
-  return deliveriesCollection(db).findOneAndUpdate(
-    { _id: id, store_id: storeId, status: { $in: ['pending', 'failed'] } },
-    { $set: { status: 'delivering', last_attempt_at: Math.floor(now / 1000), next_attempt_at: null }, $inc: { attempts: 1 } },
-    { returnDocument: 'after' },
-  );
+export async function claimNextAttempt(
+  db: Db,
+  storeId: string,
+  id: string,
+  now = Date.now(),
+): Promise<{ current: WebhookDeliveryDoc | null; claimed: WebhookDeliveryDoc | null }> {
+  const current = await findDelivery(db, storeId, id);
+  if (!current || (current.status !== 'pending' && current.status !== 'failed')) return { current, claimed: null };
+  const changes = { status: 'delivering' as const, attempts: current.attempts + 1, last_attempt_at: Math.floor(now / 1000), next_attempt_at: null };
+  await deliveriesCollection(db).updateOne({ _id: id }, { $set: changes });
+  return { current, claimed: { ...current, ...changes } };
 }
 
 export interface AttemptOutcome {
@@ -407,22 +423,14 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
-const inFlight = (id: string, storeId: string, attempt: number): Filter<WebhookDeliveryDoc> => ({
-  _id: id,
-  store_id: storeId,
-  status: 'delivering',
-  attempts: attempt,
-});
-
 export type DeliveryChanges = Pick<
   WebhookDeliveryDoc,
   'status' | 'next_attempt_at' | 'last_response_status' | 'last_error' | 'last_duration_ms'
 > & Partial<Pick<WebhookDeliveryDoc, 'delivered_at' | 'failure_counted' | 'attempts'>>;
 
-/** Records the outcome of attempt `attempt` if it is still the one in flight; false otherwise. */
-export async function recordAttemptOutcome(db: Db, storeId: string, id: string, attempt: number, changes: DeliveryChanges): Promise<boolean> {
-  const result = await deliveriesCollection(db).updateOne(inFlight(id, storeId, attempt), { $set: changes });
-  return result.matchedCount === 1;
+/** Records the outcome of the attempt in flight (the delivery's workflow is its only writer). */
+export async function recordAttemptOutcome(db: Db, id: string, changes: DeliveryChanges): Promise<void> {
+  await deliveriesCollection(db).updateOne({ _id: id }, { $set: changes });
 }
 
 export function successChanges(outcome: AttemptOutcome, now = Date.now()): DeliveryChanges {
@@ -464,9 +472,8 @@ export function disabledChanges(doc: Pick<WebhookDeliveryDoc, 'last_response_sta
 
 /** Marks an exhaustion as counted on the endpoint; false when it already was (a retried activity). */
 export async function markFailureCounted(db: Db, storeId: string, id: string): Promise<boolean> {
-  const result = await deliveriesCollection(db).updateOne(
-    { _id: id, store_id: storeId, status: 'exhausted', failure_counted: false },
-    { $set: { failure_counted: true } },
-  );
-  return result.modifiedCount === 1;
+  const doc = await findDelivery(db, storeId, id);
+  if (!doc || doc.status !== 'exhausted' || doc.failure_counted) return false;
+  await deliveriesCollection(db).updateOne({ _id: id }, { $set: { failure_counted: true } });
+  return true;
 }

@@ -1,8 +1,10 @@
 // One delivery attempt, as the delivery workflow's activity: (on a resend, reset the record to pending
-// with attempts 0), close at once if the endpoint is disabled, claim the attempt (compare-and-set to
-// delivering), POST the stored body signed with the endpoint's secrets, and record the outcome:
-// succeeded (endpoint failures reset), failed (next attempt time), or exhausted (endpoint failures
-// +1, auto-disable at 20). A retried activity re-sends the same attempt: duplicates, never loss.
+// with attempts 0), claim the next attempt (pending/failed to delivering, attempts + 1, one update),
+// close at once if the endpoint is disabled, POST the stored body signed with the endpoint's secrets,
+// and record the outcome: succeeded (endpoint failures reset), failed (next attempt time), or
+// exhausted (endpoint failures +1, auto-disable at 20). The workflow is the delivery's one writer, so
+// reads and writes go by `_id` alone (FerretDB's only indexed filter). A retried activity makes the
+// same attempt again: duplicates are possible, loss is not.
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../../domain/webhook-retry';
@@ -13,13 +15,13 @@ import {
   countEndpointExhaustion,
   disabledChanges,
   failureChanges,
-  findDelivery,
   findEndpoint,
   markFailureCounted,
   recordAttemptOutcome,
   resetDelivery,
   resetEndpointFailures,
   successChanges,
+  type DeliveryChanges,
   type WebhookDeliveryDoc,
 } from '../store/webhooks';
 import type { WebhookHttpClient } from './http';
@@ -124,9 +126,10 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
   const endpointRead = input.endpointId ? findEndpoint(db, storeId, input.endpointId) : null;
   endpointRead?.catch(() => undefined);
 
-  let claimed = await claimNextAttempt(db, storeId, deliveryId, now());
+  const claim = await claimNextAttempt(db, storeId, deliveryId, now());
+  let claimed = claim.claimed;
   if (!claimed) {
-    const current = await findDelivery(db, storeId, deliveryId);
+    const current = claim.current;
     if (!current) return result('gone', null);
     if (current.status === 'succeeded' || current.status === 'exhausted') {
       // A retry of an activity that recorded the exhaustion but died before counting it: count it now.
@@ -135,9 +138,6 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
       }
       return result('unchanged', current);
     }
-    if (current.status !== 'delivering') {
-      throw new Error(`delivery ${deliveryId} changed while claiming (now ${current.status}/${current.attempts}); retrying`);
-    }
     // `delivering`: this attempt was claimed by an execution that died (or timed out) mid-POST: make it again.
     claimed = current;
   }
@@ -145,14 +145,12 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
   const endpoint = await (endpointRead ?? findEndpoint(db, storeId, claimed.webhook_endpoint));
   if (!endpoint) return result('gone', null);
 
-  const settle = async (kind: AttemptOutcomeKind, changes: Partial<WebhookDeliveryDoc>, extra: Partial<AttemptResult> = {}) => {
-    const recorded = await recordAttemptOutcome(db, storeId, deliveryId, attemptNo, changes as Parameters<typeof recordAttemptOutcome>[4]);
-    // Not recorded: an earlier execution of this attempt got there first; report what is stored.
-    const doc = recorded ? ({ ...claimed, ...changes } as WebhookDeliveryDoc) : await findDelivery(db, storeId, deliveryId);
-    return { recorded, result: result(kind, doc, extra) };
+  const settle = async (kind: AttemptOutcomeKind, changes: DeliveryChanges, extra: Partial<AttemptResult> = {}) => {
+    await recordAttemptOutcome(db, deliveryId, changes);
+    return result(kind, { ...claimed, ...changes } as WebhookDeliveryDoc, extra);
   };
 
-  if (endpoint.status === 'disabled') return (await settle('disabled', disabledChanges(claimed, attemptNo))).result;
+  if (endpoint.status === 'disabled') return settle('disabled', disabledChanges(claimed, attemptNo));
 
   const body = claimed.body ?? (await findEvent(db, storeId, claimed.event).then((event) => (event ? renderEventBody(event) : null)));
   if (typeof body !== 'string') return result('gone', null);
@@ -164,18 +162,16 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
   const timings = (): AttemptResult['timings'] => ({ prepareMs, httpMs: outcome.durationMs, recordMs: Math.round(performance.now() - httpDone) });
 
   if (outcome.ok) {
-    const { recorded, result: done } = await settle('succeeded', successChanges(outcome, now()));
-    if (recorded && endpoint.consecutive_failures !== 0) await resetEndpointFailures(db, storeId, endpoint._id);
+    const done = await settle('succeeded', successChanges(outcome, now()));
+    if (endpoint.consecutive_failures !== 0) await resetEndpointFailures(db, storeId, endpoint._id);
     return { ...done, timings: timings() };
   }
 
   const delay = attemptNo < MAX_ATTEMPTS ? retryDelayAfter(attemptNo, input.jitter) : null;
-  const { recorded, result: done } = await settle(delay === null ? 'exhausted' : 'failed', failureChanges(outcome, delay === null ? null : now() + delay), {
+  const done = await settle(delay === null ? 'exhausted' : 'failed', failureChanges(outcome, delay === null ? null : now() + delay), {
     nextAttemptInMs: delay,
   });
   // Counted once per exhaustion even if this activity is retried.
-  if (delay === null && recorded && (await markFailureCounted(db, storeId, deliveryId))) {
-    await countEndpointExhaustion(db, storeId, endpoint._id);
-  }
+  if (delay === null && (await markFailureCounted(db, storeId, deliveryId))) await countEndpointExhaustion(db, storeId, endpoint._id);
   return { ...done, timings: timings() };
 }

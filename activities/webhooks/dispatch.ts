@@ -6,8 +6,8 @@
 import type { Db } from 'mongodb';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { EventDoc } from '../store/collections';
-import { findUndispatchedEvents, markAnyEventsDispatched, markEventDispatched } from '../store/events';
-import { deliveriesCollection, ensureDelivery, findEndpointsByIds, type WebhookDeliveryDoc } from '../store/webhooks';
+import { confirmDispatched, findEvent, findStaleOutbox, outboxCollection } from '../store/events';
+import { deliveriesOfEvent, ensureDelivery, findEndpointsByIds, type WebhookDeliveryDoc } from '../store/webhooks';
 import type { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import {
   resendSignal,
@@ -68,23 +68,21 @@ export async function resendDeliveryWorkflow(client: Client, taskQueue: string, 
 /**
  * Makes sure every delivery of the event runs: existing ones are started (a no-op when they run or
  * ran), missing ones are created for target endpoints that still exist and are enabled (one deleted
- * or switched off since gets nothing new); then marks the event dispatched. Returns the deliveries.
+ * or switched off since gets nothing new); then confirms the event dispatched. Returns the deliveries.
  */
 export async function dispatchEvent(deps: DispatchDeps, event: EventDoc): Promise<number> {
   if (!deps.temporal) return 0;
   const client = deps.temporal;
   const taskQueue = taskQueueOf(deps);
   const targets = event.targets ?? [];
-  const existing = await deliveriesCollection(deps.db)
-    .find({ store_id: event.store_id, event: event._id }, { projection: { _id: 1, store_id: 1, webhook_endpoint: 1 } })
-    .toArray();
+  const existing = await deliveriesOfEvent(deps.db, event.store_id, event._id, targets);
   const have = new Set(existing.map((d) => d.webhook_endpoint));
   const missing = targets.filter((t) => !have.has(t));
   const endpoints = (await findEndpointsByIds(deps.db, event.store_id, missing)).filter((e) => e.status === 'enabled');
   const created = await Promise.all(endpoints.map((endpoint) => ensureDelivery(deps.db, event, endpoint._id)));
   const all = [...existing, ...created];
   await Promise.all(all.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
-  if (!event.dispatched) await markEventDispatched(deps.db, event.store_id, event._id);
+  await confirmDispatched(deps.db, [event._id]);
   return all.length;
 }
 
@@ -96,36 +94,24 @@ export async function deliverEventTo(deps: DispatchDeps, event: EventDoc, endpoi
   return delivery;
 }
 
-/** Events whose deliveries all exist and have begun (or ended): nothing left but to mark them. */
-async function fullyDispatched(db: DispatchDeps['db'], events: EventDoc[]): Promise<Set<string>> {
-  const ids = events.map((e) => e._id);
-  const deliveries = await deliveriesCollection(db)
-    .find({ event: { $in: ids } }, { projection: { event: 1, webhook_endpoint: 1, status: 1, attempts: 1 } })
-    .toArray();
-  const begun = new Set(deliveries.filter((d) => !(d.status === 'pending' && d.attempts === 0)).map((d) => `${d.event} ${d.webhook_endpoint}`));
-  return new Set(events.filter((e) => (e.targets ?? []).every((t) => begun.has(`${e._id} ${t}`))).map((e) => e._id));
-}
-
 /**
- * The sweeper's work: events still undispatched `olderThanMs` after they were written. Those whose
- * deliveries exist and have begun are marked dispatched in one update; the others (their writer died,
- * or a start failed) are dispatched again, which creates only what is missing. Returns the number of
- * events dispatched again.
+ * The sweeper's work: events still in the dispatch outbox `olderThanMs` after they were written (their
+ * writer died, or a start failed) are dispatched again, which creates and starts only what is missing.
+ * Returns how many.
  */
 export async function sweepUndispatched(deps: DispatchDeps, { olderThanMs, limit }: { olderThanMs: number; limit: number }): Promise<number> {
-  let redispatched = 0;
+  let swept = 0;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const events = await findUndispatchedEvents(deps.db, { olderThanMs, limit });
-    if (events.length === 0) return redispatched;
-    const done = await fullyDispatched(deps.db, events);
-    for (const event of events) {
-      if (done.has(event._id)) continue;
-      await dispatchEvent(deps, event);
-      redispatched += 1;
+    const entries = await findStaleOutbox(deps.db, { olderThanMs, limit });
+    for (const entry of entries) {
+      const event = await findEvent(deps.db, entry.store_id, entry._id);
+      // The writer died before the event itself was written: nothing happened, nothing to deliver.
+      if (!event) await outboxCollection(deps.db).deleteOne({ _id: entry._id });
+      else await dispatchEvent(deps, event);
+      swept += 1;
     }
-    if (done.size > 0) await markAnyEventsDispatched(deps.db, [...done]);
     // A full batch may mean more are waiting; stop in time for the activity's timeout.
-    if (events.length < limit || Date.now() > deadline) return redispatched;
+    if (entries.length < limit || Date.now() > deadline) return swept;
   }
 }

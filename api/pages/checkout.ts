@@ -4,7 +4,8 @@
 // the handler runs the payment through the session workflow and answers once it is applied.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { payCheckoutSession, requestOverdueExpiry, settleFromHostedPage, type CheckoutDeps } from '../../activities/checkout';
+import { requestOverdueExpiry, type CheckoutDeps } from '../../activities/checkout';
+import { payCheckoutSession, settleFromHostedPage } from '../../activities/checkout-payments';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
 import { findOrder } from '../../activities/store/orders';
 import { findStore } from '../../activities/store/stores';
@@ -80,7 +81,7 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/c/:id',
-    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
+    { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
       if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
@@ -92,7 +93,7 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/c/:id/pay',
-    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
+    { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
       if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
@@ -134,7 +135,7 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/c/:id/status',
-    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
+    { config: { public: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
       if (!session) return reply.status(404).send({ status: 'expired', payment_status: 'unpaid', next: `/c/${request.params.id}` });
@@ -146,7 +147,7 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/c/:id/test/settle',
-    { config: { public: true, page: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
+    { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
       if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));

@@ -46,8 +46,8 @@ export default async function pages(app: FastifyInstance): Promise<void> {
 
   const asset = (content: string, type: string) => async (_request: unknown, reply: import('fastify').FastifyReply) =>
     reply.header('Cache-Control', 'public, max-age=86400, immutable').type(type).send(content);
-  app.get('/assets/pages.css', { config: { public: true, page: true }, schema: { hide: true } }, asset(PAGES_CSS, 'text/css; charset=utf-8'));
-  app.get('/assets/pages.js', { config: { public: true, page: true }, schema: { hide: true } }, asset(PAGES_JS, 'text/javascript; charset=utf-8'));
+  app.get('/assets/pages.css', { config: { public: true }, schema: { hide: true } }, asset(PAGES_CSS, 'text/css; charset=utf-8'));
+  app.get('/assets/pages.js', { config: { public: true }, schema: { hide: true } }, asset(PAGES_JS, 'text/javascript; charset=utf-8'));
 
   await app.register(checkoutPages);
   await app.register(portalPages);

@@ -206,7 +206,7 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
       ${orders.length ? html`<ul class="list">${orders.map((o) => orderItem(lang, o, store.timezone))}</ul>` : html`<p class="muted">${t(lang, 'no_orders')}</p>`}
     </section>
   </div>
-  <form method="post" action="${base}/account/sign-out"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
+  <form method="post" action="${base}/account/sign-out" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
 </main>`;
     return reply.type(HTML).send(layout({ lang, title: `${t(lang, 'portal_title')} · ${store.name}`, body, script: true }));
   }
@@ -245,7 +245,7 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
 
   // Under {portal_url}/{slug}, and at the root of a store's custom domain.
   for (const prefix of ['/portal/:slug', '']) {
-    const config = { public: true, page: true };
+    const config = { public: true };
     app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn);
     app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account);
     app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act);

@@ -65,7 +65,7 @@ function batchResultOf(result: IngestResult) {
   if (result.status === 'error') {
     return { status: 'error' as const, error: { code: result.error.code, message: result.error.message, param: result.error.param } };
   }
-  return { status: result.status, id: result.event.id };
+  return { status: result.status, id: result.id };
 }
 
 const meterEventRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -86,6 +86,7 @@ const meterEventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { store } = authOf(request);
       const [result] = await ingestMeterEvents(deps, store._id, [request.body], { request: eventRequestOf(request) });
       if (result.status === 'error') throw result.error;
+      if (!result.event) throw new Error(`stored event ${result.id} not found`);
       reply.status(result.status === 'accepted' ? 201 : 200);
       return result.event;
     },
@@ -103,7 +104,8 @@ const meterEventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const results = await ingestMeterEvents(deps, store._id, request.body.events, { request: eventRequestOf(request) });
+      // Batch results carry ids only: duplicates need no read of the stored events.
+      const results = await ingestMeterEvents(deps, store._id, request.body.events, { request: eventRequestOf(request), storedDuplicates: false });
       const accepted = results.filter((r) => r.status === 'accepted').length;
       const duplicates = results.filter((r) => r.status === 'duplicate').length;
       const body = {

@@ -13,7 +13,7 @@ import {
 } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import { newId } from '../../domain/ids';
-import { markEventDispatched, recordEvent } from '../../activities/store/events';
+import { confirmDispatched, recordEvent } from '../../activities/store/events';
 import {
   deleteDeliveriesOf,
   deleteEndpoint,
@@ -277,7 +277,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
       // Straight to this endpoint, enabled or not: a disabled one closes the delivery with `endpoint disabled`.
       await deliverEventTo(app.deps, event, endpoint._id);
-      await markEventDispatched(db, store._id, event._id);
+      await confirmDispatched(db, [event._id]);
       return { object: 'webhook_test' as const, webhook_endpoint: endpoint._id, event: event._id };
     },
   );

@@ -30,7 +30,7 @@ import { machineInfo, printTable, round, runWithConcurrency, saveResults, summar
 
 const settings = {
   yardstick: { count: 300, concurrency: 20, warmup: 20 },
-  charges: { count: 600, connections: 20, warmup: 40, subscriptions: 20 },
+  charges: { count: 400, connections: 20, warmup: 40, subscriptions: 20 },
   sameKey: { rounds: 5, concurrent: 50 },
 };
 

@@ -1,8 +1,9 @@
 // What this tests: a buyer in a real browser (Debian's chromium through playwright-core) on the
 // hosted checkout, against the real API, worker, Temporal and FerretDB: a one-off offer paid by
 // card lands on success_url; a declined card then an approved one; PIX paid by the provider's
-// notice (the test connection's button) while the page waits; a recurring offer creating its
-// subscription; an expired link going to cancel_url. Screenshots of each page go to test/artifacts/e2e.
+// notice (the test connection's button) while the page waits; a card in review pending, then
+// refused; a recurring offer creating its subscription; an expired link going to cancel_url.
+// Screenshots of each page go to test/artifacts/e2e.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, test } from 'vitest';
 import { findCheckoutSession } from '../../activities/store/checkout-sessions';
@@ -122,6 +123,19 @@ describe('hosted checkout in a browser', () => {
     await screenshot(page, '06-pix-paid');
     await page.waitForURL(`${merchant.url}/success?session=${session.id}`);
     expect((await findCheckoutSession(stack.mongo.db, store.store._id, session.id))!.payment_status).toBe('paid');
+  });
+
+  test('a card left in review shows the pending page; refused by the provider, the page turns to payment not completed', async () => {
+    const session = await openCheckout({ offer: catalog.oneOff._id });
+    await fillBuyer();
+    await payWithCard('4000 0000 0000 4954');
+    await page.getByTestId('pending').waitFor();
+    await screenshot(page, '08-review-pending');
+    await page.getByTestId('settle-refused').click();
+    await page.getByTestId('failed').waitFor({ timeout: 20_000 });
+    await screenshot(page, '09-payment-failed');
+    const doc = (await findCheckoutSession(stack.mongo.db, store.store._id, session.id))!;
+    expect({ status: doc.status, payment_status: doc.payment_status }).toEqual({ status: 'complete', payment_status: 'unpaid' });
   });
 
   test('a recurring offer paid by card creates the subscription', async () => {

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../activities/events';
 import { collections } from '../../activities/store/collections';
+import { addToOutbox, outboxCollection } from '../../activities/store/events';
 import { deliveriesCollection, deliveryIdFor } from '../../activities/store/webhooks';
 import { dispatchEvent, sweepUndispatched } from '../../activities/webhooks/dispatch';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
@@ -220,8 +221,10 @@ describe('dispatch', () => {
 
     const deps = { db: stack.mongo.db, temporal: stack.temporal.client, taskQueue: stack.taskQueue };
     await dispatchEvent(deps, event);
-    await collections(stack.mongo.db).events.updateOne({ _id: event._id }, { $set: { dispatched: false } });
+    // As if its writer had died before confirming: back in the outbox, then swept.
+    await addToOutbox(stack.mongo.db, [event]);
     await sweepUndispatched(deps, { olderThanMs: 0, limit: 1000 });
+    expect(await outboxCollection(stack.mongo.db).countDocuments({ _id: event._id })).toBe(0);
 
     expect(await deliveriesCollection(stack.mongo.db).countDocuments({ event: event._id })).toBe(1);
     expect((await handle.describe()).runId).toBe(firstRun);

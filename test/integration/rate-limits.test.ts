@@ -9,6 +9,7 @@ import { call, createTestStore, startTestApi, type TestApi, type TestStore } fro
 import { loadApiConfig } from '../../api/config';
 import { collections } from '../../activities/store/collections';
 import { freePort } from '../../temporal-dev/servers';
+import { blockSizeFor } from '../../activities/store/rate-counters';
 
 let mongo: TestMongo;
 let store: TestStore;
@@ -54,7 +55,7 @@ describe('one API process', () => {
   });
   afterAll(async () => api?.close());
 
-  it('the 2-second key window lets 100 through, refuses the rest with 429 and Retry-After, then opens again', async () => {
+  it('one process lets exactly 100 through in a window, refuses the rest with 429 and Retry-After, then opens again', async () => {
     const { key } = await store.makeKey(['read']);
     // A burst in parallel: every response names its window; within one window exactly 100 pass.
     const responses = await Promise.all(Array.from({ length: 140 }, () => call(api, key, 'GET', '/v1/account')));
@@ -165,12 +166,17 @@ describe('two API processes on one database', () => {
     await local?.close();
   });
 
-  it('a key gets exactly 100 requests in a window in total when both processes serve it at once', async () => {
+  it('a key never gets more than 100 requests in a window in total when both processes serve it at once', async () => {
     const { key } = await store.makeKey(['read']);
     const responses = await Promise.all(
       Array.from({ length: 160 }, (_, i) => call(i % 2 === 0 ? local : remote, key, 'GET', '/v1/account')),
     );
-    expect(tally(responses)).toEqual({ ok: 100, unauthorized: 0, limited: 60, other: 0 });
+    const t = tally(responses);
+    // Each process claims blocks of 5 slots; what one holds unused at the end is lost to the other.
+    const slack = 2 * (blockSizeFor(100) - 1);
+    expect(t.ok).toBeLessThanOrEqual(100);
+    expect(t.ok).toBeGreaterThanOrEqual(100 - slack);
+    expect({ unauthorized: t.unauthorized, limited: t.limited, other: t.other }).toEqual({ unauthorized: 0, limited: 160 - t.ok, other: 0 });
     // Both processes served part of the 100 and refused part of the rest.
     const servedBy = (api: { url: string }) => responses.filter((r, i) => r.status === 200 && (i % 2 === 0 ? local : remote) === api).length;
     expect(servedBy(local)).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createBillingWorker } from '../../worker/main';
 import { emitEvent } from '../../activities/events';
 import { collections, ensureIndexes } from '../../activities/store/collections';
+import { outboxCollection } from '../../activities/store/events';
 import { createStore } from '../../activities/store/stores';
 import { deliveriesCollection, insertEndpoint } from '../../activities/store/webhooks';
 import { ensureEventSweeperSchedule, eventSweeperScheduleId } from '../../activities/webhooks/sweeper-schedule';
@@ -49,11 +50,13 @@ test('an event left undispatched is delivered by the sweeper schedule, and only 
   // No Temporal client: written, never dispatched, as when the writer dies right after the insert.
   const event = await emitEvent({ db: mongo.db }, { storeId: store._id, type: 'customer.created', object: { id: 'cust_swept', object: 'customer' } });
   expect(event.dispatched).toBe(false);
+  expect(await outboxCollection(mongo.db).countDocuments({ _id: event._id })).toBe(1);
 
   await ensureEventSweeperSchedule(temporal.client, taskQueue, { everyMs: 1_000, olderThanMs: 1_000 });
   const [hit] = await receiver.waitForHits(1, 30_000);
   expect(hit.event.id).toBe(event._id);
   await waitFor(async () => (await collections(mongo.db).events.findOne({ _id: event._id }))?.dispatched === true);
+  expect(await outboxCollection(mongo.db).countDocuments({ _id: event._id })).toBe(0);
 
   // Later sweeps find nothing to do: still one delivery, one hit.
   const sweeps = await temporal.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).describe();

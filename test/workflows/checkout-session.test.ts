@@ -14,7 +14,8 @@ import { createTestConnection } from '../../activities/provider/test-connection'
 import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
 import { findCheckoutSession } from '../../activities/store/checkout-sessions';
 import { findOrder } from '../../activities/store/orders';
-import { createCheckoutSession, payCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
+import { createCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
+import { payCheckoutSession } from '../../activities/checkout-payments';
 import {
   beginPaymentUpdate,
   checkoutSessionWorkflowId,

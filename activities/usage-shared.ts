@@ -1,0 +1,121 @@
+// What every part of metered usage shares: the activities' dependencies, subscriptions and customers
+// read by `_id` alone, starting or signalling the usage workflow, the short-lived cache of what
+// attachment reads, and the subscription's items and usage state.
+import type { Db } from 'mongodb';
+import type { Client } from '@temporalio/client';
+import { notFound } from '../domain/errors';
+import { cycleOf, RECOMPUTE_INTERVAL_SECONDS } from '../domain/usage-periods';
+import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
+import { collections } from './store/collections';
+import { findOwnedById } from './store/owned';
+import { metersCollection } from './store/meters';
+import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
+import { listUsageItems, type UsageItemDoc, type UsageStateDoc } from './store/usage';
+import type { EventDeps } from './events';
+import { subscriptionSearchAttributes } from './subscriptions';
+import { recomputeSignal, usageWorkflowId, type UsageWorkflowInput } from '../workflows/usage-periods-messages';
+
+export interface UsageDeps extends EventDeps {
+  db: Db;
+  temporal: Client | null;
+  taskQueue: string;
+  /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
+  usageRecomputeSeconds?: number;
+}
+
+export const seconds = (ms: number) => Math.floor(ms / 1000);
+export const isChargeable = (sub: SubscriptionDoc) => CHARGEABLE_STATUSES.includes(sub.status);
+
+/** A subscription of the store, read by `_id` alone (the filter FerretDB answers without a scan). */
+export function loadSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
+  return findOwnedById(subscriptionsCollection(db), storeId, id);
+}
+
+// Customers are never deleted: once seen, a customer id is known for good in this process.
+const knownCustomers = new Set<string>();
+
+export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
+  const key = `${storeId}|${id}`;
+  if (knownCustomers.has(key)) return true;
+  if (!(await findOwnedById(collections(db).customers, storeId, id))) return false;
+  if (knownCustomers.size > 100_000) knownCustomers.clear();
+  knownCustomers.add(key);
+  return true;
+}
+
+export async function signalUsageWorkflow(client: Client, taskQueue: string, sub: Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>): Promise<void> {
+  const input: UsageWorkflowInput = { storeId: sub.store_id, subscriptionId: sub._id };
+  await client.workflow.signalWithStart('usagePeriodsWorkflow', {
+    workflowId: usageWorkflowId(sub._id),
+    taskQueue,
+    args: [input],
+    signal: recomputeSignal,
+    signalArgs: [],
+    typedSearchAttributes: subscriptionSearchAttributes(sub),
+  });
+}
+
+/** For callers outside this module (subscription creation, reactivation): make sure usage runs. */
+export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<void> {
+  if (deps.temporal) await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+}
+
+/**
+ * What attachment reads (a customer's candidates, a subscription, its item for a meter, its usage
+ * state), kept for a moment: steady ingestion then reads nothing per call. This process forgets an
+ * entry when it changes it (usage items); a change made elsewhere (a cancellation, a period moved by
+ * the workflow) is seen within ATTACH_FRESH_MS. A threshold boundary is placed 6 minutes ahead (5
+ * minutes of timestamp skew + a minute), so a state read this recently still puts every event in
+ * the right period.
+ */
+const ATTACH_FRESH_MS = 1_000;
+const attachReads = new Map<string, { at: number; value: Promise<unknown> }>();
+
+export function recent<T>(key: string, load: () => Promise<T>): Promise<T> {
+  const now = Date.now();
+  const hit = attachReads.get(key);
+  if (hit && now - hit.at < ATTACH_FRESH_MS) return hit.value as Promise<T>;
+  if (attachReads.size > 50_000) attachReads.clear();
+  const value = load();
+  attachReads.set(key, { at: now, value });
+  value.catch(() => attachReads.delete(key));
+  return value;
+}
+
+export function forgetAttachment(storeId: string, sub: { _id: string; customer: string | null }, meterId?: string): void {
+  if (sub.customer) attachReads.delete(`c|${storeId}|${sub.customer}`);
+  attachReads.delete(`u|${storeId}|${sub._id}`);
+  if (meterId) attachReads.delete(`i|${storeId}|${sub._id}|${meterId}`);
+}
+
+export async function storeMeterIds(db: Db, storeId: string): Promise<string[]> {
+  const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  return docs.map((d) => d._id);
+}
+
+export function newUsageState(sub: SubscriptionDoc, now: number): UsageStateDoc {
+  return {
+    _id: sub._id,
+    store_id: sub.store_id,
+    customer: sub.customer,
+    currency: sub.currency,
+    inherited: false,
+    open: null,
+    next_start: cycleOf(sub)?.start ?? now,
+    periods: [],
+    threshold: null,
+    pricing: [],
+    created: now,
+  };
+}
+
+export async function requireSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc> {
+  const sub = await loadSubscription(db, storeId, id);
+  if (!sub) throw notFound('subscription', id);
+  return sub;
+}
+
+export async function subscriptionItems(db: Db, sub: SubscriptionDoc): Promise<UsageItemDoc[]> {
+  return listUsageItems(db, sub.store_id, sub._id, await storeMeterIds(db, sub.store_id));
+}
+

@@ -1,0 +1,162 @@
+// What this tests: the subscription state table (domain/subscriptions.ts) and the charge body rules
+// (domain/charges.ts) as pure functions: next steps, action refusals, dunning, and the order of checks.
+import { describe, expect, it } from 'vitest';
+import * as rules from '../../domain/subscriptions';
+import { chargeOrderItems, minimumCharge, normalizeCharge } from '../../domain/charges';
+import { ApiError } from '../../domain/errors';
+
+const DAY = 86_400;
+const t0 = Date.parse('2026-01-31T10:00:00Z') / 1000;
+
+function life(overrides: Partial<rules.SubscriptionLife> = {}): rules.SubscriptionLife {
+  return {
+    status: 'active',
+    offer: { id: 'ofr_a', name: 'A' },
+    product: { id: 'prd_a', name: 'Product A' },
+    product_family: 'fam',
+    billing_cycle: 'monthly',
+    custom_billing_days: null,
+    currency: 'brl',
+    amount: 1000,
+    current_period_start: t0,
+    current_period_end: t0 + 28 * DAY,
+    next_billing_at: t0 + 28 * DAY,
+    trial_start: null,
+    trial_end: null,
+    cycles_completed: 1,
+    cycle_limit: null,
+    cancel_at_period_end: false,
+    canceled_at: null,
+    ended_at: null,
+    cancellation_details: null,
+    default_payment_method: { id: 'pm_1', type: 'card', brand: 'visa', last4: '4242', chargeable: true },
+    past_due_details: null,
+    billing_anchor_day: 31,
+    ...overrides,
+  };
+}
+
+const details: rules.CancellationDetails = { reason: 'other', comment: null, source: 'dashboard' };
+
+describe('nextStep', () => {
+  it('charges at next_billing_at when active or trialing', () => {
+    expect(rules.nextStep(life())).toEqual({ kind: 'charge', at: t0 + 28 * DAY });
+    expect(rules.nextStep(life({ status: 'trialing', current_period_end: null, trial_end: t0 + 7 * DAY, next_billing_at: t0 + 7 * DAY }))).toEqual({
+      kind: 'charge',
+      at: t0 + 7 * DAY,
+    });
+  });
+
+  it('ends at the paid period end: canceled with a scheduled cancellation, expired at the cycle limit', () => {
+    expect(rules.nextStep(life({ cancel_at_period_end: true, next_billing_at: null }))).toEqual({ kind: 'end', at: t0 + 28 * DAY, to: 'canceled' });
+    expect(rules.nextStep(life({ cycle_limit: 1, next_billing_at: null }))).toEqual({ kind: 'end', at: t0 + 28 * DAY, to: 'expired' });
+  });
+
+  it('retries at next_retry_at when past_due, and does nothing when paused, canceled or expired', () => {
+    expect(rules.nextStep(life({ status: 'past_due', past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } }))).toEqual({ kind: 'retry', at: t0 + DAY });
+    for (const status of ['paused', 'canceled', 'expired'] as const) expect(rules.nextStep(life({ status }))).toBeNull();
+  });
+});
+
+describe('charges of a cycle', () => {
+  it('an approved renewal advances the period on the anchor day and counts the cycle', () => {
+    const change = rules.chargeApproved(life(), t0 + 28 * DAY);
+    expect(change).toMatchObject({ status: 'active', current_period_start: t0 + 28 * DAY, cycles_completed: 2, past_due_details: null });
+    expect(new Date(change.current_period_end! * 1000).toISOString()).toBe('2026-03-31T10:00:00.000Z');
+    expect(change.next_billing_at).toBe(change.current_period_end);
+  });
+
+  it('the approved charge that reaches the cycle limit leaves no next charge', () => {
+    expect(rules.chargeApproved(life({ cycle_limit: 2 }), t0 + 28 * DAY).next_billing_at).toBeNull();
+  });
+
+  it('declines: past_due with retries after 1, 3, 5 days, then expired with ended_at and customer.subscription.deleted', () => {
+    let l = life();
+    const first = rules.chargeDeclined(l, t0);
+    expect(first.change).toMatchObject({ status: 'past_due', past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } });
+    l = { ...l, ...first.change };
+    const second = rules.chargeDeclined(l, t0 + DAY);
+    expect(second.change.past_due_details).toEqual({ attempts: 2, since: t0, next_retry_at: t0 + 3 * DAY });
+    l = { ...l, ...second.change };
+    l = { ...l, ...rules.chargeDeclined(l, t0 + 3 * DAY).change };
+    expect(l.past_due_details).toEqual({ attempts: 3, since: t0, next_retry_at: t0 + 5 * DAY });
+    const last = rules.chargeDeclined(l, t0 + 5 * DAY);
+    expect(last.change).toMatchObject({ status: 'expired', ended_at: t0 + 5 * DAY, past_due_details: null, next_billing_at: null });
+    expect(last.events).toEqual([{ type: 'customer.subscription.deleted' }]);
+  });
+});
+
+describe('actions', () => {
+  it('pause refuses paused and ended subscriptions; resume refuses all but paused', () => {
+    expect(rules.pause(life({ status: 'paused' }))).toMatchObject({ ok: false });
+    expect(rules.pause(life({ status: 'canceled' }))).toMatchObject({ ok: false });
+    expect(rules.pause(life({ status: 'past_due' }))).toMatchObject({ ok: true, change: { status: 'paused' } });
+    expect(rules.resume(life(), t0)).toMatchObject({ ok: false });
+  });
+
+  it('resume after the due date moves next_billing_at to now', () => {
+    const result = rules.resume(life({ status: 'paused' }), t0 + 60 * DAY);
+    expect(result).toMatchObject({ ok: true, change: { status: 'active', next_billing_at: t0 + 60 * DAY } });
+  });
+
+  it('scheduling a cancellation needs active or trialing; undoing it restores next_billing_at', () => {
+    expect(rules.scheduleCancellation(life({ status: 'past_due' }), t0, details)).toMatchObject({ ok: false });
+    const scheduled = rules.scheduleCancellation(life(), t0, details);
+    expect(scheduled).toMatchObject({ ok: true, change: { cancel_at_period_end: true, next_billing_at: null }, events: [] });
+    const after = { ...life(), ...(scheduled.ok ? scheduled.change : {}) };
+    expect(rules.undoScheduledCancellation(after)).toMatchObject({ ok: true, change: { cancel_at_period_end: false, next_billing_at: t0 + 28 * DAY } });
+  });
+
+  it('reactivation of an ended subscription needs a chargeable saved card and an active offer', () => {
+    expect(rules.reactivationRefusal(life(), true)).toMatch(/active/);
+    expect(rules.reactivationRefusal(life({ status: 'canceled', default_payment_method: null }), true)).toMatch(/saved card/);
+    expect(rules.reactivationRefusal(life({ status: 'expired' }), false)).toMatch(/offer/);
+    expect(rules.reactivationRefusal(life({ status: 'canceled' }), true)).toBeNull();
+  });
+
+  it('change_offer: same product or family only; upgraded when the amount does not fall, else downgraded', () => {
+    const terms = (over: Partial<rules.OfferTerms>): rules.OfferTerms => ({
+      offer: { id: 'ofr_b', name: 'B' },
+      product: { id: 'prd_a', name: 'Product A' },
+      product_family: 'fam',
+      amount: 1000,
+      billing_cycle: 'monthly',
+      custom_billing_days: null,
+      cycle_limit: null,
+      ...over,
+    });
+    expect(rules.changeOffer(life(), terms({ product: { id: 'prd_x', name: 'X' }, product_family: 'other' }))).toMatchObject({ ok: false });
+    expect(rules.changeOffer(life(), terms({ product: { id: 'prd_x', name: 'X' } }))).toMatchObject({ ok: true });
+    expect(rules.changeOffer(life(), terms({ amount: 1000 }))).toMatchObject({ events: [{ legacyType: 'subscription.upgraded' }] });
+    expect(rules.changeOffer(life(), terms({ amount: 999 }))).toMatchObject({ events: [{ legacyType: 'subscription.downgraded' }] });
+  });
+});
+
+describe('charge body rules', () => {
+  const codeOf = (fn: () => unknown) => {
+    try {
+      fn();
+      return null;
+    } catch (error) {
+      return (error as ApiError).code;
+    }
+  };
+
+  it('checks currency, then minimum, then lines, in that order', () => {
+    expect(codeOf(() => normalizeCharge({ amount: 1, currency: 'usd', lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('currency_mismatch');
+    expect(codeOf(() => normalizeCharge({ amount: 1, lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('amount_too_small');
+    expect(codeOf(() => normalizeCharge({ amount: 100, lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('lines_total_mismatch');
+    expect(codeOf(() => normalizeCharge({ amount: 100, currency: 'BRL', lines: [{ description: 'x', quantity: 20, unit_amount: 5 }] }, 'brl'))).toBeNull();
+  });
+
+  it('the minimum is one unit of the currency', () => {
+    expect(minimumCharge('brl')).toBe(100);
+    expect(minimumCharge('jpy')).toBe(1);
+    expect(minimumCharge('kwd')).toBe(1000);
+  });
+
+  it('description falls back to the first line; without lines the order has one item', () => {
+    expect(normalizeCharge({ amount: 300, lines: [{ description: 'Pack', quantity: 3, unit_amount: 100 }] }, 'brl').description).toBe('Pack');
+    expect(chargeOrderItems({ amount: 700, description: null, lines: [] })).toEqual([{ kind: 'charge', description: 'Charge', quantity: 1, unit_amount: 700, amount: 700 }]);
+  });
+});
