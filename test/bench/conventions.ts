@@ -97,6 +97,7 @@ async function main() {
     await load(appUrl, idPaths('/v1'), auth, settings.warmupSeconds);
 
     const results: Record<string, HttpLoadSummary> = {};
+    let listSequential: { bareMs: number[]; apiMs: number[] } | null = null;
     // Requests autocannon abandons at the end of a run still occupy FerretDB: wait until it answers
     // a lookup again before the next scenario starts.
     const drain = () =>
@@ -118,6 +119,20 @@ async function main() {
     }
     // Lists last: each one reads the whole collection on FerretDB, and the backlog they leave is long.
     if (want('list')) {
+      // One at a time first: what a single list costs when FerretDB is not queueing them.
+      const once = async (url: string, headers: Record<string, string> = {}) => {
+        const started = performance.now();
+        const res = await fetch(url, { headers });
+        await res.text();
+        return round(performance.now() - started);
+      };
+      const sequential = { bareMs: [] as number[], apiMs: [] as number[] };
+      for (let i = 0; i < 3; i++) {
+        sequential.bareMs.push(await once(`${bareUrl}/customers`));
+        sequential.apiMs.push(await once(`${appUrl}/v1/customers?limit=100`, auth));
+      }
+      console.log('single list requests, one at a time (ms):', JSON.stringify(sequential));
+      listSequential = sequential;
       results.bareList100 = await load(bareUrl, ['/customers'], {}, settings.listSeconds);
       await drain();
       results.apiList100 = await load(appUrl, ['/v1/customers?limit=100'], auth, settings.listSeconds);
@@ -164,6 +179,7 @@ async function main() {
       loadAverage1mAfter: machineInfo().loadAverage1m,
       settings: { ...settings, seedSeconds },
       results,
+      listSequential,
       goals,
     });
     console.log(`saved ${file}`);

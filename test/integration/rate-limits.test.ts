@@ -154,9 +154,10 @@ describe('two API processes on one database', () => {
         const res = await fetch(`${remote.url}/v1/nothing`, { headers: { 'X-Forwarded-For': '192.0.2.250' } }).catch(() => null);
         return res?.status === 404;
       },
-      { timeoutMs: 30_000, intervalMs: 200, description: 'the second API process to listen' },
+      // tsx compiles the whole API on start: slow on a busy 2-core machine.
+      { timeoutMs: 90_000, intervalMs: 200, description: 'the second API process to listen' },
     );
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     if (remote?.child.exitCode === null) {
       const exited = new Promise((resolve) => remote.child.once('exit', resolve));
