@@ -116,10 +116,12 @@ export async function startCharge(deps: { db: Db; temporal: Client | null; taskQ
       .digest('hex');
 
   // A key is permanent: whatever happened since, it answers with its charge.
-  const existing = await findChargeByKey(db, input.storeId, input.key);
+  const [existing, sub] = await Promise.all([
+    findChargeByKey(db, input.storeId, input.key),
+    findSubscription(db, input.storeId, input.subscriptionId),
+  ]);
   if (existing) return replayOf(existing, fingerprint);
 
-  const sub = await findSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) throw notFound('subscription', input.subscriptionId);
   if (!CHARGEABLE_STATUSES.includes(sub.status)) {
     throw new ApiError('subscription_not_chargeable', `The subscription is ${sub.status}; only active, trialing and past_due subscriptions accept charges.`);
@@ -149,6 +151,13 @@ export async function startCharge(deps: { db: Db; temporal: Client | null; taskQ
     storeId: input.storeId,
     subscriptionId: sub._id,
     customerId: sub.customer,
+    subscription: {
+      paymentMethodId: sub.default_payment_method.id,
+      customerEmail: sub.customer_email,
+      offerId: sub.offer.id,
+      productId: sub.product.id,
+      clientReferenceId: sub.client_reference_id,
+    },
     key: input.key,
     fingerprint,
     amount: charge.amount,
@@ -201,7 +210,8 @@ export async function startCharge(deps: { db: Db; temporal: Client | null; taskQ
   return { charge: answer.charge, outcome: answer.outcome, replayed: answer.replayed, originalRequestId: answer.originalRequestId };
 }
 
-function chargeOrderDoc(input: ChargeWorkflowInput, sub: { customer: string | null; customer_email: string | null; offer: { id: string }; product: { id: string }; client_reference_id: string | null }, status: OrderDoc['status'], transactionId: string, livemode: boolean): OrderDoc {
+function chargeOrderDoc(input: ChargeWorkflowInput, status: OrderDoc['status'], transactionId: string, livemode: boolean): OrderDoc {
+  const sub = input.subscription;
   const created = Math.floor(input.createdAt / 1000);
   const items = chargeOrderItems(input);
   return {
@@ -217,16 +227,16 @@ function chargeOrderDoc(input: ChargeWorkflowInput, sub: { customer: string | nu
     order_type: 'api',
     recurrence: 'unscheduled',
     subscription: input.subscriptionId,
-    customer: sub.customer,
-    customer_email: sub.customer_email,
-    offer: sub.offer.id,
-    product: sub.product.id,
+    customer: input.customerId,
+    customer_email: sub.customerEmail,
+    offer: sub.offerId,
+    product: sub.productId,
     items,
     payment_method_type: 'card',
     installments: null,
     external_order_id: input.chargeId,
     status_source: 'provider',
-    client_reference_id: sub.client_reference_id,
+    client_reference_id: sub.clientReferenceId,
     checkout_session: null,
     coupon: null,
     metadata: encodeMetadata(input.metadata),
@@ -259,14 +269,12 @@ export function createChargeActivities(deps: ChargeDeps) {
      */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
       beat();
-      const sub = await findSubscription(db, input.storeId, input.subscriptionId);
-      if (!sub) throw new Error(`subscription ${input.subscriptionId} not found`);
-
-      const outcome = sub.default_payment_method
+      const paymentMethodId = input.subscription.paymentMethodId;
+      const outcome = paymentMethodId
         ? await provider.chargeSavedCard({
             storeId: input.storeId,
             idempotencyKey: input.key,
-            paymentMethodId: sub.default_payment_method.id,
+            paymentMethodId,
             amount: input.amount,
             currency: input.currency,
             description: input.description,
@@ -279,7 +287,7 @@ export function createChargeActivities(deps: ChargeDeps) {
       let order: OrderDoc | null = null;
       if (outcome.transactionId !== null) {
         const status = outcome.status === 'approved' ? 'paid' : outcome.status === 'review' ? 'pending' : 'failed';
-        order = await insertOrderOnce(db, chargeOrderDoc(input, sub, status, outcome.transactionId, provider.livemode));
+        order = await insertOrderOnce(db, chargeOrderDoc(input, status, outcome.transactionId, provider.livemode));
       }
       const failed = outcome.status === 'declined' || outcome.status === 'refused';
       const doc = await insertChargeOnce(db, {
@@ -290,7 +298,7 @@ export function createChargeActivities(deps: ChargeDeps) {
         status: outcome.status === 'approved' ? 'succeeded' : outcome.status === 'review' ? 'pending' : 'failed',
         outcome: outcome.status,
         subscription: input.subscriptionId,
-        customer: sub.customer,
+        customer: input.customerId,
         amount: input.amount,
         currency: input.currency,
         description: input.description,

@@ -19,17 +19,13 @@ import {
 import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from './store/orders';
 import type { TransactionState } from './provider/types';
 import type { PaymentResultInput } from '../workflows/checkout-session-messages';
+import { startsWithTrial } from '../domain/checkout';
 import { createSubscriptionForCheckout } from './checkout-subscriptions';
 
 async function sessionOrFail(deps: ActivityDeps, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
   const doc = await findCheckoutSession(deps.db, storeId, sessionId);
   if (!doc) throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} not found in store ${storeId}`, 'session_missing');
   return doc;
-}
-
-/** A trial offer saves the card and charges nothing at checkout: no order then. */
-export function chargesAtCheckout(session: CheckoutSessionDoc): boolean {
-  return !(session.offer.type === 'recurring' && (session.offer.trial_days ?? 0) > 0);
 }
 
 export function checkoutOrderDoc(
@@ -94,7 +90,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
     }): Promise<{ order: string | null; session: CheckoutSessionObject }> {
       const { storeId, sessionId, result, paymentStatus, completedAt } = input;
       const session = await sessionOrFail(deps, storeId, sessionId);
-      const withOrder = chargesAtCheckout(session);
+      const withOrder = !startsWithTrial(session.offer);
       if (withOrder) await insertOrderOnce(db, checkoutOrderDoc(session, result, paymentStatus, completedAt, deps.provider.livemode));
       const { outcome } = result;
       const updated = await markSessionComplete(db, storeId, sessionId, {

@@ -6,14 +6,13 @@
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApiError } from '../domain/errors';
 import { newId, randomBase62 } from '../domain/ids';
-import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, effectiveStatus, priceIn } from '../domain/checkout';
+import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
 import { findCustomer } from './store/customers';
 import { findStore } from './store/stores';
 import { findCheckoutSession, type CheckoutSessionDoc } from './store/checkout-sessions';
 import { createCustomer } from './customers';
 import type { ProviderNotice, SettlementStatus } from './provider/types';
-import { chargesAtCheckout } from './checkout-activities';
 import { requestOverdueExpiry, temporalOf, type CheckoutDeps } from './checkout';
 import {
   beginPaymentUpdate,
@@ -67,7 +66,7 @@ export async function payCheckoutSession(
   now = Date.now(),
 ): Promise<HostedPaymentResult> {
   if (effectiveStatus(session, Math.floor(now / 1000)) !== 'open') return { kind: 'closed' };
-  const trial = !chargesAtCheckout(session);
+  const trial = startsWithTrial(session.offer);
   if (input.method === 'pix' && trial) return { kind: 'error', code: 'method_unavailable', message: 'PIX is not available for this offer.', field: 'method' };
 
   const store = await findStore(deps.db, session.store_id);

@@ -11,7 +11,7 @@ import { ordersCollection } from './store/orders';
 import { subscriptionObject, subscriptionsCollection } from './store/subscriptions';
 import { createSubscription, startSubscriptionWorkflow } from './subscriptions';
 import { emitEventOnce } from './emit-once';
-import { chargesAtCheckout } from './checkout-activities';
+import { startsWithTrial } from '../domain/checkout';
 
 registerIndexes((db) => subscriptionsCollection(db).createIndex({ store_id: 1, checkout_session: 1 }));
 
@@ -55,7 +55,7 @@ export async function createSubscriptionForCheckout(deps: ActivityDeps, session:
       // subscription_data[metadata] when sent, else the session's metadata.
       metadata: decodeMetadata(session.subscription_metadata ?? session.metadata),
       // The checkout's order paid the first cycle (a trial charges nothing now).
-      firstPeriodPaid: chargesAtCheckout(session),
+      firstPeriodPaid: !startsWithTrial(session.offer),
       request: null,
     });
   }

@@ -25,7 +25,7 @@ export interface PortalDeps {
 
 export type PortalActionResult = { ok: true } | { ok: false; reason: string };
 
-const PORTAL_SOURCE: CancellationSource = 'customer_portal';
+const PORTAL_SOURCE: CancellationSource = 'customer portal';
 
 export async function portalSubscriptions(db: Db, storeId: string, customerId: string): Promise<SubscriptionDoc[]> {
   return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
@@ -58,7 +58,7 @@ async function runUpdate(deps: PortalDeps, subscriptionId: string, run: (handle:
 export async function cancelAtPeriodEndFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
   if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
   // `source` is who canceled (the customer portal); the request is the customer's, not an API call.
-  const input = { reason: null, comment: null, source: PORTAL_SOURCE, request: null } as CancelInput;
+  const input: CancelInput = { reason: null, comment: null, source: PORTAL_SOURCE, request: null };
   return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(scheduleCancellationUpdate, { args: [input] }));
 }
 

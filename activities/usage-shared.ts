@@ -4,13 +4,13 @@
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { notFound } from '../domain/errors';
-import { cycleOf, RECOMPUTE_INTERVAL_SECONDS } from '../domain/usage-periods';
+import { cycleOf } from '../domain/usage-periods';
 import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
 import { collections } from './store/collections';
 import { findOwnedById } from './store/owned';
 import { metersCollection } from './store/meters';
 import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
-import { listUsageItems, type UsageItemDoc, type UsageStateDoc } from './store/usage';
+import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from './store/usage';
 import type { EventDeps } from './events';
 import { subscriptionSearchAttributes } from './subscriptions';
 import { recomputeSignal, usageWorkflowId, type UsageWorkflowInput } from '../workflows/usage-periods-messages';
@@ -55,9 +55,20 @@ export async function signalUsageWorkflow(client: Client, taskQueue: string, sub
   });
 }
 
-/** For callers outside this module (subscription creation, reactivation): make sure usage runs. */
-export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<void> {
-  if (deps.temporal) await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+/**
+ * The hook for subscription creation, resume and reactivation: starts (or wakes) the usage workflow
+ * when the subscription's offer has usage rows or the subscription has a usage state (items were set
+ * or inherited). Safe to call for every subscription: it does nothing for the others.
+ */
+export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
+  if (!deps.temporal) return false;
+  const [offer, state] = await Promise.all([
+    sub.offer ? findOwnedById(collections(deps.db).offers, sub.store_id, sub.offer.id) : Promise.resolve(null),
+    findOwnedById(usageStatesCollection(deps.db), sub.store_id, sub._id),
+  ]);
+  if (!state && !(offer?.usage?.length)) return false;
+  await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+  return true;
 }
 
 /**

@@ -175,7 +175,7 @@ export function createUsageActivities(deps: UsageDeps) {
 
   async function openPeriod(sub: SubscriptionDoc, state: UsageStateDoc, start: number, end: number, now: number): Promise<PeriodRef> {
     const id = usagePeriodId(sub._id, start);
-    await insertUsagePeriod(db, {
+    const stored = await insertUsagePeriod(db, {
       _id: id,
       store_id: sub.store_id,
       subscription: sub._id,
@@ -196,7 +196,9 @@ export function createUsageActivities(deps: UsageDeps) {
       livemode: true,
       created: now,
     });
-    const open = { id, start, end, threshold_boundary: false };
+    // Opening twice finds the first (a retried activity); a period already closed is never reopened.
+    if (stored.status === 'closed') throw ApplicationFailure.nonRetryable(`usage period ${id} starting at ${start} is already closed`);
+    const open = { id, start: stored.period_start, end: stored.period_end, threshold_boundary: stored.threshold_boundary };
     await updateUsageState(db, sub._id, { $set: { open }, $addToSet: { periods: id } });
     return open;
   }
@@ -294,10 +296,12 @@ export function createUsageActivities(deps: UsageDeps) {
         await recoverUsageJournals(db);
       }
       const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, await subscriptionItems(db, sub));
+      // At least a second long: the next period starts at this end and its id derives from its start.
+      const end = Math.max(input.end, period.period_start + 1);
       const closed = (await updateUsagePeriod(db, period._id, {
         status: 'closed',
         close_reason: input.reason,
-        period_end: input.end,
+        period_end: end,
         lines: computed.lines,
         amount_total: computed.amount_total,
         threshold: computed.threshold,
@@ -306,7 +310,7 @@ export function createUsageActivities(deps: UsageDeps) {
         charge_state: computed.amount_total > 0 ? 'none' : 'not_needed',
       }))!;
       const state = await findUsageState(db, input.storeId, input.subscriptionId);
-      if (state?.open?.id === period._id) await updateUsageState(db, sub._id, { $set: { open: null, next_start: input.end } });
+      if (state?.open?.id === period._id) await updateUsageState(db, sub._id, { $set: { open: null, next_start: end } });
       return { amount_total: closed.amount_total, chargeNeeded: closed.amount_total > 0, period: usagePeriodObject(closed) };
     },
 

@@ -34,6 +34,11 @@ export function modeOfOffer(type: 'one_off' | 'recurring'): SessionMode {
   return type === 'recurring' ? 'subscription' : 'payment';
 }
 
+/** A recurring offer with a free trial saves the card at checkout and charges nothing (no order). */
+export function startsWithTrial(offer: { type: 'one_off' | 'recurring'; trial_days: number | null }): boolean {
+  return offer.type === 'recurring' && (offer.trial_days ?? 0) > 0;
+}
+
 /** expires_at as sent (30 minutes to 24 hours from now) or the 24-hour default. */
 export function resolveExpiresAt(requested: number | undefined | null, nowSeconds: number): number {
   if (requested === undefined || requested === null) return nowSeconds + EXPIRY_MAX_SECONDS;

@@ -11,7 +11,8 @@ export const CHARGEABLE_STATUSES: readonly SubscriptionStatus[] = ['active', 'tr
 
 export const CANCELLATION_REASONS = ['too_expensive', 'not_using', 'missing_features', 'switching', 'temporary', 'other'] as const;
 export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
-export type CancellationSource = 'dashboard' | 'customer_portal' | 'provider';
+// The spec's words for who canceled: `customer portal` is written with a space.
+export type CancellationSource = 'dashboard' | 'customer portal' | 'provider';
 
 export interface CancellationDetails {
   reason: CancellationReason | null;

@@ -14,6 +14,14 @@ export interface ChargeWorkflowInput {
   storeId: string;
   subscriptionId: string;
   customerId: string | null;
+  /** What the charge and its order need from the subscription, as it was when the charge was asked for. */
+  subscription: {
+    paymentMethodId: string | null;
+    customerEmail: string | null;
+    offerId: string;
+    productId: string;
+    clientReferenceId: string | null;
+  };
   key: string;
   /** Request (method, path, body) hash: a different request under the key is refused. */
   fingerprint: string;

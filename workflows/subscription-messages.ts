@@ -5,7 +5,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ProviderNotice } from '../activities/provider/types';
 import type { SubscriptionObject } from '../activities/store/subscriptions';
 import type { EventRequest } from '../activities/store/events';
-import type { CancellationReason, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
+import type { CancellationReason, CancellationSource, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
 
 export const subscriptionWorkflowId = (subscriptionId: string) => `subscription/${subscriptionId}`;
 
@@ -25,6 +25,8 @@ export interface PauseInput extends WithRequest {
 export interface CancelInput extends WithRequest {
   reason?: CancellationReason | null;
   comment?: string | null;
+  /** Who cancels: the API and the CLI are the dashboard; the portal says so. */
+  source?: CancellationSource;
 }
 export interface ChangeOfferInput extends WithRequest {
   offer: string;

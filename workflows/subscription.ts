@@ -167,12 +167,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   setHandler(pauseUpdate, ({ reason, request }) => action(() => rules.pause(life), request, reason ?? null));
   setHandler(resumeUpdate, ({ request }) => action(() => rules.resume(life, nowSeconds()), request));
-  setHandler(cancelUpdate, ({ reason, comment, request }) =>
-    action(() => rules.cancelNow(life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: 'dashboard' }), request, reason ?? null),
-  );
-  setHandler(scheduleCancellationUpdate, ({ reason, comment, request }) =>
+  setHandler(cancelUpdate, ({ reason, comment, source, request }) =>
     action(
-      () => rules.scheduleCancellation(life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: 'dashboard' }),
+      () => rules.cancelNow(life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
+      request,
+      reason ?? null,
+    ),
+  );
+  setHandler(scheduleCancellationUpdate, ({ reason, comment, source, request }) =>
+    action(
+      () => rules.scheduleCancellation(life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
       request,
       reason ?? null,
     ),

@@ -1,7 +1,7 @@
 // The hosted checkout's pages as HTML: the payment form, the thank-you page, the pending PIX and
 // review pages, the failed-payment page and the unavailable-link page. Pure rendering from the
 // session (and its order); every user-provided text is escaped by html``.
-import { chargeAmounts, fillSessionPlaceholder, priceIn, type Price } from '../../domain/checkout';
+import { chargeAmounts, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
 import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import type { CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
@@ -49,8 +49,8 @@ export function chosenPrice(session: CheckoutSessionDoc, requested: string | nul
   return (wanted && prices.find((p) => p.currency === wanted)) || priceIn(prices, null)!;
 }
 
-export function isTrial(session: CheckoutSessionDoc): boolean {
-  return session.offer.type === 'recurring' && (session.offer.trial_days ?? 0) > 0;
+function isTrial(session: CheckoutSessionDoc): boolean {
+  return startsWithTrial(session.offer);
 }
 
 function errorText(lang: PageLanguage, error: FormError): string {

@@ -29,13 +29,14 @@ import { chargesCollection } from '../../activities/store/subscription-charges';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
+  /** One request at a time: the cost of one charge without queueing behind others. */
+  sequential: { count: 30 },
   yardstick: { count: 300, concurrency: 20, warmup: 20 },
   charges: { count: 400, connections: 20, warmup: 40, subscriptions: 20 },
   sameKey: { rounds: 5, concurrent: 50 },
 };
 
-async function yardstick(client: Client, taskQueue: string) {
-  const { count, concurrency, warmup } = settings.yardstick;
+async function yardstick(client: Client, taskQueue: string, { count, concurrency, warmup } = settings.yardstick) {
   const run = async (total: number) => {
     const ms: number[] = [];
     await runWithConcurrency(total, concurrency, async (i) => {
@@ -117,13 +118,22 @@ async function main(): Promise<void> {
     const figures = await worker.runUntil(async () => {
       console.log('(a) bare start-and-wait of pingWorkflow (one activity), 20 lanes...');
       const bare = await yardstick(client, taskQueue);
+      const bareSequential = await yardstick(client, taskQueue, { count: settings.sequential.count, concurrency: 1, warmup: 0 });
 
       const { count, connections, warmup } = settings.charges;
       await runWithConcurrency(warmup, connections, async (i) => {
         const res = await postCharge(subscriptionIds[i % subscriptionIds.length], `warmup-${randomUUID()}`, 1000);
         if (res.status !== 201) throw new Error(`warmup charge answered ${res.status}`);
       });
-      console.log(`(b) ${count} charges with distinct keys, ${connections} connections...`);
+      console.log(`(b) ${settings.sequential.count} charges one at a time, then ${count} with ${connections} connections, distinct keys...`);
+      const sequentialMs: number[] = [];
+      await runWithConcurrency(settings.sequential.count, 1, async (i) => {
+        const t = performance.now();
+        const res = await postCharge(subscriptionIds[i % subscriptionIds.length], `seq-${randomUUID()}`, 1000);
+        sequentialMs.push(performance.now() - t);
+        if (res.status !== 201) throw new Error(`sequential charge answered ${res.status}`);
+      });
+      const sequential = summarizeLatencies(sequentialMs);
       const latencies: number[] = [];
       let non201 = 0;
       const began = performance.now();
@@ -160,13 +170,23 @@ async function main(): Promise<void> {
           other: answers.filter((a) => a.status !== 200 && a.status !== 201).length,
         });
       }
-      return { bare, distinct, rounds };
+      return { bare, bareSequential, sequential, distinct, rounds };
     });
     await app.close();
 
     const p50Ratio = round(figures.distinct.latencyMs.p50 / figures.bare.p50, 2);
     printTable('(a) yardstick: bare start-and-wait of a one-activity workflow (pingWorkflow)', [
       { lanes: settings.yardstick.concurrency, workflows: settings.yardstick.count, 'p50 ms': figures.bare.p50, 'p99 ms': figures.bare.p99, 'mean ms': figures.bare.mean },
+      { lanes: 1, workflows: settings.sequential.count, 'p50 ms': figures.bareSequential.p50, 'p99 ms': figures.bareSequential.p99, 'mean ms': figures.bareSequential.mean },
+    ]);
+    printTable('(b0) POST charges one at a time (request -> 201, no queueing)', [
+      {
+        charges: settings.sequential.count,
+        'p50 ms': figures.sequential.p50,
+        'p99 ms': figures.sequential.p99,
+        'mean ms': figures.sequential.mean,
+        'p50 / 1-lane yardstick p50': round(figures.sequential.p50 / figures.bareSequential.p50, 2),
+      },
     ]);
     printTable('(b) POST /v1/subscriptions/{id}/charges, approved, distinct keys (request -> 201)', [
       {

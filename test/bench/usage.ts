@@ -7,8 +7,10 @@
 //     number of distinct events;
 // (d) the cost of recomputing a period of one subscription with USAGE_BENCH_EVENTS events (default
 //     100,000; set 1000000 for a million): through the rollups (what the workflow does) and, for
-//     comparison, a $match/$group over the raw events (what FerretDB v1 can only do by scanning).
-// Starts its own FerretDB; prints tables, writes results/usage.json. Measures only; asserts nothing.
+//     comparison, a $match/$group over the raw events (what FerretDB v1 can only do by scanning;
+//     USAGE_BENCH_AGGREGATE=0 skips it).
+// Starts its own FerretDB; prints tables, writes results/usage.json (USAGE_BENCH_RESULTS=<name> for
+// another file; USAGE_BENCH_CALLS=<n> batch calls per client). Measures only; asserts nothing.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +28,7 @@ import { createTestConnection } from '../../activities/provider/test-connection'
 import { createSubscription } from '../../activities/subscriptions';
 import { contributionOf, insertMeterEvents, meterEventId, meterEventsCollection, type MeterEventDoc } from '../../activities/store/usage';
 import { readRollups, writeBatch } from '../../activities/store/usage-rollups';
-import { createUsageActivities, putUsageItem } from '../../activities/usage';
+import { createUsageActivities, ingestMeterEvents, putUsageItem } from '../../activities/usage';
 import { periodRollupKey } from '../../domain/usage-periods';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
@@ -37,7 +39,13 @@ const settings = {
   warmupCalls: 3,
   replayCallsPerClient: 10,
   rawInsert: { batches: 100, batchSize: 100, concurrentWriters: 8 },
-  recompute: { events: Number(process.env.USAGE_BENCH_EVENTS ?? 100_000), seedBatch: 1_000, runs: 5 },
+  recompute: {
+    events: Number(process.env.USAGE_BENCH_EVENTS ?? 100_000),
+    seedBatch: 1_000,
+    runs: 5,
+    // USAGE_BENCH_AGGREGATE=0 skips the raw-events aggregate (minutes and GBs of FerretDB memory at 1M).
+    aggregate: process.env.USAGE_BENCH_AGGREGATE !== '0',
+  },
 };
 
 const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
@@ -212,6 +220,30 @@ async function ingestion(url: string, eventName: string, clients: Client[], firs
   };
 }
 
+/** The same write path without HTTP (ingestMeterEvents called in this process): what the API adds. */
+async function ingestionInProcess(db: Db, storeId: string, eventName: string, clients: Client[], calls: number) {
+  const ms: number[] = [];
+  let accepted = 0;
+  const started = performance.now();
+  await Promise.all(
+    clients.map(async (client, c) => {
+      for (let k = 0; k < calls; k++) {
+        const events = Array.from({ length: settings.eventsPerCall }, (_, i) => ({
+          event_name: eventName,
+          identifier: `inproc-c${c}-k${k}-e${i}`,
+          payload: { customer_id: client.customer, value: 1 },
+        }));
+        const t = performance.now();
+        const results = await ingestMeterEvents({ db, temporal: null, taskQueue: 'bench' }, storeId, events, { storedDuplicates: false });
+        ms.push(performance.now() - t);
+        accepted += results.filter((r) => r.status === 'accepted').length;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { calls: ms.length, accepted, acceptedPerSec: round(accepted / seconds), callMs: summarizeLatencies(ms) };
+}
+
 async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, ferretPort: number) {
   const { events, seedBatch, runs } = settings.recompute;
   const { customer, subscription } = await env.subscribe(1000);
@@ -271,13 +303,15 @@ async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, fer
   const ferretBefore = rssOfListener(ferretPort);
   const heapBefore = process.memoryUsage().heapUsed;
   const t = performance.now();
-  const grouped = await meterEventsCollection(db)
-    .aggregate([
-      { $match: { store_id: env.store._id, subscription, period_start: period.start, meter: env.meter._id } },
-      { $group: { _id: null, quantity: { $sum: '$value' } } },
-    ])
-    .toArray();
-  const aggregateMs = performance.now() - t;
+  const grouped = settings.recompute.aggregate
+    ? await meterEventsCollection(db)
+        .aggregate([
+          { $match: { store_id: env.store._id, subscription, period_start: period.start, meter: env.meter._id } },
+          { $group: { _id: null, quantity: { $sum: '$value' } } },
+        ])
+        .toArray()
+    : [];
+  const aggregateMs = settings.recompute.aggregate ? performance.now() - t : Number.NaN;
   const ferretAfter = rssOfListener(ferretPort);
   return {
     events,
@@ -339,6 +373,8 @@ async function main(): Promise<void> {
     const distinct = settings.clients * (settings.callsPerClient + settings.warmupCalls) * settings.eventsPerCall;
     api.child.kill('SIGTERM');
     api = null;
+    console.log('ingestion write path in-process...');
+    const inProcess = await ingestionInProcess(db, env.store._id, env.meter.event_name, env.clients, Math.min(30, settings.callsPerClient));
 
     console.log(`recompute with ${settings.recompute.events} events...`);
     const recompute = await recomputeCost(db, env, ferret.port);
@@ -353,17 +389,19 @@ async function main(): Promise<void> {
       rawInsertMany: raw,
       baselineJsonInsertManyDocsPerSec: baseline,
       ingestion: { ...ingest, ofRawSequentialInsert: round(ingest.acceptedPerSec / raw.sequential.docsPerSec, 2), ofRawConcurrentInsert: round(ingest.acceptedPerSec / raw.concurrent.docsPerSec, 2) },
+      ingestionInProcess: { ...inProcess, ofRawConcurrentInsert: round(inProcess.acceptedPerSec / raw.concurrent.docsPerSec, 2) },
       replay: { ...replay, expectedDuplicates: settings.clients * replayCalls * settings.eventsPerCall },
       exactness: { distinctEventsSent: distinct, countedInRollups: counted },
       recompute,
     };
-    const file = saveResults('usage', results);
+    const file = saveResults(process.env.USAGE_BENCH_RESULTS ?? 'usage', results);
 
     printTable('Meter event ingestion (FerretDB v1, 8 clients, 100 events per /batch call)', [
       { run: 'raw insertMany, 1 writer', 'events/s': raw.sequential.docsPerSec, 'p50 ms': raw.sequential.batchMs.p50, 'p99 ms': raw.sequential.batchMs.p99, calls: settings.rawInsert.batches, note: '' },
       { run: `raw insertMany, ${settings.rawInsert.concurrentWriters} writers`, 'events/s': raw.concurrent.docsPerSec, 'p50 ms': raw.concurrent.batchMs.p50, 'p99 ms': raw.concurrent.batchMs.p99, calls: settings.rawInsert.batches, note: '' },
       { run: 'baseline.json insertMany', 'events/s': baseline ?? 'n/a', 'p50 ms': '', 'p99 ms': '', calls: '', note: 'other run' },
       { run: 'POST /batch (new events)', 'events/s': ingest.acceptedPerSec, 'p50 ms': ingest.callMs.p50, 'p99 ms': ingest.callMs.p99, calls: ingest.calls, note: `${round(100 * results.ingestion.ofRawSequentialInsert)}% of raw 1-writer` },
+      { run: 'ingestMeterEvents in-process', 'events/s': inProcess.acceptedPerSec, 'p50 ms': inProcess.callMs.p50, 'p99 ms': inProcess.callMs.p99, calls: inProcess.calls, note: `${round(100 * results.ingestionInProcess.ofRawConcurrentInsert)}% of raw 8-writer (no HTTP)` },
       { run: 'POST /batch (replayed)', 'events/s': replay.eventsPerSec, 'p50 ms': replay.callMs.p50, 'p99 ms': replay.callMs.p99, calls: replay.calls, note: `${replay.duplicates}/${results.replay.expectedDuplicates} refused as duplicates, ${replay.accepted} accepted` },
     ]);
     printTable('Exactness', [{ 'distinct events sent': distinct, 'counted in rollups': counted }]);

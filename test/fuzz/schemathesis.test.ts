@@ -13,7 +13,7 @@ import { createOffer, createProduct } from '../../activities/store/catalog';
 const SCHEMATHESIS = '.tools/venv/bin/schemathesis';
 /** Fixed by default so a CI failure reproduces; SCHEMATHESIS_SEED explores other inputs. */
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20261101';
-const EXAMPLES_PER_OPERATION = process.env.SCHEMATHESIS_MAX_EXAMPLES ?? '20';
+const EXAMPLES_PER_OPERATION = process.env.SCHEMATHESIS_MAX_EXAMPLES ?? '12';
 /**
  * The coverage phase (every boundary and negative value of every parameter) takes minutes with 50
  * operations on this 2-core machine, so `npm test` runs examples, fuzzing (positive and negative
@@ -98,10 +98,13 @@ it(
         '--no-shrink',
         '--phases',
         PHASES,
+        // One worker: CPython 3.11's ast module can fail with "AST constructor recursion depth
+        // mismatch" when schemathesis compiles in several threads at once (a crash of the tool, not
+        // of the API), which made the run flaky.
         '--workers',
-        '4',
+        '1',
       ],
-      170_000,
+      400_000,
     );
     // The whole report is kept for reading (test/artifacts is not committed).
     mkdirSync('test/artifacts', { recursive: true });
@@ -110,5 +113,5 @@ it(
     expect(output).toMatch(/API Operations:\s+Selected: (\d+)\/\1/);
     expect(code).toBe(0);
   },
-  180_000,
+  420_000,
 );

@@ -86,4 +86,6 @@ it('the API dies mid-request; the retry with the same key on another API returns
   expect((await workflow.describe()).runId).toBe(firstRunId);
   const again = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
   expect(again.body.id).toBe(retry.body.id);
-});
+  // A child process (tsx start, bundling, a dead worker's timeouts) on a loaded 2-core box: ~30 s
+  // typically; the limit leaves room so load does not turn into a failure.
+}, 120_000);

@@ -83,4 +83,6 @@ it('a worker killed between the provider approval and the order write: after a n
     { description: 'charge event' },
   );
   expect(await collections(mongo.db).events.countDocuments({ store_id: store.store._id, type: 'invoice.paid' })).toBe(1);
-});
+  // A child process (tsx start, bundling, a dead worker's timeouts) on a loaded 2-core box: ~30 s
+  // typically; the limit leaves room so load does not turn into a failure.
+}, 120_000);

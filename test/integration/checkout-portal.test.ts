@@ -183,7 +183,7 @@ describe('the portal', () => {
     expect(res.text).toContain(catalog.monthly.name);
   });
 
-  test('cancel at period end (source customer_portal), then reactivate, through the subscription workflow', async () => {
+  test('cancel at period end (source customer portal), then reactivate, through the subscription workflow', async () => {
     const cookie = await signIn();
     const csrf = csrfOf((await get(`/portal/${slug}/account`, cookie)).text);
 
@@ -192,7 +192,7 @@ describe('the portal', () => {
     const scheduled = await subscription();
     expect(scheduled.status).toBe('active');
     expect(scheduled.cancel_at_period_end).toBe(true);
-    expect(scheduled.cancellation_details?.source).toBe('customer_portal');
+    expect(scheduled.cancellation_details?.source).toBe('customer portal');
     const page = await get(`/portal/${slug}/account?done=canceled`, cookie);
     expect(page.text).toContain('data-testid="cancels-on"');
     expect(page.text).toContain('data-testid="reactivate"');

@@ -155,9 +155,9 @@ describe('two API processes on one database', () => {
         return res?.status === 404;
       },
       // tsx compiles the whole API on start: slow on a busy 2-core machine.
-      { timeoutMs: 90_000, intervalMs: 200, description: 'the second API process to listen' },
+      { timeoutMs: 150_000, intervalMs: 200, description: 'the second API process to listen' },
     );
-  }, 120_000);
+  }, 180_000);
   afterAll(async () => {
     if (remote?.child.exitCode === null) {
       const exited = new Promise((resolve) => remote.child.once('exit', resolve));

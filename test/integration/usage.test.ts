@@ -10,7 +10,7 @@ import { createBillingWorker } from '../../worker/main';
 import { addOfferUsageRow } from '../../activities/store/catalog';
 import type { OfferDoc } from '../../activities/store/collections';
 import { findUsageState } from '../../activities/store/usage';
-import { runUsageRoutine } from '../../activities/usage';
+import { ensureUsageForSubscription, runUsageRoutine } from '../../activities/usage';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
@@ -212,5 +212,30 @@ describe('offer inheritance', () => {
     expect(state?.inherited).toBe(true);
     const after = (await get(`/v1/subscriptions/${usd._id}/usage_items`)).body.data as { meter: string }[];
     expect(after.map((i) => i.meter)).toEqual([m2.id]);
+  });
+
+  test('ensureUsageForSubscription (the hook for subscription creation) starts usage only for offers with usage rows', async () => {
+    const m = await meter();
+    const plain = await seedUsageOffer(mongo.db, store.store._id, { name: 'Plain plan' });
+    const metered = await seedUsageOffer(mongo.db, store.store._id, { name: 'Metered plan 2' });
+    await addOfferUsageRow(mongo.db, store.store._id, metered._id, {
+      meter: m.id,
+      currency: 'brl',
+      unit_amount: 2,
+      included_units: 0,
+      tiers: null,
+      rounding: 'up',
+      billing_threshold: null,
+      label: null,
+    });
+    const deps = { db: mongo.db, temporal: temporal.client, taskQueue };
+    const { subscription: withoutRows } = await seedUsageSubscription({ ...deps, temporal: null }, { store: store.store, offer: plain });
+    const { subscription: withRows } = await seedUsageSubscription({ ...deps, temporal: null }, { store: store.store, offer: metered });
+    expect(await ensureUsageForSubscription(deps, withoutRows)).toBe(false);
+    expect(await ensureUsageForSubscription(deps, withRows)).toBe(true);
+    await openPeriod(withRows._id);
+    const items = (await get(`/v1/subscriptions/${withRows._id}/usage_items`)).body.data;
+    expect(items).toMatchObject([{ meter: m.id, unit_amount: 2, source: 'offer', offer: metered._id }]);
+    expect(await findUsageState(mongo.db, store.store._id, withoutRows._id)).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 // Browser end-to-end support: Debian's chromium driven by playwright-core (no browser download),
 // headless and quiet, screenshots saved under test/artifacts/e2e/, and a tiny merchant site that
 // plays the store's success and cancel pages.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -11,6 +11,9 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS_DIR = join(process.cwd(), 'test', 'artifacts', 'e2e');
 
 export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`no browser at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install -y chromium) or set CHROMIUM_PATH`);
+  }
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
