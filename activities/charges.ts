@@ -123,7 +123,9 @@ export async function startCharge(deps: { db: Db; temporal: Client | null; taskQ
   if (existing) return replayOf(existing, fingerprint);
 
   if (!sub) throw notFound('subscription', input.subscriptionId);
-  if (!CHARGEABLE_STATUSES.includes(sub.status)) {
+  // Usage rule 6: the usage consumed before a subscription ended is still charged to the saved
+  // card; only one-off charges (API, dashboard) need a chargeable status.
+  if (input.source !== 'usage' && !CHARGEABLE_STATUSES.includes(sub.status)) {
     throw new ApiError('subscription_not_chargeable', `The subscription is ${sub.status}; only active, trialing and past_due subscriptions accept charges.`);
   }
   if (!sub.default_payment_method) {

@@ -87,15 +87,22 @@ function asApiError(error: unknown): ApiError {
 }
 
 /** Event rule 5: the most recent chargeable subscription of the customer with an item for the meter. */
-async function resolveAttachment(db: Db, storeId: string, customer: string, meter: string, chosen: string | null): Promise<Attachment | null> {
-    const candidates = chosen ? [chosen] : await recent(`c|${storeId}|${customer}`, () => customerSubscriptions(db, storeId, customer));
+async function resolveAttachment(
+  db: Db,
+  storeId: string,
+  customer: string,
+  meter: string,
+  chosen: string | null,
+  nowMs: number,
+): Promise<Attachment | null> {
+  const candidates = chosen ? [chosen] : await recent(`c|${storeId}|${customer}`, () => customerSubscriptions(db, storeId, customer), nowMs);
   // Subscription ids are time-ordered: the most recent first.
   for (const id of [...candidates].sort().reverse()) {
     // Read together: one round trip's wait instead of three.
     const [sub, item, state] = await Promise.all([
-      recent(`s|${storeId}|${id}`, () => loadSubscription(db, storeId, id)),
-      recent(`i|${storeId}|${id}|${meter}`, () => findUsageItem(db, storeId, id, meter)),
-      recent(`u|${storeId}|${id}`, () => findUsageState(db, storeId, id)),
+      recent(`s|${storeId}|${id}`, () => loadSubscription(db, storeId, id), nowMs),
+      recent(`i|${storeId}|${id}|${meter}`, () => findUsageItem(db, storeId, id, meter), nowMs),
+      recent(`u|${storeId}|${id}`, () => findUsageState(db, storeId, id), nowMs),
     ]);
     if (!sub || sub.customer !== customer || !isChargeable(sub) || !item) continue;
     return { sub, state };
@@ -170,7 +177,7 @@ export async function ingestMeterEvents(
   let docs: MeterEventDoc[] = [];
   const attach = async () => {
     attachments = await Promise.all(
-      unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload))),
+      unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
     );
     docs = unique.map((c, i) => {
       const attached = attachments[i];

@@ -82,10 +82,13 @@ export async function ensureUsageForSubscription(deps: UsageDeps, sub: Subscript
 const ATTACH_FRESH_MS = 1_000;
 const attachReads = new Map<string, { at: number; value: Promise<unknown> }>();
 
-export function recent<T>(key: string, load: () => Promise<T>): Promise<T> {
-  const now = Date.now();
+/**
+ * `now` is the clock event timestamps are checked against (the arrival time): the freshness bound
+ * must hold on that clock, or the threshold-boundary argument above would not.
+ */
+export function recent<T>(key: string, load: () => Promise<T>, now: number): Promise<T> {
   const hit = attachReads.get(key);
-  if (hit && now - hit.at < ATTACH_FRESH_MS) return hit.value as Promise<T>;
+  if (hit && now >= hit.at && now - hit.at < ATTACH_FRESH_MS) return hit.value as Promise<T>;
   if (attachReads.size > 50_000) attachReads.clear();
   const value = load();
   attachReads.set(key, { at: now, value });

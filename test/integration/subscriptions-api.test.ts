@@ -48,8 +48,13 @@ async function activeSubscription(card = '4242424242424242', offer = catalog.mon
   const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer, product: productOf(offer), card });
   return waitFor(async () => {
     const doc = await findSubscription(mongo.db, store.store._id, sub._id);
-    return doc && doc.status !== 'active' ? doc : doc && doc.cycles_completed >= 1 ? doc : null;
-  }, { description: 'first charge', timeoutMs: 20_000 });
+    if (!doc) return null;
+    if (doc.status !== 'active') return doc;
+    if (doc.cycles_completed < 1) return null;
+    // The workflow writes the paid cycle before it emits customer.subscription.updated: wait for the
+    // event too, so a later "no new event" assertion compares against a settled list.
+    return (await eventsFor(doc._id)).includes('customer.subscription.updated') ? doc : null;
+  }, { description: 'first charge and its event', timeoutMs: 20_000 });
 }
 
 const get = (path: string) => call(api, store.key, 'GET', path);
