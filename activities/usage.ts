@@ -9,7 +9,7 @@
 // billing threshold. A run that finds nothing to do (no items; subscription ended) completes;
 // `ensureUsageForSubscription` is the hook for subscription creation and reactivation.
 import type { Db } from 'mongodb';
-import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../domain/pricing';
@@ -47,6 +47,7 @@ import {
 } from './store/usage';
 import { JOURNAL_LEASE_MS, openJournalsFor, quantityOf, readRollups } from './store/usage-rollups';
 import { startCharge } from './charges';
+import { ensureIntervalSchedule } from './schedules';
 import type { UsageWorkflowInput } from '../workflows/usage-periods-messages';
 import {
   isChargeable,
@@ -397,25 +398,14 @@ export function usageRoutineScheduleId(taskQueue: string): string {
 
 /** The schedule that runs the usage routine every 10 minutes; the worker ensures it at start. */
 export async function ensureUsageRoutineSchedule(client: Client, taskQueue: string, everyMs = 10 * 60_000): Promise<string> {
-  const scheduleId = usageRoutineScheduleId(taskQueue);
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: everyMs }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'usageRoutineWorkflow',
-        workflowId: `usage-routine/${taskQueue}`,
-        taskQueue,
-        args: [],
-        workflowRunTimeout: '5 minutes',
-      },
-      policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
-    });
-  } catch (error) {
-    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-  }
-  return scheduleId;
+  return ensureIntervalSchedule(client, {
+    scheduleId: usageRoutineScheduleId(taskQueue),
+    workflowType: 'usageRoutineWorkflow',
+    workflowId: `usage-routine/${taskQueue}`,
+    taskQueue,
+    everyMs,
+    args: [],
+  });
 }
 
 // The metered-usage entry points the API, the worker and the tests use.

@@ -1,6 +1,7 @@
 // The schedule that runs the event sweeper (workflows/event-sweeper.ts) every few seconds on a task
 // queue; the worker process ensures it at start (an existing schedule is left as it is).
-import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { ensureIntervalSchedule } from '../schedules';
 import type { eventSweepWorkflow } from '../../workflows/event-sweeper';
 
 export function eventSweeperScheduleId(taskQueue: string): string {
@@ -17,24 +18,12 @@ export interface SweeperScheduleOptions {
 
 export async function ensureEventSweeperSchedule(client: Client, taskQueue: string, options: SweeperScheduleOptions = {}): Promise<string> {
   const { everyMs = 10_000, olderThanMs = 5_000, limit = 500 } = options;
-  const scheduleId = eventSweeperScheduleId(taskQueue);
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: everyMs }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'eventSweepWorkflow',
-        workflowId: `event-sweep/${taskQueue}`,
-        taskQueue,
-        args: [{ olderThanMs, limit }] as Parameters<typeof eventSweepWorkflow>,
-        // A run the worker never picks up (worker down) gives way to a later one.
-        workflowRunTimeout: '5 minutes',
-      },
-      policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
-    });
-  } catch (error) {
-    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-  }
-  return scheduleId;
+  return ensureIntervalSchedule(client, {
+    scheduleId: eventSweeperScheduleId(taskQueue),
+    workflowType: 'eventSweepWorkflow',
+    workflowId: `event-sweep/${taskQueue}`,
+    taskQueue,
+    everyMs,
+    args: [{ olderThanMs, limit }] as Parameters<typeof eventSweepWorkflow>,
+  });
 }
