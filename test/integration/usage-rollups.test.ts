@@ -81,9 +81,12 @@ describe('rollups', () => {
     await writeBatch(mongo.db, 's', batch, insertAll(batch));
     const journal = (await readRollups(mongo.db, [key])).get(key)!;
     const [writer, seq] = Object.entries(journal.seq)[0];
+    const batchId = inserted.get(batch[0].id)!.batch;
+    // The delete after applying is not awaited by writeBatch; wait for it before putting the journal back.
+    await waitFor(async () => (await journalsCollection(mongo.db).countDocuments({ _id: batchId })) === 0, { timeoutMs: 10_000, description: 'journal deleted' });
     // As if the delete after applying had failed.
     await journalsCollection(mongo.db).insertOne({
-      _id: inserted.get(batch[0].id)!.batch,
+      _id: batchId,
       store_id: 's',
       writer,
       seq,
