@@ -22,6 +22,8 @@ export interface AuthContext {
 
 export interface IdempotencyState {
   id: string;
+  /** The marker id of the run holding the key; completing or releasing it is decided by this id. */
+  run: string;
   key: string;
   replayed: boolean;
 }

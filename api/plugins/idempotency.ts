@@ -49,7 +49,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
     });
     switch (claim.kind) {
       case 'claimed':
-        request.idempotency = { id: claim.id, key, replayed: false };
+        request.idempotency = { id: claim.id, run: claim.run, key, replayed: false };
         return;
       case 'reused':
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different method, path or body.', {
@@ -61,7 +61,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
         });
       case 'replay': {
         const stored = claim.doc.response!;
-        request.idempotency = { id: claim.doc._id, key, replayed: true };
+        request.idempotency = { id: claim.doc._id, run: '', key, replayed: true };
         reply.headers(stored.headers);
         reply.header('Idempotent-Replayed', 'true');
         reply.header('Original-Request-Id', claim.doc.request_id);
@@ -76,12 +76,12 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
     if (!state || state.replayed) return payload;
     try {
       if (reply.statusCode >= 500) {
-        await releaseIdempotencyKey(db, state.id, request.id);
+        await releaseIdempotencyKey(db, state);
       } else {
         const headers: Record<string, string> = {};
         const location = reply.getHeader('location');
         if (typeof location === 'string') headers.location = location;
-        await completeIdempotencyKey(db, state.id, request.id, {
+        await completeIdempotencyKey(db, state, {
           status: reply.statusCode,
           body: typeof payload === 'string' ? payload : JSON.stringify(payload),
           headers,

@@ -1,14 +1,22 @@
 // Idempotency-Key over real HTTP against FerretDB: replays with the first status and headers, nothing
 // executed twice (also under real concurrency), reuse and length refused, 4xx stored and 5xx not,
-// abandoned leases taken over, keys scoped to a store and to 24 hours.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// abandoned leases taken over, keys scoped to a store and to 24 hours, and every write on the keys
+// filtered by _id alone (the only filter FerretDB v1 answers from an index).
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MongoClient, type CommandStartedEvent, type Document } from 'mongodb';
 import { Type } from '@sinclair/typebox';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, createTestStore, type TestApi, type TestStore } from '../support/api';
 import { startApiWithRoutes } from '../support/custom-api';
 import { collections } from '../../activities/store/collections';
 import { requestFingerprint } from '../../api/plugins/idempotency';
-import { IDEMPOTENCY_TTL_MS } from '../../activities/store/idempotency';
+import {
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_TTL_MS,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  releaseIdempotencyKey,
+} from '../../activities/store/idempotency';
 import { ApiError } from '../../domain/errors';
 
 let mongo: TestMongo;
@@ -65,6 +73,18 @@ let keySeq = 0;
 const newKey = () => `key-${Date.now()}-${++keySeq}`;
 const post = (path: string, idempotencyKey: string | null, json: unknown = {}, key = store.key) =>
   call(api, key, 'POST', path, { json, headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {} });
+
+/** Writes a key's document as an earlier run left it. */
+const seed = async (key: string, doc: { fingerprint: string; state: 'running' | 'done'; locked_until: number; created: number }) => {
+  await collections(mongo.db).idempotency.insertOne({
+    _id: `${store.store._id}:${key}`,
+    store_id: store.store._id,
+    key,
+    request_id: 'req_00000000000000000000',
+    response: doc.state === 'done' ? { status: 201, body: '{"n":-1}', headers: {} } : null,
+    ...doc,
+  });
+};
 
 describe('replay', () => {
   it('the same key, method, path and body replays the stored response with its status, Idempotent-Replayed and Original-Request-Id; nothing runs twice', async () => {
@@ -247,17 +267,6 @@ describe('stored statuses', () => {
 });
 
 describe('leases and expiry', () => {
-  const seed = async (key: string, doc: { fingerprint: string; state: 'running' | 'done'; locked_until: number; created: number }) => {
-    await collections(mongo.db).idempotency.insertOne({
-      _id: `${store.store._id}:${key}`,
-      store_id: store.store._id,
-      key,
-      request_id: 'req_00000000000000000000',
-      response: doc.state === 'done' ? { status: 201, body: '{"n":-1}', headers: {} } : null,
-      ...doc,
-    });
-  };
-
   it('a running key whose lease ran out (its process died) is taken over by the retry, which runs', async () => {
     const key = newKey();
     const now = Date.now();
@@ -310,5 +319,111 @@ describe('leases and expiry', () => {
     await seed(key, { fingerprint: requestFingerprint('POST', '/v1/test/count', {}), state: 'done', locked_until: now, created: now - IDEMPOTENCY_TTL_MS + 60_000 });
     const res = await post('/v1/test/count', key);
     expect([res.status, res.body, res.headers.get('idempotent-replayed')]).toEqual([201, { n: -1 }, 'true']);
+  });
+});
+
+describe('writes by _id alone', () => {
+  const keyCollections = new Set(['idempotency_keys', 'idempotency_takeovers']);
+  const filtersOf = (event: CommandStartedEvent): { op: string; filter: Document }[] => {
+    const c = event.command;
+    if (keyCollections.has(c.find)) return [{ op: 'find', filter: c.filter ?? {} }];
+    if (keyCollections.has(c.update)) return (c.updates as Document[]).map((u) => ({ op: 'update', filter: u.q }));
+    if (keyCollections.has(c.delete)) return (c.deletes as Document[]).map((d) => ({ op: 'delete', filter: d.q }));
+    if (keyCollections.has(c.findAndModify)) return [{ op: 'findAndModify', filter: c.query }];
+    return [];
+  };
+
+  it('claiming, completing, replaying, releasing after a 5xx and taking over an abandoned key query the keys by an exact {_id} only', async () => {
+    const monitored = await MongoClient.connect(inject('mongoUri'), { monitorCommands: true });
+    const seen: { op: string; filter: Document }[] = [];
+    monitored.on('commandStarted', (event) => seen.push(...filtersOf(event)));
+    let failNext = true;
+    const watched = await startApiWithRoutes({
+      db: monitored.db(mongo.db.databaseName),
+      routes: (v1) => {
+        v1.post('/test/watched', { schema: { body: Body } }, async () => ({ ok: true }));
+        v1.delete('/test/watched', async () => ({ deleted: true }));
+        v1.post('/test/watched-fail', { schema: { body: Body } }, async () => {
+          if (failNext) {
+            failNext = false;
+            throw new Error('transient failure');
+          }
+          return { ok: true };
+        });
+      },
+    });
+    try {
+      const key = newKey();
+      const first = await call(watched, store.key, 'POST', '/v1/test/watched', { json: { tag: 'w' }, headers: { 'Idempotency-Key': key } });
+      const replay = await call(watched, store.key, 'POST', '/v1/test/watched', { json: { tag: 'w' }, headers: { 'Idempotency-Key': key } });
+      const deleted = await call(watched, store.key, 'DELETE', '/v1/test/watched', { headers: { 'Idempotency-Key': newKey() } });
+      const failKey = newKey();
+      const failed = await call(watched, store.key, 'POST', '/v1/test/watched-fail', { json: {}, headers: { 'Idempotency-Key': failKey } });
+      const retried = await call(watched, store.key, 'POST', '/v1/test/watched-fail', { json: {}, headers: { 'Idempotency-Key': failKey } });
+      const abandoned = newKey();
+      const now = Date.now();
+      await seed(abandoned, { fingerprint: requestFingerprint('POST', '/v1/test/watched', {}), state: 'running', locked_until: now - 1, created: now - 70_000 });
+      const takenOver = await call(watched, store.key, 'POST', '/v1/test/watched', { json: {}, headers: { 'Idempotency-Key': abandoned } });
+      expect([first.status, replay.status, replay.headers.get('idempotent-replayed'), deleted.status, failed.status, retried.status, takenOver.status]).toEqual([
+        200,
+        200,
+        'true',
+        200,
+        500,
+        200,
+        200,
+      ]);
+      expect(new Set(seen.map((s) => s.op))).toEqual(new Set(['find', 'update', 'delete']));
+      for (const { op, filter } of seen) {
+        expect({ op, keys: Object.keys(filter), id: typeof filter._id }).toEqual({ op, keys: ['_id'], id: 'string' });
+      }
+    } finally {
+      await watched.close();
+      await monitored.close();
+    }
+  });
+});
+
+describe('run ownership', () => {
+  const input = (key: string, requestId: string) => ({ storeId: store.store._id, key, fingerprint: 'fp', requestId });
+  const response = (body: string) => ({ status: 200, body, headers: {} });
+
+  it('an owner finishing after its lease ran out and another request took the key over neither stores its response nor frees the key', async () => {
+    const key = newKey();
+    const now = Date.now();
+    const late = await claimIdempotencyKey(mongo.db, input(key, 'req_late'), now - IDEMPOTENCY_LEASE_MS - 1000);
+    const taker = await claimIdempotencyKey(mongo.db, input(key, 'req_taker'), now);
+    expect([late.kind, taker.kind]).toEqual(['claimed', 'claimed']);
+    if (late.kind !== 'claimed' || taker.kind !== 'claimed') return;
+    expect(await completeIdempotencyKey(mongo.db, late, response('late'))).toBe(false);
+    expect(await releaseIdempotencyKey(mongo.db, late)).toBe(false);
+    const held = await collections(mongo.db).idempotency.findOne({ _id: taker.id });
+    expect([held?.request_id, held?.state]).toEqual(['req_taker', 'running']);
+    expect(await completeIdempotencyKey(mongo.db, taker, response('taker'))).toBe(true);
+    const replay = await claimIdempotencyKey(mongo.db, input(key, 'req_again'), now + 1);
+    expect(replay.kind === 'replay' && [replay.doc.request_id, replay.doc.response?.body]).toEqual(['req_taker', 'taker']);
+  });
+
+  it('an owner that completes after its lease ran out but before anyone took over keeps its response; a later taker replays it', async () => {
+    const key = newKey();
+    const now = Date.now();
+    const slow = await claimIdempotencyKey(mongo.db, input(key, 'req_slow'), now - IDEMPOTENCY_LEASE_MS - 1000);
+    if (slow.kind !== 'claimed') throw new Error(`expected a claim, got ${slow.kind}`);
+    expect(await completeIdempotencyKey(mongo.db, slow, response('slow'))).toBe(true);
+    const next = await claimIdempotencyKey(mongo.db, input(key, 'req_next'), now);
+    expect(next.kind === 'replay' && next.doc.response?.body).toBe('slow');
+  });
+
+  it('a key whose marker winner died before writing it is taken over once the marker is a lease old', async () => {
+    const key = newKey();
+    const now = Date.now();
+    const owner = await claimIdempotencyKey(mongo.db, input(key, 'req_dead'), now - 3 * IDEMPOTENCY_LEASE_MS);
+    if (owner.kind !== 'claimed') throw new Error(`expected a claim, got ${owner.kind}`);
+    // The owner won its run's marker and died before storing the response.
+    await mongo.db.collection('idempotency_takeovers').insertOne({ _id: owner.run as never, created: now - 2 * IDEMPOTENCY_LEASE_MS, outcome: 'done' });
+    const retry = await claimIdempotencyKey(mongo.db, input(key, 'req_retry'), now);
+    expect(retry.kind).toBe('claimed');
+    const again = await claimIdempotencyKey(mongo.db, input(key, 'req_third'), now);
+    expect(again.kind).toBe('in_use');
   });
 });
