@@ -24,22 +24,21 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-test('sleepWorkflow sleeping one day completes in well under five seconds of wall time', async () => {
+test('sleepWorkflow sleeping one day completes in under one second of wall time', async () => {
   const taskQueue = uniqueTaskQueue('time-skipping');
   const worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db });
+  const sleepFor = (ms: number, name: string) =>
+    env.client.workflow.execute<typeof sleepWorkflow>('sleepWorkflow', { taskQueue, workflowId: `${name}-${taskQueue}`, args: [ms] });
 
   const { result, elapsedMs } = await worker.runUntil(async () => {
-    // Measured around execute only: worker creation (bundling) is not the time being skipped.
+    // A first short run loads the workflow bundle into the worker, so the measure below is the day's skip alone.
+    await sleepFor(1, 'sleep-warm-up');
     const started = performance.now();
-    const result = await env.client.workflow.execute<typeof sleepWorkflow>('sleepWorkflow', {
-      taskQueue,
-      workflowId: `sleep-one-day-${taskQueue}`,
-      args: [oneDayMs],
-    });
+    const result = await sleepFor(oneDayMs, 'sleep-one-day');
     return { result, elapsedMs: performance.now() - started };
   });
 
   console.log(`sleepWorkflow(1 day) took ${elapsedMs.toFixed(0)} ms of wall time on the time-skipping server`);
   expect(result).toBe(oneDayMs);
-  expect(elapsedMs).toBeLessThan(5_000);
+  expect(elapsedMs).toBeLessThan(1_000);
 });
