@@ -3,8 +3,8 @@
 import fp from 'fastify-plugin';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { RequestLogDoc } from '../../activities/store/collections';
 import { sweepRequestLogs, writeRequestLogs } from '../../activities/store/request-logs';
+import { RequestLogBuffer } from '../request-log-buffer';
 
 export function newRequestId(): string {
   return `req_${randomBytes(10).toString('hex')}`;
@@ -12,7 +12,7 @@ export function newRequestId(): string {
 
 export default fp(async function requestContextPlugin(app: FastifyInstance) {
   const { db } = app.deps;
-  let buffer: RequestLogDoc[] = [];
+  const buffer = new RequestLogBuffer();
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Request-Id', request.id);
@@ -36,12 +36,7 @@ export default fp(async function requestContextPlugin(app: FastifyInstance) {
     });
   });
 
-  async function flush() {
-    if (buffer.length === 0) return;
-    const batch = buffer;
-    buffer = [];
-    await writeRequestLogs(db, batch).catch((err) => app.log.warn({ err }, 'request log write failed'));
-  }
+  const flush = () => buffer.flush((batch) => writeRequestLogs(db, batch)).catch((err) => app.log.warn({ err }, 'request log write failed'));
 
   const sweep = () => sweepRequestLogs(db).catch((err) => app.log.warn({ err }, 'request log sweep failed'));
   const flusher = setInterval(() => void flush(), 500);
