@@ -1,7 +1,10 @@
 // Request bodies: JSON objects or form-encoded bracket notation (parsed by qs, the same parser
 // the query string uses). Anything else is refused with parameter_invalid by the error handler.
+// JSON goes through secure-json-parse, Fastify's own parser, so `__proto__` and `constructor.prototype`
+// keys are refused instead of reaching handlers that copy or merge the body (qs drops them itself).
 import fp from 'fastify-plugin';
 import qs from 'qs';
+import secureJson from 'secure-json-parse';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../domain/errors';
 
@@ -35,9 +38,13 @@ export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
     if (text === '') return done(null, {});
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
-    } catch {
-      return done(new ApiError('parameter_invalid', 'The request body is not valid JSON.'), undefined);
+      parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    } catch (error) {
+      const forbidden = error instanceof SyntaxError && error.message.includes('forbidden prototype property');
+      const message = forbidden
+        ? 'The JSON request body may not contain "__proto__" or "constructor.prototype" keys.'
+        : 'The request body is not valid JSON.';
+      return done(new ApiError('parameter_invalid', message), undefined);
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       return done(new ApiError('parameter_invalid', 'The JSON request body must be an object.'), undefined);

@@ -212,6 +212,31 @@ describe('request bodies and query strings', () => {
     },
   );
 
+  it.each([
+    ['{"__proto__": {"polluted": "yes"}}'],
+    ['{"n": 1, "nested": {"a": 2, "b": {"c": "x", "__proto__": {"polluted": "yes"}}}}'],
+    ['{"constructor": {"prototype": {"polluted": "yes"}}}'],
+    ['{"tags": [{"constructor": {"prototype": {"polluted": "yes"}}}]}'],
+  ])('the JSON body %s (a prototype-poisoning key) answers 400 parameter_invalid and pollutes nothing', async (body) => {
+    for (const path of ['/v1/test/echo', '/v1/customers']) {
+      const res = await fetch(`${api.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${store.key}`, 'content-type': 'application/json' },
+        body,
+      });
+      const parsed = await res.json();
+      expectError({ status: res.status, body: parsed }, 400, 'invalid_request_error', 'parameter_invalid');
+      expect(parsed.error.message).toBe('The JSON request body may not contain "__proto__" or "constructor.prototype" keys.');
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('form keys __proto__ and constructor[prototype] are dropped by the parser, polluting nothing', async () => {
+    const res = await call(api, store.key, 'POST', '/v1/test/echo', { form: '__proto__[polluted]=yes&constructor[prototype][polluted]=yes&n=3' });
+    expect([res.status, res.body.body]).toEqual([200, { n: 3 }]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('a POST without any body is an empty set of parameters (an update of an unknown id is then 404)', async () => {
     const res = await fetch(`${api.url}/v1/customers/cust_unknown`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });
     expectError({ status: res.status, body: await res.json() }, 404, 'invalid_request_error', 'resource_missing', 'id');
