@@ -69,12 +69,10 @@ export function apiKeyIdOf(keyId: string): string {
   return `ak_${keyId}`;
 }
 
+/** One lookup by `_id` (every key's id is derived from its identifier), so an unknown key costs no scan. */
 export async function findApiKeyByKeyId(db: Db, keyId: string): Promise<ApiKeyDoc | null> {
-  const { apiKeys } = collections(db);
-  const byId = await apiKeys.findOne({ _id: apiKeyIdOf(keyId) });
-  if (byId) return byId.key_id === keyId ? byId : null;
-  // Keys created before ids were derived from the identifier.
-  return apiKeys.findOne({ key_id: keyId });
+  const byId = await collections(db).apiKeys.findOne({ _id: apiKeyIdOf(keyId) });
+  return byId?.key_id === keyId ? byId : null;
 }
 
 /**
