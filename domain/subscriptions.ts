@@ -103,6 +103,11 @@ export function nextStep(life: SubscriptionLife): NextStep {
     }
     case 'past_due':
       return life.past_due_details?.next_retry_at != null ? { kind: 'retry', at: life.past_due_details.next_retry_at } : null;
+    case 'paused': {
+      // A pause stops renewals, not a scheduled cancellation: the subscription still ends when its paid period does.
+      const paidUntil = life.current_period_end ?? life.trial_end;
+      return life.cancel_at_period_end && paidUntil !== null ? { kind: 'end', at: paidUntil, to: 'canceled' } : null;
+    }
     default:
       return null;
   }
@@ -211,7 +216,8 @@ export function scheduleCancellation(life: SubscriptionLife, now: number, detail
 /** Reactivate, first form: undo a scheduled cancellation (no charge). */
 export function undoScheduledCancellation(life: SubscriptionLife): ActionResult | null {
   if (!life.cancel_at_period_end || isEnded(life.status)) return null;
-  const paidUntil = life.status === 'trialing' ? life.trial_end : life.current_period_end;
+  // A paused trial has no paid period yet: its trial end is what the next charge falls on.
+  const paidUntil = life.current_period_end ?? life.trial_end;
   return {
     ok: true,
     change: { cancel_at_period_end: false, canceled_at: null, cancellation_details: null, next_billing_at: nextChargeAfter(life, paidUntil) },
@@ -262,17 +268,30 @@ export function changeOffer(life: SubscriptionLife, terms: OfferTerms): ActionRe
   if (!sameProduct && !sameFamily) {
     return refuse(`The offer ${terms.offer.id} is not of the same product or product family as the subscription's offer.`);
   }
+  const limitAlreadyReached = limitReached(life.cycles_completed, terms.cycle_limit);
+  if (life.status === 'past_due' && limitAlreadyReached) {
+    return refuse(
+      `The offer ${terms.offer.id} allows ${terms.cycle_limit} charges and ${life.cycles_completed} were made: the unpaid charge being retried would exceed it.`,
+    );
+  }
+  const change: LifeChange = {
+    offer: terms.offer,
+    product: terms.product,
+    product_family: terms.product_family,
+    amount: terms.amount,
+    billing_cycle: terms.billing_cycle,
+    custom_billing_days: terms.custom_billing_days,
+    cycle_limit: terms.cycle_limit,
+  };
+  // The new offer's cycle limit decides whether the end of the paid period renews (a scheduled cancellation still wins).
+  const renews = life.status === 'active' || life.status === 'trialing' || life.status === 'paused';
+  if (renews && !life.cancel_at_period_end) {
+    if (limitAlreadyReached) change.next_billing_at = null;
+    else if (life.next_billing_at === null) change.next_billing_at = life.current_period_end ?? life.trial_end;
+  }
   return {
     ok: true,
-    change: {
-      offer: terms.offer,
-      product: terms.product,
-      product_family: terms.product_family,
-      amount: terms.amount,
-      billing_cycle: terms.billing_cycle,
-      custom_billing_days: terms.custom_billing_days,
-      cycle_limit: terms.cycle_limit,
-    },
+    change,
     events: [
       {
         type: 'customer.subscription.updated',

@@ -56,6 +56,12 @@ describe('nextStep', () => {
     expect(rules.nextStep(life({ status: 'past_due', past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } }))).toEqual({ kind: 'retry', at: t0 + DAY });
     for (const status of ['paused', 'canceled', 'expired'] as const) expect(rules.nextStep(life({ status }))).toBeNull();
   });
+
+  it('a paused subscription with a scheduled cancellation still ends (canceled) when its paid period or trial ends', () => {
+    expect(rules.nextStep(life({ status: 'paused', cancel_at_period_end: true, next_billing_at: null }))).toEqual({ kind: 'end', at: t0 + 28 * DAY, to: 'canceled' });
+    const pausedTrial = life({ status: 'paused', cancel_at_period_end: true, current_period_start: null, current_period_end: null, trial_end: t0 + 7 * DAY, next_billing_at: null });
+    expect(rules.nextStep(pausedTrial)).toEqual({ kind: 'end', at: t0 + 7 * DAY, to: 'canceled' });
+  });
 });
 
 describe('charges of a cycle', () => {
@@ -107,6 +113,11 @@ describe('actions', () => {
     expect(rules.undoScheduledCancellation(after)).toMatchObject({ ok: true, change: { cancel_at_period_end: false, next_billing_at: t0 + 28 * DAY } });
   });
 
+  it('undoing the scheduled cancellation of a trial paused since restores the charge at trial end', () => {
+    const pausedTrial = life({ status: 'paused', cancel_at_period_end: true, current_period_start: null, current_period_end: null, trial_end: t0 + 7 * DAY, next_billing_at: null, cycles_completed: 0 });
+    expect(rules.undoScheduledCancellation(pausedTrial)).toMatchObject({ ok: true, change: { next_billing_at: t0 + 7 * DAY } });
+  });
+
   it('reactivation of an ended subscription needs a chargeable saved card and an active offer', () => {
     expect(rules.reactivationRefusal(life(), true)).toMatch(/active/);
     expect(rules.reactivationRefusal(life({ status: 'canceled', default_payment_method: null }), true)).toMatch(/saved card/);
@@ -129,6 +140,39 @@ describe('actions', () => {
     expect(rules.changeOffer(life(), terms({ product: { id: 'prd_x', name: 'X' } }))).toMatchObject({ ok: true });
     expect(rules.changeOffer(life(), terms({ amount: 1000 }))).toMatchObject({ events: [{ legacyType: 'subscription.upgraded' }] });
     expect(rules.changeOffer(life(), terms({ amount: 999 }))).toMatchObject({ events: [{ legacyType: 'subscription.downgraded' }] });
+  });
+
+  it("change_offer: a cycle_limit at or below cycles_completed leaves no next charge (it expires at period end); a past_due one is refused", () => {
+    const terms = (cycle_limit: number | null): rules.OfferTerms => ({
+      offer: { id: 'ofr_b', name: 'B' },
+      product: { id: 'prd_a', name: 'Product A' },
+      product_family: 'fam',
+      amount: 1000,
+      billing_cycle: 'monthly',
+      custom_billing_days: null,
+      cycle_limit,
+    });
+    const three = life({ cycles_completed: 3 });
+    for (const limit of [2, 3]) {
+      const result = rules.changeOffer(three, terms(limit));
+      expect(result).toMatchObject({ ok: true, change: { cycle_limit: limit, next_billing_at: null } });
+      expect(rules.nextStep({ ...three, ...(result.ok ? result.change : {}) })).toEqual({ kind: 'end', at: t0 + 28 * DAY, to: 'expired' });
+    }
+    const roomLeft = rules.changeOffer(three, terms(4));
+    expect(roomLeft.ok && 'next_billing_at' in roomLeft.change).toBe(false);
+    expect(rules.changeOffer(life({ status: 'paused', cycles_completed: 3 }), terms(3))).toMatchObject({ ok: true, change: { next_billing_at: null } });
+    const pastDue = life({ status: 'past_due', cycles_completed: 3, past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } });
+    expect(rules.changeOffer(pastDue, terms(3))).toMatchObject({ ok: false, reason: expect.stringMatching(/3 charges/) });
+    expect(rules.changeOffer(pastDue, terms(4))).toMatchObject({ ok: true });
+  });
+
+  it('change_offer: leaving an offer whose limit was reached for one without a limit renews at the end of the paid period again', () => {
+    const atLimit = life({ cycles_completed: 3, cycle_limit: 3, next_billing_at: null });
+    const result = rules.changeOffer(atLimit, { offer: { id: 'ofr_b', name: 'B' }, product: { id: 'prd_a', name: 'Product A' }, product_family: 'fam', amount: 1000, billing_cycle: 'monthly', custom_billing_days: null, cycle_limit: null });
+    expect(result).toMatchObject({ ok: true, change: { cycle_limit: null, next_billing_at: t0 + 28 * DAY } });
+    // A scheduled cancellation is not undone by an offer change.
+    const scheduled = rules.changeOffer({ ...atLimit, cancel_at_period_end: true }, { offer: { id: 'ofr_b', name: 'B' }, product: { id: 'prd_a', name: 'Product A' }, product_family: 'fam', amount: 1000, billing_cycle: 'monthly', custom_billing_days: null, cycle_limit: null });
+    expect(scheduled.ok && 'next_billing_at' in scheduled.change).toBe(false);
   });
 });
 

@@ -207,6 +207,19 @@ describe('scheduled cancellation and cycle limit', () => {
     expect((await eventTypesOf(sub._id)).at(-1)).toBe('customer.subscription.deleted');
   });
 
+  it('a subscription paused after scheduling its cancellation still ends (canceled) at current_period_end', async () => {
+    const sub = await subscribe('monthly');
+    const paid = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    await handle(sub._id).executeUpdate(scheduleCancellationUpdate, { args: [{ reason: 'not_using' }] });
+    const paused = await handle(sub._id).executeUpdate(pauseUpdate, { args: [{ reason: 'until it ends' }] });
+    expect(paused).toMatchObject({ status: 'paused', cancel_at_period_end: true });
+    await env.sleep(40 * DAY_MS);
+    const ended = await until(sub._id, (d) => d.status === 'canceled', 'canceled at period end while paused');
+    expect(ended).toMatchObject({ ended_at: paid.current_period_end, cycles_completed: 1, cancel_at_period_end: false });
+    expect(await ordersOf(sub._id)).toHaveLength(1);
+    expect((await eventTypesOf(sub._id)).at(-1)).toBe('customer.subscription.deleted');
+  });
+
   it('an offer with cycle_limit 3 charges 3 times and expires when the third period ends', async () => {
     const sub = await subscribe('limited');
     await env.sleep(100 * DAY_MS);
