@@ -172,10 +172,10 @@ export interface CycleChargeInput {
   /** Unix seconds (workflow time) the charge happens at. */
   at: number;
   /**
-   * Record the order of a charge that did not go through at once (declined: failed, review: pending).
-   * Renewals do; a reactivation, which must change nothing unless approved, does not.
+   * Record the failed order of a declined charge. Renewals do; a reactivation, which a decline must
+   * leave unchanged, does not. A charge left in review always gets its pending order (money may move).
    */
-  recordUnpaidOrder: boolean;
+  recordDeclinedOrder: boolean;
   /** The workflow the provider's notice goes to when the charge is left in review. */
   notifyRef: string;
 }
@@ -308,14 +308,8 @@ export function createSubscriptionActivities(deps: SubscriptionDeps) {
       if (result.status === 'refused') {
         return { outcome: 'refused', orderId: null, transactionId: null, code: result.code, message: result.message };
       }
-      if (result.status !== 'approved' && !input.recordUnpaidOrder) {
-        return {
-          outcome: result.status,
-          orderId: null,
-          transactionId: result.transactionId,
-          code: result.status === 'declined' ? result.code ?? 'declined' : null,
-          message: result.status === 'declined' ? result.message : null,
-        };
+      if (result.status === 'declined' && !input.recordDeclinedOrder) {
+        return { outcome: 'declined', orderId: null, transactionId: result.transactionId, code: result.code ?? 'declined', message: result.message };
       }
       const status = result.status === 'approved' ? 'paid' : result.status === 'review' ? 'pending' : 'failed';
       const order = await insertOrderOnce(db, renewalOrderDoc(sub, input, status, result.transactionId, provider.livemode));

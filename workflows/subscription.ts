@@ -68,7 +68,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let object: SubscriptionObject = undefined as unknown as SubscriptionObject;
   /** Set by every write: the main loop recomputes its next step. */
   let changed = false;
-  let awaiting: { transactionId: string; orderId: string; periodStart: number } | null = null;
+  /** A cycle charge left in review: a renewal (period from periodStart) or the reactivation of an ended subscription. */
+  let awaiting: { transactionId: string; orderId: string; periodStart: number; reactivation: boolean } | null = null;
   let notice: ProviderNotice | null = null;
   let missing = false;
   const lock = new Lock();
@@ -112,15 +113,24 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   const cycleKey = (prefix: string) => `${prefix}:${input.subscriptionId}:${life.cycles_completed + 1}:v${version}`;
 
-  function chargeCycle(key: string, recordUnpaidOrder: boolean) {
+  function chargeCycle(key: string, recordDeclinedOrder: boolean) {
     return payments.chargeSubscriptionCycle({
       storeId: input.storeId,
       subscriptionId: input.subscriptionId,
       key,
       at: nowSeconds(),
-      recordUnpaidOrder,
+      recordDeclinedOrder,
       notifyRef: workflowId,
     });
+  }
+
+  async function reactivate(at: number, request: EventRequest | null): Promise<SubscriptionObject> {
+    return apply(
+      rules.reactivated(life, at),
+      [{ type: 'customer.subscription.updated', legacyType: 'subscription.reactivated' }],
+      { action: 'reactivated', reason: null },
+      request,
+    );
   }
 
   async function cycleApproved(periodStart: number): Promise<void> {
@@ -141,7 +151,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       return true;
     }
     if (result.outcome === 'review') {
-      awaiting = { transactionId: result.transactionId!, orderId: result.orderId!, periodStart };
+      awaiting = { transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false };
       return false;
     }
     await cycleFailed(result.code);
@@ -155,6 +165,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     awaiting = null;
     notice = null;
     const status = await store.settleSubscriptionCycleOrder({ storeId: input.storeId, orderId: pending.orderId, notice: settled });
+    if (pending.reactivation) {
+      // Paid: the reactivation completes now, its period starting when the money arrived; refused: it stays ended.
+      if (status !== 'paid' || !rules.isEnded(life.status)) return false;
+      await reactivate(nowSeconds(), null);
+      return true;
+    }
     // An action may have ended or paused the subscription meanwhile: then only the order settles.
     if (!rules.CHARGEABLE_STATUSES.includes(life.status)) return false;
     if (status === 'paid') {
@@ -201,20 +217,24 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         : null;
       const refusal = rules.reactivationRefusal(life, offer?.ok === true && offer.active);
       if (refusal) throw refused(refusal);
+      // One payment in review at a time: a second one would replace the first in `awaiting` and lose its notice.
+      if (awaiting) throw refused('A payment of this subscription is in review at the provider; reactivate once it has settled.');
       // A new cycle is charged at once under a key unique to this update; a decline changes nothing.
       const at = nowSeconds();
       const key = `reactivate:${input.subscriptionId}:${currentUpdateInfo()?.id ?? `v${version}`}`;
       const result = await chargeCycle(key, false);
+      if (result.outcome === 'review') {
+        // Money may still move: the pending renewal order waits for the provider's notice, which
+        // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
+        awaiting = { transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true };
+        changed = true;
+        return object;
+      }
       if (result.outcome !== 'approved') {
-        const why = result.outcome === 'review' ? 'the payment was left in review' : result.message ?? 'the card was declined';
+        const why = result.message ?? 'the card was declined';
         throw refused(`The provider refused the reactivation: ${why}${result.code ? ` (${result.code})` : ''}.`);
       }
-      return apply(
-        rules.reactivated(life, at),
-        [{ type: 'customer.subscription.updated', legacyType: 'subscription.reactivated' }],
-        { action: 'reactivated', reason: null },
-        request ?? null,
-      );
+      return reactivate(at, request ?? null);
     }),
   );
   setHandler(changePaymentMethodUpdate, ({ payment_method, request }) =>

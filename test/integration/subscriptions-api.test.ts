@@ -8,7 +8,10 @@ import { createBillingWorker } from '../../worker/main';
 import { collections } from '../../activities/store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
 import { ordersCollection } from '../../activities/store/orders';
+import { insertEndpoint } from '../../activities/store/webhooks';
+import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
 import { runAdmin } from '../../api/admin/cli';
+import { subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
@@ -298,6 +301,56 @@ describe('reactivate', () => {
     expect(after!.version).toBe(before!.version);
   });
 
+  describe('with the reactivation charge left in review (4954)', () => {
+    const settle = (ref: string, outcome: 'paid' | 'refused') =>
+      runAdmin(['provider', 'settle', ref, '--outcome', outcome], { ...process.env, MONGODB_DB: mongo.db.databaseName });
+
+    /** A canceled subscription whose saved card the provider leaves in review, and the answer to its reactivation. */
+    async function reactivatedIntoReview() {
+      // Trialing, so nothing is charged before the cancellation.
+      const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product, card: '4000000000004954' });
+      expect((await call(api, store.key, 'DELETE', `/v1/subscriptions/${sub._id}`)).status).toBe(200);
+      const canceled = (await findSubscription(mongo.db, store.store._id, sub._id))!;
+      const res = await post(`/v1/subscriptions/${sub._id}/reactivate`);
+      const orders = await ordersCollection(mongo.db).find({ subscription: sub._id }).toArray();
+      return { sub, canceled, res, orders };
+    }
+
+    it('answers 200 with the subscription unchanged and a pending renewal order; the paid notice reactivates it with customer.subscription.updated', async () => {
+      const { sub, canceled, res, orders } = await reactivatedIntoReview();
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id: sub._id, status: 'canceled', ended_at: canceled.ended_at });
+      expect(orders.map((o) => [o.billing_reason, o.status])).toEqual([['renewal', 'pending']]);
+      // Another reactivation while the payment is in review would start a second charge.
+      expectProviderError(await post(`/v1/subscriptions/${sub._id}/reactivate`), /in review/);
+
+      expect((await settle(orders[0]._id, 'paid')).code).toBe(0);
+      const active = await waitFor(async () => {
+        const doc = await findSubscription(mongo.db, store.store._id, sub._id);
+        return doc?.status === 'active' ? doc : null;
+      }, { description: 'reactivated by the paid notice' });
+      expect(active).toMatchObject({ cycles_completed: 1, ended_at: null, canceled_at: null, cancellation_details: null, cancel_at_period_end: false });
+      expect(active.current_period_end).toBeGreaterThan(active.current_period_start!);
+      expect(active.next_billing_at).toBe(active.current_period_end);
+      expect((await ordersCollection(mongo.db).findOne({ _id: orders[0]._id }))!.status).toBe('paid');
+      await waitFor(async () => (await eventsFor(sub._id)).at(-1) === 'customer.subscription.updated', { description: 'reactivation event' });
+      expect(await eventsFor(orders[0]._id)).toEqual(['invoice.paid']);
+    });
+
+    it('the refused notice fails the order (invoice.payment_failed) and leaves the subscription canceled', async () => {
+      const { sub, canceled, res, orders } = await reactivatedIntoReview();
+      expect(res.status).toBe(200);
+      expect((await settle(orders[0]._id, 'refused')).code).toBe(0);
+      await waitFor(async () => (await eventsFor(orders[0]._id)).includes('invoice.payment_failed'), { description: 'order failed' });
+      const handle = temporal.client.workflow.getHandle(subscriptionWorkflowId(sub._id));
+      await waitFor(async () => (await handle.query(subscriptionStateQuery)).awaitingSettlement === null, { description: 'notice handled' });
+      const after = (await findSubscription(mongo.db, store.store._id, sub._id))!;
+      expect(after).toMatchObject({ status: 'canceled', version: canceled.version, ended_at: canceled.ended_at });
+      expect((await ordersCollection(mongo.db).findOne({ _id: orders[0]._id }))!.status).toBe('failed');
+      expect((await eventsFor(sub._id)).at(-1)).toBe('customer.subscription.deleted');
+    });
+  });
+
   it('reactivating an active subscription without a scheduled cancellation is 400 provider_error', async () => {
     const sub = await activeSubscription();
     expectProviderError(await post(`/v1/subscriptions/${sub._id}/reactivate`), /active/);
@@ -379,5 +432,64 @@ describe('admin CLI', () => {
     expect(active.status).toBe('active');
     // Only the pm_ id, brand and last4 are kept: never the number.
     expect(JSON.stringify(active)).not.toContain('4242424242424242');
+  });
+});
+
+describe('original catalog (2026-09-01) names of real actions', () => {
+  let legacy: TestStore;
+  let legacyCatalog: TestCatalog;
+
+  beforeAll(async () => {
+    legacy = await createTestStore(mongo.db);
+    legacyCatalog = await seedCatalog(mongo.db, legacy.store._id);
+    // An endpoint on the original catalog makes its events stored; subscribed to nothing here, so none is delivered.
+    await insertEndpoint(mongo.db, { storeId: legacy.store._id, url: 'https://hooks.example.com/legacy', description: null, enabledEvents: ['order.refunded'], apiVersion: '2026-09-01' });
+  });
+
+  /** The store's original-catalog event types about one object, oldest first (read through GET /v1/events). */
+  async function legacyTypesOf(id: string): Promise<string[]> {
+    const res = await call(api, legacy.key, 'GET', '/v1/events?limit=100');
+    expect(res.status).toBe(200);
+    return (res.body.data as { type: string; api_version: string; data: { object: { id: string } } }[])
+      .filter((e) => e.api_version === '2026-09-01' && e.data.object.id === id)
+      .map((e) => e.type)
+      .reverse();
+  }
+
+  async function legacyActive(): Promise<SubscriptionDoc> {
+    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: legacy.store, offer: legacyCatalog.monthly, product: legacyCatalog.product });
+    return waitFor(async () => {
+      const doc = await findSubscription(mongo.db, legacy.store._id, sub._id);
+      return doc?.status === 'active' && (await legacyTypesOf(sub._id)).includes('subscription.updated') ? doc : null;
+    }, { description: 'first cycle paid', timeoutMs: 20_000 });
+  }
+
+  it('DELETE emits subscription.cancelled and reactivate subscription.reactivated', async () => {
+    const sub = await legacyActive();
+    expect((await call(api, legacy.key, 'DELETE', `/v1/subscriptions/${sub._id}`)).status).toBe(200);
+    expect((await legacyTypesOf(sub._id)).at(-1)).toBe('subscription.cancelled');
+    const res = await call(api, legacy.key, 'POST', `/v1/subscriptions/${sub._id}/reactivate`);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('active');
+    expect((await legacyTypesOf(sub._id)).at(-1)).toBe('subscription.reactivated');
+  });
+
+  it('change_offer to a dearer offer emits subscription.upgraded, to a cheaper one subscription.downgraded', async () => {
+    const sub = await legacyActive();
+    const change = (offer: string) => call(api, legacy.key, 'POST', `/v1/subscriptions/${sub._id}/change_offer`, { json: { offer } });
+    expect((await change(legacyCatalog.monthlyPremium._id)).status).toBe(200);
+    expect((await legacyTypesOf(sub._id)).at(-1)).toBe('subscription.upgraded');
+    expect((await change(legacyCatalog.monthlyCheaper._id)).status).toBe(200);
+    expect((await legacyTypesOf(sub._id)).at(-1)).toBe('subscription.downgraded');
+  });
+});
+
+describe('search attributes', () => {
+  it('the subscription workflow carries StoreId, CustomerId and SubscriptionId', async () => {
+    const sub = await activeSubscription();
+    const description = await temporal.client.workflow.getHandle(subscriptionWorkflowId(sub._id)).describe();
+    expect(description.typedSearchAttributes.get(StoreIdKey)).toBe(store.store._id);
+    expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(sub.customer);
+    expect(description.typedSearchAttributes.get(SubscriptionIdKey)).toBe(sub._id);
   });
 });
