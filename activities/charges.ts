@@ -331,8 +331,8 @@ export function createChargeActivities(deps: ChargeDeps) {
         { _id: input.chargeId, store_id: input.storeId, status: 'pending' },
         {
           $set: {
+            // `outcome` stays 'review': replays answer as the first request was answered (200 with the charge now settled).
             status: paid ? 'succeeded' : 'failed',
-            outcome: paid ? 'approved' : 'declined',
             failure_code: paid ? null : input.notice.code ?? 'declined',
             failure_message: paid ? null : input.notice.message ?? 'The payment was refused after review.',
             settled_at: input.notice.settledAt,

@@ -15,6 +15,8 @@ import { runAdmin } from '../../api/admin/cli';
 import { startCharge } from '../../activities/charges';
 import { requestFingerprint } from '../../api/plugins/idempotency';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
+import { insertEndpoint } from '../../activities/store/webhooks';
+import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
@@ -91,6 +93,21 @@ describe('the error table, in its order of checks', () => {
     const canceled = await subscription();
     expect((await call(api, store.key, 'DELETE', `/v1/subscriptions/${canceled._id}`)).status).toBe(200);
     expectError(await charge(canceled, { amount: 500 }), 400, 'invalid_request_error', 'subscription_not_chargeable');
+  });
+
+  it('an expired subscription: 400 subscription_not_chargeable', async () => {
+    // Created 120 days ago on a 3-cycle offer: its workflow charges the three overdue cycles at once,
+    // then the last period (already over) ends and the subscription expires.
+    const backdated = await seedSubscription(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { store: store.store, offer: catalog.limited, product: catalog.product, now: Date.now() - 120 * 86_400_000 },
+    );
+    const expired = await waitFor(async () => {
+      const doc = await findSubscription(mongo.db, store.store._id, backdated._id);
+      return doc?.status === 'expired' ? doc : null;
+    }, { description: 'expired at the cycle limit', timeoutMs: 20_000 });
+    expect(expired.cycles_completed).toBe(3);
+    expectError(await charge(expired, { amount: 500 }), 400, 'invalid_request_error', 'subscription_not_chargeable');
   });
 
   it('no saved card: 400 no_payment_method (checked before the body amounts)', async () => {
@@ -227,6 +244,39 @@ describe('approved', () => {
     expectError(reused, 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
   });
 
+  it('an active subscription (first cycle paid) is charged like a trialing one: 201 succeeded with a paid order', async () => {
+    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.monthly, product: catalog.product });
+    await waitFor(async () => (await findSubscription(mongo.db, store.store._id, sub._id))?.status === 'active', { description: 'first cycle paid' });
+    const res = await charge(sub, { amount: 1800, description: 'Extra seats' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ status: 'succeeded', subscription: sub._id, amount: 1800, order: expect.stringMatching(/^ord_/) });
+    expect((await ordersCollection(mongo.db).findOne({ _id: res.body.order }))).toMatchObject({ status: 'paid', billing_reason: 'manual', subscription: sub._id });
+  });
+
+  it('the charge workflow carries StoreId, CustomerId and SubscriptionId', async () => {
+    const sub = await subscription();
+    const key = newKey();
+    expect((await charge(sub, { amount: 600 }, key)).status).toBe(201);
+    const description = await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key)).describe();
+    expect(description.typedSearchAttributes.get(StoreIdKey)).toBe(store.store._id);
+    expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(sub.customer);
+    expect(description.typedSearchAttributes.get(SubscriptionIdKey)).toBe(sub._id);
+  });
+
+  it('with an endpoint on the original catalog (2026-09-01), an approved charge emits order.paid for its order', async () => {
+    const legacy = await createTestStore(mongo.db);
+    // Stored for the original catalog, delivered nowhere (the endpoint subscribes to something else).
+    await insertEndpoint(mongo.db, { storeId: legacy.store._id, url: 'https://hooks.example.com/legacy', description: null, enabledEvents: ['order.refunded'], apiVersion: '2026-09-01' });
+    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: legacy.store, offer: catalog.trial, product: catalog.product, card: '4242424242424242' });
+    const res = await charge(sub, { amount: 2100 }, newKey(), legacy.key);
+    expect(res.status).toBe(201);
+    const orderPaid = await waitFor(async () => {
+      const listed = await call(api, legacy.key, 'GET', '/v1/events?type=order.paid');
+      return (listed.body.data as { data: { object: { id: string } } }[]).find((e) => e.data.object.id === res.body.order) ?? null;
+    }, { description: 'order.paid' });
+    expect(orderPaid).toMatchObject({ type: 'order.paid', api_version: '2026-09-01', data: { object: { id: res.body.order, status: 'paid', billing_reason: 'manual' } } });
+  });
+
   it('without lines: lines [] on the charge and one order item named by the description', async () => {
     const sub = await subscription();
     const res = await charge(sub, { amount: 700, description: 'One-off' });
@@ -342,6 +392,26 @@ describe('in review', () => {
     expect(done.failure_code).toBe('card_declined');
     await waitFor(async () => (await eventsOf(res.body.id)).includes('subscription_charge.failed'), { description: 'failed event' });
     expect(await eventsOf(res.body.order)).toEqual(['invoice.payment_failed']);
+  });
+
+  it('a replay of a charge answered 201 pending and refused after review is 200 + Idempotent-Replayed with the charge now failed (not 402)', async () => {
+    const sub = await subscription('4000000000004954');
+    const key = newKey();
+    const first = await charge(sub, { amount: 3500 }, key);
+    expect(first.status).toBe(201);
+    const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
+    expect((await runAdmin(['provider', 'settle', first.body.id, '--outcome', 'refused'], env)).code).toBe(0);
+    await waitFor(async () => (await call(api, store.key, 'GET', `/v1/subscription_charges/${first.body.id}`)).body.status === 'failed', { description: 'charge refused' });
+    const replayOf = async () => {
+      const again = await charge(sub, { amount: 3500 }, key);
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toMatchObject({ id: first.body.id, status: 'failed', failure_code: 'card_declined', settled_at: expect.any(Number) });
+    };
+    await replayOf();
+    // Also once the charge workflow has closed and MongoDB alone answers.
+    await waitFor(async () => (await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key)).describe()).status.name === 'COMPLETED', { description: 'charge workflow closed' });
+    await replayOf();
   });
 });
 
