@@ -6,6 +6,7 @@ import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { ensureIndexes } from '../activities/store/collections';
 import { createTestConnection } from '../activities/provider/test-connection';
+import { temporalConnectionOptions } from '../activities/temporal-connection';
 
 export async function startApiServer(config = loadApiConfig()) {
   const mongo = new MongoClient(config.mongoUri);
@@ -13,7 +14,7 @@ export async function startApiServer(config = loadApiConfig()) {
   const db = mongo.db(config.mongoDb);
   await ensureIndexes(db);
   // Lazy: the API answers reads even while Temporal is still starting or briefly away.
-  const connection = Connection.lazy({ address: config.temporalAddress });
+  const connection = Connection.lazy({ ...temporalConnectionOptions(), address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(

@@ -18,6 +18,7 @@ import { createActivities, type ActivityDeps } from '../activities';
 import { createTestConnection } from '../activities/provider/test-connection';
 import { ensureEventSweeperSchedule } from '../activities/webhooks/sweeper-schedule';
 import { ensureUsageRoutineSchedule } from '../activities/usage';
+import { temporalConnectionOptions } from '../activities/temporal-connection';
 
 export const defaultTaskQueue = 'billing';
 
@@ -73,13 +74,13 @@ async function main(): Promise<void> {
 
   const mongoUri = process.env.MONGODB_URI;
   if (!mongoUri) throw new Error('MONGODB_URI is not set (npm start sets it; or point it at your MongoDB)');
-  const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+  const temporalOptions = temporalConnectionOptions();
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
 
   const mongo = await MongoClient.connect(mongoUri);
-  const connection = await NativeConnection.connect({ address });
-  const clientConnection = await Connection.connect({ address });
+  const connection = await NativeConnection.connect(temporalOptions);
+  const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({ connection: clientConnection, namespace });
   const worker = await createBillingWorker({
     connection,
@@ -104,7 +105,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
 
   const running = worker.run();
-  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${address})`);
+  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address})`);
   try {
     await running;
   } finally {

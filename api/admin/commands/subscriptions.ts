@@ -10,12 +10,13 @@ import { ordersCollection } from '../../../activities/store/orders';
 import { chargesCollection } from '../../../activities/store/subscription-charges';
 import { subscriptionObject } from '../../../activities/store/subscriptions';
 import { createSubscription } from '../../../activities/subscriptions';
+import { temporalConnectionOptions } from '../../../activities/temporal-connection';
 import { asJson, positional, str, type Command, type CommandContext } from './types';
 
 async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
   const address = ctx.env.TEMPORAL_ADDRESS;
   if (!address) throw new Error('TEMPORAL_ADDRESS is not set (the command reaches the workflows through Temporal)');
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect(temporalConnectionOptions(ctx.env));
   try {
     const client = new Client({ connection, namespace: ctx.env.TEMPORAL_NAMESPACE ?? 'default' });
     return await fn(client, ctx.env.TEMPORAL_TASK_QUEUE ?? 'billing');
