@@ -1,14 +1,16 @@
 // The closed list of error codes, each mapped to its HTTP status and error type in one place.
 // Everything the API refuses is an ApiError; anything else becomes a 500 api_error.
 
-export type ErrorType =
-  | 'invalid_request_error'
-  | 'idempotency_error'
-  | 'authentication_error'
-  | 'card_error'
-  | 'permission_error'
-  | 'rate_limit_error'
-  | 'api_error';
+export const ERROR_TYPES = [
+  'invalid_request_error',
+  'idempotency_error',
+  'authentication_error',
+  'card_error',
+  'permission_error',
+  'rate_limit_error',
+  'api_error',
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
 
 const CODES = {
   parameter_missing: [400, 'invalid_request_error'],
@@ -60,6 +62,10 @@ export const ERROR_CODES = Object.keys(CODES) as ErrorCode[];
 
 export function statusOf(code: ErrorCode): number {
   return CODES[code][0];
+}
+
+export function errorTypeOf(code: ErrorCode): ErrorType {
+  return CODES[code][1];
 }
 
 export interface ApiErrorOptions {

@@ -1,10 +1,11 @@
-// The pages buyers and customers open in a browser (hosted checkout, customer portal) and their
-// assets, outside /v1 and without an API key. Every page answer carries a strict
-// Content-Security-Policy (scripts and styles only from this origin, nothing inline) and is never
-// framed; failures render as a page, not as an API error object.
+// The pages buyers and customers open in a browser (hosted checkout, customer portal, the API's
+// error reference at /docs) and their assets, outside /v1 and without an API key. Every page answer
+// carries a strict Content-Security-Policy (scripts and styles only from this origin, nothing inline)
+// and is never framed; failures render as a page, not as an API error object.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import checkoutPages from './checkout';
 import portalPages from './portal';
+import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
 import { html, layout } from './html';
 
@@ -51,4 +52,5 @@ export default async function pages(app: FastifyInstance): Promise<void> {
 
   await app.register(checkoutPages);
   await app.register(portalPages);
+  await app.register(docsPage);
 }

@@ -1,6 +1,6 @@
 // The spec's common conventions over real HTTP against FerretDB: headers on every response, body and
 // query encodings, the error object for every failure (unknown paths, bad bodies, schema and domain
-// validation with nested params, bugs), versions, and the authentication table.
+// validation with nested params, bugs), versions, the authentication table, and the /docs error reference.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
 import { testMongo, type TestMongo } from '../support/env';
@@ -8,6 +8,7 @@ import { call, createTestStore, type TestApi, type TestStore } from '../support/
 import { startApiWithRoutes } from '../support/custom-api';
 import { collections } from '../../activities/store/collections';
 import { createApiKey } from '../../activities/store/stores';
+import { ERROR_CODES, ERROR_TYPES, statusOf } from '../../domain/errors';
 
 let mongo: TestMongo;
 let api: TestApi;
@@ -132,6 +133,25 @@ describe('hosted pages', () => {
   });
 });
 
+describe('error reference page', () => {
+  it('GET /docs answers 200 HTML without a key, with an errors anchor listing every error type and every code of the closed list', async () => {
+    const res = await fetch(`${api.url}/docs`);
+    const page = await res.text();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page).toContain('id="errors"');
+    for (const type of ERROR_TYPES) expect(page).toContain(`<code>${type}</code>`);
+    for (const code of ERROR_CODES) expect(page).toContain(`<tr id="${code}"><td><code>${code}</code></td><td>${statusOf(code)}</td>`);
+  });
+
+  it("an error's doc_url is the page's errors section, and the page it names answers 200", async () => {
+    const refused = await call(api, null, 'GET', '/v1/account');
+    const docUrl = new URL(refused.body.error.doc_url);
+    expect([docUrl.origin, docUrl.pathname, docUrl.hash]).toEqual([api.url, '/docs', '#errors']);
+    expect((await fetch(docUrl)).status).toBe(200);
+  });
+});
+
 describe('unknown paths', () => {
   it.each(['/v1/nothing-here', '/v1/customers/cust_1/nothing', '/customers', '/', '/v2/customers', '/v1'])(
     'GET %s answers 404 resource_missing in the error format',
@@ -224,7 +244,7 @@ describe('request bodies and query strings', () => {
         headers: { authorization: `Bearer ${store.key}`, 'content-type': 'application/json' },
         body,
       });
-      const parsed = await res.json();
+      const parsed = (await res.json()) as { error: { message: string } };
       expectError({ status: res.status, body: parsed }, 400, 'invalid_request_error', 'parameter_invalid');
       expect(parsed.error.message).toBe('The JSON request body may not contain "__proto__" or "constructor.prototype" keys.');
     }
