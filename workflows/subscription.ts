@@ -9,6 +9,7 @@ import {
   condition,
   continueAsNew,
   currentUpdateInfo,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -43,6 +44,9 @@ const payments = proxyActivities<Activities>({
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 });
 
+/** How many notices for transactions not (yet) awaited are kept: enough for a charge in flight plus re-sent stale ones. */
+const EARLY_NOTICES_KEPT = 20;
+
 /** Workflow time in Unix seconds (Date is deterministic inside the workflow sandbox). */
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -71,6 +75,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** A cycle charge left in review: a renewal (period from periodStart) or the reactivation of an ended subscription. */
   let awaiting: { transactionId: string; orderId: string; periodStart: number; reactivation: boolean } | null = null;
   let notice: ProviderNotice | null = null;
+  /**
+   * Notices for transactions not awaited, oldest first: a charge's notice can arrive while its activity
+   * runs, and signals are handled before the activity's result in an activation. No charge is in flight
+   * at continueAsNew (it waits for handlers and is skipped while awaiting), so none is carried across it.
+   */
+  const earlyNotices = new Map<string, ProviderNotice>();
   let missing = false;
   const lock = new Lock();
   const workflowId = workflowInfo().workflowId;
@@ -109,6 +119,21 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       if (!result.ok) throw refused(result.reason);
       return apply(result.change, result.events, { action: result.historyAction, reason }, request ?? null);
     });
+  }
+
+  /** A charge was left in review: wait for its notice, taking it at once if it already arrived. */
+  function awaitSettlement(pending: NonNullable<typeof awaiting>): void {
+    awaiting = pending;
+    notice = earlyNotices.get(pending.transactionId) ?? null;
+    earlyNotices.delete(pending.transactionId);
+  }
+
+  function keepEarlyNotice(settled: ProviderNotice): void {
+    // Runs started before this change dropped such notices; their replay must keep doing so.
+    if (!patched('keep-early-provider-notices')) return;
+    earlyNotices.delete(settled.transactionId);
+    earlyNotices.set(settled.transactionId, settled);
+    if (earlyNotices.size > EARLY_NOTICES_KEPT) earlyNotices.delete(earlyNotices.keys().next().value!);
   }
 
   const cycleKey = (prefix: string) => `${prefix}:${input.subscriptionId}:${life.cycles_completed + 1}:v${version}`;
@@ -151,7 +176,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       return true;
     }
     if (result.outcome === 'review') {
-      awaiting = { transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false };
+      awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false });
       return false;
     }
     await cycleFailed(result.code);
@@ -226,7 +251,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       if (result.outcome === 'review') {
         // Money may still move: the pending renewal order waits for the provider's notice, which
         // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
-        awaiting = { transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true };
+        awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true });
         changed = true;
         return object;
       }
@@ -242,6 +267,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   );
   setHandler(subscriptionProviderSettledSignal, (settled) => {
     if (awaiting && settled.transactionId === awaiting.transactionId) notice = settled;
+    else keepEarlyNotice(settled);
   });
   setHandler(subscriptionStateQuery, () => ({
     loaded: version >= 0,

@@ -1,7 +1,8 @@
 // What this tests: the subscription workflow owning time on the time-skipping server, with its
 // activities running for real against FerretDB and the test payment connection: a year of monthly
 // renewals, trial end approved and declined, dunning retries then recovery or expiry, scheduled
-// cancellation, cycle limit, pause and resume.
+// cancellation, cycle limit, pause and resume, and a charge in review whose provider notice arrives
+// before the charge activity has returned.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal as proto } from '@temporalio/proto';
 import type { Worker } from '@temporalio/worker';
@@ -12,6 +13,7 @@ import { createBillingWorker } from '../../worker/main';
 import { ensureIndexes, collections } from '../../activities/store/collections';
 import { createStore } from '../../activities/store/stores';
 import { createTestConnection } from '../../activities/provider/test-connection';
+import type { PaymentProvider } from '../../activities/provider/types';
 import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
 import { ordersCollection } from '../../activities/store/orders';
 import { paymentMethodOf } from '../../activities/subscriptions';
@@ -21,6 +23,7 @@ import {
   pauseUpdate,
   resumeUpdate,
   scheduleCancellationUpdate,
+  subscriptionProviderSettledSignal,
   subscriptionStateQuery,
   subscriptionWorkflowId,
 } from '../../workflows/subscription-messages';
@@ -250,5 +253,63 @@ describe('pause and resume', () => {
     const state = await handle(sub._id).query(subscriptionStateQuery);
     expect(state.life.cycles_completed).toBe(3);
     expect(state.next).toMatchObject({ kind: 'charge' });
+  });
+});
+
+describe('provider notice before the charge result', () => {
+  /**
+   * The test connection, except that a saved-card charge left in review is settled paid at the
+   * provider and its notice signalled (what `npm run admin -- provider settle` does) before the
+   * charge returns: the workflow receives the notice while its charge activity is still running.
+   */
+  function settlingBeforeReturning(inner: PaymentProvider): PaymentProvider {
+    return {
+      ...inner,
+      async chargeSavedCard(input) {
+        const outcome = await inner.chargeSavedCard(input);
+        if (outcome.status !== 'review') return outcome;
+        const settled = await inner.settle({ storeId: input.storeId, transactionId: outcome.transactionId, outcome: 'paid' });
+        if (!settled.ok) throw new Error(settled.reason);
+        await env.client.workflow.getHandle(settled.notice.notifyRef!).signal(subscriptionProviderSettledSignal, settled.notice);
+        return outcome;
+      },
+    };
+  }
+
+  it('a renewal in review whose paid notice arrives while the charge runs completes: active, cycle counted, order paid', async () => {
+    const earlyQueue = uniqueTaskQueue('subscription-early-notice');
+    const provider = settlingBeforeReturning(createTestConnection({ db: mongo.db }));
+    const earlyWorker = await createBillingWorker({
+      connection: env.nativeConnection,
+      taskQueue: earlyQueue,
+      db: mongo.db,
+      temporal: env.client,
+      activityDeps: { provider },
+    });
+    const earlyRunning = earlyWorker.run();
+    try {
+      const sub = await seedSubscription(
+        { db: mongo.db, temporal: env.client, taskQueue: earlyQueue, provider },
+        { store, offer: catalog.monthly, product: catalog.product, card: '4000000000004954', now: await env.currentTimeMs() },
+      );
+      const first = await until(sub._id, (d) => d.cycles_completed === 1, 'first cycle settled by its early notice');
+      expect(first.status).toBe('active');
+      expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['paid']);
+
+      // The next renewal, in a run continued as new after the paid cycle, gets its notice early too.
+      await env.sleep(32 * DAY_MS);
+      const renewed = await until(sub._id, (d) => d.cycles_completed === 2, 'renewal settled by its early notice');
+      expect(renewed.status).toBe('active');
+      expect(renewed.current_period_start).toBe(first.current_period_end);
+      const orders = await ordersOf(sub._id);
+      expect(orders.map((o) => [o.status, o.billing_reason])).toEqual([
+        ['paid', 'renewal'],
+        ['paid', 'renewal'],
+      ]);
+      expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
+    } finally {
+      earlyWorker.shutdown();
+      await earlyRunning.catch(() => undefined);
+    }
   });
 });
