@@ -1,17 +1,24 @@
-// `npm start`: the whole local stack in one command. FerretDB (data in .data/ferretdb/) and the
-// Temporal dev server with its Web UI (data in .data/temporal.db) unless MONGODB_URI / TEMPORAL_ADDRESS
-// point elsewhere, then the worker and the API, then the demo store; Ctrl-C stops it all in order.
+// `npm start`: the whole local stack in one command. FerretDB (data in DATA_DIR/ferretdb/) and the
+// Temporal dev server with its Web UI (data in DATA_DIR/temporal.db; DATA_DIR defaults to .data) unless
+// MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, then the worker and the API, then the demo store;
+// Ctrl-C stops it all in order.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { killAllGroups, spawnGroup, stopAllGroups, type ChildGroup } from './processes';
 import { freePort, isPortFree, startFerretDb, startTemporalDevServer } from './servers';
 import { projectRoot } from './tools';
 import { waitFor } from './wait';
 
-const dataDir = join(projectRoot, '.data');
+const dataDir = resolve(projectRoot, process.env.DATA_DIR ?? '.data');
 const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017 };
+
+/** A path as the banner shows it: relative inside the project, absolute elsewhere. */
+function shown(path: string): string {
+  const inside = relative(projectRoot, path);
+  return inside.startsWith('..') || isAbsolute(inside) ? path : inside;
+}
 
 interface Started {
   name: string;
@@ -25,7 +32,14 @@ function say(message: string): void {
   console.log(`[start] ${message}`);
 }
 
-async function portFor(label: string, preferred: number): Promise<number> {
+/** The port set in `variable`, as given; else the default, or a free port when the default is busy. */
+async function portFor(label: string, variable: string, preferred: number): Promise<number> {
+  const configured = process.env[variable];
+  if (configured) {
+    const port = Number(configured);
+    if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`${variable} must be a port number, not "${configured}"`);
+    return port;
+  }
   if (await isPortFree(preferred)) return preferred;
   const port = await freePort();
   say(`${label}: port ${preferred} is busy, using ${port} instead`);
@@ -177,13 +191,14 @@ async function main(): Promise<void> {
   if (mongoUri) {
     say(`MongoDB: using MONGODB_URI (${mongoUri})`);
   } else {
-    const port = await portFor('FerretDB', defaultPorts.ferretDb);
-    say(`starting FerretDB on 127.0.0.1:${port} (data in .data/ferretdb/)`);
-    const ferret = await startFerretDb({ dataDir: join(dataDir, 'ferretdb'), port });
+    const port = await portFor('FerretDB', 'FERRETDB_PORT', defaultPorts.ferretDb);
+    const ferretDir = join(dataDir, 'ferretdb');
+    say(`starting FerretDB on 127.0.0.1:${port} (data in ${shown(ferretDir)}/)`);
+    const ferret = await startFerretDb({ dataDir: ferretDir, port });
     started.push({ name: 'FerretDB', stop: ferret.stop });
     mongoUri = ferret.uri;
-    localData.push('.data/ferretdb/');
-    say(`FerretDB ready at ${mongoUri} (log: ${relative(projectRoot, ferret.logFile)})`);
+    localData.push(`${shown(ferretDir)}/`);
+    say(`FerretDB ready at ${mongoUri} (log: ${shown(ferret.logFile)})`);
   }
 
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
@@ -191,24 +206,24 @@ async function main(): Promise<void> {
   if (temporalAddress) {
     say(`Temporal: using TEMPORAL_ADDRESS (${temporalAddress})`);
   } else {
-    const port = await portFor('Temporal', defaultPorts.temporal);
-    const uiPort = await portFor('Temporal Web UI', defaultPorts.temporalUi);
+    const port = await portFor('Temporal', 'TEMPORAL_PORT', defaultPorts.temporal);
+    const uiPort = await portFor('Temporal Web UI', 'TEMPORAL_UI_PORT', defaultPorts.temporalUi);
     const dbFile = join(dataDir, 'temporal.db');
-    say(`starting the Temporal dev server on 127.0.0.1:${port}, Web UI on ${uiPort} (data in .data/temporal.db)`);
+    say(`starting the Temporal dev server on 127.0.0.1:${port}, Web UI on ${uiPort} (data in ${shown(dbFile)})`);
     const temporal = await startTemporalDevServer({ dbFile, port, uiPort });
     started.push({ name: 'Temporal dev server', stop: temporal.stop });
     temporalAddress = temporal.address;
     uiUrl = temporal.uiUrl;
-    localData.push('.data/temporal.db');
+    localData.push(shown(dbFile));
     // WAL mode is what keeps the dev server fast on SQLite; its -wal file proves the pragma took.
-    await waitFor(() => existsSync(`${dbFile}-wal`), { timeoutMs: 10_000, description: '.data/temporal.db-wal' }).then(
-      () => say(`Temporal ready at ${temporalAddress} (SQLite in WAL mode; log: ${relative(projectRoot, temporal.logFile)})`),
-      () => say(`warning: .data/temporal.db-wal did not appear; the dev server may not be running SQLite in WAL mode`),
+    await waitFor(() => existsSync(`${dbFile}-wal`), { timeoutMs: 10_000, description: `${shown(dbFile)}-wal` }).then(
+      () => say(`Temporal ready at ${temporalAddress} (SQLite in WAL mode; log: ${shown(temporal.logFile)})`),
+      () => say(`warning: ${shown(dbFile)}-wal did not appear; the dev server may not be running SQLite in WAL mode`),
     );
   }
 
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
-  const apiPort = process.env.PORT ? Number(process.env.PORT) : await portFor('API', defaultPorts.api);
+  const apiPort = await portFor('API', 'PORT', defaultPorts.api);
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     MONGODB_URI: mongoUri,
