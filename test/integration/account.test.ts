@@ -1,20 +1,52 @@
-// GET /v1/account over real HTTP against FerretDB: the key's store and the key itself.
+// GET /v1/account over real HTTP on the real stack: the API and a billing worker, both against the
+// suite's FerretDB and the Temporal dev server; the key's store and the key itself.
+import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testMongo, type TestMongo } from '../support/env';
+import { createBillingWorker } from '../../worker/main';
+import type { pingWorkflow } from '../../workflows';
+import { testMongo, testTemporal, uniqueTaskQueue, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 
 let mongo: TestMongo;
+let temporal: TestTemporal;
+let taskQueue: string;
+let worker: Worker;
+let workerRun: Promise<void>;
 let api: TestApi;
 let store: TestStore;
 
 beforeAll(async () => {
   mongo = await testMongo();
-  api = await startTestApi({ db: mongo.db });
+  temporal = await testTemporal();
+  taskQueue = uniqueTaskQueue('account');
+  worker = await createBillingWorker({
+    connection: temporal.nativeConnection,
+    namespace: temporal.namespace,
+    taskQueue,
+    db: mongo.db,
+    temporal: temporal.client,
+  });
+  workerRun = worker.run();
+  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
   store = await createTestStore(mongo.db, { name: 'Acme Brasil', slug: 'acme' });
 });
 afterAll(async () => {
   await api?.close();
+  worker?.shutdown();
+  await workerRun?.catch(() => undefined);
+  await temporal?.close();
   await mongo?.close();
+});
+
+describe('the real stack', () => {
+  it('the API answers GET /v1/account over HTTP while the worker it starts workflows on runs activities against the same FerretDB', async () => {
+    const res = await call(api, store.key, 'GET', '/v1/account');
+    expect([res.status, res.body.id]).toEqual([200, store.store._id]);
+    // The API's own Temporal client, on the API's task queue: the worker answers with an activity that pings MongoDB.
+    const client = api.app.deps.temporal!;
+    const pong = await client.workflow.execute<typeof pingWorkflow>('pingWorkflow', { taskQueue: api.config.taskQueue, workflowId: `ping-${taskQueue}` });
+    expect([worker.getState(), pong]).toEqual(['RUNNING', 'pong']);
+  });
 });
 
 describe('GET /v1/account', () => {
