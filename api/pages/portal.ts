@@ -71,9 +71,9 @@ function csrfValid(login: PortalLoginDoc, sent: string): boolean {
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
 
-/** Where the portal lives in this request: under /portal/{slug}, or the custom domain's root. */
-function basePath(slug: string | undefined): string {
-  return slug ? `/portal/${encodeURIComponent(slug)}` : '';
+/** The path of {portal_url} ('/portal' by default, '' when it is a host's root): the routes live under it. */
+export function portalRoutePath(portalUrl: string): string {
+  return new URL(portalUrl).pathname.replace(/\/+$/, '');
 }
 
 function hostOf(request: FastifyRequest): string {
@@ -148,8 +148,15 @@ function orderItem(lang: PageLanguage, order: OrderDoc, timeZone: string): Marku
 const DONE_KEYS: Record<string, MessageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
 
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, provider, temporal } = app.deps;
+  const { db, provider, temporal, config } = app.deps;
   const deps: PortalDeps = { db, provider, temporal };
+  // Sign-in links are built from PORTAL_URL (portalAddress), so the routes follow its path.
+  const portalPath = portalRoutePath(config.portalUrl);
+
+  /** Where the portal lives in this request: under {portal_url}/{slug}, or the custom domain's root. */
+  function basePath(slug: string | undefined): string {
+    return slug ? `${portalPath}/${encodeURIComponent(slug)}` : '';
+  }
 
   const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
   sweeper.unref();
@@ -244,13 +251,14 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   // Under {portal_url}/{slug}, and at the root of a store's custom domain.
-  for (const prefix of ['/portal/:slug', '']) {
+  for (const prefix of [`${portalPath}/:slug`, '']) {
     const config = { public: true };
     app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn);
     app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account);
     app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act);
     app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut);
-    if (prefix) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry);
+    // A bare /:slug (PORTAL_URL at a host's root) would catch every unknown top-level page.
+    if (prefix && portalPath) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry);
   }
 };
 

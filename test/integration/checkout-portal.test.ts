@@ -8,7 +8,7 @@ import { collections } from '../../activities/store/collections';
 import { findCheckoutSession } from '../../activities/store/checkout-sessions';
 import { portalLinksCollection } from '../../activities/store/portal-sessions';
 import { subscriptionsCollection, type SubscriptionDoc } from '../../activities/store/subscriptions';
-import type { TestStore } from '../support/api';
+import { startTestApi, type TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
 
@@ -163,6 +163,34 @@ describe('sign-in link', () => {
     const wrong = link.url.replace(`/portal/${slug}/`, `/portal/${other.store.slug}/`);
     expect((await get(wrong)).status).toBe(410);
     expect((await get(link.url)).status).toBe(303);
+  });
+});
+
+describe('portal address', () => {
+  test('a PORTAL_URL with another path (/customers/portal) gets its sign-in link, entry and account pages served under that path', async () => {
+    const custom = await startTestApi({
+      db: stack.mongo.db,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      config: { portalUrl: 'https://billing.example.com/customers/portal', ipRateLimit: 100_000 },
+    });
+    try {
+      const res = await call(custom, store.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customerId } });
+      expect(res.body.url).toMatch(new RegExp(`^https://billing\\.example\\.com/customers/portal/${slug}/session/[A-Za-z0-9_-]{20,}$`));
+      const base = `/customers/portal/${slug}`;
+      const signedIn = await fetch(`${custom.url}${new URL(res.body.url).pathname}`, { redirect: 'manual' });
+      expect({ status: signedIn.status, location: signedIn.headers.get('location') }).toEqual({ status: 303, location: `${base}/account` });
+      const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
+      const account = await fetch(`${custom.url}${base}/account`, { headers: { cookie } });
+      const text = await account.text();
+      expect(account.status).toBe(200);
+      expect(text).toContain(`data-subscription="${subscriptionId}"`);
+      expect(text).toContain(`action="${base}/account/subscriptions/${subscriptionId}/cancel"`);
+      const entry = await fetch(`${custom.url}${base}`, { redirect: 'manual' });
+      expect(entry.headers.get('location')).toBe(`${base}/account`);
+    } finally {
+      await custom.close();
+    }
   });
 });
 
