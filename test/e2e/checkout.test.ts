@@ -140,9 +140,12 @@ describe('hosted checkout in a browser', () => {
 
   test('a recurring offer paid by card creates the subscription', async () => {
     const session = await openCheckout({ offer: catalog.monthly._id, subscription_data: { metadata: { plan: 'club' } } });
+    await expect.poll(() => page.title()).toContain('Photo Club');
+    await screenshot(page, '13-recurring-checkout');
     await fillBuyer();
     await payWithCard('4242424242424242');
     await page.getByTestId('thank-you').waitFor();
+    await screenshot(page, '14-recurring-thank-you');
     const doc = await waitFor(async () => {
       const s = await findCheckoutSession(stack.mongo.db, store.store._id, session.id);
       return s?.subscription ? s : null;
@@ -158,6 +161,8 @@ describe('hosted checkout in a browser', () => {
     await call(stack.api, store.key, 'POST', `/v1/checkout/sessions/${res.body.id}/expire`);
     await page.goto(`${stack.api.url}/c/${res.body.id}`);
     await page.waitForURL(`${merchant.url}/cart`);
+    await page.locator('#merchant').waitFor();
+    await screenshot(page, '15-cancel-url');
     const plain = await createSession(stack.api, store, { offer: catalog.oneOff._id });
     await call(stack.api, store.key, 'POST', `/v1/checkout/sessions/${plain.body.id}/expire`);
     await page.goto(`${stack.api.url}/c/${plain.body.id}`);
