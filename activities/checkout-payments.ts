@@ -1,12 +1,13 @@
 // The hosted page's payment: the buyer's customer is found or created, the session workflow holds
 // the session for the attempt (beginPayment), the card goes to the provider adapter only (in
 // memory, never stored or logged), and the outcome without card data goes back to the workflow
-// (recordPaymentResult), which applies it and answers. Also the provider notices the page's test
-// buttons send.
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+// (recordPaymentResult), which applies it and answers. The provider call is bounded below the
+// workflow's hold; an answer arriving after the bound is still recorded (a late approval completes
+// the session). Also the provider notices the page's test buttons send.
+import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApiError } from '../domain/errors';
 import { newId, randomBase62 } from '../domain/ids';
-import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
+import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
 import { findCustomer } from './store/customers';
 import { findStore } from './store/stores';
@@ -17,6 +18,8 @@ import { requestOverdueExpiry, temporalOf, type CheckoutDeps } from './checkout'
 import {
   beginPaymentUpdate,
   checkoutSessionWorkflowId,
+  PROVIDER_CALL_TIMEOUT_MS,
+  PROVIDER_TIMEOUT_CODE,
   providerSettledSignal,
   recordPaymentResultUpdate,
   type PaymentAttemptOutcome,
@@ -56,6 +59,46 @@ async function withRetries<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
       await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
     }
   }
+}
+
+const PROVIDER_UNREACHABLE: PaymentAttemptOutcome = {
+  status: 'failed',
+  code: 'provider_unavailable',
+  message: 'The payment provider could not be reached. Nothing was charged; try again.',
+};
+
+/** What the provider answered for one attempt, without card data. */
+interface ProviderAnswer {
+  outcome: PaymentAttemptOutcome;
+  savedCard: PaymentResultInput['savedCard'];
+}
+
+type Bounded<T> = { answered: true; value: T } | { answered: false; late: Promise<T> };
+
+async function within<T>(promise: Promise<T>, ms: number): Promise<{ done: true; value: T } | { done: false }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<{ done: false }>((resolve) => {
+    timer = setTimeout(() => resolve({ done: false }), ms);
+  });
+  try {
+    return await Promise.race([promise.then((value) => ({ done: true as const, value })), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The provider's answer within `boundMs`, asking once more when the first call is slow: the same
+ * idempotency key never charges twice, so the repeat makes the only charge or learns the first's.
+ * Without an answer by then, `late` is whichever call answers first.
+ */
+async function askWithinBound<T>(ask: () => Promise<T>, boundMs: number): Promise<Bounded<T>> {
+  const first = ask();
+  const firstAnswer = await within(first, boundMs);
+  if (firstAnswer.done) return { answered: true, value: firstAnswer.value };
+  const either = Promise.any([first, ask()]);
+  const answer = await within(either, boundMs);
+  return answer.done ? { answered: true, value: answer.value } : { answered: false, late: either };
 }
 
 /** The hosted page's pay button: see the module header. */
@@ -120,6 +163,8 @@ export async function payCheckoutSession(
           document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
         },
         null,
+        // The page takes any name the session's customer_name rule allows, so the record does too.
+        { nameMin: CUSTOMER_NAME_MIN },
       );
       customerId = customer._id;
       customerEmail = customer.email;
@@ -151,9 +196,8 @@ export async function payCheckoutSession(
   const idempotencyKey = `checkout:${session._id}:${attemptId}`;
   const notifyRef = checkoutSessionWorkflowId(session._id);
   const recurring = session.offer.type === 'recurring';
-  let outcome: PaymentAttemptOutcome;
-  let savedCard: PaymentResultInput['savedCard'] = null;
-  try {
+  // Asked again with the same key when slow (askWithinBound): a key never charges twice.
+  const askProvider = async (): Promise<ProviderAnswer> => {
     if (input.method === 'pix') {
       const pix = await deps.provider.createPix({
         storeId: store._id,
@@ -164,54 +208,73 @@ export async function payCheckoutSession(
         customerId,
         notifyRef,
       });
-      outcome =
-        pix.status === 'pending'
-          ? { status: 'pix_pending', transactionId: pix.transactionId, pixCode: pix.copyPaste, pixExpiresAt: pix.expiresAt }
-          : { status: 'declined', code: pix.code, message: pix.message };
-    } else if (trial) {
+      return {
+        outcome:
+          pix.status === 'pending'
+            ? { status: 'pix_pending', transactionId: pix.transactionId, pixCode: pix.copyPaste, pixExpiresAt: pix.expiresAt }
+            : { status: 'declined', code: pix.code, message: pix.message },
+        savedCard: null,
+      };
+    }
+    if (trial) {
       const saved = await deps.provider.saveCard({ storeId: store._id, customerId, providerCustomerId, card: { ...input.card!, number: cardNumber! } });
-      if (saved.ok) {
-        outcome = { status: 'approved', transactionId: null };
-        savedCard = { id: saved.card.paymentMethodId, brand: saved.card.brand, last4: saved.card.last4, chargeable: saved.card.chargeable };
-      } else {
-        outcome = { status: 'declined', code: saved.code, message: saved.message };
-      }
+      return saved.ok
+        ? {
+            outcome: { status: 'approved', transactionId: null },
+            savedCard: { id: saved.card.paymentMethodId, brand: saved.card.brand, last4: saved.card.last4, chargeable: saved.card.chargeable },
+          }
+        : { outcome: { status: 'declined', code: saved.code, message: saved.message }, savedCard: null };
+    }
+    const charged = await deps.provider.chargeCard({
+      storeId: store._id,
+      idempotencyKey,
+      card: { ...input.card!, number: cardNumber! },
+      amount: amounts.amount_total,
+      currency: amounts.currency,
+      description: session.offer.name,
+      installments,
+      saveCard: recurring,
+      customerId,
+      providerCustomerId,
+      notifyRef,
+    });
+    const savedCard = charged.card
+      ? { id: charged.card.paymentMethodId, brand: charged.card.brand, last4: charged.card.last4, chargeable: charged.card.chargeable }
+      : null;
+    switch (charged.status) {
+      case 'approved':
+        return { outcome: { status: 'approved', transactionId: charged.transactionId }, savedCard };
+      case 'review':
+        return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard };
+      case 'declined':
+        return { outcome: { status: 'declined', code: charged.code ?? 'declined', message: charged.message }, savedCard };
+      case 'refused':
+        return { outcome: { status: 'declined', code: charged.code, message: charged.message }, savedCard };
+    }
+  };
+
+  let answered: ProviderAnswer;
+  let late: Promise<ProviderAnswer> | null = null;
+  try {
+    const asked = await askWithinBound(askProvider, deps.providerCallTimeoutMs ?? PROVIDER_CALL_TIMEOUT_MS);
+    if (asked.answered) {
+      answered = asked.value;
     } else {
-      const charged = await deps.provider.chargeCard({
-        storeId: store._id,
-        idempotencyKey,
-        card: { ...input.card!, number: cardNumber! },
-        amount: amounts.amount_total,
-        currency: amounts.currency,
-        description: session.offer.name,
-        installments,
-        saveCard: recurring,
-        customerId,
-        providerCustomerId,
-        notifyRef,
-      });
-      if (charged.card) {
-        savedCard = { id: charged.card.paymentMethodId, brand: charged.card.brand, last4: charged.card.last4, chargeable: charged.card.chargeable };
-      }
-      switch (charged.status) {
-        case 'approved':
-          outcome = { status: 'approved', transactionId: charged.transactionId };
-          break;
-        case 'review':
-          outcome = { status: 'review', transactionId: charged.transactionId };
-          break;
-        case 'declined':
-          outcome = { status: 'declined', code: charged.code ?? 'declined', message: charged.message };
-          break;
-        case 'refused':
-          outcome = { status: 'declined', code: charged.code, message: charged.message };
-          break;
-      }
+      late = asked.late;
+      answered = {
+        outcome: {
+          status: 'failed',
+          code: PROVIDER_TIMEOUT_CODE,
+          message: 'The payment provider has not answered yet. If the payment goes through, this checkout completes by itself.',
+        },
+        savedCard: null,
+      };
     }
   } catch {
     // Deliberately not logged with its input: the card must not reach any log.
-    outcome = { status: 'failed', code: 'provider_unavailable', message: 'The payment provider could not be reached. Nothing was charged; try again.' };
+    answered = { outcome: PROVIDER_UNREACHABLE, savedCard: null };
   }
+  const { outcome, savedCard } = answered;
 
   const result: PaymentResultInput = {
     attemptId,
@@ -235,11 +298,33 @@ export async function payCheckoutSession(
     if (current && current.status !== 'open') return { kind: 'closed' };
     throw error;
   }
+  if (late) recordLateAnswer(handle, result, late);
   if (!answer.applied) return { kind: 'closed' };
   if (outcome.status === 'declined' || outcome.status === 'failed') {
     return { kind: 'error', code: outcome.code, message: outcome.message, field: 'payment' };
   }
   return { kind: 'done' };
+}
+
+/**
+ * The provider's answer that came after the bound goes to the workflow, which still holds the session
+ * for this attempt: an approval completes it, anything else releases the hold.
+ */
+function recordLateAnswer(handle: WorkflowHandle, timedOut: PaymentResultInput, late: Promise<ProviderAnswer>): void {
+  void late
+    .then(
+      (answer) => ({ ...timedOut, outcome: answer.outcome, savedCard: answer.savedCard }),
+      () => ({ ...timedOut, outcome: PROVIDER_UNREACHABLE }),
+    )
+    .then((result) => withRetries(() => handle.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId: `late-${result.attemptId}` })))
+    .then(
+      (answer) => {
+        if (!answer.applied) console.error(`checkout ${handle.workflowId}: the provider's late answer for attempt ${timedOut.attemptId} came after the session closed`);
+      },
+      (error: unknown) => {
+        console.error(`checkout ${handle.workflowId}: the provider's late answer for attempt ${timedOut.attemptId} was not recorded (${error instanceof Error ? error.message : String(error)})`);
+      },
+    );
 }
 
 /** Delivers a provider notice to the workflow waiting for it (its notifyRef is the workflow id). */

@@ -11,6 +11,8 @@ import {
   checkCurrency,
   checkoutBase,
   checkPack,
+  CUSTOMER_NAME_MAX,
+  CUSTOMER_NAME_MIN,
   modeOfOffer,
   resolveExpiresAt,
   sessionAmountTotal,
@@ -47,6 +49,8 @@ export interface CheckoutDeps {
   checkoutUrl: string;
   /** Accept http://localhost redirect URLs. */
   development: boolean;
+  /** How long the page waits for one provider call (default PROVIDER_CALL_TIMEOUT_MS); tests shorten it. */
+  providerCallTimeoutMs?: number;
 }
 
 export interface CreateCheckoutSessionInput {
@@ -113,8 +117,8 @@ export async function createCheckoutSession(
       ? null
       : normalizeMetadata(subscriptionMetadataInput, 'subscription_data.metadata');
   const customerName = emptyToUndefined(body.customer_name)?.trim();
-  if (customerName !== undefined && (customerName.length < 2 || customerName.length > 120)) {
-    throw invalid('customer_name', 'customer_name must be 2 to 120 characters long.');
+  if (customerName !== undefined && (customerName.length < CUSTOMER_NAME_MIN || customerName.length > CUSTOMER_NAME_MAX)) {
+    throw invalid('customer_name', `customer_name must be ${CUSTOMER_NAME_MIN} to ${CUSTOMER_NAME_MAX} characters long.`);
   }
   const customerEmail = emptyToUndefined(body.customer_email);
   const normalizedEmail = customerEmail !== undefined ? normalizeEmail(customerEmail, 'customer_email') : null;
@@ -154,10 +158,14 @@ export async function createCheckoutSession(
   }
   const currency = emptyToUndefined(body.currency) !== undefined ? checkCurrency(offer.prices, body.currency!) : null;
 
+  // The line item is the offer's alias: its quantity is a pack of that offer only. With another
+  // offer sent, the item is ignored as a whole (offer and pack take precedence).
+  const itemPrice = emptyToUndefined(item?.price);
+  const itemIsThisOffer = emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
   let pack: number | null = null;
   if (emptyToUndefined(body.pack) !== undefined) {
     pack = checkPack(offer.packs, body.pack!, 'pack');
-  } else if (emptyToUndefined(item?.quantity) !== undefined) {
+  } else if (itemIsThisOffer && emptyToUndefined(item?.quantity) !== undefined) {
     // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
     if (!(item!.quantity === 1 && offer.packs.length === 0)) pack = checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
   }

@@ -29,8 +29,9 @@ export async function createCustomer(
   store: StoreDoc,
   input: CustomerInput & { metadata?: unknown },
   request: EventRequest | null,
+  options: { nameMin?: number } = {},
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
-  const fields = normalizeCustomerInput(input, store.country, true);
+  const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
   const metadata: Metadata = normalizeMetadata(input.metadata);
   // The claim lookup is a single read; a customer without a claim is still found below, when the
   // unique email refuses the insert.

@@ -72,9 +72,10 @@ function normalizeAddress(input: AddressInput): Record<string, string | null> {
 
 /**
  * Normalizes the fields present in `input`. With `creating`, email, name, phone and document are
- * required; on update only what is sent changes.
+ * required; on update only what is sent changes. `nameMin` is lower for checkout buyers (a
+ * session's customer_name may be 2 characters).
  */
-export function normalizeCustomerInput(input: CustomerInput, storeCountry: string, creating: boolean): NormalizedCustomerFields {
+export function normalizeCustomerInput(input: CustomerInput, storeCountry: string, creating: boolean, nameMin = 3): NormalizedCustomerFields {
   const out: NormalizedCustomerFields = {};
   if (creating) {
     for (const field of ['email', 'name', 'phone'] as const) {
@@ -86,7 +87,7 @@ export function normalizeCustomerInput(input: CustomerInput, storeCountry: strin
     if (input.email === null) throw invalid('email', 'Email cannot be removed.');
     out.email = normalizeEmail(input.email);
   }
-  if (input.name !== undefined) out.name = normalizeName(input.name);
+  if (input.name !== undefined) out.name = normalizeName(input.name, 'name', nameMin);
   if (input.phone !== undefined) {
     if (input.phone === null) throw invalid('phone', 'Phone cannot be removed.');
     const phone = normalizePhone(input.phone, storeCountry);

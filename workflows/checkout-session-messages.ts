@@ -24,6 +24,18 @@ export const CUSTOMER_ID_ATTRIBUTE = defineSearchAttributeKey('CustomerId', Sear
 /** How long a payment attempt may hold the session before its result must have arrived. */
 export const PAYMENT_HOLD_MS = 2 * 60 * 1000;
 
+/**
+ * How long the page waits for one provider call. Twice this (the call and one repeat with the same
+ * idempotency key) stays below PAYMENT_HOLD_MS, so a live page always reports before the hold ends.
+ */
+export const PROVIDER_CALL_TIMEOUT_MS = 45 * 1000;
+
+/**
+ * The `failed` outcome's code when the provider did not answer within the bound: the charge may
+ * still land, so the attempt keeps holding the session until its late answer or the hold's end.
+ */
+export const PROVIDER_TIMEOUT_CODE = 'provider_timeout';
+
 /** Failure type of the refusals (ApplicationFailure.type), mapped to the API's error code. */
 export const NOT_OPEN_FAILURE = 'checkout_session_not_open';
 
@@ -51,6 +63,11 @@ export interface CheckoutWorkflowState {
   last_error: { code: string; message: string } | null;
   /** How the pending payment ended: paid, refused or expired. */
   settlement: 'paid' | 'refused' | 'expired' | null;
+  /**
+   * A provider check or the subscription hand-off that failed after its retries and is being tried
+   * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
+   */
+  problem: { step: 'check_transaction' | 'create_subscription'; type: string | null; message: string; nonRetryable: boolean; failures: number } | null;
 }
 
 export interface BeginPaymentInput {

@@ -2,14 +2,17 @@
 // paid, its deadline (a timer at expires_at) or the `expire` update; a payment attempt holds the
 // session (beginPayment) until its result arrives, so a payment racing the deadline or an expire
 // completes or expires the session exactly once. A pending PIX or review then waits for the
-// provider's notice (PIX: at most until its code expires) and never reopens.
+// provider's notice (PIX: at most until its code expires) and never reopens. Provider checks and
+// the subscription hand-off that fail are tried again later, so the workflow never dies of them.
 import {
+  ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
   condition,
   log,
   proxyActivities,
   setHandler,
+  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -20,6 +23,7 @@ import {
   expireUpdate,
   NOT_OPEN_FAILURE,
   PAYMENT_HOLD_MS,
+  PROVIDER_TIMEOUT_CODE,
   providerSettledSignal,
   recordPaymentResultUpdate,
   stateQuery,
@@ -30,13 +34,19 @@ import {
 
 /** A review has no deadline: ask the provider once a day in case its notice was lost. */
 const REVIEW_RECHECK = '1 day';
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Wait before trying a failed outside step again: 5 minutes, doubling, at most a day (short history). */
+function retryDelayMs(failures: number): number {
+  return Math.min(5 * 60 * 1000 * 2 ** Math.min(failures - 1, 10), DAY_MS);
+}
 
 // Database writes: retried until they succeed (each is a conditional, repeatable update).
 const store = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
 });
-// Provider reads and the subscription hand-off: bounded, then logged and left to the next check.
+// Provider reads and the subscription hand-off: bounded; a failure is logged and tried again later (outsideStep).
 const outside = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10 },
@@ -65,6 +75,7 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
     attempt: null,
     last_error: null,
     settlement: null,
+    problem: null,
   };
   let attemptStartedAt = 0;
   let notice: ProviderNotice | null = null;
@@ -144,7 +155,10 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
         }
         return { applied: false, state };
       }
-      if (state.attempt === result.attemptId) state.attempt = null;
+      // A provider that did not answer in time may still charge: its attempt keeps the hold (deadline,
+      // expire and other attempts wait) until the late answer arrives or the hold runs out.
+      const unconfirmed = result.outcome.status === 'failed' && result.outcome.code === PROVIDER_TIMEOUT_CODE;
+      if (state.attempt === result.attemptId && !unconfirmed) state.attempt = null;
       await applyPaymentResult(result);
       return { applied: true, state };
     }),
@@ -193,12 +207,46 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
     await awaitSettlement();
   }
   if (state.status === 'complete' && state.payment_status === 'paid' && input.recurring) {
-    const subscription = await outside.createCheckoutSubscription({ storeId, sessionId });
+    let subscription: string | null | undefined;
+    while (subscription === undefined) {
+      subscription = await outsideStep('create_subscription', () => outside.createCheckoutSubscription({ storeId, sessionId }));
+      if (subscription === undefined) await sleep(retryDelayMs(state.problem!.failures));
+    }
     state.subscription = subscription;
   }
 
   await condition(allHandlersFinished);
   return state;
+
+  /**
+   * One outside step; undefined when it failed after its retry policy (or at once, nonRetryable):
+   * logged and kept in state.problem (queryable) for the caller to try again later.
+   */
+  async function outsideStep<T>(step: 'check_transaction' | 'create_subscription', call: () => Promise<T>): Promise<T | undefined> {
+    try {
+      const value = await call();
+      if (state.problem?.step === step) state.problem = null;
+      return value;
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const cause = error.cause;
+      const nonRetryable = cause instanceof ApplicationFailure && cause.nonRetryable === true;
+      const failures = state.problem?.step === step ? state.problem.failures + 1 : 1;
+      const problem = {
+        step,
+        type: cause instanceof ApplicationFailure ? (cause.type ?? null) : null,
+        message: cause?.message ?? error.message,
+        nonRetryable,
+        failures,
+      };
+      state.problem = problem;
+      // A data problem needs an operator; anything else is the provider or a server being away.
+      const details = { sessionId, ...problem, retryInMs: retryDelayMs(failures) };
+      if (nonRetryable) log.error('checkout step failed on a data problem; trying again later', details);
+      else log.warn('checkout step failed after its retries; trying again later', details);
+      return undefined;
+    }
+  }
 
   async function awaitSettlement(): Promise<void> {
     let outcome: 'paid' | 'refused' | 'expired' | null = null;
@@ -210,15 +258,19 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
           outcome = notice.status;
         } else {
           // The code is past its validity: paid only if the provider says so, expired otherwise.
-          const tx = await outside.checkCheckoutTransaction({ storeId, transactionId: state.transaction_id! });
-          outcome = tx === 'paid' ? 'paid' : tx === 'refused' ? 'refused' : 'expired';
+          const tx = await outsideStep('check_transaction', () => outside.checkCheckoutTransaction({ storeId, transactionId: state.transaction_id! }));
+          if (tx !== undefined) outcome = tx === 'paid' ? 'paid' : tx === 'refused' ? 'refused' : 'expired';
+          // The provider's answer or its notice, whichever comes first, decides.
+          else await condition(() => notice !== null, retryDelayMs(state.problem!.failures));
         }
       } else {
-        const arrived = await condition(() => notice !== null, REVIEW_RECHECK);
+        // After a failed check, ask again sooner than the daily recheck.
+        const wait = state.problem?.step === 'check_transaction' ? retryDelayMs(state.problem.failures) : REVIEW_RECHECK;
+        const arrived = await condition(() => notice !== null, wait);
         if (arrived && notice) {
           outcome = notice.status;
         } else {
-          const tx = await outside.checkCheckoutTransaction({ storeId, transactionId: state.transaction_id! });
+          const tx = await outsideStep('check_transaction', () => outside.checkCheckoutTransaction({ storeId, transactionId: state.transaction_id! }));
           if (tx === 'paid' || tx === 'refused' || tx === 'expired') outcome = tx;
         }
       }

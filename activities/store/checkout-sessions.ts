@@ -3,7 +3,7 @@
 // or replayed activity is harmless.
 import type { Db } from 'mongodb';
 import { decodeMetadata, type StoredMetadata } from '../../domain/metadata';
-import { checkoutPageUrl, type PaymentStatus, type SessionMode, type SessionStatus } from '../../domain/checkout';
+import { checkoutPageUrl, effectiveStatus, type PaymentStatus, type SessionMode, type SessionStatus } from '../../domain/checkout';
 import type { OfferPrice } from './collections';
 import { registerIndexes } from './collections';
 
@@ -123,6 +123,19 @@ export function checkoutSessionObject(doc: CheckoutSessionDoc) {
   };
 }
 export type CheckoutSessionObject = ReturnType<typeof checkoutSessionObject>;
+
+/** The API's reads: an open session past its deadline is expired (url null) before the workflow marks it. */
+export function checkoutSessionReadObject(doc: CheckoutSessionDoc, nowSeconds: number): CheckoutSessionObject {
+  const status = effectiveStatus(doc, nowSeconds);
+  return checkoutSessionObject(status === doc.status ? doc : { ...doc, status });
+}
+
+/** The stored filter matching sessions whose effective status (above) is `status`. */
+export function effectiveStatusFilter(status: SessionStatus, nowSeconds: number): Record<string, unknown> {
+  if (status === 'open') return { status: 'open', expires_at: { $gt: nowSeconds } };
+  if (status === 'expired') return { $or: [{ status: 'expired' }, { status: 'open', expires_at: { $lte: nowSeconds } }] };
+  return { status };
+}
 
 export async function insertCheckoutSession(db: Db, doc: CheckoutSessionDoc): Promise<void> {
   await checkoutSessionsCollection(db).insertOne(doc);

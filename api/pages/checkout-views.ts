@@ -1,7 +1,7 @@
 // The hosted checkout's pages as HTML: the payment form, the thank-you page, the pending PIX and
 // review pages, the failed-payment page and the unavailable-link page. Pure rendering from the
 // session (and its order); every user-provided text is escaped by html``.
-import { chargeAmounts, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
+import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
 import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import type { CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
@@ -55,7 +55,7 @@ function isTrial(session: CheckoutSessionDoc): boolean {
 
 function errorText(lang: PageLanguage, error: FormError): string {
   const specific = `err_${error.code}` as MessageKey;
-  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'payment_in_progress', 'customer_rejected'];
+  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'provider_timeout', 'payment_in_progress', 'customer_rejected'];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
   return `${t(lang, 'err_declined')} (${error.message})`;
@@ -129,7 +129,7 @@ ${summary(lang, session, price)}
       session.customer
         ? ''
         : html`<label for="name">${t(lang, 'name')}</label>
-    <input type="text" id="name" name="name" autocomplete="name" required minlength="3" maxlength="120" value="${values.name ?? session.customer_name ?? ''}"${invalid('name')}>
+    <input type="text" id="name" name="name" autocomplete="name" required minlength="${CUSTOMER_NAME_MIN}" maxlength="${CUSTOMER_NAME_MAX}" value="${values.name ?? session.customer_name ?? ''}"${invalid('name')}>
     <label for="phone">${t(lang, 'phone')}</label>
     <input type="tel" id="phone" name="phone" autocomplete="tel" required value="${values.phone ?? ''}"${invalid('phone')}>
     <div class="row">

@@ -3,8 +3,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
-import { checkoutSessionObject, checkoutSessionsCollection, findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES } from '../../domain/checkout';
+import {
+  checkoutSessionObject,
+  checkoutSessionReadObject,
+  checkoutSessionsCollection,
+  effectiveStatusFilter,
+  findCheckoutSession,
+} from '../../activities/store/checkout-sessions';
+import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
@@ -95,6 +101,7 @@ const ListQuery = Type.Object(
 );
 
 const SessionRef = Type.Ref('CheckoutSession');
+const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, config, temporal, provider } = app.deps;
@@ -131,17 +138,19 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const { customer, client_reference_id, status, payment_status, ...page } = request.query;
-      const filter: Record<string, unknown> = {};
+      const now = nowSeconds();
+      let filter: Record<string, unknown> = {};
       if (customer !== undefined) filter.customer = customer;
       if (client_reference_id !== undefined) filter.client_reference_id = client_reference_id;
-      if (status !== undefined) filter.status = status;
+      // By the status the caller sees: an overdue session not yet marked counts as expired.
+      if (status !== undefined) filter = { ...filter, ...effectiveStatusFilter(status as SessionStatus, now) };
       if (payment_status !== undefined) filter.payment_status = payment_status;
       return paginate(checkoutSessionsCollection(db), {
         storeId: store._id,
         filter,
         query: page,
         url: '/v1/checkout/sessions',
-        toApi: checkoutSessionObject,
+        toApi: (doc) => checkoutSessionReadObject(doc, now),
       });
     },
   );
@@ -153,7 +162,7 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { store } = authOf(request);
       const doc = await findCheckoutSession(db, store._id, request.params.id);
       if (!doc) throw notFound('checkout session', request.params.id);
-      return checkoutSessionObject(doc);
+      return checkoutSessionReadObject(doc, nowSeconds());
     },
   );
 

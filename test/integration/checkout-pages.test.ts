@@ -245,6 +245,19 @@ describe('card payments', () => {
     expect(JSON.parse((await page(`/c/${s.id}/status`)).text)).toEqual({ status: 'complete', payment_status: 'paid', next: `/c/${s.id}?done=1` });
   });
 
+  test('a session with a 2-character customer_name ("Jo") prefills a field that accepts it, the buyer pays with it, and the customer record gets it', async () => {
+    const s = await newSession({ offer: catalog.oneOff._id, customer_name: 'Jo' });
+    const form = await page(`/c/${s.id}`);
+    const nameInput = /<input[^>]*id="name"[^>]*>/.exec(form.text)![0];
+    expect(nameInput).toContain('value="Jo"');
+    expect(Number(/minlength="(\d+)"/.exec(nameInput)![1])).toBeLessThanOrEqual(2);
+    const paid = await post(`/c/${s.id}/pay`, buyer({ method: 'card', card_number: CARD_OK, name: 'Jo' }));
+    expect({ status: paid.status, location: paid.location }).toEqual({ status: 303, location: `/c/${s.id}?done=1` });
+    const done = await session(s.id);
+    expect(done.status).toBe('complete');
+    expect((await collections(stack.mongo.db).customers.findOne({ _id: done.customer! }))!.name).toBe('Jo');
+  });
+
   test('buyer fields are checked before anything is charged: missing name, invalid document, refused e-mail, invalid card number', async () => {
     const s = await newSession({ offer: catalog.oneOff._id });
     const noName = await post(`/c/${s.id}/pay`, { ...buyer({ method: 'card', card_number: CARD_OK }), name: '' });

@@ -3,6 +3,7 @@
 // the session workflow starting with its search attributes, and every error code with its param.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { collections } from '../../activities/store/collections';
+import { checkoutSessionsCollection } from '../../activities/store/checkout-sessions';
 import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-messages';
 import { startTestApi, type TestApi, type TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
@@ -98,8 +99,21 @@ describe('create', () => {
     const both = await createSession(api, store, { offer: catalog.monthly._id, pack: undefined, line_items: [{ price: catalog.oneOff._id, quantity: 1 }] });
     expect(both.status).toBe(201);
     expect(both.body.offer.id).toBe(catalog.monthly._id);
-    // The alias quantity still applies as the pack when pack is absent; the monthly offer has no packs and quantity 1 means the offer.
     expect(both.body.pack).toBeNull();
+  });
+
+  test('offer and pack sent with line_items for another offer: the item is ignored as a whole; its quantity is a pack only of its own offer', async () => {
+    const withPack = await createSession(api, store, { offer: catalog.oneOff._id, pack: 5, line_items: [{ price: catalog.monthly._id, quantity: 10 }] });
+    expect(withPack.status).toBe(201);
+    expect(withPack.body).toMatchObject({ offer: { id: catalog.oneOff._id }, pack: 5 });
+    // Another offer's quantity is not checked against this offer's packs (the monthly offer has none).
+    const otherItem = await createSession(api, store, { offer: catalog.monthly._id, line_items: [{ price: catalog.oneOff._id, quantity: 10 }] });
+    expect(otherItem.status).toBe(201);
+    expect(otherItem.body).toMatchObject({ offer: { id: catalog.monthly._id }, pack: null });
+    // The same offer named both ways (slug and id): the item's quantity is its pack when pack is absent.
+    const sameOffer = await createSession(api, store, { offer: catalog.oneOff.slug, line_items: [{ price: catalog.oneOff._id, quantity: 10 }] });
+    expect(sameOffer.status).toBe(201);
+    expect(sameOffer.body).toMatchObject({ offer: { id: catalog.oneOff._id }, pack: 10 });
   });
 
   test('every optional parameter is stored and returned, form-encoded, with the placeholder kept', async () => {
@@ -331,6 +345,20 @@ describe('read, list and expire', () => {
     const result = await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(created.id)).result();
     expect(result.status).toBe('expired');
     expect(await events.countDocuments({ store_id: store.store._id, type: 'checkout.session.expired', data_json: { $regex: created.id } })).toBe(1);
+  });
+
+  test('an open session past its deadline reads as expired with url null (GET one, the list and its status filters) before the workflow marks it', async () => {
+    const ref = `overdue-${Math.random()}`;
+    const created = (await createSession(api, store, { offer: catalog.oneOff._id, client_reference_id: ref })).body;
+    // The deadline passed (as if the worker's timer were late): only the stored deadline moves.
+    await checkoutSessionsCollection(stack.mongo.db).updateOne({ _id: created.id }, { $set: { expires_at: now() - 1 } });
+    const got = await call(api, store.key, 'GET', `/v1/checkout/sessions/${created.id}`);
+    expect(got.body).toMatchObject({ id: created.id, status: 'expired', payment_status: 'unpaid', url: null });
+    const q = `client_reference_id=${encodeURIComponent(ref)}`;
+    const listed = await call(api, store.key, 'GET', `/v1/checkout/sessions?${q}`);
+    expect(listed.body.data).toMatchObject([{ id: created.id, status: 'expired', url: null }]);
+    expect((await call(api, store.key, 'GET', `/v1/checkout/sessions?status=expired&${q}`)).body.data.map((s: any) => s.id)).toEqual([created.id]);
+    expect((await call(api, store.key, 'GET', `/v1/checkout/sessions?status=open&${q}`)).body.data).toEqual([]);
   });
 
   test('POST expire of an unknown session: 404 resource_missing', async () => {

@@ -1,7 +1,10 @@
 // What this tests: the checkout session workflow on the time-skipping server with its activities
 // running for real (FerretDB, the test payment connection): the session expires exactly at its
 // deadline; a PIX expires 30 minutes after it was generated; a session completes exactly once when
-// a payment races the deadline or POST expire. Tests run serially (time is global to the server).
+// a payment races the deadline or POST expire; a provider slower than the page's bound still
+// completes the session with its late approval; provider checks and the subscription hand-off that
+// fail past their retries are tried again later instead of failing the workflow. Tests run serially
+// (time is global to the server).
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -11,16 +14,19 @@ import { createBillingWorker } from '../../worker/main';
 import { collections, ensureIndexes, type StoreDoc } from '../../activities/store/collections';
 import { createStore } from '../../activities/store/stores';
 import { createTestConnection } from '../../activities/provider/test-connection';
+import type { PaymentProvider } from '../../activities/provider/types';
 import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
 import { findCheckoutSession } from '../../activities/store/checkout-sessions';
 import { findOrder } from '../../activities/store/orders';
 import { createCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
-import { payCheckoutSession } from '../../activities/checkout-payments';
+import { payCheckoutSession, settleFromHostedPage } from '../../activities/checkout-payments';
+import { subscriptionsCollection } from '../../activities/store/subscriptions';
 import {
   beginPaymentUpdate,
   checkoutSessionWorkflowId,
   expireUpdate,
   NOT_OPEN_FAILURE,
+  PROVIDER_TIMEOUT_CODE,
   recordPaymentResultUpdate,
   stateQuery,
   type PaymentResultInput,
@@ -28,7 +34,7 @@ import {
 import { newId } from '../../domain/ids';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
-import { testMongo, uniqueTaskQueue, type TestMongo } from '../support/env';
+import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 
 const MINUTE_MS = 60_000;
 
@@ -40,6 +46,41 @@ let store: StoreDoc;
 let catalog: CheckoutCatalog;
 let customerId: string;
 const taskQueue = uniqueTaskQueue('checkout-session');
+/** Transaction id -> how many more times the worker's provider fails to answer getTransaction. */
+const failingChecks = new Map<string, number>();
+
+/** The worker's provider: the test connection, unreachable for the transactions in failingChecks. */
+function flakyProvider(): PaymentProvider {
+  const base = createTestConnection({ db: mongo.db });
+  return {
+    ...base,
+    async getTransaction(input) {
+      const left = failingChecks.get(input.transactionId) ?? 0;
+      if (left > 0) {
+        failingChecks.set(input.transactionId, left - 1);
+        throw new Error('test provider unreachable');
+      }
+      return base.getTransaction(input);
+    },
+  };
+}
+
+/** A provider whose card charges wait until open() is called (a provider slower than the page's bound). */
+function slowProvider() {
+  const base = createTestConnection({ db: mongo.db });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let calls = 0;
+  const provider: PaymentProvider = {
+    ...base,
+    async chargeCard(input) {
+      calls += 1;
+      await gate;
+      return base.chargeCard(input);
+    },
+  };
+  return { provider, open, calls: () => calls };
+}
 
 beforeAll(async () => {
   env = await TestWorkflowEnvironment.createTimeSkipping({
@@ -53,7 +94,13 @@ beforeAll(async () => {
   const customer = newCustomerDoc(store._id, { email: 'clock@example.com', name: 'Clock Buyer' }, {});
   await insertCustomer(mongo.db, customer);
   customerId = customer._id;
-  worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db, temporal: env.client });
+  worker = await createBillingWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal: env.client,
+    activityDeps: { provider: flakyProvider() },
+  });
   running = worker.run();
 });
 
@@ -77,9 +124,9 @@ function deps(providerNow?: () => number): CheckoutDeps {
 }
 
 /** A session created the API's way, dated in the test server's time (it runs ahead as tests skip). */
-async function openSession(expiresInMs: number) {
+async function openSession(expiresInMs: number, offer = catalog.oneOff._id) {
   const now = await env.currentTimeMs();
-  const session = await createCheckoutSession(deps(), store, { offer: catalog.oneOff._id, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) }, now);
+  const session = await createCheckoutSession(deps(), store, { offer, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) }, now);
   return { session, handle: env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id)) };
 }
 
@@ -188,5 +235,91 @@ describe.sequential('checkout session workflow', () => {
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
     expect(await collections(mongo.db).db.collection('orders').countDocuments({ checkout_session: session._id })).toBe(0);
     expect(await mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: session._id } })).toBe(0);
+  });
+
+  test('a provider slower than the page bound: provider_timeout within the hold, the attempt keeps the session past its deadline, the late approval completes it once', async () => {
+    const { session, handle } = await openSession(30 * MINUTE_MS);
+    await env.sleep(session.expires_at * 1000 - (await env.currentTimeMs()) - 20_000);
+    const slow = slowProvider();
+    const pageDeps = { ...deps(), provider: slow.provider, providerCallTimeoutMs: 300 };
+    const card = { method: 'card' as const, card: { number: '4242 4242 4242 4242' } };
+    const first = await payCheckoutSession(pageDeps, session, card, await env.currentTimeMs());
+    expect(first).toMatchObject({ kind: 'error', code: PROVIDER_TIMEOUT_CODE, field: 'payment' });
+    // Asked once more with the same idempotency key before giving up.
+    expect(slow.calls()).toBe(2);
+    // The buyer trying again waits for the unanswered attempt instead of risking a second charge.
+    const again = await payCheckoutSession(pageDeps, session, card, await env.currentTimeMs());
+    expect(again).toMatchObject({ kind: 'error', code: 'payment_in_progress' });
+    expect(slow.calls()).toBe(2);
+
+    // The deadline passes while the provider is still working: the held session does not expire.
+    await env.sleep(30_000);
+    expect(await handle.query(stateQuery)).toMatchObject({ status: 'open', attempt: expect.any(String) });
+
+    slow.open();
+    await waitFor(async () => (await handle.query(stateQuery)).status === 'complete', { description: 'the late approval to complete the session' });
+    expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid' });
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('paid');
+    expect(await mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: session._id } })).toBe(1);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
+    expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+  });
+
+  test('a PIX check failing past its retry policy (12 failures) is tried again later: the workflow does not fail and the PIX expires once', async () => {
+    const { session, handle } = await openSession(2 * 60 * MINUTE_MS);
+    const generatedAt = await env.currentTimeMs();
+    expect(await payCheckoutSession(deps(() => generatedAt), session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
+    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    // The activity tries 10 times: the first round fails, the workflow waits, the second round succeeds.
+    failingChecks.set(transactionId, 12);
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'expired', problem: null });
+    expect(failingChecks.get(transactionId)).toBe(0);
+    expect(await eventCount(session._id, 'checkout.session.async_payment_failed')).toBe(1);
+  });
+
+  test('a review whose daily provider check keeps failing stays pending and waiting: the provider notice still settles it as paid', async () => {
+    const { session, handle } = await openSession(2 * 60 * MINUTE_MS);
+    const result = await payCheckoutSession(deps(), session, { method: 'card', card: { number: '4000 0000 0000 4954' } }, await env.currentTimeMs());
+    expect(result).toEqual({ kind: 'done' });
+    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    failingChecks.set(transactionId, 1_000_000);
+
+    await env.sleep(24 * 60 * MINUTE_MS + 30 * MINUTE_MS);
+    const waiting = await handle.query(stateQuery);
+    expect(waiting).toMatchObject({ status: 'complete', payment_status: 'pending', problem: { step: 'check_transaction', nonRetryable: false } });
+    expect(waiting.problem!.failures).toBeGreaterThanOrEqual(1);
+
+    const pending = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect(await settleFromHostedPage(deps(), pending, 'paid')).toBe(true);
+    expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid' });
+    failingChecks.delete(transactionId);
+    expect(await eventCount(session._id, 'checkout.session.async_payment_succeeded')).toBe(1);
+  });
+
+  test('a subscription hand-off refused on a data problem (offer missing) is surfaced, not fatal, and succeeds once the data is back', async () => {
+    const offers = collections(mongo.db).offers;
+    const { session, handle } = await openSession(30 * MINUTE_MS, catalog.monthly._id);
+    // The offer disappears from the store after the session was created (an operator's mistake).
+    await offers.updateOne({ _id: catalog.monthly._id }, { $set: { store_id: 'st_elsewhere' } });
+    try {
+      const result = await payCheckoutSession(deps(), session, { method: 'card', card: { number: '4242 4242 4242 4242' } }, await env.currentTimeMs());
+      expect(result).toEqual({ kind: 'done' });
+      const stuck = await waitFor(async () => {
+        const state = await handle.query(stateQuery);
+        return state.problem?.type === 'subscription_inputs_missing' ? state : null;
+      }, { description: 'the hand-off problem to be surfaced' });
+      expect(stuck).toMatchObject({ status: 'complete', payment_status: 'paid', subscription: null, problem: { step: 'create_subscription', nonRetryable: true } });
+    } finally {
+      await offers.updateOne({ _id: catalog.monthly._id }, { $set: { store_id: store._id } });
+    }
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', subscription: expect.stringMatching(/^sub_/), problem: null });
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect(doc.subscription).toBe(final.subscription);
+    expect(await subscriptionsCollection(mongo.db).countDocuments({ checkout_session: session._id })).toBe(1);
   });
 });
