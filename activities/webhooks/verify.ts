@@ -3,6 +3,7 @@
 //   import { verifySignature } from './verify';
 //   app.post('/hook', rawBody, (req, res) => {
 //     verifySignature(req.rawBody, req.headers['service-signature'], [process.env.WHSEC]); // throws if invalid
+//     // a tolerance other than 300 s: verifySignature(body, header, secrets, 600)
 //     const event = JSON.parse(req.rawBody); // deduplicate by event.id: the same event may arrive twice
 //     res.sendStatus(200);
 //   });
@@ -68,17 +69,28 @@ export interface VerifyOptions {
   now?: number;
 }
 
+/** The 4th argument of verifySignature: the tolerance in seconds, or options. */
+function verifyOptions(toleranceOrOptions: number | VerifyOptions | undefined): Required<VerifyOptions> {
+  const options = typeof toleranceOrOptions === 'number' ? { tolerance: toleranceOrOptions } : (toleranceOrOptions ?? {});
+  const tolerance = options.tolerance ?? DEFAULT_TOLERANCE_SECONDS;
+  // NaN or a negative number would silently turn the timestamp check off.
+  if (!Number.isFinite(tolerance) || tolerance < 0) throw new RangeError(`tolerance must be a number of seconds, 0 or more (got ${tolerance}).`);
+  return { tolerance, now: options.now ?? Date.now() };
+}
+
 /**
  * Checks a delivery: throws WebhookSignatureError (with `reason`) unless the timestamp is within
- * `tolerance` seconds of now and some v1 value equals the HMAC of `<t>.<body>` under some secret.
- * Pass the raw body exactly as received (not re-serialized JSON).
+ * `tolerance` seconds of now (300 unless given; 0 skips the check) and some v1 value equals the HMAC
+ * of `<t>.<body>` under some secret. Pass the raw body exactly as received (not re-serialized JSON).
+ * The 4th argument is the tolerance in seconds, or options with it and a clock.
  */
 export function verifySignature(
   body: string | Uint8Array,
   header: string | string[] | null | undefined,
   secrets: string | readonly string[],
-  { tolerance = DEFAULT_TOLERANCE_SECONDS, now = Date.now() }: VerifyOptions = {},
+  toleranceOrOptions?: number | VerifyOptions,
 ): true {
+  const { tolerance, now } = verifyOptions(toleranceOrOptions);
   const value = Array.isArray(header) ? header[0] : header;
   if (!value) throw new WebhookSignatureError('missing_header', 'No Service-Signature header was sent.');
   const keys = (typeof secrets === 'string' ? [secrets] : [...secrets]).filter((s) => s.length > 0);
@@ -111,10 +123,10 @@ export function isValidSignature(
   body: string | Uint8Array,
   header: string | string[] | null | undefined,
   secrets: string | readonly string[],
-  options?: VerifyOptions,
+  toleranceOrOptions?: number | VerifyOptions,
 ): boolean {
   try {
-    return verifySignature(body, header, secrets, options);
+    return verifySignature(body, header, secrets, toleranceOrOptions);
   } catch (error) {
     if (error instanceof WebhookSignatureError) return false;
     throw error;

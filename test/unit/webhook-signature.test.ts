@@ -1,6 +1,6 @@
 // The webhook signature: our verifier and Stripe's constructEvent agree on every header we produce and
-// on tampered ones (property-based), rotation signs with two secrets for 24 hours then one, and the
-// verifier's refusals carry their reason.
+// on tampered ones (property-based), rotation signs with two secrets for 24 hours then one, the
+// verifier's refusals carry their reason, and its tolerance is a plain 4th argument or an option.
 import fc from 'fast-check';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,27 @@ describe('verifySignature refusals', () => {
     expect(reasonOf(() => verifySignature(body, good, ['whsec_a'], { now: NOW - 301_000 }))).toBe('timestamp_out_of_tolerance');
     expect(reasonOf(() => verifySignature(body, good, ['whsec_a'], { now: NOW + 300_000 }))).toBe('accepted');
     expect(reasonOf(() => verifySignature(body, good, [], { now: NOW }))).toBe('no_secret');
+  });
+
+  it('takes the tolerance in seconds as a plain 4th argument, 300 when omitted, against the real clock', () => {
+    const seconds = Math.floor(Date.now() / 1000);
+    const aged = (age: number) => generateSignatureHeader(body, ['whsec_a'], seconds - age);
+    expect(reasonOf(() => verifySignature(body, aged(200), ['whsec_a']))).toBe('accepted');
+    expect(reasonOf(() => verifySignature(body, aged(200), ['whsec_a'], 300))).toBe('accepted');
+    expect(reasonOf(() => verifySignature(body, aged(200), ['whsec_a'], 100))).toBe('timestamp_out_of_tolerance');
+    expect(reasonOf(() => verifySignature(body, aged(400), ['whsec_a']))).toBe('timestamp_out_of_tolerance');
+    expect(reasonOf(() => verifySignature(body, aged(400), ['whsec_a'], 600))).toBe('accepted');
+    expect(isValidSignature(body, aged(200), ['whsec_a'], 100)).toBe(false);
+    // 0 skips the timestamp check, as Stripe's constructEvent does.
+    expect(reasonOf(() => verifySignature(body, aged(86_400), ['whsec_a'], 0))).toBe('accepted');
+  });
+
+  it('refuses a tolerance that would silently disable the check (NaN, negative, infinite)', () => {
+    const good = generateSignatureHeader(body, ['whsec_a'], nowSeconds);
+    for (const tolerance of [Number.NaN, -1, Number.POSITIVE_INFINITY]) {
+      expect(() => verifySignature(body, good, ['whsec_a'], tolerance)).toThrow(RangeError);
+      expect(() => verifySignature(body, good, ['whsec_a'], { tolerance, now: NOW })).toThrow(RangeError);
+    }
   });
 
   it('signs `<t>.<body>` with HMAC-SHA256 keyed by the whole whsec_ secret', () => {
