@@ -11,7 +11,10 @@
 // died, database error, lease over) is replayed by recoverJournals: a key whose seq.<writer> is
 // already >= n got the batch, any other gets it now. That test is exact because one writer applies
 // its batches to a key in sequence order, and a writer that fails or overruns its lease is retired
-// (the batches queued behind it are left to recovery, in order) — never skipped over.
+// (the batches queued behind it are left to recovery, in order) — never skipped over. Several
+// processes recover (the API's sweeper, the worker closing a period): each journal is replayed under
+// a claim taken by inserting a unique `_id` (atomic on FerretDB too), and the replay's update only
+// matches while seq.<writer> < n (atomic on MongoDB, should a claim run out mid-replay).
 //
 // FerretDB v1 applies updates as unlocked read-modify-writes, so updates of one key are serialized in
 // this process (KeyedQueue); on MongoDB the $inc/$max are atomic and any number of processes may write.
@@ -66,14 +69,26 @@ export interface RollupContribution {
   timestamp: number;
 }
 
+/** A recovery's claim on a journal: `_id` is `<journal id>#<generation>`; an expired claim is taken over by the next generation. */
+export interface JournalClaimDoc {
+  _id: string;
+  journal: string;
+  /** Milliseconds, on the clock of the recovery that claimed it. */
+  until: number;
+  created: number;
+}
+
 export const rollupsCollection = (db: Db) => db.collection<RollupDoc>('usage_rollups');
 export const journalsCollection = (db: Db) => db.collection<JournalDoc>('usage_journals');
+export const journalClaimsCollection = (db: Db) => db.collection<JournalClaimDoc>('usage_journal_claims');
 
 registerIndexes((db) => journalsCollection(db).createIndex({ store_id: 1, created: 1 }));
 
 export const JOURNAL_LEASE_MS = 30_000;
 /** Recovery leaves a journal alone until this long after its lease ended. */
 export const RECOVERY_MARGIN_MS = 30_000;
+/** A recovery's claim on a journal; it stops applying well before the claim runs out. */
+export const RECOVERY_CLAIM_MS = 2 * 60_000;
 
 export function encodeLast(timestamp: number, eventId: string, value: number): string {
   return `${String(timestamp).padStart(12, '0')}|${eventId}|${value}`;
@@ -190,8 +205,23 @@ function retire(w: Writer): void {
 
 const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 
-async function applyDelta(db: Db, storeId: string, key: string, delta: RollupDelta, writerId: string, seq: number): Promise<RollupDoc | null> {
-  const max: Record<string, unknown> = { [`seq.${writerId}`]: seq };
+/**
+ * Adds a delta to a key. `onlyBefore` (recovery) makes the update match only while the key has not
+ * seen this writer's batch `seq`: the check and the write are one atomic update on MongoDB.
+ */
+async function applyDelta(
+  db: Db,
+  storeId: string,
+  key: string,
+  delta: RollupDelta,
+  writerId: string,
+  seq: number,
+  onlyBefore = false,
+): Promise<RollupDoc | null> {
+  const seqField = `seq.${writerId}`;
+  // _id first; live writers keep the bare `{_id}` filter, the only one FerretDB answers from its index.
+  const filter = onlyBefore ? { _id: key, $or: [{ [seqField]: { $exists: false } }, { [seqField]: { $lt: seq } }] } : { _id: key };
+  const max: Record<string, unknown> = { [seqField]: seq };
   const inc: Record<string, number> = { sum: delta.sum, count: delta.count };
   if (delta.last !== null) max.last = delta.last;
   for (const [part, h] of delta.hours) {
@@ -202,14 +232,15 @@ async function applyDelta(db: Db, storeId: string, key: string, delta: RollupDel
   const update = { $inc: inc, $max: max };
   try {
     return await rollupsCollection(db).findOneAndUpdate(
-      { _id: key },
+      filter,
       { ...update, $setOnInsert: { store_id: storeId, created: Math.floor(Date.now() / 1000) } },
       { upsert: true, returnDocument: 'after' },
     );
   } catch (error) {
-    // Two first writes of a key from two processes: the loser applies to the winner's document.
+    // Two first writes of a key from two processes (or `onlyBefore` on a key that has the batch):
+    // the loser applies to the winner's document, under the same filter.
     if (!isDuplicateKey(error)) throw error;
-    return rollupsCollection(db).findOneAndUpdate({ _id: key }, update, { returnDocument: 'after' });
+    return rollupsCollection(db).findOneAndUpdate(filter, update, { returnDocument: 'after' });
   }
 }
 
@@ -330,7 +361,8 @@ const recovering = new Map<Db, Promise<number>>();
 
 /**
  * Replays journals whose lease ended at least RECOVERY_MARGIN_MS ago, per writer in sequence order.
- * Runs in the process that ingests (it shares the per-key queue); one run at a time.
+ * Runs in the process that ingests (it shares the per-key queue); one run at a time per process, and
+ * each journal replayed by one process at a time (claimJournal).
  */
 export function recoverJournals(db: Db, load: JournalEventLoader, now = Date.now()): Promise<number> {
   const running = recovering.get(db);
@@ -346,8 +378,11 @@ export function recoverJournals(db: Db, load: JournalEventLoader, now = Date.now
         [...byWriter.values()].map(async (journals) => {
           journals.sort((a, b) => a.seq - b.seq);
           for (const journal of journals) {
-            await replayJournal(db, journal, load);
-            replayed++;
+            const outcome = await replayClaimedJournal(db, journal, load, now);
+            // Another process holds this one: the later batches of its writer must wait for it, or
+            // their seq.<writer> would mark it as applied.
+            if (outcome === 'held') break;
+            if (outcome === 'replayed') replayed++;
           }
         }),
       );
@@ -360,7 +395,62 @@ export function recoverJournals(db: Db, load: JournalEventLoader, now = Date.now
   return run;
 }
 
-async function replayJournal(db: Db, journal: JournalDoc, load: JournalEventLoader): Promise<void> {
+interface JournalClaim {
+  /** This claim's `_id` and those of the expired claims it took over (deleted with the journal). */
+  ids: string[];
+  /** Real-clock milliseconds after which this process stops applying. */
+  applyBefore: number;
+}
+
+/**
+ * Claims a journal for this process's replay, or null when another process holds it. A claim is an
+ * insert of a unique `_id`, so two processes can never both get one (FerretDB's updates are not atomic).
+ */
+async function claimJournal(db: Db, journalId: string, now: number): Promise<JournalClaim | null> {
+  const claims = journalClaimsCollection(db);
+  const applyBefore = Date.now() + RECOVERY_CLAIM_MS / 2;
+  const ids: string[] = [];
+  for (let generation = 0; ; generation++) {
+    const id = `${journalId}#${generation}`;
+    ids.push(id);
+    const held = await claims.findOne({ _id: id });
+    if (held) {
+      if (held.until > now) return null;
+      continue;
+    }
+    try {
+      await claims.insertOne({ _id: id, journal: journalId, until: now + RECOVERY_CLAIM_MS, created: now });
+      return { ids, applyBefore };
+    } catch (error) {
+      if (isDuplicateKey(error)) return null;
+      throw error;
+    }
+  }
+}
+
+async function replayClaimedJournal(db: Db, journal: JournalDoc, load: JournalEventLoader, now: number): Promise<'replayed' | 'held' | 'gone'> {
+  const claim = await claimJournal(db, journal._id, now);
+  if (!claim) return 'held';
+  const releaseClaims = () => journalClaimsCollection(db).deleteMany({ _id: { $in: claim.ids } });
+  try {
+    // Read again under the claim: another process may have replayed and deleted it since it was listed.
+    if (!(await journalsCollection(db).findOne({ _id: journal._id }))) {
+      await releaseClaims();
+      return 'gone';
+    }
+    await replayJournal(db, journal, load, claim.applyBefore);
+  } catch (error) {
+    // Released at once, so the next sweep retries without waiting for the claim to run out.
+    await journalClaimsCollection(db)
+      .deleteOne({ _id: claim.ids[claim.ids.length - 1] })
+      .catch(() => undefined);
+    throw error;
+  }
+  await releaseClaims();
+  return 'replayed';
+}
+
+async function replayJournal(db: Db, journal: JournalDoc, load: JournalEventLoader, applyBefore: number): Promise<void> {
   const deltas = deltasOf(await load(journal));
   // The same queue places the live writers take, so a key never sees two updates at once here.
   const turns = journal.locks.map((lock) => keyQueue.reserve(lock));
@@ -368,9 +458,12 @@ async function replayJournal(db: Db, journal: JournalDoc, load: JournalEventLoad
     await Promise.all(turns.map((turn) => turn.ready));
     await Promise.all(
       [...deltas].map(async ([key, delta]) => {
+        // Read by `_id` first: a key that has the batch is skipped without the filtered update, which
+        // FerretDB answers with a collection scan.
         const current = await rollupsCollection(db).findOne({ _id: key });
         if ((current?.seq?.[journal.writer] ?? 0) >= journal.seq) return;
-        await applyDelta(db, journal.store_id, key, delta, journal.writer, journal.seq);
+        if (Date.now() >= applyBefore) throw new Error(`usage journal ${journal._id}: recovery claim ran out before ${key} was applied`);
+        await applyDelta(db, journal.store_id, key, delta, journal.writer, journal.seq, true);
       }),
     );
   } finally {

@@ -1,10 +1,13 @@
 // What this tests: rollups and ingestion journals against FerretDB — concurrent batches on one key
 // add up exactly (FerretDB's updates are unlocked read-modify-writes, so this process serializes
 // them), a batch whose process "died" after inserting its events is counted once by recovery, a
-// journal left behind after its totals were applied is not applied again, and a writer that failed
-// leaves the batches queued behind it to recovery, in order.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// journal left behind after its totals were applied is not applied again, a writer that failed
+// leaves the batches queued behind it to recovery, in order, and two processes recovering the same
+// leftover journals at once count each batch once, and a journal claimed by another process holds
+// back the later batches of its writer.
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import {
+  journalClaimsCollection,
   journalsCollection,
   readRollups,
   recoverJournals,
@@ -126,5 +129,58 @@ describe('rollups', () => {
     expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
     await recoverLater();
     expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 101, count: 2 });
+  });
+
+  test('two processes recovering the same leftover journals at once count each batch once', async () => {
+    const keys = ['test|twice-a', 'test|twice-b', 'test|twice-c'];
+    // Each failed batch retires its writer: three journals of three writers, recovered in parallel.
+    for (const [i, key] of keys.entries()) {
+      const batch = [contribution(key, 10 + i), contribution(key, 1)];
+      await expect(
+        writeBatch(mongo.db, 's', batch, async (batchId) => {
+          await insertAll(batch)(batchId);
+          throw new Error('process died');
+        }),
+      ).rejects.toThrow('process died');
+    }
+    // The other process: a fresh module instance, so its own per-key queue and recovery dedupe.
+    vi.resetModules();
+    const otherProcess = await import('../../activities/store/usage-rollups');
+    const later = Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;
+    await Promise.all([recoverJournals(mongo.db, loader, later), otherProcess.recoverJournals(mongo.db, loader, later)]);
+    const totals = await readRollups(mongo.db, keys);
+    expect(keys.map((key) => [totals.get(key)?.sum, totals.get(key)?.count])).toEqual([
+      [11, 2],
+      [12, 2],
+      [13, 2],
+    ]);
+    expect(await journalsCollection(mongo.db).countDocuments({ locks: { $in: keys } })).toBe(0);
+  });
+
+  test("a journal another process is replaying holds back its writer's later journals until it is done", async () => {
+    const key = 'test|held';
+    const failing = [contribution(key, 100)];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const first = writeBatch(mongo.db, 's', failing, async (batchId) => {
+      await insertAll(failing)(batchId);
+      await gate;
+      throw new Error('database went away');
+    });
+    const queued = [contribution(key, 1)];
+    const second = writeBatch(mongo.db, 's', queued, insertAll(queued));
+    release();
+    await expect(first).rejects.toThrow('database went away');
+    await second;
+    const firstJournal = inserted.get(failing[0].id)!.batch;
+    const later = Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;
+    await journalClaimsCollection(mongo.db).insertOne({ _id: `${firstJournal}#0`, journal: firstJournal, until: later + 60_000, created: later });
+    await recoverJournals(mongo.db, loader, later);
+    expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
+    expect(await journalsCollection(mongo.db).countDocuments({ locks: key })).toBe(2);
+    // The other process's claim runs out (it died): the next recovery takes over, in order.
+    await recoverJournals(mongo.db, loader, later + 120_000);
+    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 101, count: 2 });
+    expect(await journalsCollection(mongo.db).countDocuments({ locks: key })).toBe(0);
   });
 });
