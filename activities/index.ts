@@ -22,6 +22,8 @@ export interface ActivityDeps {
   webhooks?: Partial<WebhookNetwork>;
   /** How often usage periods are recomputed (seconds; default 600, the spec's routine). Tests stretch it. */
   usageRecomputeSeconds?: number;
+  /** History events after which a usage workflow run continues as new (default 2000). Tests lower it. */
+  usageHistoryEventsLimit?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {

@@ -9,7 +9,7 @@ import { ApiError } from '../domain/errors';
 import { derivedId, newId } from '../domain/ids';
 import { anchorDayOf, isBillingCycle, periodEnd } from '../domain/billing-periods';
 import { encodeMetadata, type Metadata } from '../domain/metadata';
-import type { LifeEvent, OfferTerms, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
+import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type SubscriptionLife, type SubscriptionPaymentMethod } from '../domain/subscriptions';
 import type { PaymentProvider, ProviderNotice, SavedCard } from './provider/types';
 import { collections, type CustomerDoc, type OfferDoc, type ProductDoc, type StoreDoc } from './store/collections';
 import { insertOrderOnce, orderObject, settlePendingOrder, type OrderDoc } from './store/orders';
@@ -26,6 +26,7 @@ import type { EventRequest } from './store/events';
 import { emitEventOnce } from './emit-once';
 import type { EventDeps } from './events';
 import { subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
+import { ensureUsageForSubscription } from './usage-shared';
 
 export const StoreIdKey = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
 export const CustomerIdKey = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
@@ -284,6 +285,8 @@ export function createSubscriptionActivities(deps: SubscriptionDeps) {
           ...(event.legacyType ? { legacyType: event.legacyType } : {}),
         });
       }
+      // Chargeable again (reactivation, resume; a renewal just wakes it): the usage workflow, ended with the subscription, runs.
+      if (input.set.status !== undefined && CHARGEABLE_STATUSES.includes(input.set.status)) await ensureUsageForSubscription(deps, doc);
       return { life: lifeOf(doc), version: doc.version, object };
     },
 

@@ -21,6 +21,8 @@ export interface UsageDeps extends EventDeps {
   taskQueue: string;
   /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
   usageRecomputeSeconds?: number;
+  /** History events after which a usage workflow run continues as new (default USAGE_HISTORY_EVENTS_LIMIT). */
+  usageHistoryEventsLimit?: number;
 }
 
 export const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -56,7 +58,7 @@ export async function signalUsageWorkflow(client: Client, taskQueue: string, sub
 }
 
 /**
- * The hook for subscription creation, resume and reactivation: starts (or wakes) the usage workflow
+ * The hook for changes to a chargeable status (reactivation, resume): starts (or wakes) the usage workflow
  * when the subscription's offer has usage rows or the subscription has a usage state (items were set
  * or inherited). Safe to call for every subscription: it does nothing for the others.
  */

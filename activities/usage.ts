@@ -6,20 +6,23 @@
 // Who starts `usage/<sub_id>`: a usage item posted through the API (signal-with-start), the usage
 // routine (a Temporal schedule every 10 minutes) for new subscriptions of offers with usage rows,
 // where the workflow's first run inherits the rows, and ingestion when a batch may have crossed the
-// billing threshold. A run that finds nothing to do (no items; subscription ended) completes;
-// `ensureUsageForSubscription` is the hook for subscription creation and reactivation.
+// billing threshold. A run that finds nothing to do (no items; subscription ended) completes; a
+// change to a chargeable status (reactivation, resume, renewal) starts or wakes it again through
+// `ensureUsageForSubscription` (called by applySubscriptionChange).
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../domain/pricing';
 import {
+  CLOSE_GRACE_SECONDS,
   cycleOf,
   DAY,
   periodRollupKey,
   usageChargeDescription,
   usageChargeLines,
   RECOMPUTE_INTERVAL_SECONDS,
+  USAGE_HISTORY_EVENTS_LIMIT,
   type CloseReason,
 } from '../domain/usage-periods';
 import { periodEnd, isBillingCycle } from '../domain/billing-periods';
@@ -132,7 +135,7 @@ export type PrepareResult = (
   | { kind: 'open'; period: PeriodRef }
   | { kind: 'wait'; reason: 'not_chargeable' | 'no_cycle' }
   | { kind: 'finished'; reason: 'no_subscription' | 'no_items' | 'ended' }
-) & { recomputeEverySeconds: number };
+) & { recomputeEverySeconds: number; historyEventsLimit: number };
 
 export interface RecomputeResult {
   chargeable: boolean;
@@ -168,6 +171,9 @@ function periodEndFor(sub: SubscriptionDoc, start: number, now: number): number 
   while (end <= now) end = periodEnd(end, sub.billing_cycle, sub.custom_billing_days, sub.billing_anchor_day ?? undefined);
   return end;
 }
+
+/** Journals are stamped by the ingesting process's clock, periods by the workflow's: room for their skew. */
+const CLOSE_CLOCK_SKEW_MS = 60_000;
 
 const refOf = (open: UsageStateDoc['open'] & object): PeriodRef => ({ id: open.id, start: open.start, end: open.end, threshold_boundary: open.threshold_boundary });
 
@@ -236,7 +242,11 @@ export function createUsageActivities(deps: UsageDeps) {
   return {
     /** Inherits the offer's rows once, then finds or opens the period of the current cycle. */
     async prepareUsagePeriod(input: WithStore & { now: number }): Promise<PrepareResult> {
-      return { ...(await prepare(input)), recomputeEverySeconds: deps.usageRecomputeSeconds ?? RECOMPUTE_INTERVAL_SECONDS };
+      return {
+        ...(await prepare(input)),
+        recomputeEverySeconds: deps.usageRecomputeSeconds ?? RECOMPUTE_INTERVAL_SECONDS,
+        historyEventsLimit: deps.usageHistoryEventsLimit ?? USAGE_HISTORY_EVENTS_LIMIT,
+      };
     },
 
     /** Prices the open period now; says whether the threshold is reached and the subscription chargeable. */
@@ -289,16 +299,23 @@ export function createUsageActivities(deps: UsageDeps) {
       }
       const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
       if (!sub) throw ApplicationFailure.nonRetryable(`subscription ${input.subscriptionId} not found`);
-      // Batches of the subscription's customer still being written (or left by a dead process).
-      const journals = sub.customer ? await openJournalsFor(db, customerLock(sub.store_id, sub.customer)) : [];
+      // At least a second long: the next period starts at this end and its id derives from its start.
+      const end = Math.max(input.end, period.period_start + 1);
+      // Batches of the customer begun before the end plus the grace (still being written, or left by a
+      // dead process). Later ones are not waited for: a customer who never stops sending always has one.
+      const cutoffMs = (end + CLOSE_GRACE_SECONDS) * 1000 + CLOSE_CLOCK_SKEW_MS;
+      const lock = sub.customer ? customerLock(sub.store_id, sub.customer) : null;
+      const pendingJournals = async () => (lock ? (await openJournalsFor(db, lock)).filter((j) => j.created < cutoffMs) : []);
+      let journals = await pendingJournals();
       if (journals.length > 0) {
         const stale = journals.every((j) => j.lease_until + 5 * JOURNAL_LEASE_MS < Date.now());
         if (!stale) throw ApplicationFailure.retryable(`${journals.length} ingestion batch(es) for ${period._id} still in flight`, 'UsageBatchesInFlight');
         await recoverUsageJournals(db);
+        // A journal another process is recovering is still there: wait for it too.
+        journals = await pendingJournals();
+        if (journals.length > 0) throw ApplicationFailure.retryable(`${journals.length} ingestion batch(es) for ${period._id} being recovered`, 'UsageBatchesInFlight');
       }
       const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, await subscriptionItems(db, sub));
-      // At least a second long: the next period starts at this end and its id derives from its start.
-      const end = Math.max(input.end, period.period_start + 1);
       const closed = (await updateUsagePeriod(db, period._id, {
         status: 'closed',
         close_reason: input.reason,

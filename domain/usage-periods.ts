@@ -7,6 +7,11 @@ import { TIMESTAMP_FUTURE_SECONDS } from './meter-events';
 /** The routine's period (spec: the metered-usage routine runs every 10 minutes). */
 export const RECOMPUTE_INTERVAL_SECONDS = 10 * 60;
 /**
+ * A usage workflow run continues as new past this many history events (about 8 per recompute: some
+ * 40 hours of 10-minute recomputes), far below Temporal's 50k limit and cheap to replay.
+ */
+export const USAGE_HISTORY_EVENTS_LIMIT = 2_000;
+/**
  * A period is read for good this long after its end, so ingestion requests already past their
  * checks when the period ended land first (and journals of a crashed process are recovered).
  */

@@ -3,11 +3,12 @@
 // `recompute` signal, closes it at its end (period_end), at the billing threshold (its end pulled in;
 // the next period opens from there to the cycle end) or when the subscription stops being
 // chargeable (subscription_ended), then charges it once through the charge workflow (key
-// `usage:<period id>`) and continues as new for the next period. Also the usage routine's workflow.
-import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+// `usage:<period id>`) and continues as new for the next period — and also while a period stays open
+// or no period can open (paused), once the history grows long. Also the usage routine's workflow.
+import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { PeriodRef } from '../activities/usage';
-import { nextUsageStep, RECOMPUTE_INTERVAL_SECONDS, type UsageStep } from '../domain/usage-periods';
+import { nextUsageStep, RECOMPUTE_INTERVAL_SECONDS, USAGE_HISTORY_EVENTS_LIMIT, type UsageStep } from '../domain/usage-periods';
 import { recomputeSignal, usageStateQuery, type UsageWorkflowInput, type UsageWorkflowState } from './usage-periods-messages';
 
 // MongoDB reads and writes: quick, retried until they succeed.
@@ -44,12 +45,27 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
     recomputeRequested = false;
   }
 
+  /**
+   * A long wait (a quarter's recomputes, a pause) would outgrow Temporal's history limit: start a fresh
+   * run, which finds the open period again in the usage state (prepareUsagePeriod).
+   */
+  async function continueAsNewIfHistoryLong(): Promise<void> {
+    const info = workflowInfo();
+    if (!info.continueAsNewSuggested && info.historyLength < historyLimit) return;
+    // Runs recorded before this check existed replay without it.
+    if (!patched('usage-continue-as-new-on-long-history')) return;
+    await condition(allHandlersFinished);
+    await continueAsNew<typeof usagePeriodsWorkflow>(input);
+  }
+
   let period: PeriodRef;
   let interval = RECOMPUTE_INTERVAL_SECONDS;
+  let historyLimit = USAGE_HISTORY_EVENTS_LIMIT;
   for (;;) {
     state.phase = 'opening';
     const prepared = await store.prepareUsagePeriod({ ...input, now: nowSeconds() });
     interval = prepared.recomputeEverySeconds;
+    historyLimit = prepared.historyEventsLimit ?? USAGE_HISTORY_EVENTS_LIMIT;
     if (prepared.kind === 'open') {
       period = prepared.period;
       break;
@@ -62,6 +78,7 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
     }
     state.phase = 'waiting';
     await waitUntil(nowSeconds() + interval);
+    await continueAsNewIfHistoryLong();
   }
 
   state.phase = 'open';
@@ -84,6 +101,7 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
       continue;
     }
     await waitUntil(step.until);
+    await continueAsNewIfHistoryLong();
   }
 
   state.phase = 'closing';

@@ -3,14 +3,16 @@
 // computes the open period at call time; replayed identifiers are counted once; an event sent before
 // the item existed is never counted; a deactivated meter keeps its quantity at zero price; offer
 // usage rows are inherited once (never over an API item); the workflow's `state` query shows the
-// open period.
+// open period; closing waits for ingestion batches begun before the period's end, not for later ones.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createBillingWorker } from '../../worker/main';
 import { addOfferUsageRow } from '../../activities/store/catalog';
 import type { OfferDoc } from '../../activities/store/collections';
-import { findUsageState } from '../../activities/store/usage';
-import { ensureUsageForSubscription, runUsageRoutine } from '../../activities/usage';
+import { customerLock, findUsageState } from '../../activities/store/usage';
+import { JOURNAL_LEASE_MS, journalsCollection, type JournalDoc } from '../../activities/store/usage-rollups';
+import { createUsageActivities, ensureUsageForSubscription, putUsageItem, runUsageRoutine } from '../../activities/usage';
+import { CLOSE_GRACE_SECONDS } from '../../domain/usage-periods';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
@@ -237,5 +239,47 @@ describe('offer inheritance', () => {
     const items = (await get(`/v1/subscriptions/${withRows._id}/usage_items`)).body.data;
     expect(items).toMatchObject([{ meter: m.id, unit_amount: 2, source: 'offer', offer: metered._id }]);
     expect(await findUsageState(mongo.db, store.store._id, withoutRows._id)).toBeNull();
+  });
+});
+
+describe('closing a period', () => {
+  test('waits for ingestion batches begun before the period end plus the grace, never for later ones', async () => {
+    const m = await meter();
+    const nowMs = Date.now();
+    const { subscription: sub, customer } = await seedUsageSubscription(
+      { db: mongo.db, temporal: null, taskQueue },
+      { store: store.store, offer, now: nowMs - 2 * 60 * 60_000 },
+    );
+    // No workflow here: the activities run by hand, as the workflow would.
+    const deps = { db: mongo.db, temporal: null, taskQueue };
+    const usage = createUsageActivities(deps);
+    await putUsageItem(deps, store.store._id, sub._id, { meter: m.id, unit_amount: 1 }, nowMs);
+    const prepared = await usage.prepareUsagePeriod({ storeId: store.store._id, subscriptionId: sub._id, now: Math.floor(nowMs / 1000) });
+    if (prepared.kind !== 'open') throw new Error(`expected an open period, got ${prepared.kind}`);
+    const end = Math.floor(nowMs / 1000) - 10 * 60;
+    const journal = (id: string, createdMs: number): JournalDoc => ({
+      _id: id,
+      store_id: store.store._id,
+      writer: `w_${id}`,
+      seq: 1,
+      locks: [customerLock(store.store._id, customer._id)],
+      events: [],
+      lease_until: Date.now() + JOURNAL_LEASE_MS,
+      created: createdMs,
+    });
+    const early = journal(`ubj_early_${sub._id}`, (end - 60) * 1000);
+    // Begun well after the end plus the grace: a customer sending all the time always has one.
+    const late = journal(`ubj_late_${sub._id}`, (end + CLOSE_GRACE_SECONDS) * 1000 + 5 * 60_000);
+    await journalsCollection(mongo.db).insertMany([early, late]);
+    const close = () =>
+      usage.closeUsagePeriod({ storeId: store.store._id, subscriptionId: sub._id, periodId: prepared.period.id, reason: 'period_end', end, now: Math.floor(Date.now() / 1000) });
+    try {
+      await expect(close()).rejects.toMatchObject({ type: 'UsageBatchesInFlight' });
+      await journalsCollection(mongo.db).deleteOne({ _id: early._id });
+      const closed = await close();
+      expect(closed.period).toMatchObject({ id: prepared.period.id, status: 'closed', close_reason: 'period_end', period_end: end });
+    } finally {
+      await journalsCollection(mongo.db).deleteMany({ _id: { $in: [early._id, late._id] } });
+    }
   });
 });

@@ -4,7 +4,9 @@
 // exact amount (one line per meter), a declined usage charge stays on the closed period, a zero
 // period closes without charge, a refusal before the card closes with charge null, an event sent
 // before the item existed is never charged, the threshold closes early and opens the next period,
-// and a cancellation closes with subscription_ended and still charges.
+// a cancellation closes with subscription_ended and still charges, a reactivation after it opens a
+// new period that is charged, and runs continue as new once their history is long, both while a
+// period stays open and while a paused subscription waits (a resume opens a period at once).
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -20,7 +22,7 @@ import type { SubscriptionDoc } from '../../activities/store/subscriptions';
 import { ingestMeterEvents, putUsageItem, subscriptionUsage, type UsageItemInput } from '../../activities/usage';
 import { decodeMetadata } from '../../domain/metadata';
 import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_BOUNDARY_DELAY_SECONDS } from '../../domain/usage-periods';
-import { cancelUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
+import { cancelUpdate, pauseUpdate, reactivateUpdate, resumeUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { registerSearchAttributes } from '../support/search-attributes';
@@ -286,5 +288,118 @@ describe('subscription ended', () => {
     const result = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).result();
     expect(result).toEqual({ finished: 'ended' });
     expect(await collections(mongo.db).db.collection('usage_periods').countDocuments({ subscription: sub._id })).toBe(1);
+  });
+});
+
+describe('reactivation', () => {
+  test('a subscription reactivated after its usage ended opens a new period, charged at its end', async () => {
+    const { sub, customer } = await subscribe();
+    await price(sub, { meter: images._id, unit_amount: 10 });
+    const first = await openPeriodOf(sub._id);
+    const subscription = env.client.workflow.getHandle(subscriptionWorkflowId(sub._id));
+    await subscription.executeUpdate(cancelUpdate, { args: [{}] });
+    await env.sleep(RECOMPUTE_SECONDS * 1000 + 60_000);
+    await closedPeriod(sub._id, 0);
+    // Polled, not awaited through result(): the time-skipping client would skip past every timer (10 years).
+    const usage = env.client.workflow.getHandle(usageWorkflowId(sub._id));
+    await waitFor(async () => (await usage.describe()).status.name === 'COMPLETED', { timeoutMs: 20_000, description: 'usage workflow ended' });
+
+    const reactivated = await subscription.executeUpdate(reactivateUpdate, { args: [{}] });
+    expect(reactivated.status).toBe('active');
+    const next = await waitFor(
+      async () => {
+        const open = (await findUsageState(mongo.db, store._id, sub._id))?.open;
+        return open && open.id !== first.id ? open : null;
+      },
+      { timeoutMs: 20_000, description: 'a new usage period open after the reactivation' },
+    );
+    expect(next.end).toBe(reactivated.current_period_end);
+    await ingest(customer, images, [25]);
+
+    await skipTo(next.end + CLOSE_GRACE_SECONDS + 60);
+    const closed = await closedPeriod(sub._id, 1);
+    expect(closed).toMatchObject({ _id: next.id, close_reason: 'period_end', amount_total: 250, charge_state: 'charged' });
+    const charges = await usageChargesOf(sub._id);
+    expect(charges.map((c) => [c._id, c.amount, c.status])).toEqual([[closed.charge, 250, 'succeeded']]);
+  });
+});
+
+describe('long runs', () => {
+  // Hourly recomputes and a short history bound: a few days make several runs.
+  const HISTORY_LIMIT = 120;
+  const longQueue = uniqueTaskQueue('usage-periods-long');
+  let longWorker: Worker;
+  let longRunning: Promise<void>;
+  const longDeps = () => ({ db: mongo.db, temporal: env.client, taskQueue: longQueue });
+
+  beforeAll(async () => {
+    longWorker = await createBillingWorker({
+      connection: env.nativeConnection,
+      taskQueue: longQueue,
+      db: mongo.db,
+      temporal: env.client,
+      activityDeps: { usageRecomputeSeconds: 60 * 60, usageHistoryEventsLimit: HISTORY_LIMIT },
+    });
+    longRunning = longWorker.run();
+  });
+
+  afterAll(async () => {
+    longWorker?.shutdown();
+    await longRunning?.catch(() => undefined);
+  });
+
+  async function currentRun(subId: string): Promise<{ runId: string; events: number }> {
+    const handle = env.client.workflow.getHandle(usageWorkflowId(subId));
+    const { runId } = await handle.describe();
+    const history = await env.client.workflow.getHandle(usageWorkflowId(subId), runId).fetchHistory();
+    return { runId, events: history.events?.length ?? 0 };
+  }
+
+  test('an open period recomputed for days continues as new with a bounded history, and stays the same period', async () => {
+    const { subscription: sub, customer } = await seedUsageSubscription(longDeps(), { store, offer, now: await env.currentTimeMs() });
+    await putUsageItem(longDeps(), store._id, sub._id, { meter: images._id, unit_amount: 10 }, await env.currentTimeMs());
+    const open = await openPeriodOf(sub._id);
+    const before = await currentRun(sub._id);
+    await env.sleep(3 * DAY * 1000);
+    const after = await currentRun(sub._id);
+    expect(after.runId).not.toBe(before.runId);
+    expect(after.events).toBeLessThan(HISTORY_LIMIT + 30);
+    const state = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    expect(state).toMatchObject({ phase: 'open', open: { id: open.id } });
+    // The new run still recomputes the same period from the events.
+    await ingestMeterEvents(longDeps(), store._id, [{ event_name: images.event_name, payload: { customer_id: customer._id, value: 4 } }], {
+      now: await env.currentTimeMs(),
+    });
+    await env.sleep(61 * 60 * 1000);
+    const recomputed = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    expect(recomputed.open).toMatchObject({ id: open.id, amount_total: 40 });
+  });
+
+  test('a paused subscription waits across runs with a bounded history, and its resume opens a period at once', async () => {
+    const { subscription: sub } = await seedUsageSubscription(longDeps(), { store, offer, now: await env.currentTimeMs() });
+    await putUsageItem(longDeps(), store._id, sub._id, { meter: images._id, unit_amount: 10 }, await env.currentTimeMs());
+    const first = await openPeriodOf(sub._id);
+    const subscription = env.client.workflow.getHandle(subscriptionWorkflowId(sub._id));
+    await subscription.executeUpdate(pauseUpdate, { args: [{}] });
+    // The next hourly recompute closes the period; then the run waits for the subscription.
+    await env.sleep(2 * 60 * 60 * 1000);
+    await closedPeriod(sub._id, 0);
+    const waiting = await currentRun(sub._id);
+    await env.sleep(3 * DAY * 1000);
+    const after = await currentRun(sub._id);
+    expect(after.runId).not.toBe(waiting.runId);
+    expect(after.events).toBeLessThan(HISTORY_LIMIT + 30);
+    const state = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    expect(state).toMatchObject({ phase: 'waiting', reason: 'not_chargeable', open: null });
+
+    await subscription.executeUpdate(resumeUpdate, { args: [{}] });
+    const next = await waitFor(
+      async () => {
+        const open = (await findUsageState(mongo.db, store._id, sub._id))?.open;
+        return open && open.id !== first.id ? open : null;
+      },
+      { timeoutMs: 20_000, description: 'a usage period open after the resume' },
+    );
+    expect(next.end).toBe(sub.current_period_end);
   });
 });
