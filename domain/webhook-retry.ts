@@ -1,5 +1,6 @@
 // The webhook retry schedule (DESIGN.md): the delay before attempts 2..8, each stretched by up to 10%
-// of jitter so a receiver that was down is not hit by every delivery at the same instant.
+// of jitter so a receiver that was down is not hit by every delivery at the same instant. The jitter
+// is derived from the delivery and attempt (no random numbers: workflows use it, DESIGN principle 6).
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -17,4 +18,18 @@ export function retryDelayAfter(attempt: number, jitter: number): number | null 
   if (attempt < 1 || attempt >= MAX_ATTEMPTS) return null;
   const fraction = Math.min(Math.max(jitter, 0), MAX_JITTER);
   return Math.round(RETRY_DELAYS_MS[attempt - 1] * (1 + fraction));
+}
+
+/**
+ * The jitter fraction in [0, 0.1) for an attempt of a delivery: FNV-1a of `<delivery id>#<attempt>`,
+ * so it differs between deliveries and attempts but is the same on every replay or retry.
+ */
+export function jitterFor(deliveryId: string, attempt: number): number {
+  const key = `${deliveryId}#${attempt}`;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return ((hash >>> 0) / 0x1_0000_0000) * MAX_JITTER;
 }

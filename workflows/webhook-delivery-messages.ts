@@ -30,6 +30,8 @@ export interface WebhookDeliveryInput {
   endpointId?: string;
   /** Start with a resend (a run started by signal-with-start, or continued after a resend). */
   resend?: boolean;
+  /** The attempt to make first (a run continued mid-schedule); 1 unless stated. */
+  attempt?: number;
 }
 
 /** What the workflow knows of its delivery: the webhook_delivery object after the latest step. */

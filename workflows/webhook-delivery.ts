@@ -1,11 +1,12 @@
 // One webhook delivery, `webhook-delivery/<uuid>`: up to 8 attempts on the DESIGN.md schedule (5 s,
-// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, up to 10% jitter), each one activity that claims the attempt,
-// POSTs the signed body and records the outcome. A `resend` signal starts over at once with attempts
-// reset, whenever it comes; after the delivery ends the workflow waits RESEND_WINDOW_MS for one.
-// Cancelling the workflow (the endpoint was deleted) stops it.
-import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, up to 10% jitter derived from the delivery id and attempt),
+// each one activity that claims the attempt the workflow names, POSTs the signed body and records the
+// outcome. A `resend` signal starts over at once with attempts reset, whenever it comes; after the
+// delivery ends the workflow waits RESEND_WINDOW_MS for one. Cancelling the workflow (the endpoint was
+// deleted) stops it.
+import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { MAX_JITTER } from '../domain/webhook-retry';
+import { jitterFor } from '../domain/webhook-retry';
 import {
   RESEND_WINDOW_MS,
   resendSignal,
@@ -26,6 +27,7 @@ const TERMINAL = new Set<WebhookDeliveryState['status']>(['succeeded', 'exhauste
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryState> {
   let resendRequested = input.resend ?? false;
+  let attempt = input.attempt ?? 1;
   let state: WebhookDeliveryState = {
     id: input.deliveryId,
     status: 'pending',
@@ -51,24 +53,30 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
         const resent = await condition(() => resendRequested, RESEND_WINDOW_MS);
         if (!resent) return state;
         // Each resend of an ended delivery is a fresh run: history stays small however often it is resent.
-        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: true });
+        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: true, attempt: 1 });
       }
       const reset = resendRequested;
       resendRequested = false;
+      if (reset) attempt = 1;
       const result = await attemptWebhookDelivery({
         deliveryId: input.deliveryId,
         storeId: input.storeId,
         endpointId: input.endpointId,
         reset,
-        jitter: Math.random() * MAX_JITTER,
+        // uuid4 here is seeded by the workflow, so replays pass the same token.
+        resendToken: reset ? uuid4() : undefined,
+        attempt,
+        jitter: jitterFor(input.deliveryId, attempt),
       });
       state = result.state;
       if (result.outcome === 'gone') return state;
-      if (result.outcome === 'failed' && result.nextAttemptInMs !== null) {
+      // The next attempt follows the last one recorded (this one, unless the record says otherwise).
+      attempt = state.attempts + 1;
+      if (result.outcome === 'failed' && result.nextAttemptInMs !== null && result.nextAttemptInMs > 0) {
         await condition(() => resendRequested, result.nextAttemptInMs);
       }
       if (workflowInfo().continueAsNewSuggested) {
-        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: resendRequested });
+        return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: resendRequested, attempt });
       }
     }
   } catch (error) {

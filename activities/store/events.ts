@@ -54,8 +54,9 @@ export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
 /** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
 export async function recordEvent(db: Db, input: RecordEventInput, now = Date.now()): Promise<EventDoc> {
   const doc = buildEventDoc(input, now);
-  await insertEvents(db, [doc]);
+  // The outbox entry goes first, as in emitEvent: an event never exists undispatched without one.
   if (!doc.dispatched) await addToOutbox(db, [doc]);
+  await insertEvents(db, [doc]);
   return doc;
 }
 

@@ -1,11 +1,17 @@
 // Webhook endpoints and deliveries in MongoDB: documents, ids, the API objects, and the single-document
-// updates the delivery workflow makes (each a compare-and-set on status and attempt, so a retried
-// activity is harmless). Endpoint and delivery ids are UUIDs in the time-ordered v7 layout, so `_id`
-// order is creation order for lists; a delivery's id is derived from (event, endpoint), so dispatching
-// an event twice finds the same delivery instead of making a second one.
-// FerretDB v1 uses an index only for a filter that is exactly `{ _id }`; any other filter reads the
-// whole collection. So everything a delivery does per attempt is by `_id` alone (the store is checked
-// on the document), and single-writer order (one workflow per delivery) stands in for filters.
+// updates the delivery workflow makes. Endpoint and delivery ids are UUIDs in the time-ordered v7
+// layout, so `_id` order is creation order for lists; a delivery's id is derived from (event, endpoint),
+// so dispatching an event twice finds the same delivery instead of making a second one.
+// FerretDB v1 serves a filter from an index only when it is exactly `{ _id }`; `{ _id, attempts }`, or
+// any other added condition, reads the whole collection (measured: half a second per update at 5,000
+// deliveries, growing with the collection). So a delivery's state changes are compare-and-set without
+// a conditional filter: one findOneAndUpdate by `_id` alone returns the document as it was ('before'),
+// the change stands only if that was the expected state, and otherwise it is undone under a filter
+// that matches only our own values (compareAndSet). Only overlapping executions of one delivery's
+// activity ever take that undo path. On MongoDB that is a true compare-and-set; FerretDB v1 does not
+// isolate concurrent updates of one document (two can see the same 'before'), so there overlapping
+// executions may both make an attempt (a duplicate, which deliveries allow), and what must happen
+// once, counting an exhaustion, is guarded by a unique `_id` insert instead (markFailureCounted).
 import { createHash, randomBytes } from 'node:crypto';
 import type { Collection, Db, Filter } from 'mongodb';
 import type { EventCatalog } from '../../domain/event-catalogs';
@@ -58,8 +64,13 @@ export interface WebhookDeliveryDoc {
   last_error: string | null;
   last_duration_ms: number | null;
   created: number;
-  /** Set once the exhaustion was added to the endpoint's consecutive_failures (counted once per exhaustion). */
+  /**
+   * Set once the exhaustion was added to the endpoint's consecutive_failures (counted once per
+   * exhaustion); cleared only by a resend, so recording the same exhaustion twice cannot count it twice.
+   */
   failure_counted: boolean;
+  /** The resend the record was last reset for (chosen by the workflow), so a retried reset is not applied again. */
+  resend_token?: string | null;
   /** The event's JSON as delivered (store/events.ts renderEventBody), so an attempt needs no event read. */
   body?: string;
 }
@@ -72,6 +83,19 @@ export function deliveriesCollection(db: Db): Collection<WebhookDeliveryDoc> {
   return db.collection<WebhookDeliveryDoc>('webhook_deliveries');
 }
 
+/** One document per exhaustion added to its endpoint's consecutive_failures; its `_id` makes that happen once. */
+export interface CountedExhaustionDoc {
+  /** `<delivery id>/<resend token, or "first">`: one per exhaustion of the delivery. */
+  _id: string;
+  store_id: string;
+  webhook_endpoint: string;
+  created: number;
+}
+
+export function countedExhaustionsCollection(db: Db): Collection<CountedExhaustionDoc> {
+  return db.collection<CountedExhaustionDoc>('webhook_counted_exhaustions');
+}
+
 registerIndexes((db) =>
   Promise.all([
     endpointsCollection(db).createIndex({ store_id: 1, _id: 1 }),
@@ -80,6 +104,7 @@ registerIndexes((db) =>
     deliveriesCollection(db).createIndex({ store_id: 1, event: 1 }),
     // One delivery per (event, endpoint), whatever produced it (dispatch, sweep, resend).
     deliveriesCollection(db).createIndex({ event: 1, webhook_endpoint: 1 }, { unique: true }),
+    countedExhaustionsCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1 }),
   ]),
 );
 
@@ -265,7 +290,7 @@ export async function deleteEndpoint(db: Db, storeId: string, id: string): Promi
   return result.deletedCount === 1;
 }
 
-/** A succeeded delivery resets the run of exhausted deliveries (callers skip it when already 0). */
+/** A succeeded delivery resets the run of exhausted deliveries (always: one may have been counted during its POST). */
 export async function resetEndpointFailures(db: Db, _storeId: string, id: string): Promise<void> {
   await endpointsCollection(db).updateOne({ _id: id }, { $set: { consecutive_failures: 0 } });
 }
@@ -356,13 +381,14 @@ export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string
 }
 
 /**
- * pending_webhooks at query time, per event: its deliveries not yet succeeded, plus target endpoints
- * whose delivery is not written yet.
+ * pending_webhooks at query time, per event: its deliveries not yet succeeded, plus, while the event
+ * is not dispatched yet, target endpoints whose delivery is not written yet. Once dispatched, a target
+ * without a delivery never gets one (it was disabled or deleted before dispatch), so it is not pending.
  */
 export async function pendingWebhookCounts(
   db: Db,
   storeId: string,
-  events: Pick<EventDoc, '_id' | 'targets'>[],
+  events: Pick<EventDoc, '_id' | 'targets' | 'dispatched'>[],
 ): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   if (events.length === 0) return counts;
@@ -371,7 +397,8 @@ export async function pendingWebhookCounts(
     events.map(async (event) => {
       const deliveries = await deliveriesOfEvent(db, storeId, event._id, [...new Set([...endpointIds, ...(event.targets ?? [])])]);
       const written = new Set(deliveries.map((d) => d.webhook_endpoint));
-      const unwritten = (event.targets ?? []).filter((t) => !written.has(t) && endpointIds.includes(t)).length;
+      const awaited = event.dispatched ? [] : (event.targets ?? []);
+      const unwritten = awaited.filter((t) => !written.has(t) && endpointIds.includes(t)).length;
       counts.set(event._id, deliveries.filter((d) => d.status !== 'succeeded').length + unwritten);
     }),
   );
@@ -387,33 +414,79 @@ export async function openDeliveriesOf(db: Db, storeId: string, endpointId: stri
 
 export async function deleteDeliveriesOf(db: Db, storeId: string, endpointId: string): Promise<void> {
   await deliveriesCollection(db).deleteMany({ store_id: storeId, webhook_endpoint: endpointId });
+  await countedExhaustionsCollection(db).deleteMany({ store_id: storeId, webhook_endpoint: endpointId });
 }
 
-/** Resend: back to pending with attempts reset, to be tried at once. */
-export async function resetDelivery(db: Db, storeId: string, id: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
-  const doc = await deliveriesCollection(db).findOneAndUpdate(
-    { _id: id },
-    { $set: { status: 'pending', attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false } },
-    { returnDocument: 'after' },
-  );
-  return doc && doc.store_id === storeId ? doc : null;
+type DeliveryFields = Partial<Omit<WebhookDeliveryDoc, '_id' | 'store_id' | 'event' | 'webhook_endpoint' | 'created' | 'body'>>;
+
+/**
+ * Writes `changes` to the delivery if `expected` holds of it as the write found it. The write itself
+ * is by `_id` alone (see the header); when the check fails, the fields it changed are put back under a
+ * filter that matches only while our values are still there, so a newer write is never undone.
+ */
+async function compareAndSet(
+  db: Db,
+  id: string,
+  changes: DeliveryFields,
+  expected: (before: WebhookDeliveryDoc) => boolean,
+): Promise<{ before: WebhookDeliveryDoc | null; applied: boolean }> {
+  const deliveries = deliveriesCollection(db);
+  const before = await deliveries.findOneAndUpdate({ _id: id }, { $set: changes }, { returnDocument: 'before' });
+  if (!before) return { before: null, applied: false };
+  if (expected(before)) return { before, applied: true };
+  const keys = Object.keys(changes) as (keyof DeliveryFields)[];
+  const changed = keys.filter((key) => (before[key] ?? null) !== (changes[key] ?? null));
+  if (changed.length > 0) {
+    const restore = Object.fromEntries(changed.map((key) => [key, before[key] ?? null]));
+    await deliveries.updateOne({ _id: id, ...changes } as Filter<WebhookDeliveryDoc>, { $set: restore });
+  }
+  return { before, applied: false };
 }
 
 /**
- * Claims the next attempt: a delivery waiting in pending or failed becomes delivering with attempts
- * + 1. Returns the stored document as read (`current`) and, when claimed, as it is now (`claimed`).
+ * Resend: back to pending with attempts 0, to be tried at once, once per resend token: a retried
+ * activity finds its token applied and resets nothing, so the attempts made since stand. Null when
+ * the delivery is gone.
  */
-export async function claimNextAttempt(
+export async function resetDelivery(
   db: Db,
   storeId: string,
   id: string,
+  resendToken: string,
   now = Date.now(),
-): Promise<{ current: WebhookDeliveryDoc | null; claimed: WebhookDeliveryDoc | null }> {
+): Promise<WebhookDeliveryDoc | null> {
   const current = await findDelivery(db, storeId, id);
-  if (!current || (current.status !== 'pending' && current.status !== 'failed')) return { current, claimed: null };
-  const changes = { status: 'delivering' as const, attempts: current.attempts + 1, last_attempt_at: Math.floor(now / 1000), next_attempt_at: null };
-  await deliveriesCollection(db).updateOne({ _id: id }, { $set: changes });
-  return { current, claimed: { ...current, ...changes } };
+  if (!current || current.resend_token === resendToken) return current;
+  const changes = { status: 'pending' as const, attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false, resend_token: resendToken };
+  const { before, applied } = await compareAndSet(db, id, changes, (doc) => doc.resend_token !== resendToken);
+  if (!before) return null;
+  return applied ? { ...before, ...changes } : before;
+}
+
+export type AttemptClaim =
+  /** Attempt N is this execution's to make: newly claimed, or claimed by one that died mid-POST. */
+  | { kind: 'claimed'; doc: WebhookDeliveryDoc }
+  /** Attempt N already has its outcome (or the delivery ended before it): nothing to make. */
+  | { kind: 'recorded'; doc: WebhookDeliveryDoc }
+  | { kind: 'gone' };
+
+/**
+ * Claims attempt `attempt` (1-based) of the delivery: only a delivery pending or failed with
+ * `attempt - 1` attempts becomes delivering with `attempt`. A delivery still delivering was claimed by
+ * an execution that died (or timed out) mid-POST: the attempt is made again. Anything else is the
+ * outcome already recorded, returned as is, so a retried activity never makes the next attempt early.
+ */
+export async function claimAttempt(db: Db, storeId: string, id: string, attempt: number, now = Date.now()): Promise<AttemptClaim> {
+  const current = await findDelivery(db, storeId, id);
+  if (!current) return { kind: 'gone' };
+  if (current.status === 'delivering') return { kind: 'claimed', doc: current };
+  const waiting = (doc: WebhookDeliveryDoc) => (doc.status === 'pending' || doc.status === 'failed') && doc.attempts === attempt - 1;
+  if (!waiting(current)) return { kind: 'recorded', doc: current };
+  const changes = { status: 'delivering' as const, attempts: attempt, last_attempt_at: Math.floor(now / 1000), next_attempt_at: null };
+  const { before, applied } = await compareAndSet(db, id, changes, waiting);
+  if (!before) return { kind: 'gone' };
+  if (applied) return { kind: 'claimed', doc: { ...before, ...changes } };
+  return before.status === 'delivering' ? { kind: 'claimed', doc: before } : { kind: 'recorded', doc: before };
 }
 
 export interface AttemptOutcome {
@@ -428,9 +501,20 @@ export type DeliveryChanges = Pick<
   'status' | 'next_attempt_at' | 'last_response_status' | 'last_error' | 'last_duration_ms'
 > & Partial<Pick<WebhookDeliveryDoc, 'delivered_at' | 'failure_counted' | 'attempts'>>;
 
-/** Records the outcome of the attempt in flight (the delivery's workflow is its only writer). */
-export async function recordAttemptOutcome(db: Db, id: string, changes: DeliveryChanges): Promise<void> {
-  await deliveriesCollection(db).updateOne({ _id: id }, { $set: changes });
+/**
+ * Records the outcome of attempt `attempt`, if the delivery is still delivering it. Otherwise an
+ * overlapping execution recorded first (or the workflow moved on) and that record stands: `doc` is
+ * the delivery as recorded either way.
+ */
+export async function recordAttemptOutcome(
+  db: Db,
+  id: string,
+  attempt: number,
+  changes: DeliveryChanges,
+): Promise<{ doc: WebhookDeliveryDoc | null; applied: boolean }> {
+  const { before, applied } = await compareAndSet(db, id, changes, (doc) => doc.status === 'delivering' && doc.attempts === attempt);
+  if (!before) return { doc: null, applied: false };
+  return { doc: applied ? { ...before, ...changes } : before, applied };
 }
 
 export function successChanges(outcome: AttemptOutcome, now = Date.now()): DeliveryChanges {
@@ -444,16 +528,18 @@ export function successChanges(outcome: AttemptOutcome, now = Date.now()): Deliv
   };
 }
 
-/** A failed attempt: failed with the next attempt's time, or exhausted (null) after the last. */
+/**
+ * A failed attempt: failed with the next attempt's time, or exhausted (null) after the last. The time
+ * is rounded up, so a wait computed from it (a retried activity) is never shorter than the schedule.
+ */
 export function failureChanges(outcome: AttemptOutcome, nextAttemptAtMs: number | null): DeliveryChanges {
   const exhausted = nextAttemptAtMs === null;
   return {
     status: exhausted ? 'exhausted' : 'failed',
-    next_attempt_at: exhausted ? null : Math.floor(nextAttemptAtMs / 1000),
+    next_attempt_at: exhausted ? null : Math.ceil(nextAttemptAtMs / 1000),
     last_response_status: outcome.responseStatus,
     last_error: outcome.error,
     last_duration_ms: outcome.durationMs,
-    failure_counted: false,
   };
 }
 
@@ -470,10 +556,25 @@ export function disabledChanges(doc: Pick<WebhookDeliveryDoc, 'last_response_sta
   };
 }
 
-/** Marks an exhaustion as counted on the endpoint; false when it already was (a retried activity). */
-export async function markFailureCounted(db: Db, storeId: string, id: string): Promise<boolean> {
-  const doc = await findDelivery(db, storeId, id);
-  if (!doc || doc.status !== 'exhausted' || doc.failure_counted) return false;
-  await deliveriesCollection(db).updateOne({ _id: id }, { $set: { failure_counted: true } });
+/**
+ * Marks the exhaustion recorded in `doc` as counted on its endpoint: true for exactly one caller per
+ * exhaustion, who then adds it. The guard is a unique `_id` insert, not an update: FerretDB v1 applies
+ * concurrent updates of one document without isolation (each can see the same 'before'), while a
+ * duplicate `_id` is always refused. failure_counted on the delivery only saves retries the insert.
+ */
+export async function markFailureCounted(db: Db, storeId: string, doc: WebhookDeliveryDoc): Promise<boolean> {
+  if (doc.store_id !== storeId || doc.status !== 'exhausted' || doc.failure_counted) return false;
+  try {
+    await countedExhaustionsCollection(db).insertOne({
+      _id: `${doc._id}/${doc.resend_token ?? 'first'}`,
+      store_id: doc.store_id,
+      webhook_endpoint: doc.webhook_endpoint,
+      created: Math.floor(Date.now() / 1000),
+    });
+  } catch (error) {
+    if (isDuplicateKeyError(error)) return false;
+    throw error;
+  }
+  await deliveriesCollection(db).updateOne({ _id: doc._id }, { $set: { failure_counted: true } });
   return true;
 }

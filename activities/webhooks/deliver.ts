@@ -1,20 +1,23 @@
 // One delivery attempt, as the delivery workflow's activity: (on a resend, reset the record to pending
-// with attempts 0), claim the next attempt (pending/failed to delivering, attempts + 1, one update),
-// close at once if the endpoint is disabled, POST the stored body signed with the endpoint's secrets,
-// and record the outcome: succeeded (endpoint failures reset), failed (next attempt time), or
-// exhausted (endpoint failures +1, auto-disable at 20). The workflow is the delivery's one writer, so
-// reads and writes go by `_id` alone (FerretDB's only indexed filter). A retried activity makes the
-// same attempt again: duplicates are possible, loss is not.
+// with attempts 0, once per resend), claim attempt N, the one the workflow expects (pending/failed with
+// N - 1 attempts to delivering with N, a compare-and-set), close at once if the endpoint is disabled,
+// POST the stored body signed with the endpoint's secrets, and record the outcome: succeeded (endpoint
+// failures reset), failed (next attempt time), or exhausted (endpoint failures +1 once, auto-disable
+// at 20). A retried activity whose attempt already has an outcome returns that outcome and POSTs
+// nothing, so the workflow still waits the schedule before attempt N + 1; one whose attempt was left
+// delivering makes it again: duplicates are possible, loss is not. Reads and writes go by `_id` alone
+// (FerretDB's only indexed filter; store/webhooks.ts).
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../../domain/webhook-retry';
 import type { WebhookDeliveryState } from '../../workflows/webhook-delivery-messages';
 import { findEvent, renderEventBody } from '../store/events';
 import {
-  claimNextAttempt,
+  claimAttempt,
   countEndpointExhaustion,
   disabledChanges,
   failureChanges,
+  findDelivery,
   findEndpoint,
   markFailureCounted,
   recordAttemptOutcome,
@@ -32,12 +35,20 @@ export interface AttemptInput {
   storeId: string;
   /** Lets the endpoint be read while the attempt is claimed; read from the delivery when absent. */
   endpointId?: string;
-  /** Resend: back to pending, attempts 0, before trying. */
+  /** Resend: back to pending, attempts 0, before trying (then `attempt` is 1). */
   reset: boolean;
-  /** Fraction in [0, 0.1] stretching the delay before the next attempt (drawn by the workflow). */
+  /** Names the resend, so a retried activity does not reset twice; required with `reset`. */
+  resendToken?: string;
+  /**
+   * The attempt to make (1-based), as the workflow counts them. Absent only in tasks scheduled by an
+   * older workflow version: the one after those recorded.
+   */
+  attempt?: number;
+  /** Fraction in [0, 0.1] stretching the delay before the next attempt (chosen by the workflow). */
   jitter: number;
 }
 
+/** What became of the attempt; `unchanged`: the delivery was neither waiting for it nor had its outcome. */
 export type AttemptOutcomeKind = 'succeeded' | 'failed' | 'exhausted' | 'disabled' | 'gone' | 'unchanged';
 
 export interface AttemptResult {
@@ -122,32 +133,39 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
     ...extra,
   });
 
-  if (input.reset && !(await resetDelivery(db, storeId, deliveryId, now()))) return result('gone', null);
+  // The outcome as recorded (by this execution or an earlier one); after `failed`, the rest of the wait.
+  const recorded = async (doc: WebhookDeliveryDoc, extra: Partial<AttemptResult> = {}): Promise<AttemptResult> => {
+    // An exhaustion recorded by an execution that died before counting it is counted now (once).
+    if (await markFailureCounted(db, storeId, doc)) {
+      await countEndpointExhaustion(db, storeId, doc.webhook_endpoint);
+    }
+    const kinds: Partial<Record<WebhookDeliveryDoc['status'], AttemptOutcomeKind>> = { succeeded: 'succeeded', failed: 'failed', exhausted: 'exhausted' };
+    const wait = doc.status === 'failed' ? Math.max(0, (doc.next_attempt_at ?? 0) * 1000 - now()) : null;
+    return result(kinds[doc.status] ?? 'unchanged', doc, { nextAttemptInMs: wait, ...extra });
+  };
+
+  if (input.reset) {
+    if (!input.resendToken) throw new Error('a resend needs a resendToken');
+    if (!(await resetDelivery(db, storeId, deliveryId, input.resendToken, now()))) return result('gone', null);
+  }
   const endpointRead = input.endpointId ? findEndpoint(db, storeId, input.endpointId) : null;
   endpointRead?.catch(() => undefined);
 
-  const claim = await claimNextAttempt(db, storeId, deliveryId, now());
-  let claimed = claim.claimed;
-  if (!claimed) {
-    const current = claim.current;
-    if (!current) return result('gone', null);
-    if (current.status === 'succeeded' || current.status === 'exhausted') {
-      // A retry of an activity that recorded the exhaustion but died before counting it: count it now.
-      if (current.status === 'exhausted' && !current.failure_counted && (await markFailureCounted(db, storeId, deliveryId))) {
-        await countEndpointExhaustion(db, storeId, current.webhook_endpoint);
-      }
-      return result('unchanged', current);
-    }
-    // `delivering`: this attempt was claimed by an execution that died (or timed out) mid-POST: make it again.
-    claimed = current;
-  }
+  const expected = input.reset ? 1 : (input.attempt ?? ((await findDelivery(db, storeId, deliveryId))?.attempts ?? 0) + 1);
+  const claim = await claimAttempt(db, storeId, deliveryId, expected, now());
+  if (claim.kind === 'gone') return result('gone', null);
+  if (claim.kind === 'recorded') return recorded(claim.doc);
+  const claimed = claim.doc;
   const attemptNo = claimed.attempts;
   const endpoint = await (endpointRead ?? findEndpoint(db, storeId, claimed.webhook_endpoint));
   if (!endpoint) return result('gone', null);
 
   const settle = async (kind: AttemptOutcomeKind, changes: DeliveryChanges, extra: Partial<AttemptResult> = {}) => {
-    await recordAttemptOutcome(db, deliveryId, changes);
-    return result(kind, { ...claimed, ...changes } as WebhookDeliveryDoc, extra);
+    const record = await recordAttemptOutcome(db, deliveryId, attemptNo, changes);
+    if (!record.doc) return result('gone', null);
+    // An overlapping execution recorded this attempt first: its outcome is the delivery's.
+    if (!record.applied) return recorded(record.doc);
+    return kind === 'exhausted' ? recorded(record.doc, extra) : result(kind, record.doc, extra);
   };
 
   if (endpoint.status === 'disabled') return settle('disabled', disabledChanges(claimed, attemptNo));
@@ -163,7 +181,8 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
 
   if (outcome.ok) {
     const done = await settle('succeeded', successChanges(outcome, now()));
-    if (endpoint.consecutive_failures !== 0) await resetEndpointFailures(db, storeId, endpoint._id);
+    // Always, whatever the endpoint read before the POST said: another delivery may have exhausted meanwhile.
+    await resetEndpointFailures(db, storeId, endpoint._id);
     return { ...done, timings: timings() };
   }
 
@@ -171,7 +190,5 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
   const done = await settle(delay === null ? 'exhausted' : 'failed', failureChanges(outcome, delay === null ? null : now() + delay), {
     nextAttemptInMs: delay,
   });
-  // Counted once per exhaustion even if this activity is retried.
-  if (delay === null && (await markFailureCounted(db, storeId, deliveryId))) await countEndpointExhaustion(db, storeId, endpoint._id);
   return { ...done, timings: timings() };
 }

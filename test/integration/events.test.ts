@@ -1,10 +1,12 @@
 // Events end to end on the real stack: both catalogs (the original one only while an endpoint uses
 // it), GET /v1/events filters and cursors, pending_webhooks computed at query time, resend with and
-// without webhook_endpoint and its errors, disabled endpoints, and dispatch that never doubles a delivery.
+// without webhook_endpoint and its errors, disabled endpoints, dispatch that never doubles a delivery,
+// and the outbox entry written before the event it guards.
+import type { Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../activities/events';
 import { collections } from '../../activities/store/collections';
-import { addToOutbox, outboxCollection } from '../../activities/store/events';
+import { addToOutbox, outboxCollection, recordEvent } from '../../activities/store/events';
 import { deliveriesCollection, deliveryIdFor } from '../../activities/store/webhooks';
 import { dispatchEvent, sweepUndispatched } from '../../activities/webhooks/dispatch';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
@@ -134,6 +136,21 @@ describe('GET /v1/events', () => {
     expect((await s.get('/v1/events')).body.data[0].pending_webhooks).toBe(1);
   });
 
+  it('counts a target endpoint without a delivery only until dispatch: one disabled before dispatch is not pending forever', async () => {
+    const s = await freshStore();
+    const { endpoint } = await s.endpoint({ enabled_events: ['customer.created'] });
+    // Written without a Temporal client, as by a process that died before dispatching.
+    const event = await emitEvent({ db: stack.mongo.db }, { storeId: s.store.store._id, type: 'customer.created', object: { id: 'cust_off', object: 'customer' } });
+    expect(event.targets).toEqual([endpoint.id]);
+    expect((await s.get(`/v1/events/${event._id}`)).body.pending_webhooks).toBe(1);
+
+    await s.post(`/v1/webhook_endpoints/${endpoint.id}`, { status: 'disabled' });
+    await dispatchEvent({ db: stack.mongo.db, temporal: stack.temporal.client, taskQueue: stack.taskQueue }, event);
+    expect(await deliveriesCollection(stack.mongo.db).countDocuments({ event: event._id })).toBe(0);
+    expect((await s.get(`/v1/events/${event._id}`)).body.pending_webhooks).toBe(0);
+    expect((await s.get('/v1/events')).body.data[0]).toMatchObject({ id: event._id, pending_webhooks: 0 });
+  });
+
   it('an unknown event id: 404 resource_missing param id; an unknown cursor names the cursor', async () => {
     const s = await freshStore();
     expectError(await s.get('/v1/events/evt_0000000000000000000000'), 404, 'invalid_request_error', 'resource_missing', 'id');
@@ -230,5 +247,43 @@ describe('dispatch', () => {
     expect((await handle.describe()).runId).toBe(firstRun);
     expect(stack.hitsOn(path)).toHaveLength(1);
     expect((await collections(stack.mongo.db).events.findOne({ _id: event._id }))?.dispatched).toBe(true);
+  });
+});
+
+/** The database as seen by a process whose outbox writes fail (the crash between two writes, made visible). */
+function withFailingOutbox(db: Db): Db {
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop !== 'collection') {
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return (name: string) => {
+        const collection = target.collection(name);
+        if (name !== outboxCollection(target).collectionName) return collection;
+        return new Proxy(collection, {
+          get(inner, key) {
+            if (key === 'insertOne' || key === 'insertMany') return async () => Promise.reject(new Error('outbox write failed'));
+            const value = Reflect.get(inner, key);
+            return typeof value === 'function' ? value.bind(inner) : value;
+          },
+        });
+      };
+    },
+  });
+}
+
+describe('recordEvent (the webhook endpoint test event)', () => {
+  it('writes the outbox entry before the event: when that write fails, no undispatched event is left behind', async () => {
+    const s = await freshStore();
+    const { endpoint } = await s.endpoint();
+    const input = { storeId: s.store.store._id, type: 'customer.created', object: { id: 'cust_t', object: 'customer' }, targets: [endpoint.id], test: true };
+
+    await expect(recordEvent(withFailingOutbox(stack.mongo.db), input)).rejects.toThrow('outbox write failed');
+    expect(await collections(stack.mongo.db).events.countDocuments({ store_id: s.store.store._id })).toBe(0);
+
+    const written = await recordEvent(stack.mongo.db, input);
+    expect(await outboxCollection(stack.mongo.db).countDocuments({ _id: written._id })).toBe(1);
+    expect(await collections(stack.mongo.db).events.countDocuments({ _id: written._id, dispatched: false })).toBe(1);
   });
 });

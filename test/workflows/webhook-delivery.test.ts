@@ -1,7 +1,7 @@
 // What this tests: the webhook delivery workflow on the time-skipping server with the real worker, its
 // real activities on FerretDB and a real local HTTPS receiver: the retry schedule to exhaustion,
-// success on attempt 5, auto-disable at 20 exhausted deliveries, resend after exhaustion, and a
-// receiver that does not answer within 10 seconds.
+// success on attempt 5, auto-disable at 20 exhausted deliveries (a test event's included), resend after
+// exhaustion by signal and through the API, and a receiver that does not answer within 10 seconds.
 import type { Worker } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
@@ -28,6 +28,7 @@ import {
   webhookDeliveryWorkflowId,
   type WebhookDeliveryState,
 } from '../../workflows/webhook-delivery-messages';
+import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';
@@ -37,6 +38,9 @@ let mongo: TestMongo;
 let receiver: WebhookReceiver;
 let worker: Worker;
 let running: Promise<void>;
+/** The API on the same time-skipping client, for the routes that start or signal deliveries. */
+let api: TestApi;
+let apiStore: TestStore;
 const taskQueue = uniqueTaskQueue('webhook-delivery');
 /** Each endpoint gets its own path on the receiver, and its own answers. */
 const responders = new Map<string, Responder>();
@@ -58,9 +62,12 @@ beforeAll(async () => {
     activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: ca.caCert } },
   });
   running = worker.run();
+  api = await startTestApi({ db: mongo.db, temporal: env.client, taskQueue, config: { webhookAllowedHosts: ['localhost'] } });
+  apiStore = await createTestStore(mongo.db);
 });
 
 afterAll(async () => {
+  await api?.close();
   worker?.shutdown();
   await running?.catch(() => undefined);
   await receiver?.close();
@@ -70,19 +77,21 @@ afterAll(async () => {
 
 let endpointCount = 0;
 
-/** A store with one endpoint on its own receiver path, answering with `respond`. */
-async function setup(respond: Responder): Promise<{ storeId: string; endpoint: WebhookEndpointDoc; path: string }> {
-  const store = await createStore(mongo.db, { name: 'Webhook store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+/** A store (the API's, when asked) with one endpoint on its own receiver path, answering with `respond`. */
+async function setup(respond: Responder, options: { apiStore?: boolean } = {}): Promise<{ storeId: string; endpoint: WebhookEndpointDoc; path: string }> {
+  const storeId = options.apiStore
+    ? apiStore.store._id
+    : (await createStore(mongo.db, { name: 'Webhook store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' }))._id;
   const path = `/endpoint-${++endpointCount}`;
   responders.set(path, respond);
   const endpoint = await insertEndpoint(mongo.db, {
-    storeId: store._id,
+    storeId,
     url: receiver.url(path),
     description: null,
     enabledEvents: ['*'],
     apiVersion: '2026-11-01',
   });
-  return { storeId: store._id, endpoint, path };
+  return { storeId, endpoint, path };
 }
 
 /** Emits a customer.created for the store and returns its delivery to `endpoint` and the workflow handle. */
@@ -193,6 +202,50 @@ test('a resend signal after exhaustion puts the delivery back to pending with at
   expect(record).toMatchObject({ status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null });
   expect(hitsOn(path)).toHaveLength(9);
   expect(hitsOn(path)[8].event.id).toBe(hitsOn(path)[0].event.id);
+});
+
+test('a test event (POST /v1/webhook_endpoints/{id}/test) that exhausts counts toward auto-disable', async () => {
+  const { storeId, endpoint, path } = await setup(() => 500, { apiStore: true });
+  await endpointsCollection(mongo.db).updateOne({ _id: endpoint._id }, { $set: { consecutive_failures: 19 } });
+
+  const sent = await call(api, apiStore.key, 'POST', `/v1/webhook_endpoints/${endpoint._id}/test`);
+  expect(sent.status).toBe(200);
+  const handle = env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryIdFor(sent.body.event, endpoint._id)));
+  const final = (await handle.result()) as WebhookDeliveryState;
+
+  expect(final).toMatchObject({ status: 'exhausted', attempts: 8 });
+  expect(hitsOn(path)).toHaveLength(8);
+  expect(hitsOn(path).every((hit) => hit.event.id === sent.body.event && (hit.event as { test?: boolean }).test === true)).toBe(true);
+  expect(await findEndpoint(mongo.db, storeId, endpoint._id)).toMatchObject({
+    status: 'disabled',
+    consecutive_failures: 20,
+    disabled_reason: AUTO_DISABLED_REASON,
+  });
+});
+
+test('an API resend (POST /v1/events/{id}/resend) of an exhausted delivery resets attempts to 0 and restarts the schedule at 5 s', async () => {
+  const { storeId, endpoint, path } = await setup(() => 500, { apiStore: true });
+  const { event, deliveryId, handle } = await emit(storeId, endpoint);
+  // The whole schedule and the resend window pass: the workflow has closed, exhausted.
+  expect(await handle.result()).toMatchObject({ status: 'exhausted', attempts: 8 });
+  expect(hitsOn(path)).toHaveLength(8);
+  expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(1);
+
+  // After the resend: attempt 1 fails again, attempt 2 succeeds.
+  responders.set(path, (hit) => (hitsOn(hit.path).length <= 9 ? 500 : 200));
+  const res = await call(api, apiStore.key, 'POST', `/v1/events/${event._id}/resend`, { json: {} });
+  expect(res.body).toEqual({ object: 'event_resend', event: event._id, webhook_endpoint: null, deliveries: 1 });
+
+  const latest = env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId));
+  const final = (await latest.result()) as WebhookDeliveryState;
+  expect(final).toMatchObject({ status: 'succeeded', attempts: 2, last_response_status: 200 });
+  expect(hitsOn(path)).toHaveLength(10);
+  // The new run waited the first delay of the schedule, not the last one's 10 h.
+  const timers = await timerDurations(latest);
+  expect(timers[0]).toBeGreaterThanOrEqual(RETRY_DELAYS_MS[0]);
+  expect(timers[0]).toBeLessThanOrEqual(Math.round(RETRY_DELAYS_MS[0] * 1.1));
+  expect(await findDelivery(mongo.db, storeId, deliveryId)).toMatchObject({ status: 'succeeded', attempts: 2, next_attempt_at: null });
+  expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(0);
 });
 
 test('a receiver that does not answer within 10 seconds fails the attempt with last_error timeout', async () => {
