@@ -7,6 +7,7 @@ import { loadApiConfig } from './config';
 import { ensureIndexes } from '../activities/store/collections';
 import { createTestConnection } from '../activities/provider/test-connection';
 import { temporalConnectionOptions } from '../activities/temporal-connection';
+import { isEntryPoint } from './entry-point';
 
 export async function startApiServer(config = loadApiConfig()) {
   const mongo = new MongoClient(config.mongoUri);
@@ -42,8 +43,7 @@ export async function startApiServer(config = loadApiConfig()) {
   };
 }
 
-const isEntry = import.meta.url === `file://${process.argv[1]}`;
-if (isEntry) {
+if (isEntryPoint(import.meta.url)) {
   const server = await startApiServer();
   const stop = async () => {
     await server.close();

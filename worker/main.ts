@@ -1,7 +1,6 @@
 // The worker process: runs workflows/ and activities/ on the `billing` task queue.
 // createBillingWorker is also what tests and benchmarks start; running this file connects to
 // MongoDB and Temporal from the environment and shuts down gracefully on SIGINT/SIGTERM.
-import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   DefaultLogger,
@@ -19,6 +18,7 @@ import { createTestConnection } from '../activities/provider/test-connection';
 import { ensureEventSweeperSchedule } from '../activities/webhooks/sweeper-schedule';
 import { ensureUsageRoutineSchedule } from '../activities/usage';
 import { temporalConnectionOptions } from '../activities/temporal-connection';
+import { isEntryPoint } from '../api/entry-point';
 
 export const defaultTaskQueue = 'billing';
 
@@ -116,16 +116,7 @@ async function main(): Promise<void> {
   console.log('worker stopped');
 }
 
-function isEntryPoint(): boolean {
-  if (!process.argv[1]) return false;
-  try {
-    return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   main().catch((error: unknown) => {
     console.error('worker failed:', error);
     process.exit(1);

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { ensureIndexes } from '../../activities/store/collections';
 import { commands, type CommandContext } from './commands';
+import { isEntryPoint } from '../entry-point';
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(22)} ${c.summary}`);
@@ -13,10 +14,11 @@ function usage(): string {
 export async function runAdmin(argv: string[], env = process.env): Promise<{ code: number; output: string }> {
   // Commands are one or two words ("stores create", "demo").
   const twoWords = `${argv[0]} ${argv[1]}`;
-  const name = commands[twoWords] ? twoWords : argv[0];
+  const consumed = commands[twoWords] ? 2 : 1;
+  const name = consumed === 2 ? twoWords : argv[0];
   const command = name ? commands[name] : undefined;
   if (!command) return { code: 2, output: usage() };
-  const rest = argv.slice(name.split(' ').length);
+  const rest = argv.slice(consumed);
 
   let parsed;
   try {
@@ -46,8 +48,7 @@ export async function runAdmin(argv: string[], env = process.env): Promise<{ cod
   }
 }
 
-const isEntry = import.meta.url === `file://${process.argv[1]}`;
-if (isEntry) {
+if (isEntryPoint(import.meta.url)) {
   const { code, output } = await runAdmin(process.argv.slice(2));
   (code === 0 ? process.stdout : process.stderr).write(`${output}\n`);
   process.exit(code);

@@ -2,6 +2,9 @@
 // and its effects seen through the API over HTTP: a created key works and is printed once, lists show
 // only its last four characters, revocation refuses the very next request, store flags within a second.
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
@@ -319,5 +322,29 @@ describe('as a process', () => {
       (error: { code: number; stdout: string; stderr: string }) => error,
     );
     expect(failed && [failed.code, failed.stdout, JSON.parse(failed.stderr)]).toEqual([1, '', { error: 'no store acct_missing' }]);
+  });
+
+  it('run through a symlink in a folder whose name has a space, the CLI still recognises itself as the entry point and answers', async () => {
+    const store = await newStore('Linked Store');
+    const folder = mkdtempSync(join(tmpdir(), 'admin cli '));
+    const link = join(folder, 'cli.ts');
+    symlinkSync(join(projectRoot, 'api/admin/cli.ts'), link);
+    try {
+      const run = promisify(execFile);
+      const shown = await run(process.execPath, ['--import', 'tsx', link, 'stores', 'show', store._id, '--json'], {
+        cwd: projectRoot,
+        env: { ...process.env, ...adminEnv },
+        timeout: 60_000,
+      });
+      expect(JSON.parse(shown.stdout)).toEqual(store);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('a command given as one argument ("stores show") keeps the options that follow it', async () => {
+    const store = await newStore('One Word Store');
+    const { code, output } = await runAdmin(['stores show', store._id, '--json'], adminEnv);
+    expect([code, JSON.parse(output)]).toEqual([0, store]);
   });
 });
