@@ -1,23 +1,27 @@
-// The hosted page's payment: the buyer's customer is found or created, the session workflow holds
-// the session for the attempt (beginPayment), the card goes to the provider adapter only (in
-// memory, never stored or logged), and the outcome without card data goes back to the workflow
-// (recordPaymentResult), which applies it and answers. The provider call is bounded below the
-// workflow's hold; an answer arriving after the bound is still recorded (a late approval completes
-// the session). Also the provider notices the page's test buttons send.
+// The hosted page's payment: the buyer's customer is found (or a new one registered at the provider,
+// written only once the provider takes the payment), the session workflow holds the session for the
+// attempt (beginPayment), the card goes to the provider adapter only (in memory, never stored or
+// logged), and the outcome without card data goes back to the workflow (recordPaymentResult), which
+// applies it and answers. The provider call is bounded below the workflow's hold; an answer arriving
+// after the bound is still recorded (a late approval completes the session). Also the provider
+// notices the page's test buttons send.
 import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApiError } from '../domain/errors';
-import { newId, randomBase62 } from '../domain/ids';
+import { derivedId, newId, randomBase62 } from '../domain/ids';
 import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
-import { findCustomer } from './store/customers';
+import type { CustomerDoc } from './store/collections';
+import { customerObject, findCustomer, insertCustomer } from './store/customers';
 import { findStore } from './store/stores';
 import { findCheckoutSession, type CheckoutSessionDoc } from './store/checkout-sessions';
-import { createCustomer } from './customers';
+import { prepareCustomer } from './customers';
+import { emitEventOnce } from './emit-once';
 import type { ProviderNotice, SettlementStatus } from './provider/types';
 import { requestOverdueExpiry, temporalOf, type CheckoutDeps } from './checkout';
 import {
   beginPaymentUpdate,
   checkoutSessionWorkflowId,
+  PAYMENT_HOLD_MS,
   PROVIDER_CALL_TIMEOUT_MS,
   PROVIDER_TIMEOUT_CODE,
   providerSettledSignal,
@@ -101,6 +105,39 @@ async function askWithinBound<T>(ask: () => Promise<T>, boundMs: number): Promis
   return answer.done ? { answered: true, value: answer.value } : { answered: false, late: either };
 }
 
+/**
+ * A new buyer's customer id, the same for every attempt with this email in one window: attempts racing
+ * for one buyer register, save cards under and write one customer. Windows as long as an attempt's hold
+ * keep the id's time close to the customer's creation.
+ */
+function newBuyerCustomerId(storeId: string, email: string, now: number): string {
+  const windowStart = now - (now % PAYMENT_HOLD_MS);
+  return derivedId('cust', windowStart, `checkout-buyer:${storeId}:${email}:${windowStart}`);
+}
+
+/** The provider took the payment (or holds it pending): the order is filled, so the buyer's customer must exist. */
+function takesPayment(outcome: PaymentAttemptOutcome): boolean {
+  return outcome.status === 'approved' || outcome.status === 'review' || outcome.status === 'pix_pending';
+}
+
+/**
+ * Writes a new buyer's customer (metadata {}) once the payment is taken; an attempt racing it with the
+ * same email finds the one written (unique email), so customer.created is emitted once.
+ */
+async function writeNewBuyer(deps: CheckoutDeps, prepared: CustomerDoc): Promise<CustomerDoc> {
+  const { customer, created } = await withRetries(() => insertCustomer(deps.db, { ...prepared, created: Math.floor(Date.now() / 1000) }));
+  if (created) {
+    const event = { storeId: customer.store_id, type: 'customer.created', object: customerObject(customer), request: null };
+    try {
+      await withRetries(() => emitEventOnce(deps, `customer.created:${customer._id}`, event));
+    } catch (error) {
+      // The payment's result must still reach the workflow.
+      console.error(`customer ${customer._id}: customer.created was not emitted (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  return customer;
+}
+
 /** The hosted page's pay button: see the module header. */
 export async function payCheckoutSession(
   deps: CheckoutDeps,
@@ -138,10 +175,13 @@ export async function payCheckoutSession(
     if (!cardNumber) return { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' };
   }
 
-  // The buyer: the session's customer, else found or created by e-mail (metadata {}).
+  // The buyer: the session's customer, else the store's customer with this e-mail, else a new one
+  // registered at the provider now (customer_rejected refuses before any charge) and written only once
+  // the provider takes the payment: a declined or failed attempt leaves no customer behind.
   let customerId: string;
   let customerEmail: string;
   let providerCustomerId: string | null = null;
+  let newBuyer: CustomerDoc | null = null;
   try {
     if (session.customer) {
       const customer = await findCustomer(deps.db, store._id, session.customer);
@@ -153,7 +193,7 @@ export async function payCheckoutSession(
       const email = session.customer_email ?? input.email ?? null;
       if (!email) return { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' };
       const documentType = (input.document_type ?? null) as DocumentType | null;
-      const { customer } = await createCustomer(
+      const { customer, existing } = await prepareCustomer(
         deps,
         store,
         {
@@ -162,10 +202,10 @@ export async function payCheckoutSession(
           phone: input.phone ?? null,
           document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
         },
-        null,
         // The page takes any name the session's customer_name rule allows, so the record does too.
-        { nameMin: CUSTOMER_NAME_MIN },
+        { nameMin: CUSTOMER_NAME_MIN, id: (normalized) => newBuyerCustomerId(store._id, normalized, now) },
       );
+      if (!existing) newBuyer = customer;
       customerId = customer._id;
       customerEmail = customer.email;
       providerCustomerId = customer.provider_customer_id;
@@ -276,7 +316,7 @@ export async function payCheckoutSession(
   }
   const { outcome, savedCard } = answered;
 
-  const result: PaymentResultInput = {
+  const answeredResult: PaymentResultInput = {
     attemptId,
     orderId: newId('ord'),
     method: input.method,
@@ -287,6 +327,13 @@ export async function payCheckoutSession(
     customerEmail,
     savedCard,
   };
+  // A new buyer's customer comes into existence with the payment taken, never before.
+  const withBuyer = async (attempt: PaymentResultInput): Promise<PaymentResultInput> => {
+    if (!newBuyer || !takesPayment(attempt.outcome)) return attempt;
+    const customer = await writeNewBuyer(deps, newBuyer);
+    return { ...attempt, customerId: customer._id, customerEmail: customer.email };
+  };
+  const result = await withBuyer(answeredResult);
   // The provider has answered: its outcome must reach the workflow. The update id makes a repeat
   // of a call whose answer was lost return the first answer instead of applying it twice.
   let answer;
@@ -298,7 +345,7 @@ export async function payCheckoutSession(
     if (current && current.status !== 'open') return { kind: 'closed' };
     throw error;
   }
-  if (late) recordLateAnswer(handle, result, late);
+  if (late) recordLateAnswer(handle, result, late, withBuyer);
   if (!answer.applied) return { kind: 'closed' };
   if (outcome.status === 'declined' || outcome.status === 'failed') {
     return { kind: 'error', code: outcome.code, message: outcome.message, field: 'payment' };
@@ -308,14 +355,21 @@ export async function payCheckoutSession(
 
 /**
  * The provider's answer that came after the bound goes to the workflow, which still holds the session
- * for this attempt: an approval completes it, anything else releases the hold.
+ * for this attempt: an approval completes it, anything else releases the hold. A new buyer's customer
+ * is written first when the answer took the payment.
  */
-function recordLateAnswer(handle: WorkflowHandle, timedOut: PaymentResultInput, late: Promise<ProviderAnswer>): void {
+function recordLateAnswer(
+  handle: WorkflowHandle,
+  timedOut: PaymentResultInput,
+  late: Promise<ProviderAnswer>,
+  withBuyer: (result: PaymentResultInput) => Promise<PaymentResultInput>,
+): void {
   void late
     .then(
       (answer) => ({ ...timedOut, outcome: answer.outcome, savedCard: answer.savedCard }),
       () => ({ ...timedOut, outcome: PROVIDER_UNREACHABLE }),
     )
+    .then(withBuyer)
     .then((result) => withRetries(() => handle.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId: `late-${result.attemptId}` })))
     .then(
       (answer) => {

@@ -1,6 +1,7 @@
 // Creating and updating customers: shared by the API and checkout (which creates customers with
 // metadata {}). Registration at the provider happens before the record is written, so a refused
-// customer leaves nothing behind.
+// customer leaves nothing behind; checkout prepares the customer before the payment and writes it
+// only once the payment is taken.
 import type { Db } from 'mongodb';
 import { ApiError, notFound } from '../domain/errors';
 import { normalizeCustomerInput, type CustomerInput } from '../domain/customers';
@@ -24,6 +25,39 @@ export interface CustomerDeps extends EventDeps {
   provider: PaymentProvider;
 }
 
+/**
+ * The customer these fields name: the store's customer holding the email (`existing`), else a new one
+ * checked and registered at the provider but not yet written. `id` proposes the new customer's id
+ * (checkout derives one, so attempts racing for one buyer register one customer); an id already held
+ * by a customer with another email (since renamed) gives way to a fresh one.
+ */
+export async function prepareCustomer(
+  deps: CustomerDeps,
+  store: StoreDoc,
+  input: CustomerInput & { metadata?: unknown },
+  options: { nameMin?: number; id?: (email: string) => string } = {},
+): Promise<{ customer: CustomerDoc; existing: boolean }> {
+  const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
+  const metadata: Metadata = normalizeMetadata(input.metadata);
+  const email = fields.email!;
+  // The claim lookup is a single read; a customer without a claim is still found when the unique
+  // email refuses the insert.
+  const existing = await findClaimedCustomer(deps.db, store._id, email);
+  if (existing) return { customer: existing, existing: true };
+
+  const doc = newCustomerDoc(store._id, { ...fields, email }, metadata);
+  const proposed = options.id?.(email);
+  if (proposed) {
+    const holder = await findCustomer(deps.db, store._id, proposed);
+    if (holder?.email === email) return { customer: holder, existing: true };
+    if (!holder) doc._id = proposed;
+  }
+  const registered = await deps.provider.registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
+  if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
+  doc.provider_customer_id = registered.providerCustomerId;
+  return { customer: doc, existing: false };
+}
+
 export async function createCustomer(
   deps: CustomerDeps,
   store: StoreDoc,
@@ -31,21 +65,11 @@ export async function createCustomer(
   request: EventRequest | null,
   options: { nameMin?: number } = {},
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
-  const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
-  const metadata: Metadata = normalizeMetadata(input.metadata);
-  // The claim lookup is a single read; a customer without a claim is still found below, when the
-  // unique email refuses the insert.
-  const existing = await findClaimedCustomer(deps.db, store._id, fields.email!);
-  if (existing) return { customer: existing, created: false };
-
-  const doc = newCustomerDoc(store._id, { ...fields, email: fields.email! }, metadata);
-  const registered = await deps.provider.registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
-  if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
-  doc.provider_customer_id = registered.providerCustomerId;
-
-  const result = await insertCustomer(deps.db, doc);
+  const prepared = await prepareCustomer(deps, store, input, options);
+  if (prepared.existing) return { customer: prepared.customer, created: false };
+  const result = await insertCustomer(deps.db, prepared.customer);
   if (result.created) {
-    await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(doc), request });
+    await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(result.customer), request });
   }
   return result;
 }

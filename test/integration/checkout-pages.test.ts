@@ -74,6 +74,13 @@ async function newSession(body: Record<string, unknown>) {
 const session = async (id: string) => (await findCheckoutSession(stack.mongo.db, store.store._id, id))!;
 const eventsOf = async (type: string, objectId: string) =>
   collections(stack.mongo.db).events.countDocuments({ store_id: store.store._id, type, data_json: { $regex: objectId } });
+const customersWith = (email: string) => collections(stack.mongo.db).customers.find({ store_id: store.store._id, email }).toArray();
+const customerCreatedFor = (email: string) =>
+  collections(stack.mongo.db).events.countDocuments({
+    store_id: store.store._id,
+    type: 'customer.created',
+    data_json: { $regex: email.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') },
+  });
 
 describe('the page', () => {
   test('renders the offer in the session locale with a strict CSP and no inline script; other locales fall back to English', async () => {
@@ -224,6 +231,39 @@ describe('card payments', () => {
     expect(await eventsOf('checkout.session.completed', s.id)).toBe(1);
   });
 
+  test('a declined card by a new e-mail leaves no customer and no customer.created; the approved retry creates exactly one, with metadata {}, named by the session', async () => {
+    const s = await newSession({ offer: catalog.oneOff._id });
+    const form = buyer({ method: 'card' });
+    const declined = await post(`/c/${s.id}/pay`, { ...form, card_number: CARD_DECLINED });
+    expect(declined.status).toBe(402);
+    expect(await customersWith(form.email)).toEqual([]);
+    expect(await customerCreatedFor(form.email)).toBe(0);
+    expect((await session(s.id)).customer).toBeNull();
+
+    const approved = await post(`/c/${s.id}/pay`, { ...form, card_number: CARD_OK });
+    expect(approved.location).toBe(`/c/${s.id}?done=1`);
+    const created = await customersWith(form.email);
+    expect(created).toHaveLength(1);
+    const done = await session(s.id);
+    expect(done.customer).toBe(created[0]._id);
+    expect((await findOrder(stack.mongo.db, store.store._id, done.order!))!.customer).toBe(created[0]._id);
+    const api = await call(stack.api, store.key, 'GET', `/v1/customers/${created[0]._id}`);
+    expect(api.body).toMatchObject({ id: created[0]._id, email: form.email, metadata: {} });
+    expect(await customerCreatedFor(form.email)).toBe(1);
+    expect(await eventsOf('customer.created', created[0]._id)).toBe(1);
+  });
+
+  test('two sessions paid at once by one new e-mail create one customer and one customer.created, named by both', async () => {
+    const [a, b] = await Promise.all([newSession({ offer: catalog.oneOff._id }), newSession({ offer: catalog.oneOff._id })]);
+    const form = buyer({ method: 'card', card_number: CARD_OK });
+    const paid = await Promise.all([post(`/c/${a.id}/pay`, form), post(`/c/${b.id}/pay`, form)]);
+    expect(paid.map((res) => res.location)).toEqual([`/c/${a.id}?done=1`, `/c/${b.id}?done=1`]);
+    const created = await customersWith(form.email);
+    expect(created).toHaveLength(1);
+    expect([(await session(a.id)).customer, (await session(b.id)).customer]).toEqual([created[0]._id, created[0]._id]);
+    expect(await customerCreatedFor(form.email)).toBe(1);
+  });
+
   test('a card in review completes the session as pending; the test connection button settles it paid (async_payment_succeeded)', async () => {
     const s = await newSession({ offer: catalog.oneOff._id });
     const res = await post(`/c/${s.id}/pay`, buyer({ method: 'card', card_number: CARD_REVIEW }));
@@ -274,6 +314,25 @@ describe('card payments', () => {
     expect(badCard.text).toContain('card number is not valid');
     expect((await session(s.id)).status).toBe('open');
     expect(await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } })).toBe(0);
+  });
+});
+
+describe('pix payments', () => {
+  test('after a declined card, generating the PIX code creates the new buyer\'s customer (one customer.created) and fills its order pending', async () => {
+    const s = await newSession({ offer: catalog.oneOff._id });
+    const form = buyer({ method: 'pix' });
+    expect((await post(`/c/${s.id}/pay`, { ...form, method: 'card', card_number: CARD_DECLINED })).status).toBe(402);
+    expect(await customersWith(form.email)).toEqual([]);
+    const res = await post(`/c/${s.id}/pay`, form);
+    expect(res.location).toBe(`/c/${s.id}?done=1`);
+    const pending = await session(s.id);
+    expect({ status: pending.status, payment_status: pending.payment_status }).toEqual({ status: 'complete', payment_status: 'pending' });
+    const created = await customersWith(form.email);
+    expect(created).toHaveLength(1);
+    expect(created[0].metadata).toEqual([]);
+    expect(pending.customer).toBe(created[0]._id);
+    expect((await findOrder(stack.mongo.db, store.store._id, pending.order!))).toMatchObject({ status: 'pending', customer: created[0]._id, customer_email: form.email });
+    expect(await customerCreatedFor(form.email)).toBe(1);
   });
 });
 
