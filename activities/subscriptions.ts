@@ -28,6 +28,9 @@ import type { EventDeps } from './events';
 import { subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
 import { ensureUsageForSubscription } from './usage-shared';
 
+/** Lifecycle actions after which usage may have to start again (see applySubscriptionChange). */
+const USAGE_RESTARTING_ACTIONS = new Set(['reactivated', 'resumed']);
+
 export const StoreIdKey = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
 export const CustomerIdKey = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
 export const SubscriptionIdKey = defineSearchAttributeKey('SubscriptionId', SearchAttributeType.KEYWORD);
@@ -285,8 +288,12 @@ export function createSubscriptionActivities(deps: SubscriptionDeps) {
           ...(event.legacyType ? { legacyType: event.legacyType } : {}),
         });
       }
-      // Chargeable again (reactivation, resume; a renewal just wakes it): the usage workflow, ended with the subscription, runs.
-      if (input.set.status !== undefined && CHARGEABLE_STATUSES.includes(input.set.status)) await ensureUsageForSubscription(deps, doc);
+      // Chargeable again: the usage workflow, ended or waiting while the subscription could not be
+      // charged, runs. Only these actions: a renewal must not wake it at the very instant its own
+      // period-end timer fires (a signal racing a firing timer strands the time-skipping test server).
+      if (input.history && USAGE_RESTARTING_ACTIONS.has(input.history.action) && CHARGEABLE_STATUSES.includes(doc.status)) {
+        await ensureUsageForSubscription(deps, doc);
+      }
       return { life: lifeOf(doc), version: doc.version, object };
     },
 

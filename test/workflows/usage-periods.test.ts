@@ -364,14 +364,28 @@ describe('long runs', () => {
     const after = await currentRun(sub._id);
     expect(after.runId).not.toBe(before.runId);
     expect(after.events).toBeLessThan(HISTORY_LIMIT + 30);
-    const state = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    // Polled: a fresh run is briefly 'opening' (finding its period again) before it is 'open'.
+    const queryState = () => env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    const state = await waitFor(
+      async () => {
+        const s = await queryState();
+        return s.phase === 'open' ? s : null;
+      },
+      { timeoutMs: 10_000, description: 'the usage run open' },
+    );
     expect(state).toMatchObject({ phase: 'open', open: { id: open.id } });
     // The new run still recomputes the same period from the events.
     await ingestMeterEvents(longDeps(), store._id, [{ event_name: images.event_name, payload: { customer_id: customer._id, value: 4 } }], {
       now: await env.currentTimeMs(),
     });
     await env.sleep(61 * 60 * 1000);
-    const recomputed = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    const recomputed = await waitFor(
+      async () => {
+        const s = await queryState();
+        return s.open?.amount_total === 40 ? s : null;
+      },
+      { timeoutMs: 10_000, description: 'the open period recomputed' },
+    );
     expect(recomputed.open).toMatchObject({ id: open.id, amount_total: 40 });
   });
 
@@ -389,7 +403,14 @@ describe('long runs', () => {
     const after = await currentRun(sub._id);
     expect(after.runId).not.toBe(waiting.runId);
     expect(after.events).toBeLessThan(HISTORY_LIMIT + 30);
-    const state = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+    // Polled: once an hour the run is briefly 'opening' (asking whether a period can open).
+    const state = await waitFor(
+      async () => {
+        const s = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).query(usageStateQuery);
+        return s.phase === 'waiting' ? s : null;
+      },
+      { timeoutMs: 10_000, description: 'the usage run waiting' },
+    );
     expect(state).toMatchObject({ phase: 'waiting', reason: 'not_chargeable', open: null });
 
     await subscription.executeUpdate(resumeUpdate, { args: [{}] });
