@@ -7,8 +7,8 @@
 // routine (a Temporal schedule every 10 minutes) for new subscriptions of offers with usage rows,
 // where the workflow's first run inherits the rows, and ingestion when a batch may have crossed the
 // billing threshold. A run that finds nothing to do (no items; subscription ended) completes; a
-// change to a chargeable status (reactivation, resume, renewal) starts or wakes it again through
-// `ensureUsageForSubscription` (called by applySubscriptionChange).
+// reactivation or a resume starts or wakes it again through `ensureUsageForSubscription` (called by
+// applySubscriptionChange; renewals leave a running workflow to its own timers).
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
