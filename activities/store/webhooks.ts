@@ -572,8 +572,16 @@ export async function markFailureCounted(db: Db, storeId: string, doc: WebhookDe
       created: Math.floor(Date.now() / 1000),
     });
   } catch (error) {
-    if (isDuplicateKeyError(error)) return false;
-    throw error;
+    if (!isDuplicateKeyError(error)) throw error;
+    // Counted already, by an overlapping execution. Its flag can have been lost under a whole-document
+    // write of ours that FerretDB v1 let land after it, so it is set again (each execution marks after its
+    // own writes, so the last mark follows the last write). The filter keeps a resend's new exhaustion
+    // uncounted; it is not `_id` alone, but this path runs only when executions overlap.
+    await deliveriesCollection(db).updateOne(
+      { _id: doc._id, resend_token: doc.resend_token ?? null, failure_counted: false },
+      { $set: { failure_counted: true } },
+    );
+    return false;
   }
   await deliveriesCollection(db).updateOne({ _id: doc._id }, { $set: { failure_counted: true } });
   return true;
