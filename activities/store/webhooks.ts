@@ -19,6 +19,7 @@ import { randomBase62 } from '../../domain/ids';
 import { registerIndexes, type EventDoc } from './collections';
 import { isDuplicateKeyError } from './customers';
 import { renderEventBody } from './events';
+import { KeyedQueue } from './keyed-queue';
 
 export const AUTO_DISABLE_AFTER = 20;
 export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
@@ -290,13 +291,22 @@ export async function deleteEndpoint(db: Db, storeId: string, id: string): Promi
   return result.deletedCount === 1;
 }
 
+// consecutive_failures is written by every delivery to the endpoint that ends. FerretDB v1 applies an
+// update as an unlocked read-modify-write, so concurrent $inc on one endpoint lose counts there; this
+// process's writes to one endpoint take turns (on MongoDB the $inc is atomic across processes too).
+const failureWrites = new KeyedQueue();
+
 /** A succeeded delivery resets the run of exhausted deliveries (always: one may have been counted during its POST). */
 export async function resetEndpointFailures(db: Db, _storeId: string, id: string): Promise<void> {
-  await endpointsCollection(db).updateOne({ _id: id }, { $set: { consecutive_failures: 0 } });
+  await failureWrites.run(id, () => endpointsCollection(db).updateOne({ _id: id }, { $set: { consecutive_failures: 0 } }));
 }
 
-/** One more exhausted delivery ($inc, atomic); at AUTO_DISABLE_AFTER the endpoint is disabled with its reason. */
-export async function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
+/** One more exhausted delivery; at AUTO_DISABLE_AFTER the endpoint is disabled with its reason. */
+export function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
+  return failureWrites.run(id, () => addExhaustion(db, storeId, id));
+}
+
+async function addExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
   const endpoints = endpointsCollection(db);
   const after = await endpoints.findOneAndUpdate({ _id: id }, { $inc: { consecutive_failures: 1 } }, { returnDocument: 'after' });
   if (!after || after.store_id !== storeId) return null;

@@ -8,7 +8,10 @@ import { emitEvent } from '../../activities/events';
 import { ensureIndexes } from '../../activities/store/collections';
 import { createStore } from '../../activities/store/stores';
 import {
+  AUTO_DISABLE_AFTER,
+  AUTO_DISABLED_REASON,
   claimAttempt,
+  countEndpointExhaustion,
   deliveriesCollection,
   ensureDelivery,
   endpointsCollection,
@@ -199,5 +202,18 @@ describe('endpoint failures', () => {
 
     expect(await d.run({ attempt: 1 })).toMatchObject({ outcome: 'succeeded' });
     expect((await findEndpoint(mongo.db, d.storeId, d.endpointId))!.consecutive_failures).toBe(0);
+  });
+
+  it('exhaustions of many deliveries to one endpoint at the same time are all counted, and the 20th disables it', async () => {
+    const d = await delivery(() => 500);
+    const counted = await Promise.all(Array.from({ length: AUTO_DISABLE_AFTER }, () => countEndpointExhaustion(mongo.db, d.storeId, d.endpointId)));
+    expect(counted.map((endpoint) => endpoint!.consecutive_failures).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => i + 1),
+    );
+    expect(await findEndpoint(mongo.db, d.storeId, d.endpointId)).toMatchObject({
+      status: 'disabled',
+      consecutive_failures: AUTO_DISABLE_AFTER,
+      disabled_reason: AUTO_DISABLED_REASON,
+    });
   });
 });
