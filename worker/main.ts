@@ -22,7 +22,7 @@ import { isEntryPoint } from '../api/entry-point';
 
 export const defaultTaskQueue = 'billing';
 
-const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface BillingWorkerOptions
   extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'> {

@@ -18,6 +18,7 @@ import { chargeWorkflowId } from '../../workflows/charge-messages';
 import { insertEndpoint } from '../../activities/store/webhooks';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
+import { recordHistory } from '../support/histories';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
 
@@ -242,6 +243,7 @@ describe('approved', () => {
 
     const reused = await charge(sub, { amount: 2600 }, key);
     expectError(reused, 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
+    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, key), 'charge-approved');
   });
 
   it('an active subscription (first cycle paid) is charged like a trialing one: 201 succeeded with a paid order', async () => {
@@ -345,6 +347,7 @@ describe('declined', () => {
     expectError(again, 402, 'card_error', 'card_declined');
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body.error.subscription_charge.id).toBe(failed.id);
+    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, key), 'charge-declined');
   });
 
   it('9995: 402 card_error insufficient_funds', async () => {
@@ -378,6 +381,7 @@ describe('in review', () => {
     expect((await ordersCollection(mongo.db).findOne({ _id: res.body.order }))!.status).toBe('paid');
     await waitFor(async () => (await eventsOf(res.body.id)).includes('subscription_charge.succeeded'), { description: 'settled events' });
     expect(await eventsOf(res.body.order)).toEqual(['invoice.paid']);
+    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, (await chargesCollection(mongo.db).findOne({ _id: res.body.id }))!.key), 'charge-review-settled-by-notice');
   });
 
   it('a refused notice (by order id) fails the charge with subscription_charge.failed and invoice.payment_failed', async () => {

@@ -35,6 +35,7 @@ import { newId } from '../../domain/ids';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { recordHistory } from '../support/histories';
 
 const MINUTE_MS = 60_000;
 
@@ -162,6 +163,7 @@ describe.sequential('checkout session workflow', () => {
     expect(closed - deadlineMs).toBeLessThan(5_000);
     expect((await findCheckoutSession(mongo.db, store._id, session._id))!.status).toBe('expired');
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-expired-at-deadline');
   });
 
   test('a PIX stays pending for 30 minutes after it was generated, then the session is complete/unpaid with async_payment_failed and the order canceled', async () => {
@@ -187,6 +189,7 @@ describe.sequential('checkout session workflow', () => {
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.async_payment_failed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-pix-expired');
   });
 
   test('a payment begun before the deadline and answered after it completes the session once; the deadline does not expire it', async () => {
@@ -205,6 +208,7 @@ describe.sequential('checkout session workflow', () => {
     expect(final.status).toBe('complete');
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-paid-after-deadline');
   });
 
   test('POST expire racing an approved payment in flight: the payment lands, expire is refused, completed exactly once', async () => {
@@ -222,6 +226,7 @@ describe.sequential('checkout session workflow', () => {
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
     expect((await findCheckoutSession(mongo.db, store._id, session._id))!.status).toBe('complete');
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-expire-refused-while-paying');
   });
 
   test('a buyer paying a session that POST expire closed meanwhile is sent back (closed), and nothing is charged or completed', async () => {
@@ -297,6 +302,7 @@ describe.sequential('checkout session workflow', () => {
     expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid' });
     failingChecks.delete(transactionId);
     expect(await eventCount(session._id, 'checkout.session.async_payment_succeeded')).toBe(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-review-paid-by-notice');
   });
 
   test('a subscription hand-off refused on a data problem (offer missing) is surfaced, not fatal, and succeeds once the data is back', async () => {

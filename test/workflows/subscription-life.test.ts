@@ -28,6 +28,7 @@ import {
   subscriptionWorkflowId,
 } from '../../workflows/subscription-messages';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { recordHistory } from '../support/histories';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
 import type { StoreDoc } from '../../activities/store/collections';
 
@@ -181,6 +182,7 @@ describe('dunning', () => {
     expect(recovered.current_period_start).toBe(sub.next_billing_at);
     const orders = await ordersOf(sub._id);
     expect(orders.map((o) => o.status)).toEqual(['failed', 'failed', 'paid']);
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-dunning-recovered');
   });
 
   it('expires after the last retry fails, with ended_at and customer.subscription.deleted', async () => {
@@ -193,6 +195,7 @@ describe('dunning', () => {
     expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['failed', 'failed', 'failed', 'failed']);
     const types = await eventTypesOf(sub._id);
     expect(types.filter((t) => t === 'customer.subscription.deleted')).toHaveLength(1);
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-dunning-expired');
   });
 });
 
@@ -208,6 +211,7 @@ describe('scheduled cancellation and cycle limit', () => {
     expect(ended.cycles_completed).toBe(1);
     expect(await ordersOf(sub._id)).toHaveLength(1);
     expect((await eventTypesOf(sub._id)).at(-1)).toBe('customer.subscription.deleted');
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-canceled-at-period-end');
   });
 
   it('a subscription paused after scheduling its cancellation still ends (canceled) at current_period_end', async () => {
@@ -221,6 +225,7 @@ describe('scheduled cancellation and cycle limit', () => {
     expect(ended).toMatchObject({ ended_at: paid.current_period_end, cycles_completed: 1, cancel_at_period_end: false });
     expect(await ordersOf(sub._id)).toHaveLength(1);
     expect((await eventTypesOf(sub._id)).at(-1)).toBe('customer.subscription.deleted');
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-paused-then-canceled');
   });
 
   it('an offer with cycle_limit 3 charges 3 times and expires when the third period ends', async () => {
@@ -230,6 +235,7 @@ describe('scheduled cancellation and cycle limit', () => {
     expect(expired.cycles_completed).toBe(3);
     expect(expired.ended_at).toBe(expired.current_period_end);
     expect(await ordersOf(sub._id)).toHaveLength(3);
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-cycle-limit-expired');
   });
 });
 
@@ -253,6 +259,7 @@ describe('pause and resume', () => {
     const state = await handle(sub._id).query(subscriptionStateQuery);
     expect(state.life.cycles_completed).toBe(3);
     expect(state.next).toMatchObject({ kind: 'charge' });
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-paused-resumed');
   });
 });
 
@@ -307,6 +314,7 @@ describe('provider notice before the charge result', () => {
         ['paid', 'renewal'],
       ]);
       expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
+      await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-notice-before-charge-result');
     } finally {
       earlyWorker.shutdown();
       await earlyRunning.catch(() => undefined);

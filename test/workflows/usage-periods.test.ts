@@ -25,6 +25,7 @@ import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_BOUNDARY_DELAY_SECONDS } from '
 import { cancelUpdate, pauseUpdate, reactivateUpdate, resumeUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { recordHistory } from '../support/histories';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedUsageOffer, seedUsageSubscription } from '../support/usage';
 
@@ -186,6 +187,7 @@ describe('a month of usage, closed at period end', () => {
     expect(decodeMetadata(charge.metadata)).toEqual({ kind: 'usage', usage_period: closed._id });
     const order = await ordersCollection(mongo.db).findOne({ _id: charge.order! });
     expect(order).toMatchObject({ status: 'paid', billing_reason: 'usage', external_order_id: charge._id, amount_total: 1983 });
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-closed-at-period-end');
   });
 
   test('the next period opens where the closed one ended, and the workflow continued as new for it', async () => {
@@ -203,6 +205,7 @@ describe('a month of usage, closed at period end', () => {
     const charges = await usageChargesOf(subs.declined.sub._id);
     expect(charges).toHaveLength(1);
     expect(charges[0]).toMatchObject({ _id: closed.charge, status: 'failed', failure_code: 'card_declined', amount: 200 });
+    await recordHistory(env.client, usageWorkflowId(subs.declined.sub._id), 'usage-charge-declined');
   });
 
   test('a zero-amount period closes without charge and without order', async () => {
@@ -264,6 +267,7 @@ describe('billing threshold', () => {
     expect(usage[1].charge).toBe(closed.charge);
     const charges = await usageChargesOf(sub._id);
     expect(charges.map((c) => [c.amount, c.status])).toEqual([[1150, 'succeeded']]);
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-threshold-closed-early');
   });
 });
 
@@ -288,6 +292,7 @@ describe('subscription ended', () => {
     const result = await env.client.workflow.getHandle(usageWorkflowId(sub._id)).result();
     expect(result).toEqual({ finished: 'ended' });
     expect(await collections(mongo.db).db.collection('usage_periods').countDocuments({ subscription: sub._id })).toBe(1);
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-subscription-ended');
   });
 });
 
@@ -321,6 +326,7 @@ describe('reactivation', () => {
     expect(closed).toMatchObject({ _id: next.id, close_reason: 'period_end', amount_total: 250, charge_state: 'charged' });
     const charges = await usageChargesOf(sub._id);
     expect(charges.map((c) => [c._id, c.amount, c.status])).toEqual([[closed.charge, 250, 'succeeded']]);
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-reactivated');
   });
 });
 
@@ -387,6 +393,7 @@ describe('long runs', () => {
       { timeoutMs: 10_000, description: 'the open period recomputed' },
     );
     expect(recomputed.open).toMatchObject({ id: open.id, amount_total: 40 });
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-open-period-continued-as-new');
   });
 
   test('a paused subscription waits across runs with a bounded history, and its resume opens a period at once', async () => {
@@ -422,5 +429,6 @@ describe('long runs', () => {
       { timeoutMs: 20_000, description: 'a usage period open after the resume' },
     );
     expect(next.end).toBe(sub.current_period_end);
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-paused-resumed');
   });
 });

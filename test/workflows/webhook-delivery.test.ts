@@ -30,6 +30,7 @@ import {
 } from '../../workflows/webhook-delivery-messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { recordHistory } from '../support/histories';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -144,6 +145,7 @@ test('8 failing attempts wait 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (+ up to 
   expect(record).toMatchObject({ status: 'exhausted', attempts: 8, next_attempt_at: null, last_error: 'HTTP 500', delivered_at: null });
   expect(record!.last_duration_ms).toEqual(expect.any(Number));
   expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(1);
+  await recordHistory(env.client, handle.workflowId, 'webhook-delivery-exhausted');
 });
 
 test('a delivery that fails 4 times succeeds on attempt 5 and resets the endpoint failure count', async () => {
@@ -161,6 +163,7 @@ test('a delivery that fails 4 times succeeds on attempt 5 and resets the endpoin
   expect(record).toMatchObject({ status: 'succeeded', attempts: 5, next_attempt_at: null, last_error: null });
   expect(record!.delivered_at).toEqual(expect.any(Number));
   expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(0);
+  await recordHistory(env.client, handle.workflowId, 'webhook-delivery-succeeded-on-attempt-5');
 });
 
 test('the 20th consecutive exhausted delivery disables the endpoint, after which no delivery is stored for it', async () => {
@@ -202,6 +205,7 @@ test('a resend signal after exhaustion puts the delivery back to pending with at
   expect(record).toMatchObject({ status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null });
   expect(hitsOn(path)).toHaveLength(9);
   expect(hitsOn(path)[8].event.id).toBe(hitsOn(path)[0].event.id);
+  await recordHistory(env.client, handle.workflowId, 'webhook-delivery-resent-after-exhaustion');
 });
 
 test('a test event (POST /v1/webhook_endpoints/{id}/test) that exhausts counts toward auto-disable', async () => {
@@ -246,6 +250,7 @@ test('an API resend (POST /v1/events/{id}/resend) of an exhausted delivery reset
   expect(timers[0]).toBeLessThanOrEqual(Math.round(RETRY_DELAYS_MS[0] * 1.1));
   expect(await findDelivery(mongo.db, storeId, deliveryId)).toMatchObject({ status: 'succeeded', attempts: 2, next_attempt_at: null });
   expect((await findEndpoint(mongo.db, storeId, endpoint._id))!.consecutive_failures).toBe(0);
+  await recordHistory(env.client, handle.workflowId, 'webhook-delivery-api-resend');
 });
 
 test('a receiver that does not answer within 10 seconds fails the attempt with last_error timeout', async () => {
@@ -265,4 +270,5 @@ test('a receiver that does not answer within 10 seconds fails the attempt with l
   const final = (await handle.result()) as WebhookDeliveryState;
   expect(final).toMatchObject({ status: 'succeeded', attempts: 2 });
   expect(hitsOn(path)).toHaveLength(2);
+  await recordHistory(env.client, handle.workflowId, 'webhook-delivery-timeout');
 });
