@@ -12,7 +12,9 @@ test('the recorded histories cover every long-running workflow type', () => {
   const types = new Set(
     histories.map(({ history }) => history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name),
   );
-  expect([...types].sort()).toEqual(['chargeWorkflow', 'checkoutSessionWorkflow', 'subscriptionWorkflow', 'usagePeriodsWorkflow', 'webhookDeliveryWorkflow']);
+  expect([...types]).toEqual(
+    expect.arrayContaining(['chargeWorkflow', 'checkoutSessionWorkflow', 'subscriptionWorkflow', 'usagePeriodsWorkflow', 'webhookDeliveryWorkflow']),
+  );
 });
 
 test('every recorded history replays on the current workflow code', async () => {
