@@ -2,7 +2,7 @@
 // suite's FerretDB and the Temporal dev server; the key's store and the key itself.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import type { pingWorkflow } from '../../workflows';
 import { testMongo, testTemporal, uniqueTaskQueue, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
@@ -19,13 +19,7 @@ beforeAll(async () => {
   mongo = await testMongo();
   temporal = await testTemporal();
   taskQueue = uniqueTaskQueue('account');
-  worker = await createBillingWorker({
-    connection: temporal.nativeConnection,
-    namespace: temporal.namespace,
-    taskQueue,
-    db: mongo.db,
-    temporal: temporal.client,
-  });
+  worker = await createTestWorker(mongo, temporal, taskQueue);
   workerRun = worker.run();
   api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
   store = await createTestStore(mongo.db, { name: 'Acme Brasil', slug: 'acme' });

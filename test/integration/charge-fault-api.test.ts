@@ -6,7 +6,7 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../temporal-dev/servers';
 import { spawnGroup, type ChildGroup } from '../../temporal-dev/processes';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { ordersCollection } from '../../activities/store/orders';
 import { chargesCollection } from '../../activities/store/subscription-charges';
 import { TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
@@ -69,7 +69,7 @@ it('the API dies mid-request; the retry with the same key on another API returns
   await doomedApi.stop({ signal: 'SIGKILL' });
   expect(await first).toBeInstanceOf(Error);
 
-  worker = await createBillingWorker({ connection: temporal.nativeConnection, namespace: temporal.namespace, taskQueue, db: mongo.db, temporal: temporal.client });
+  worker = await createTestWorker(mongo, temporal, taskQueue);
   running = worker.run();
   api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
   const retry = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnGroup, type ChildGroup } from '../../temporal-dev/processes';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { collections } from '../../activities/store/collections';
 import { ordersCollection } from '../../activities/store/orders';
 import { chargesCollection } from '../../activities/store/subscription-charges';
@@ -67,7 +67,7 @@ it('a worker killed between the provider approval and the order write: after a n
   expect(await chargesCollection(mongo.db).countDocuments({ key })).toBe(0);
   expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(0);
 
-  survivor = await createBillingWorker({ connection: temporal.nativeConnection, namespace: temporal.namespace, taskQueue, db: mongo.db, temporal: temporal.client });
+  survivor = await createTestWorker(mongo, temporal, taskQueue);
   survivorRun = survivor.run();
   const res = await pending;
 

@@ -5,7 +5,7 @@
 // requests under one key, and the charge reads.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { collections } from '../../activities/store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
 import { ordersCollection } from '../../activities/store/orders';
@@ -39,7 +39,7 @@ beforeAll(async () => {
   api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
   store = await createTestStore(mongo.db);
   catalog = await seedCatalog(mongo.db, store.store._id);
-  worker = await createBillingWorker({ connection: temporal.nativeConnection, namespace: temporal.namespace, taskQueue, db: mongo.db, temporal: temporal.client });
+  worker = await createTestWorker(mongo, temporal, taskQueue);
   running = worker.run();
 });
 

@@ -44,6 +44,27 @@ const loader = async (journal: JournalDoc) =>
 /** Recovery as it would run well after every lease ended. */
 const recoverLater = () => recoverJournals(mongo.db, loader, Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000);
 
+/**
+ * A batch of 100 on `key` that fails after writing its journal, with a batch of 1 queued behind it on
+ * the same key (held until both are in flight). Returns once the first has failed; `second` is the
+ * queued write, still to be awaited.
+ */
+async function failWithOneQueued(key: string) {
+  const failing = [contribution(key, 100)];
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const first = writeBatch(mongo.db, 's', failing, async (batchId) => {
+    await insertAll(failing)(batchId);
+    await gate;
+    throw new Error('database went away');
+  });
+  const queued = [contribution(key, 1)];
+  const second = writeBatch(mongo.db, 's', queued, insertAll(queued));
+  release();
+  await expect(first).rejects.toThrow('database went away');
+  return { failing, second };
+}
+
 describe('rollups', () => {
   test('40 concurrent batches on one key add up exactly (sum, count, latest value)', async () => {
     const key = 'test|concurrent';
@@ -112,18 +133,7 @@ describe('rollups', () => {
 
   test('after a failed batch, the batches queued behind it on the same key are left to recovery and counted in order', async () => {
     const key = 'test|retired';
-    const failing = [contribution(key, 100)];
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const first = writeBatch(mongo.db, 's', failing, async (batchId) => {
-      await insertAll(failing)(batchId);
-      await gate;
-      throw new Error('database went away');
-    });
-    const queued = [contribution(key, 1)];
-    const second = writeBatch(mongo.db, 's', queued, insertAll(queued));
-    release();
-    await expect(first).rejects.toThrow('database went away');
+    const { second } = await failWithOneQueued(key);
     const secondResult = await second;
     expect(secondResult.complete).toBe(false);
     expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
@@ -159,18 +169,7 @@ describe('rollups', () => {
 
   test("a journal another process is replaying holds back its writer's later journals until it is done", async () => {
     const key = 'test|held';
-    const failing = [contribution(key, 100)];
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const first = writeBatch(mongo.db, 's', failing, async (batchId) => {
-      await insertAll(failing)(batchId);
-      await gate;
-      throw new Error('database went away');
-    });
-    const queued = [contribution(key, 1)];
-    const second = writeBatch(mongo.db, 's', queued, insertAll(queued));
-    release();
-    await expect(first).rejects.toThrow('database went away');
+    const { failing, second } = await failWithOneQueued(key);
     await second;
     const firstJournal = inserted.get(failing[0].id)!.batch;
     const later = Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;

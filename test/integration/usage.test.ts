@@ -6,7 +6,7 @@
 // open period; closing waits for ingestion batches begun before the period's end, not for later ones.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { addOfferUsageRow } from '../../activities/store/catalog';
 import type { OfferDoc } from '../../activities/store/collections';
 import { customerLock, findUsageState } from '../../activities/store/usage';
@@ -35,7 +35,7 @@ beforeAll(async () => {
   store = await createTestStore(mongo.db);
   other = await createTestStore(mongo.db);
   offer = await seedUsageOffer(mongo.db, store.store._id);
-  worker = await createBillingWorker({ connection: temporal.nativeConnection, namespace: temporal.namespace, taskQueue, db: mongo.db, temporal: temporal.client });
+  worker = await createTestWorker(mongo, temporal, taskQueue);
   running = worker.run();
 });
 

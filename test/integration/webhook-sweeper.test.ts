@@ -2,7 +2,7 @@
 // without a Temporal client) is delivered by the event sweeper's Temporal schedule, once.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { emitEvent } from '../../activities/events';
 import { collections, ensureIndexes } from '../../activities/store/collections';
 import { outboxCollection } from '../../activities/store/events';
@@ -24,14 +24,7 @@ beforeAll(async () => {
   await ensureIndexes(mongo.db);
   temporal = await testTemporal();
   receiver = await startWebhookReceiver();
-  worker = await createBillingWorker({
-    connection: temporal.nativeConnection,
-    namespace: temporal.namespace,
-    taskQueue,
-    db: mongo.db,
-    temporal: temporal.client,
-    activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: (await testCa()).caCert } },
-  });
+  worker = await createTestWorker(mongo, temporal, taskQueue, { webhooks: { allowedHosts: ['localhost'], ca: (await testCa()).caCert } });
   running = worker.run();
 });
 

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createBillingWorker } from '../../worker/main';
+import { createTestWorker } from '../support/worker';
 import { emitEvent } from '../../activities/events';
 import { ensureIndexes } from '../../activities/store/collections';
 import { createStore } from '../../activities/store/stores';
@@ -100,14 +100,7 @@ test('a worker killed mid-delivery is replaced and the receiver still gets the e
   child = null;
 
   const ca = await testCa();
-  worker = await createBillingWorker({
-    connection: temporal.nativeConnection,
-    namespace: temporal.namespace,
-    taskQueue,
-    db: mongo.db,
-    temporal: temporal.client,
-    activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: ca.caCert } },
-  });
+  worker = await createTestWorker(mongo, temporal, taskQueue, { webhooks: { allowedHosts: ['localhost'], ca: ca.caCert } });
   running = worker.run();
 
   const delivered = await waitFor(async () => {

@@ -38,6 +38,18 @@ function life(overrides: Partial<rules.SubscriptionLife> = {}): rules.Subscripti
 
 const details: rules.CancellationDetails = { reason: 'other', comment: null, source: 'dashboard' };
 
+
+/** Offer B of product A (family fam) at 1000 a month, with `over` changed. */
+const offerTerms = (over: Partial<rules.OfferTerms> = {}): rules.OfferTerms => ({
+  offer: { id: 'ofr_b', name: 'B' },
+  product: { id: 'prd_a', name: 'Product A' },
+  product_family: 'fam',
+  amount: 1000,
+  billing_cycle: 'monthly',
+  custom_billing_days: null,
+  cycle_limit: null,
+  ...over,
+});
 describe('nextStep', () => {
   it('charges at next_billing_at when active or trialing', () => {
     expect(rules.nextStep(life())).toEqual({ kind: 'charge', at: t0 + 28 * DAY });
@@ -126,32 +138,14 @@ describe('actions', () => {
   });
 
   it('change_offer: same product or family only; upgraded when the amount does not fall, else downgraded', () => {
-    const terms = (over: Partial<rules.OfferTerms>): rules.OfferTerms => ({
-      offer: { id: 'ofr_b', name: 'B' },
-      product: { id: 'prd_a', name: 'Product A' },
-      product_family: 'fam',
-      amount: 1000,
-      billing_cycle: 'monthly',
-      custom_billing_days: null,
-      cycle_limit: null,
-      ...over,
-    });
-    expect(rules.changeOffer(life(), terms({ product: { id: 'prd_x', name: 'X' }, product_family: 'other' }))).toMatchObject({ ok: false });
-    expect(rules.changeOffer(life(), terms({ product: { id: 'prd_x', name: 'X' } }))).toMatchObject({ ok: true });
-    expect(rules.changeOffer(life(), terms({ amount: 1000 }))).toMatchObject({ events: [{ legacyType: 'subscription.upgraded' }] });
-    expect(rules.changeOffer(life(), terms({ amount: 999 }))).toMatchObject({ events: [{ legacyType: 'subscription.downgraded' }] });
+    expect(rules.changeOffer(life(), offerTerms({ product: { id: 'prd_x', name: 'X' }, product_family: 'other' }))).toMatchObject({ ok: false });
+    expect(rules.changeOffer(life(), offerTerms({ product: { id: 'prd_x', name: 'X' } }))).toMatchObject({ ok: true });
+    expect(rules.changeOffer(life(), offerTerms({ amount: 1000 }))).toMatchObject({ events: [{ legacyType: 'subscription.upgraded' }] });
+    expect(rules.changeOffer(life(), offerTerms({ amount: 999 }))).toMatchObject({ events: [{ legacyType: 'subscription.downgraded' }] });
   });
 
   it("change_offer: a cycle_limit at or below cycles_completed leaves no next charge (it expires at period end); a past_due one is refused", () => {
-    const terms = (cycle_limit: number | null): rules.OfferTerms => ({
-      offer: { id: 'ofr_b', name: 'B' },
-      product: { id: 'prd_a', name: 'Product A' },
-      product_family: 'fam',
-      amount: 1000,
-      billing_cycle: 'monthly',
-      custom_billing_days: null,
-      cycle_limit,
-    });
+    const terms = (cycle_limit: number | null) => offerTerms({ cycle_limit });
     const three = life({ cycles_completed: 3 });
     for (const limit of [2, 3]) {
       const result = rules.changeOffer(three, terms(limit));
