@@ -5,15 +5,13 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { decodeMetadata } from '../domain/metadata';
 import type { ActivityDeps } from './index';
-import { collections, registerIndexes } from './store/collections';
+import { collections } from './store/collections';
 import { setSessionSubscription, type CheckoutSessionDoc } from './store/checkout-sessions';
 import { ordersCollection } from './store/orders';
 import { subscriptionObject, subscriptionsCollection } from './store/subscriptions';
 import { createSubscription, startSubscriptionWorkflow } from './subscriptions';
 import { emitEventOnce } from './emit-once';
 import { startsWithTrial } from '../domain/checkout';
-
-registerIndexes((db) => subscriptionsCollection(db).createIndex({ store_id: 1, checkout_session: 1 }));
 
 export async function createSubscriptionForCheckout(deps: ActivityDeps, session: CheckoutSessionDoc): Promise<string | null> {
   if (session.subscription) return session.subscription;

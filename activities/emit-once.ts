@@ -6,7 +6,8 @@
 //    scheduled) and emits only if it is not there. No extra writes on the normal path.
 //  - emitEventOnce(deps, key, input): for a fact that several executions may try to emit (the key
 //    names the fact). A claim document per key is written before emitting and marked done after; a
-//    later attempt skips a done claim, and for an unfinished one looks for the event as above.
+//    later attempt skips a done claim, and for an unfinished one looks for the event as above. Claims
+//    carry `created` (a Date) so a TTL index drops them once no retry can come.
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { collections } from './store/collections';
@@ -18,15 +19,10 @@ interface EmissionClaimDoc {
   store_id: string;
   state: 'emitting' | 'done';
   event_id: string | null;
-  /** Unix seconds when claimed (minus one, to be safe with second rounding). */
-  since: number;
+  created: Date;
 }
 
 const claimsOf = (db: Db) => db.collection<EmissionClaimDoc>('event_emissions');
-
-function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
-}
 
 /** The running activity's attempt and first scheduling time; attempt 1 outside an activity. */
 function currentAttempt(): { attempt: number; scheduledMs: number } {
@@ -37,6 +33,9 @@ function currentAttempt(): { attempt: number; scheduledMs: number } {
     return { attempt: 1, scheduledMs: Date.now() };
   }
 }
+
+/** Unix seconds one second before `at`, to be safe with the events' second rounding. */
+const secondsBefore = (at: Date) => Math.floor(at.getTime() / 1000) - 1;
 
 /** The id of an event of this type about this object written since `sinceSeconds`, if any. */
 async function findEmitted(db: Db, input: EmitEventInput, sinceSeconds: number): Promise<string | null> {
@@ -59,15 +58,13 @@ async function findEmitted(db: Db, input: EmitEventInput, sinceSeconds: number):
 async function emitKeyed(deps: EventDeps, key: string, input: EmitEventInput): Promise<void> {
   const claims = claimsOf(deps.db);
   const id = `${input.storeId}:${key}`;
-  const fresh: EmissionClaimDoc = { _id: id, store_id: input.storeId, state: 'emitting', event_id: null, since: Math.floor(Date.now() / 1000) - 1 };
-  try {
-    await claims.insertOne(fresh);
-  } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
-    const claim = await claims.findOne({ _id: id });
-    if (!claim || claim.state === 'done') return;
+  const fresh = { store_id: input.storeId, state: 'emitting' as const, event_id: null, created: new Date() };
+  // The claim as it was before this call: null when this call created it.
+  const claim = await claims.findOneAndUpdate({ _id: id }, { $setOnInsert: fresh }, { upsert: true, returnDocument: 'before' });
+  if (claim) {
+    if (claim.state === 'done') return;
     // An earlier attempt claimed the fact and did not finish: it may have emitted before dying.
-    const already = await findEmitted(deps.db, input, claim.since);
+    const already = await findEmitted(deps.db, input, secondsBefore(claim.created));
     if (already) {
       await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: already } });
       return;
@@ -83,6 +80,6 @@ export async function emitEventOnce(deps: EventDeps, keyOrInput: string | EmitEv
   if (typeof keyOrInput === 'string') return emitKeyed(deps, keyOrInput, keyed!);
   const input = keyOrInput;
   const { attempt, scheduledMs } = currentAttempt();
-  if (attempt > 1 && (await findEmitted(deps.db, input, Math.floor(scheduledMs / 1000) - 1))) return;
+  if (attempt > 1 && (await findEmitted(deps.db, input, secondsBefore(new Date(scheduledMs))))) return;
   await emitEvent(deps, input);
 }

@@ -20,7 +20,7 @@ import type { SubscriptionDoc } from './store/subscriptions';
 import {
   claimErrorReport,
   contributionOf,
-  customerLock,
+  customerKey,
   customerSubscriptions,
   encodePayload,
   findMeterEvents,
@@ -34,7 +34,7 @@ import {
   type MeterEventObject,
   type UsageStateDoc,
 } from './store/usage';
-import { quantityOf, readRollups, recoverJournals, writeBatchPrepared, type RollupDoc } from './store/usage-rollups';
+import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from './store/usage-rollups';
 import { emitEvent } from './events';
 import type { EventRequest } from './store/events';
 import {
@@ -172,57 +172,22 @@ export async function ingestMeterEvents(
   }
   const unique = [...firstOf.values()];
 
-  // Attachment is decided here, once, and stored with the event (while the batch's journal is written).
-  let attachments: (Attachment | null)[] = [];
-  let docs: MeterEventDoc[] = [];
-  const attach = async () => {
-    attachments = await Promise.all(
-      unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
-    );
-    docs = unique.map((c, i) => {
-      const attached = attachments[i];
-      let periodStart: number | null = null;
-      if (attached) {
-        const state = attached.state;
-        periodStart = state
-          ? periodStartFor(c.timestamp, state.open, state.next_start)
-          : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
-      }
-      return {
-        _id: c.id,
-        store_id: storeId,
-        meter: c.meter._id,
-        event_name: c.meter.event_name,
-        identifier: c.identifier,
-        customer: c.customer,
-        subscription: attached?.sub._id ?? null,
-        period_start: periodStart,
-        value: c.value,
-        timestamp: c.timestamp,
-        payload: encodePayload(c.shape.payload),
-        batch: null,
-        livemode: true,
-        created: now,
-      };
-    });
-    return {
-      contributions: docs.map(contributionOf),
-      insert: (batchId: string) => {
-        for (const doc of docs) doc.batch = batchId;
-        return insertMeterEvents(db, docs);
-      },
-    };
-  };
-
-  const written =
+  // Attachment is decided here, once, and stored with the event.
+  const attachments = await Promise.all(
+    unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
+  );
+  const docs = unique.map((c, i) => meterEventDoc(storeId, c, attachments[i], now));
+  const written: BatchWrite =
     unique.length === 0
-      ? { inserted: new Set<string>(), totals: new Map<string, RollupDoc>(), complete: true }
-      : await writeBatchPrepared(
-          db,
-          storeId,
-          { locks: unique.map((c) => customerLock(storeId, c.customer)), events: unique.map((c) => c.id) },
-          attach,
-        );
+      ? { inserted: new Set(), totals: new Map(), complete: true }
+      : await writeBatch(db, storeId, {
+          customers: unique.map((c) => customerKey(storeId, c.customer)),
+          contributions: docs.map(contributionOf),
+          insert: (journalId) => {
+            for (const doc of docs) doc.batch = journalId;
+            return insertMeterEvents(db, docs);
+          },
+        });
 
   // A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event.
   const stored =
@@ -243,6 +208,31 @@ export async function ingestMeterEvents(
   await reportUnattached(deps, storeId, fresh, now, options.request ?? null);
   await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
   return results;
+}
+
+/** The stored event of a checked item, in the period its attachment puts it in (event rule 5). */
+function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null, now: number): MeterEventDoc {
+  let periodStart: number | null = null;
+  if (attached) {
+    const state = attached.state;
+    periodStart = state ? periodStartFor(c.timestamp, state.open, state.next_start) : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
+  }
+  return {
+    _id: c.id,
+    store_id: storeId,
+    meter: c.meter._id,
+    event_name: c.meter.event_name,
+    identifier: c.identifier,
+    customer: c.customer,
+    subscription: attached?.sub._id ?? null,
+    period_start: periodStart,
+    value: c.value,
+    timestamp: c.timestamp,
+    payload: encodePayload(c.shape.payload),
+    batch: null,
+    livemode: true,
+    created: now,
+  };
 }
 
 /** Event rule 6: billing.meter.error_report_triggered at most once per meter per hour. */

@@ -86,7 +86,7 @@ export async function removeUsageItem(deps: UsageDeps, storeId: string, subscrip
   const sub = await requireSubscription(deps.db, storeId, subscriptionId);
   const item = await findUsageItemById(deps.db, storeId, itemId);
   if (!item || item.subscription !== sub._id) throw notFound('usage item', itemId, 'itemId');
-  await deleteUsageItem(deps.db, item._id);
+  await deleteUsageItem(deps.db, storeId, item._id);
   forgetAttachment(storeId, sub, item.meter);
   if (deps.temporal) await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
   return { id: item._id, object: 'usage_item', deleted: true };
@@ -94,8 +94,8 @@ export async function removeUsageItem(deps: UsageDeps, storeId: string, subscrip
 
 /** Usage rule 4: the offer's rows, once, in the subscription's currency else the store's. */
 export async function inheritOfferItems(db: Db, sub: SubscriptionDoc, now: number): Promise<number> {
-  const offer = await collections(db).offers.findOne({ _id: sub.offer.id });
-  if (!offer || offer.store_id !== sub.store_id || !offer.usage?.length) return 0;
+  const offer = await collections(db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id });
+  if (!offer?.usage?.length) return 0;
   const store = await collections(db).stores.findOne({ _id: sub.store_id });
   const byMeter = new Map<string, (typeof offer.usage)[number]>();
   for (const row of offer.usage) {

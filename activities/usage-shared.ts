@@ -1,13 +1,12 @@
-// What every part of metered usage shares: the activities' dependencies, subscriptions and customers
-// read by `_id` alone, starting or signalling the usage workflow, the short-lived cache of what
-// attachment reads, and the subscription's items and usage state.
+// What every part of metered usage shares: the activities' dependencies, a store's subscriptions and
+// customers, starting or signalling the usage workflow, the short-lived cache of what attachment
+// reads, and the subscription's items and usage state.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { notFound } from '../domain/errors';
 import { cycleOf } from '../domain/usage-periods';
 import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
 import { collections } from './store/collections';
-import { findOwnedById } from './store/owned';
 import { metersCollection } from './store/meters';
 import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
 import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from './store/usage';
@@ -28,9 +27,9 @@ export interface UsageDeps extends EventDeps {
 export const seconds = (ms: number) => Math.floor(ms / 1000);
 export const isChargeable = (sub: SubscriptionDoc) => CHARGEABLE_STATUSES.includes(sub.status);
 
-/** A subscription of the store, read by `_id` alone (the filter FerretDB answers without a scan). */
+/** A subscription of the store (another store's is answered like a missing one). */
 export function loadSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
-  return findOwnedById(subscriptionsCollection(db), storeId, id);
+  return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
 // Customers are never deleted: once seen, a customer id is known for good in this process.
@@ -39,7 +38,7 @@ const knownCustomers = new Set<string>();
 export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
   const key = `${storeId}|${id}`;
   if (knownCustomers.has(key)) return true;
-  if (!(await findOwnedById(collections(db).customers, storeId, id))) return false;
+  if (!(await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1 } }))) return false;
   if (knownCustomers.size > 100_000) knownCustomers.clear();
   knownCustomers.add(key);
   return true;
@@ -65,8 +64,8 @@ export async function signalUsageWorkflow(client: Client, taskQueue: string, sub
 export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
   if (!deps.temporal) return false;
   const [offer, state] = await Promise.all([
-    sub.offer ? findOwnedById(collections(deps.db).offers, sub.store_id, sub.offer.id) : Promise.resolve(null),
-    findOwnedById(usageStatesCollection(deps.db), sub.store_id, sub._id),
+    sub.offer ? collections(deps.db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id }) : Promise.resolve(null),
+    usageStatesCollection(deps.db).findOne({ _id: sub._id, store_id: sub.store_id }),
   ]);
   if (!state && !(offer?.usage?.length)) return false;
   await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);

@@ -32,7 +32,7 @@ import { metersById } from './store/meters';
 import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
 import {
   addCustomerSubscription,
-  customerLock,
+  customerKey,
   ensureUsageState,
   findUsagePeriod,
   findUsageState,
@@ -48,7 +48,7 @@ import {
   type UsagePeriodObject,
   type UsageStateDoc,
 } from './store/usage';
-import { JOURNAL_LEASE_MS, openJournalsFor, quantityOf, readRollups } from './store/usage-rollups';
+import { openJournalsFor, quantityOf, readRollups } from './store/usage-rollups';
 import { startCharge } from './charges';
 import { ensureIntervalSchedule } from './schedules';
 import type { UsageWorkflowInput } from '../workflows/usage-periods-messages';
@@ -224,7 +224,7 @@ export function createUsageActivities(deps: UsageDeps) {
       state = (await updateUsageState(db, sub._id, { $set: { inherited: true } })) ?? state;
     }
     const items = await subscriptionItems(db, sub);
-    // Re-checked on every run: an index entry lost to a concurrent writer is restored.
+    // Re-checked on every run: an item whose process died before recording the subscription here counts too.
     if (items.length > 0 && sub.customer) await addCustomerSubscription(db, sub.store_id, sub.customer, sub._id);
     if (state.open) return { kind: 'open', period: refOf(state.open) };
     if (items.length === 0) return { kind: 'finished', reason: 'no_items' };
@@ -304,17 +304,12 @@ export function createUsageActivities(deps: UsageDeps) {
       // Batches of the customer begun before the end plus the grace (still being written, or left by a
       // dead process). Later ones are not waited for: a customer who never stops sending always has one.
       const cutoffMs = (end + CLOSE_GRACE_SECONDS) * 1000 + CLOSE_CLOCK_SKEW_MS;
-      const lock = sub.customer ? customerLock(sub.store_id, sub.customer) : null;
-      const pendingJournals = async () => (lock ? (await openJournalsFor(db, lock)).filter((j) => j.created < cutoffMs) : []);
-      let journals = await pendingJournals();
-      if (journals.length > 0) {
-        const stale = journals.every((j) => j.lease_until + 5 * JOURNAL_LEASE_MS < Date.now());
-        if (!stale) throw ApplicationFailure.retryable(`${journals.length} ingestion batch(es) for ${period._id} still in flight`, 'UsageBatchesInFlight');
-        await recoverUsageJournals(db);
-        // A journal another process is recovering is still there: wait for it too.
-        journals = await pendingJournals();
-        if (journals.length > 0) throw ApplicationFailure.retryable(`${journals.length} ingestion batch(es) for ${period._id} being recovered`, 'UsageBatchesInFlight');
-      }
+      const customer = sub.customer ? customerKey(sub.store_id, sub.customer) : null;
+      const openJournals = async () => (customer ? (await openJournalsFor(db, customer, cutoffMs)).length : 0);
+      // Those a dead process left are replayed here; the others are still being written: retry later.
+      if ((await openJournals()) > 0) await recoverUsageJournals(db);
+      const open = await openJournals();
+      if (open > 0) throw ApplicationFailure.retryable(`${open} ingestion batch(es) for ${period._id} still in flight`, 'UsageBatchesInFlight');
       const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, await subscriptionItems(db, sub));
       const closed = (await updateUsagePeriod(db, period._id, {
         status: 'closed',

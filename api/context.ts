@@ -22,7 +22,7 @@ export interface AuthContext {
 
 export interface IdempotencyState {
   id: string;
-  /** The marker id of the run holding the key; completing or releasing it is decided by this id. */
+  /** The request id of the run holding the key; only that run may complete or release it. */
   run: string;
   key: string;
   replayed: boolean;

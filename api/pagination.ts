@@ -36,9 +36,9 @@ export interface ListResult<T> {
 /**
  * Order of a list: newest first by id (the default; ids are time-ordered, so equal `created` seconds
  * still have one stable order), oldest first, by a field then id, or alphabetically by a text field
- * then id. Alphabetical order compares like people read (case and accents aside), which the database
- * cannot do (no collations on FerretDB): it sorts the filtered set in memory, so it is for small
- * per-store collections such as offers.
+ * then id. Alphabetical order compares like people read (case and accents aside, numbers by value),
+ * the Intl collator's order, which no database collation reproduces exactly for every key: it sorts
+ * the filtered set in memory, so it is for small per-store collections such as offers.
  */
 export type ListOrder =
   | { by: '_id'; direction: 1 | -1 }

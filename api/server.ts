@@ -4,7 +4,7 @@ import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
-import { ensureIndexes } from '../activities/store/collections';
+import { ensureIndexes } from '../activities/store/indexes';
 import { createTestConnection } from '../activities/provider/test-connection';
 import { temporalConnectionOptions } from '../activities/temporal-connection';
 import { isEntryPoint } from './entry-point';

@@ -1,6 +1,6 @@
 // The metadata rules shared by every resource that accepts it, and its storage form.
-// Stored as a list of {k, v} pairs because FerretDB (and older MongoDB) refuse field names
-// containing '.' or starting with '$'; the pairs round-trip any key exactly as sent.
+// Stored as a list of {k, v} pairs because MongoDB before 5.0 refuses field names containing '.' or
+// starting with '$'; the pairs round-trip any key exactly as sent.
 import { ApiError, invalid } from './errors';
 
 export const METADATA_MAX_KEYS = 50;

@@ -18,6 +18,7 @@ import { createTestConnection } from '../activities/provider/test-connection';
 import { ensureEventSweeperSchedule } from '../activities/webhooks/sweeper-schedule';
 import { ensureUsageRoutineSchedule } from '../activities/usage';
 import { temporalConnectionOptions } from '../activities/temporal-connection';
+import { ensureIndexes } from '../activities/store/indexes';
 import { isEntryPoint } from '../api/entry-point';
 
 export const defaultTaskQueue = 'billing';
@@ -79,6 +80,8 @@ async function main(): Promise<void> {
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
 
   const mongo = await MongoClient.connect(mongoUri);
+  const db = mongo.db(process.env.MONGODB_DB ?? 'billing');
+  await ensureIndexes(db);
   const connection = await NativeConnection.connect(temporalOptions);
   const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({ connection: clientConnection, namespace });
@@ -87,7 +90,7 @@ async function main(): Promise<void> {
     namespace,
     taskQueue,
     temporal,
-    db: mongo.db(process.env.MONGODB_DB ?? 'billing'),
+    db,
   });
   // Re-drives events whose deliveries were never started (a process died right after writing them).
   await ensureEventSweeperSchedule(temporal, taskQueue);

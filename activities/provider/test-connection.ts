@@ -6,7 +6,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
-import { registerIndexes } from '../store/collections';
 import type {
   CardInput,
   ChargeOutcome,
@@ -76,11 +75,6 @@ export interface TestChargeDoc {
 
 export const TEST_CHARGES_COLLECTION = 'provider_test_charges';
 export const TEST_CARDS_COLLECTION = 'provider_test_cards';
-
-export async function ensureTestConnectionIndexes(db: Db): Promise<void> {
-  await db.collection<TestChargeDoc>(TEST_CHARGES_COLLECTION).createIndex({ store_id: 1, transaction_id: 1 });
-}
-registerIndexes(ensureTestConnectionIndexes);
 
 function providerId(prefix: string, seed: string): string {
   return `${prefix}_${createHash('sha256').update(seed).digest('hex').slice(0, 24)}`;

@@ -5,7 +5,6 @@ import type { Db } from 'mongodb';
 import { decodeMetadata, type StoredMetadata } from '../../domain/metadata';
 import { checkoutPageUrl, effectiveStatus, type PaymentStatus, type SessionMode, type SessionStatus } from '../../domain/checkout';
 import type { OfferPrice } from './collections';
-import { registerIndexes } from './collections';
 
 /** What the session keeps of its offer at creation: the page renders and charges from it. */
 export interface OfferSnapshot {
@@ -81,15 +80,6 @@ export interface CheckoutSessionDoc {
 export function checkoutSessionsCollection(db: Db) {
   return db.collection<CheckoutSessionDoc>('checkout_sessions');
 }
-
-registerIndexes((db) =>
-  Promise.all([
-    checkoutSessionsCollection(db).createIndex({ store_id: 1, _id: -1 }),
-    checkoutSessionsCollection(db).createIndex({ store_id: 1, customer: 1, _id: -1 }),
-    checkoutSessionsCollection(db).createIndex({ store_id: 1, client_reference_id: 1, _id: -1 }),
-    checkoutSessionsCollection(db).createIndex({ store_id: 1, status: 1, _id: -1 }),
-  ]),
-);
 
 export function checkoutSessionObject(doc: CheckoutSessionDoc) {
   return {

@@ -1,6 +1,5 @@
-// Collection names, document shapes shared by the API, the worker and the admin CLI, and the indexes
-// they rely on. Only features common to MongoDB and FerretDB v1: single-field and compound indexes,
-// unique indexes; no TTL or partial indexes (expiry is checked on read and swept).
+// Collection names and document shapes shared by the API, the worker and the admin CLI (their indexes
+// are declared in indexes.ts).
 import type { Collection, Db } from 'mongodb';
 import type { StoredMetadata } from '../../domain/metadata';
 
@@ -121,12 +120,15 @@ export interface IdempotencyDoc {
   request_id: string;
   response: { status: number; body: string; headers: Record<string, string> } | null;
   created: number;
+  /** created + 24 hours: the TTL index deletes the key then. */
+  expires_at: Date;
 }
 
 export interface RateCounterDoc {
   _id: string;
   count: number;
-  expires_at: number;
+  /** The window's end: the TTL index deletes the counter then. */
+  expires_at: Date;
 }
 
 export interface RequestLogDoc {
@@ -139,6 +141,8 @@ export interface RequestLogDoc {
   duration_ms: number;
   ip: string;
   created: number;
+  /** Set by the writer (created + retention), for the TTL index. */
+  expires_at?: Date;
 }
 
 export interface EventDoc {
@@ -149,7 +153,7 @@ export interface EventDoc {
   created: number;
   livemode: boolean;
   request: { id: string | null; idempotency_key: string | null } | null;
-  /** `data` as JSON text: user metadata keys may hold '.' or '$', which FerretDB refuses as field names. */
+  /** `data` as JSON text: user metadata keys may hold '.' or '$', which MongoDB before 5.0 refuses as field names. */
   data_json: string;
   /** Test events (webhook endpoint test) are kept out of GET /v1/events. */
   test: boolean;
@@ -188,31 +192,4 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     db,
   };
-}
-
-const extraIndexes: ((db: Db) => Promise<unknown>)[] = [];
-
-/** Later modules register the indexes they need; ensureIndexes creates them all (idempotent). */
-export function registerIndexes(fn: (db: Db) => Promise<unknown>): void {
-  extraIndexes.push(fn);
-}
-
-export async function ensureIndexes(db: Db): Promise<void> {
-  const c = collections(db);
-  await Promise.all([
-    c.apiKeys.createIndex({ key_id: 1 }, { unique: true }),
-    c.apiKeys.createIndex({ store_id: 1, _id: -1 }),
-    c.customers.createIndex({ store_id: 1, email: 1 }, { unique: true }),
-    c.customers.createIndex({ store_id: 1, _id: -1 }),
-    c.products.createIndex({ store_id: 1, _id: -1 }),
-    c.offers.createIndex({ store_id: 1, name: 1, _id: 1 }),
-    c.offers.createIndex({ store_id: 1, slug: 1 }),
-    c.coupons.createIndex({ store_id: 1, code_lower: 1 }),
-    c.requestLogs.createIndex({ store_id: 1, _id: -1 }),
-    c.events.createIndex({ store_id: 1, _id: -1 }),
-    c.events.createIndex({ dispatched: 1, created: 1 }),
-    db.collection('orders').createIndex({ store_id: 1, _id: -1 }),
-    db.collection('orders').createIndex({ store_id: 1, customer: 1, _id: -1 }),
-    ...extraIndexes.map((fn) => fn(db)),
-  ]);
 }

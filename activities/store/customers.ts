@@ -1,10 +1,10 @@
 // Customers: persistence and the API object. Email is unique per store (a unique index),
 // which is what makes concurrent creates with one email return one customer. Beside each customer an
 // email claim document (`customer_emails`, _id `<store>|<email>`) names the customer holding an email,
-// so "who has this email" is a lookup by _id, the one query FerretDB v1 serves from an index rather
-// than by reading the whole collection. Claims are a shortcut, never the authority: a claim is
-// checked against the customer it names, and a customer without one (seeded directly, or whose
-// writer died between the two writes) is still found by the unique email.
+// so "who has this email" is a primary-key read, which every engine serves from an index. Claims are
+// a shortcut, never the authority: a claim is checked against the customer it names, and a customer
+// without one (seeded directly, or whose writer died between the two writes) is still found by the
+// unique email.
 import type { Db } from 'mongodb';
 import { decodeMetadata, encodeMetadata, type Metadata } from '../../domain/metadata';
 import { newId } from '../../domain/ids';
@@ -108,9 +108,8 @@ export function newCustomerDoc(
 }
 
 /**
- * A unique index refused the write. MongoDB says so with code 11000 on inserts and updates alike;
- * FerretDB v1 does on inserts, but reports an update that breaks a unique index as an InternalError
- * carrying SQLite's "UNIQUE constraint failed".
+ * A unique index refused the write: code 11000, or, from the local SQLite-backed engine, an update's
+ * InternalError (code 1) carrying "UNIQUE constraint failed".
  */
 export function isDuplicateKeyError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -140,8 +139,7 @@ export async function updateCustomer(
 ): Promise<CustomerDoc | null> {
   const current = await findCustomer(db, storeId, id);
   if (!current) return null;
-  // By _id alone (see owned.ts); the store was checked on the document just read.
-  const updated = await collections(db).customers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+  const updated = await collections(db).customers.findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' });
   if (updated && updated.email !== current.email) await claimCustomerEmail(db, updated, current.email);
   return updated;
 }

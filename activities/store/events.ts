@@ -5,6 +5,7 @@ import type { Db } from 'mongodb';
 import { CURRENT_CATALOG, type EventCatalog } from '../../domain/event-catalogs';
 import { newId } from '../../domain/ids';
 import { collections, type EventDoc } from './collections';
+import { findOwnedById } from './owned';
 
 export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
 
@@ -61,19 +62,17 @@ export async function recordEvent(db: Db, input: RecordEventInput, now = Date.no
 }
 
 export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {
-  // By `_id` alone: the one filter FerretDB answers from an index.
-  const doc = await collections(db).events.findOne({ _id: id });
-  return doc && doc.store_id === storeId ? doc : null;
+  return findOwnedById(collections(db).events, storeId, id);
 }
 
-export async function markEventDispatched(db: Db, _storeId: string, id: string): Promise<void> {
-  await collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } });
+export async function markEventDispatched(db: Db, storeId: string, id: string): Promise<void> {
+  await collections(db).events.updateOne({ _id: id, store_id: storeId }, { $set: { dispatched: true } });
 }
 
 /**
  * The dispatch outbox: one small document per event whose deliveries are not known to be created and
- * started, removed once they are. The sweeper reads this collection, not the events (on FerretDB
- * every filter but `{ _id }` reads a whole collection, and this one stays small).
+ * started, removed once they are. The sweeper reads this collection, not the events: it holds only
+ * what is pending, so a sweep reads little however many events a store has.
  */
 export interface OutboxDoc {
   _id: string;

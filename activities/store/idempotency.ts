@@ -1,26 +1,14 @@
-// Idempotency keys of ordinary POST/DELETE calls: valid 24 hours within a store. A running request
-// holds a lease, so a request whose process died mid-way frees its key when the lease runs out.
-// Every decision is a unique-key insert, the one write FerretDB v1 applies atomically (its updates are a
-// read then a write, so a compare-and-set filter can let two writers through): the first request
-// inserts the key's document, and each run's fate (its owner completing or releasing it, or one taker
-// replacing it after its lease ran out) is decided by whoever first inserts the marker named after that
-// exact run. The winner then writes the key's document by {_id} alone: FerretDB v1 only uses an index
-// for an exact {_id} filter, and any other filter reads every stored key and response.
-import type { Db } from 'mongodb';
+// Idempotency keys of ordinary POST/DELETE calls: valid 24 hours within a store. The key's document is
+// its own lock: the first request inserts it, a running request holds a lease (so a key whose process
+// died mid-way is free again once the lease runs out), and every later change is a compare-and-set on
+// the run that was seen, so of any number of racing processes exactly one wins.
+import type { Db, Filter } from 'mongodb';
 import { collections, type IdempotencyDoc } from './collections';
-
-interface RunMarker {
-  _id: string;
-  created: number;
-  outcome: 'done' | 'released' | 'taken_over';
-}
-
-const runMarkers = (db: Db) => db.collection<RunMarker>('idempotency_takeovers');
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
 
-/** The key a request holds: the key's document id and the marker id of this very run. */
+/** The key a request holds: the key's document id and the request id of this very run. */
 export interface IdempotencyClaim {
   id: string;
   run: string;
@@ -36,19 +24,19 @@ function isDuplicateKey(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 }
 
-function runMarkerId(doc: Pick<IdempotencyDoc, '_id' | 'request_id' | 'locked_until'>): string {
-  return `${doc._id}|${doc.request_id}|${doc.locked_until}`;
-}
+/** The answer to a claim, or which run to replace (compare-and-set on it) and the creation to keep. */
+type Decision = ClaimResult | { takeover: Filter<IdempotencyDoc>; created: number };
 
-/** True when this caller inserted the marker first and so alone decides what happens to that run. */
-async function decideRun(db: Db, marker: string, outcome: RunMarker['outcome'], now: number): Promise<boolean> {
-  try {
-    await runMarkers(db).insertOne({ _id: marker, created: now, outcome });
-    return true;
-  } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
-    return false;
+function decide(existing: IdempotencyDoc, fingerprint: string, now: number): Decision {
+  const expired = existing.created + IDEMPOTENCY_TTL_MS <= now;
+  if (!expired && existing.fingerprint !== fingerprint) return { kind: 'reused' };
+  if (existing.state === 'done') {
+    return expired ? { takeover: { _id: existing._id, created: existing.created }, created: now } : { kind: 'replay', doc: existing };
   }
+  if (!expired && existing.locked_until > now) return { kind: 'in_use' };
+  // The lease (or the key) ran out: takers race the late owner for this very run.
+  const run = { _id: existing._id, state: 'running' as const, request_id: existing.request_id, locked_until: existing.locked_until };
+  return { takeover: run, created: expired ? now : existing.created };
 }
 
 export async function claimIdempotencyKey(
@@ -58,8 +46,7 @@ export async function claimIdempotencyKey(
 ): Promise<ClaimResult> {
   const { idempotency } = collections(db);
   const id = `${input.storeId}:${input.key}`;
-  const fresh: IdempotencyDoc = {
-    _id: id,
+  const run = (created: number): Omit<IdempotencyDoc, '_id'> => ({
     store_id: input.storeId,
     key: input.key,
     fingerprint: input.fingerprint,
@@ -67,43 +54,23 @@ export async function claimIdempotencyKey(
     locked_until: now + IDEMPOTENCY_LEASE_MS,
     request_id: input.requestId,
     response: null,
-    created: now,
-  };
-  const claimed = { kind: 'claimed' as const, id, run: runMarkerId(fresh) };
+    created,
+    expires_at: new Date(created + IDEMPOTENCY_TTL_MS),
+  });
+  const claimed = { kind: 'claimed' as const, id, run: input.requestId };
+  // Each lost race changes what is stored, so the next pass decides on the newer state.
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      await idempotency.insertOne(fresh);
+      await idempotency.insertOne({ _id: id, ...run(now) });
       return claimed;
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
     const existing = await idempotency.findOne({ _id: id });
     if (!existing) continue;
-    const expired = existing.created + IDEMPOTENCY_TTL_MS <= now;
-    const takeOver = async (marker: string): Promise<'won' | 'lost' | 'gone'> => {
-      if (!(await decideRun(db, marker, 'taken_over', now))) return 'lost';
-      const replaced = await idempotency.replaceOne({ _id: id }, expired ? fresh : { ...fresh, created: existing.created });
-      return replaced.matchedCount === 1 ? 'won' : 'gone';
-    };
-    if (!expired && existing.fingerprint !== input.fingerprint) return { kind: 'reused' };
-    let taken: 'won' | 'lost' | 'gone';
-    if (existing.state === 'done') {
-      if (!expired) return { kind: 'replay', doc: existing };
-      // The run's own marker already says done, so expiry takers race on a marker of their own.
-      taken = await takeOver(`${runMarkerId(existing)}|expired`);
-    } else {
-      if (!expired && existing.locked_until > now) return { kind: 'in_use' };
-      // The lease (or the key) ran out: the taker races the late owner for the run's marker.
-      taken = await takeOver(runMarkerId(existing));
-      if (taken === 'lost') {
-        const fate = await runMarkers(db).findOne({ _id: runMarkerId(existing) });
-        // The marker's winner writes the key right after; if it died in between, one more taker may go.
-        if (fate && fate.created + IDEMPOTENCY_LEASE_MS <= now) taken = await takeOver(`${runMarkerId(existing)}|stale`);
-      }
-    }
-    if (taken === 'won') return claimed;
-    if (taken === 'lost') return { kind: 'in_use' };
-    // 'gone': the sweeper removed the key meanwhile, so the next attempt inserts it afresh.
+    const decision = decide(existing, input.fingerprint, now);
+    if ('kind' in decision) return decision;
+    if (await idempotency.findOneAndUpdate(decision.takeover, { $set: run(decision.created) })) return claimed;
   }
   return { kind: 'in_use' };
 }
@@ -113,22 +80,20 @@ export async function completeIdempotencyKey(
   db: Db,
   claim: IdempotencyClaim,
   response: { status: number; body: string; headers: Record<string, string> },
-  now = Date.now(),
 ): Promise<boolean> {
-  if (!(await decideRun(db, claim.run, 'done', now))) return false;
-  await collections(db).idempotency.updateOne({ _id: claim.id }, { $set: { state: 'done', response } });
-  return true;
+  const filter = { _id: claim.id, request_id: claim.run, state: 'running' as const };
+  const result = await collections(db).idempotency.updateOne(filter, { $set: { state: 'done', response } });
+  return result.matchedCount === 1;
 }
 
 /** 5xx responses are not kept: the key is released so a retry runs again. */
-export async function releaseIdempotencyKey(db: Db, claim: IdempotencyClaim, now = Date.now()): Promise<boolean> {
-  if (!(await decideRun(db, claim.run, 'released', now))) return false;
-  await collections(db).idempotency.deleteOne({ _id: claim.id });
-  return true;
+export async function releaseIdempotencyKey(db: Db, claim: IdempotencyClaim): Promise<boolean> {
+  const result = await collections(db).idempotency.deleteOne({ _id: claim.id, request_id: claim.run, state: 'running' });
+  return result.deletedCount === 1;
 }
 
+/** What the TTL index on `expires_at` deletes, swept as a fallback where that index is unavailable. */
 export async function sweepExpiredIdempotencyKeys(db: Db, now = Date.now()): Promise<number> {
-  const result = await collections(db).idempotency.deleteMany({ created: { $lt: now - IDEMPOTENCY_TTL_MS } });
-  await runMarkers(db).deleteMany({ created: { $lt: now - IDEMPOTENCY_TTL_MS } });
+  const result = await collections(db).idempotency.deleteMany({ expires_at: { $lte: new Date(now) } });
   return result.deletedCount;
 }

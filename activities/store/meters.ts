@@ -1,14 +1,10 @@
 // Meters (billing.meter): persistence, the API object, and the lookups ingestion makes on every call.
 // event_name is unique per store (a unique index) and immutable, and meters are never deleted, so the
-// (store, event_name) -> meter id mapping is cached in the process forever; the meter itself (its
-// status) is read by `_id` alone, the only filter FerretDB v1 answers without scanning the collection.
+// (store, event_name) -> meter id mapping is cached in the process forever; the meter (its status) briefly.
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
 import { ApiError, notFound } from '../../domain/errors';
 import { DISPLAY_NAME_MAX, validateEventName, type MeterFormula } from '../../domain/meter-events';
-import { registerIndexes } from './collections';
-import { KeyedQueue } from './keyed-queue';
-import { findOwnedById } from './owned';
 
 export interface MeterDoc {
   _id: string;
@@ -25,13 +21,6 @@ export interface MeterDoc {
 }
 
 export const metersCollection = (db: Db) => db.collection<MeterDoc>('billing_meters');
-
-registerIndexes((db) =>
-  Promise.all([
-    metersCollection(db).createIndex({ store_id: 1, event_name: 1 }, { unique: true }),
-    metersCollection(db).createIndex({ store_id: 1, _id: -1 }),
-  ]),
-);
 
 export function meterObject(doc: MeterDoc) {
   return {
@@ -93,9 +82,9 @@ export async function createMeter(db: Db, input: NewMeter, now = Date.now()): Pr
   return doc;
 }
 
-/** A meter of the store by id (read by `_id` alone, checked against the store after). */
+/** A meter of the store by id (another store's is answered like a missing one). */
 export function findMeter(db: Db, storeId: string, id: string): Promise<MeterDoc | null> {
-  return findOwnedById(metersCollection(db), storeId, id);
+  return metersCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
 export async function requireMeter(db: Db, storeId: string, id: string, param = 'id'): Promise<MeterDoc> {
@@ -104,38 +93,27 @@ export async function requireMeter(db: Db, storeId: string, id: string, param = 
   return doc;
 }
 
-// FerretDB v1 updates are unlocked read-modify-writes: a rename racing a deactivation could write
-// the old status back, so this process changes one meter at a time.
-const meterWrites = new KeyedQueue();
-
-export function renameMeter(db: Db, storeId: string, id: string, displayName: string, now = Date.now()): Promise<MeterDoc> {
-  return meterWrites.run(id, () => renameMeterNow(db, storeId, id, displayName, now)).finally(() => forgetMeter(id));
-}
-
-async function renameMeterNow(db: Db, storeId: string, id: string, displayName: string, now: number): Promise<MeterDoc> {
-  await requireMeter(db, storeId, id);
+/** Sets display_name alone, so a deactivation landing at the same moment keeps its status. */
+export async function renameMeter(db: Db, storeId: string, id: string, displayName: string, now = Date.now()): Promise<MeterDoc> {
   const updated = await metersCollection(db).findOneAndUpdate(
-    { _id: id },
+    { _id: id, store_id: storeId },
     { $set: { display_name: displayName, updated: seconds(now) } },
     { returnDocument: 'after' },
   );
+  forgetMeter(id);
   if (!updated) throw notFound('meter', id);
   return updated;
 }
 
 /** active -> inactive, once: deactivating an inactive meter returns it unchanged (there is no way back). */
-export function deactivateMeter(db: Db, storeId: string, id: string, now = Date.now()): Promise<MeterDoc> {
-  return meterWrites.run(id, () => deactivateMeterNow(db, storeId, id, now)).finally(() => forgetMeter(id));
-}
-
-async function deactivateMeterNow(db: Db, storeId: string, id: string, now: number): Promise<MeterDoc> {
-  const current = await requireMeter(db, storeId, id);
-  if (current.status === 'inactive') return current;
+export async function deactivateMeter(db: Db, storeId: string, id: string, now = Date.now()): Promise<MeterDoc> {
+  // Matches only while active, so deactivated_at is set once however many deactivations race.
   const updated = await metersCollection(db).findOneAndUpdate(
-    { _id: id },
+    { _id: id, store_id: storeId, status: 'active' },
     { $set: { status: 'inactive', deactivated_at: seconds(now), updated: seconds(now) } },
     { returnDocument: 'after' },
   );
+  forgetMeter(id);
   return updated ?? (await requireMeter(db, storeId, id));
 }
 
@@ -174,9 +152,8 @@ export async function findMeterByEventName(db: Db, storeId: string, eventName: s
   return doc;
 }
 
-/** Meters by id in one go (each read by `_id`). */
+/** The store's meters among `ids`, in one query. */
 export async function metersById(db: Db, storeId: string, ids: string[]): Promise<Map<string, MeterDoc>> {
-  const unique = [...new Set(ids)];
-  const docs = await Promise.all(unique.map((id) => findMeter(db, storeId, id)));
-  return new Map(docs.filter((d): d is MeterDoc => d !== null).map((d) => [d._id, d]));
+  const docs = await metersCollection(db).find({ _id: { $in: [...new Set(ids)] }, store_id: storeId }).toArray();
+  return new Map(docs.map((d) => [d._id, d]));
 }

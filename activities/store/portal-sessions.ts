@@ -5,7 +5,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
 import { PORTAL_LINK_TTL_SECONDS, PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
-import { registerIndexes } from './collections';
 
 export interface PortalLinkDoc {
   _id: string;
@@ -29,7 +28,8 @@ export interface PortalLoginDoc {
   base_path: string;
   /** Keyed secret for the forms' anti-forgery token. */
   csrf_secret: string;
-  expires_at: number;
+  /** A Date, so a TTL index can delete the login once it has expired. */
+  expires_at: Date;
   created: number;
 }
 
@@ -40,15 +40,6 @@ export function portalLinksCollection(db: Db) {
 export function portalLoginsCollection(db: Db) {
   return db.collection<PortalLoginDoc>('portal_logins');
 }
-
-registerIndexes((db) =>
-  Promise.all([
-    portalLinksCollection(db).createIndex({ token_hash: 1 }, { unique: true }),
-    portalLoginsCollection(db).createIndex({ store_id: 1, customer: 1 }),
-    portalLoginsCollection(db).createIndex({ expires_at: 1 }),
-    portalLinksCollection(db).createIndex({ expires_at: 1 }),
-  ]),
-);
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -119,7 +110,7 @@ export async function openPortalLogin(
     customer: input.customer,
     base_path: input.basePath,
     csrf_secret: newToken(),
-    expires_at: created + PORTAL_SESSION_TTL_SECONDS,
+    expires_at: new Date((created + PORTAL_SESSION_TTL_SECONDS) * 1000),
     created,
   };
   await portalLoginsCollection(db).insertOne(login);
@@ -128,7 +119,8 @@ export async function openPortalLogin(
 
 export async function findPortalLogin(db: Db, cookie: string, now = Date.now()): Promise<PortalLoginDoc | null> {
   const login = await portalLoginsCollection(db).findOne({ _id: hashToken(cookie) });
-  if (!login || login.expires_at <= Math.floor(now / 1000)) return null;
+  // A login written before expires_at became a Date holds a number: it is over, like any expired one.
+  if (!login || !(login.expires_at instanceof Date) || login.expires_at.getTime() <= now) return null;
   return login;
 }
 
@@ -136,9 +128,9 @@ export async function closePortalLogin(db: Db, cookie: string): Promise<void> {
   await portalLoginsCollection(db).deleteOne({ _id: hashToken(cookie) });
 }
 
-/** No TTL indexes on FerretDB: expired links and logins are swept. */
+/** Expired links and logins, swept as a fallback where the TTL index is unavailable. */
 export async function sweepPortalDocs(db: Db, now = Date.now()): Promise<void> {
   const seconds = Math.floor(now / 1000);
-  await portalLoginsCollection(db).deleteMany({ expires_at: { $lte: seconds } });
+  await portalLoginsCollection(db).deleteMany({ $or: [{ expires_at: { $lte: new Date(now) } }, { expires_at: { $not: { $type: 'date' } } }] });
   await portalLinksCollection(db).deleteMany({ expires_at: { $lte: seconds - 24 * 60 * 60 } });
 }

@@ -46,8 +46,8 @@ export interface NewApiKey {
 export async function createApiKey(db: Db, input: NewApiKey, now = Date.now()): Promise<{ doc: ApiKeyDoc; key: string }> {
   const { full, keyId, secret } = generateApiKey();
   const doc: ApiKeyDoc = {
-    // The id is derived from the key's public identifier, so authentication finds the key with a
-    // lookup by _id, the one query FerretDB v1 serves from an index.
+    // The id is derived from the key's public identifier, so authentication, on every request, finds
+    // the key with one primary-key lookup.
     _id: apiKeyIdOf(keyId),
     store_id: input.storeId,
     key_id: keyId,

@@ -3,7 +3,6 @@
 import type { Db } from 'mongodb';
 import { decodeMetadata, type StoredMetadata } from '../../domain/metadata';
 import type { ChargeLine } from '../../domain/charges';
-import { registerIndexes } from './collections';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
 export type ChargeSource = 'api' | 'dashboard' | 'usage';
@@ -43,13 +42,6 @@ export interface SubscriptionChargeDoc {
 export function chargesCollection(db: Db) {
   return db.collection<SubscriptionChargeDoc>('subscription_charges');
 }
-
-registerIndexes((db) =>
-  Promise.all([
-    chargesCollection(db).createIndex({ store_id: 1, key: 1 }, { unique: true }),
-    chargesCollection(db).createIndex({ store_id: 1, subscription: 1, _id: -1 }),
-  ]),
-);
 
 export function subscriptionChargeObject(doc: SubscriptionChargeDoc) {
   return {

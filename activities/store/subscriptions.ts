@@ -4,7 +4,6 @@
 import type { Db } from 'mongodb';
 import { decodeMetadata, type StoredMetadata } from '../../domain/metadata';
 import type { SubscriptionLife, SubscriptionStatus } from '../../domain/subscriptions';
-import { registerIndexes } from './collections';
 
 export interface SubscriptionHistoryEntry {
   at: number;
@@ -32,14 +31,6 @@ export interface SubscriptionDoc extends SubscriptionLife {
 export function subscriptionsCollection(db: Db) {
   return db.collection<SubscriptionDoc>('subscriptions');
 }
-
-registerIndexes((db) =>
-  Promise.all([
-    subscriptionsCollection(db).createIndex({ store_id: 1, _id: -1 }),
-    subscriptionsCollection(db).createIndex({ store_id: 1, customer: 1, _id: -1 }),
-    subscriptionsCollection(db).createIndex({ store_id: 1, status: 1, _id: -1 }),
-  ]),
-);
 
 export function subscriptionObject(doc: SubscriptionDoc) {
   return {

@@ -1,27 +1,10 @@
-// Rollups: running totals (sum, count, latest value) per key — a period's meter on a subscription,
-// and a customer's meter per hour and per day — that ingestion adds every new event to, so that a
-// period recompute or an event summary reads a handful of documents by `_id` instead of scanning
-// events (FerretDB v1 answers only `{_id: v}` without a full collection scan).
-//
-// Exactly once, without transactions: before inserting a batch of events, ingestion writes a journal
-// (the event ids, its writer and a sequence number) and takes its place in this process's queue of
-// each customer it holds events of (a customer's events are the only ones reaching its rollups);
-// after the insert it adds the new events' totals to each key with `$max: {seq.<writer>: n}`
-// in the same single-document update, then deletes the journal. A journal left behind (process
-// died, database error, lease over) is replayed by recoverJournals: a key whose seq.<writer> is
-// already >= n got the batch, any other gets it now. That test is exact because one writer applies
-// its batches to a key in sequence order, and a writer that fails or overruns its lease is retired
-// (the batches queued behind it are left to recovery, in order) — never skipped over. Several
-// processes recover (the API's sweeper, the worker closing a period): each journal is replayed under
-// a claim taken by inserting a unique `_id` (atomic on FerretDB too), and the replay's update only
-// matches while seq.<writer> < n (atomic on MongoDB, should a claim run out mid-replay).
-//
-// FerretDB v1 applies updates as unlocked read-modify-writes, so updates of one key are serialized in
-// this process (KeyedQueue); on MongoDB the $inc/$max are atomic and any number of processes may write.
-import type { Db } from 'mongodb';
+// Rollups: running totals (sum, count, latest value) per key (a subscription period's meter; a customer's
+// meter per day, with its hours) that ingestion adds new events to. Exactly once without transactions: a
+// batch inserts its journal (keys, event ids), adds its id to each key's `pending`, inserts its events,
+// then applies each key with one update matching `{_id, pending: id}` that adds the totals and pulls the
+// id, so the first to apply counts it and any replay (any process, any time) matches nothing.
+import type { AnyBulkWriteOperation, Db, UpdateFilter } from 'mongodb';
 import { randomBase62 } from '../../domain/ids';
-import { KeyedQueue } from './keyed-queue';
-import { registerIndexes } from './collections';
 
 /** Totals of a set of events; `last` is `<timestamp, 12 digits>|<event id>|<value>` ($max keeps the latest). */
 export interface RollupTotals {
@@ -35,8 +18,8 @@ export interface RollupDoc extends RollupTotals {
   store_id: string;
   /** Day rollups: the totals of each hour (0-23, UTC) of the day. */
   h?: Record<string, RollupTotals>;
-  /** Highest batch sequence applied, per writer. */
-  seq: Record<string, number>;
+  /** Journals added to this key and not applied yet: only batches in flight, as nothing applied is remembered. */
+  pending: string[];
   created: number;
 }
 
@@ -51,12 +34,13 @@ export interface RollupDelta {
 export interface JournalDoc {
   _id: string;
   store_id: string;
-  writer: string;
-  seq: number;
-  /** Queue keys the batch held (ingestion: its customers). */
-  locks: string[];
+  /** `<store>|<customer>` of its events: closing a period waits for the customer's open journals. */
+  customers: string[];
+  /** The rollup keys it is pending on. */
+  keys: string[];
+  /** Ids of the events it may insert (those it inserted carry `batch` = its id). */
   events: string[];
-  /** Milliseconds: the writer applies only before this; recovery only well after. */
+  /** Milliseconds: its writer inserts events only before this; recovery replays only RECOVERY_MARGIN_MS after. */
   lease_until: number;
   created: number;
 }
@@ -69,26 +53,13 @@ export interface RollupContribution {
   timestamp: number;
 }
 
-/** A recovery's claim on a journal: `_id` is `<journal id>#<generation>`; an expired claim is taken over by the next generation. */
-export interface JournalClaimDoc {
-  _id: string;
-  journal: string;
-  /** Milliseconds, on the clock of the recovery that claimed it. */
-  until: number;
-  created: number;
-}
-
 export const rollupsCollection = (db: Db) => db.collection<RollupDoc>('usage_rollups');
 export const journalsCollection = (db: Db) => db.collection<JournalDoc>('usage_journals');
-export const journalClaimsCollection = (db: Db) => db.collection<JournalClaimDoc>('usage_journal_claims');
 
-registerIndexes((db) => journalsCollection(db).createIndex({ store_id: 1, created: 1 }));
-
+/** A batch's writer inserts its events within this (or gives up); recovery waits this plus the margin. */
 export const JOURNAL_LEASE_MS = 30_000;
-/** Recovery leaves a journal alone until this long after its lease ended. */
+/** Room for an insert still in flight when its writer's lease ends, and for clock skew between processes. */
 export const RECOVERY_MARGIN_MS = 30_000;
-/** A recovery's claim on a journal; it stops applying well before the claim runs out. */
-export const RECOVERY_CLAIM_MS = 2 * 60_000;
 
 export function encodeLast(timestamp: number, eventId: string, value: number): string {
   return `${String(timestamp).padStart(12, '0')}|${eventId}|${value}`;
@@ -104,6 +75,9 @@ export function lastTimestampOf(last: string | undefined | null): number | null 
   return last ? Number(last.slice(0, last.indexOf('|'))) : null;
 }
 
+/** The rollup key of a contribution target (`key` or `key@part`). */
+const rollupKeyOf = (target: string) => target.split('@')[0];
+
 export function deltasOf(contributions: RollupContribution[]): Map<string, RollupDelta> {
   const deltas = new Map<string, RollupDelta>();
   const add = (t: { sum: number; count: number; last: string | null }, value: number, last: string) => {
@@ -115,7 +89,7 @@ export function deltasOf(contributions: RollupContribution[]): Map<string, Rollu
     const last = encodeLast(c.timestamp, c.id, c.value);
     for (const target of c.keys) {
       const at = target.indexOf('@');
-      const key = at === -1 ? target : target.slice(0, at);
+      const key = rollupKeyOf(target);
       const d = deltas.get(key) ?? { sum: 0, count: 0, last: null, hours: new Map() };
       add(d, c.value, last);
       if (at !== -1) {
@@ -130,19 +104,9 @@ export function deltasOf(contributions: RollupContribution[]): Map<string, Rollu
   return deltas;
 }
 
-class Writer {
-  readonly id = randomBase62(10);
-  seq = 0;
-  retired = false;
-}
-
-let writer = new Writer();
-const keyQueue = new KeyedQueue();
-
 /**
  * Journal writes of concurrent batches share round trips: inserts wait for the one in flight and go
- * together in one insertMany; deletes go together in one deleteMany (the collection only holds
- * batches in flight, so its `$in` scan is short).
+ * together in one insertMany; deletes go together in one deleteMany.
  */
 class JournalWrites {
   private inserts: { doc: JournalDoc; done: (error?: unknown) => void }[] = [];
@@ -182,7 +146,7 @@ class JournalWrites {
     this.deleting = true;
     while (this.deletes.length > 0) {
       const ids = this.deletes.splice(0);
-      // A journal that stays (the delete failed) is recognised as applied by recovery.
+      // A journal that stays (the delete failed) is replayed by recovery as a no-op: nothing is pending.
       await journalsCollection(this.db)
         .deleteMany({ _id: { $in: ids } })
         .catch(() => undefined);
@@ -198,50 +162,79 @@ const journalWritesOf = (db: Db) => {
   return writes;
 };
 
-function retire(w: Writer): void {
-  w.retired = true;
-  if (writer === w) writer = new Writer();
-}
-
 const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 
-/**
- * Adds a delta to a key. `onlyBefore` (recovery) makes the update match only while the key has not
- * seen this writer's batch `seq`: the check and the write are one atomic update on MongoDB.
- */
-async function applyDelta(
-  db: Db,
-  storeId: string,
-  key: string,
-  delta: RollupDelta,
-  writerId: string,
-  seq: number,
-  onlyBefore = false,
-): Promise<RollupDoc | null> {
-  const seqField = `seq.${writerId}`;
-  // _id first; live writers keep the bare `{_id}` filter, the only one FerretDB answers from its index.
-  const filter = onlyBefore ? { _id: key, $or: [{ [seqField]: { $exists: false } }, { [seqField]: { $lt: seq } }] } : { _id: key };
-  const max: Record<string, unknown> = { [seqField]: seq };
-  const inc: Record<string, number> = { sum: delta.sum, count: delta.count };
-  if (delta.last !== null) max.last = delta.last;
-  for (const [part, h] of delta.hours) {
-    inc[`h.${part}.sum`] = h.sum;
-    inc[`h.${part}.count`] = h.count;
-    if (h.last !== null) max[`h.${part}.last`] = h.last;
-  }
-  const update = { $inc: inc, $max: max };
+/** True when every write of a failed (bulk) write hit an existing `_id`. */
+function onlyDuplicateKeys(error: unknown): boolean {
+  const writeErrors = (error as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
+  if (!writeErrors) return isDuplicateKey(error);
+  return (Array.isArray(writeErrors) ? writeErrors : [writeErrors]).every((e) => e.code === 11000);
+}
+
+/** Adds the journal's id to `pending` on each of its keys (a new key starts at zero), in one round trip. */
+async function addPending(db: Db, journal: JournalDoc): Promise<void> {
+  const created = Math.floor(journal.created / 1000);
+  const ops: AnyBulkWriteOperation<RollupDoc>[] = journal.keys.map((key) => ({
+    updateOne: {
+      filter: { _id: key },
+      update: { $addToSet: { pending: journal._id }, $setOnInsert: { store_id: journal.store_id, sum: 0, count: 0, created } },
+      upsert: true,
+    },
+  }));
+  if (ops.length === 0) return;
   try {
-    return await rollupsCollection(db).findOneAndUpdate(
-      filter,
-      { ...update, $setOnInsert: { store_id: storeId, created: Math.floor(Date.now() / 1000) } },
-      { upsert: true, returnDocument: 'after' },
-    );
+    await rollupsCollection(db).bulkWrite(ops, { ordered: false });
   } catch (error) {
-    // Two first writes of a key from two processes (or `onlyBefore` on a key that has the batch):
-    // the loser applies to the winner's document, under the same filter.
-    if (!isDuplicateKey(error)) throw error;
-    return rollupsCollection(db).findOneAndUpdate(filter, update, { returnDocument: 'after' });
+    // Lost the race to create a key: the upsert now finds the winner's document ($addToSet is idempotent).
+    if (!onlyDuplicateKeys(error)) throw error;
+    await rollupsCollection(db).bulkWrite(ops, { ordered: false });
   }
+}
+
+/** Adds a delta to a key and pulls the journal from its `pending` (a key without new events only pulls). */
+function applyUpdate(journalId: string, delta: RollupDelta | undefined): UpdateFilter<RollupDoc> {
+  const inc: Record<string, number> = {};
+  const max: Record<string, string> = {};
+  if (delta) {
+    Object.assign(inc, { sum: delta.sum, count: delta.count });
+    if (delta.last !== null) max.last = delta.last;
+    for (const [part, h] of delta.hours) {
+      Object.assign(inc, { [`h.${part}.sum`]: h.sum, [`h.${part}.count`]: h.count });
+      if (h.last !== null) max[`h.${part}.last`] = h.last;
+    }
+  }
+  const update: UpdateFilter<RollupDoc> = { $pull: { pending: journalId } };
+  if (Object.keys(inc).length > 0) update.$inc = inc;
+  if (Object.keys(max).length > 0) update.$max = max;
+  return update;
+}
+
+/**
+ * Applies a journal to each of its keys: the update matches only while the journal is pending there, so
+ * the key counts it once whoever applies it and however often. Returns the keys this call applied.
+ */
+async function applyJournal(db: Db, journal: JournalDoc, deltas: Map<string, RollupDelta>): Promise<Map<string, RollupDoc>> {
+  const totals = new Map<string, RollupDoc>();
+  // Settled, not raced: when one key fails, the caller returns only after the others have landed.
+  const outcomes = await Promise.allSettled(
+    journal.keys.map(async (key) => {
+      const filter = { _id: key, pending: journal._id };
+      const doc = await rollupsCollection(db).findOneAndUpdate(filter, applyUpdate(journal._id, deltas.get(key)), { returnDocument: 'after' });
+      if (doc) totals.set(key, doc);
+    }),
+  );
+  const failed = outcomes.find((o) => o.status === 'rejected');
+  if (failed) throw failed.reason;
+  return totals;
+}
+
+export interface Batch {
+  /** `<store>|<customer>` of the customers whose events it holds. */
+  customers: string[];
+  /** Every event it may insert; only those `insert` reports as new are counted. */
+  contributions: RollupContribution[];
+  /** Inserts the events with `batch` set to the journal id; returns the ids that were new. */
+  insert: (journalId: string) => Promise<Set<string>>;
 }
 
 export interface BatchWrite {
@@ -249,233 +242,83 @@ export interface BatchWrite {
   inserted: Set<string>;
   /** Keys updated by this call, as they are after the update. */
   totals: Map<string, RollupDoc>;
-  /** False when some totals were left to recovery (they will be added within a minute or so). */
+  /** False when the totals were left to recovery (they are added within a minute or so). */
   complete: boolean;
 }
 
-export interface BatchPlan {
-  /**
-   * Queue keys covering every rollup key the batch may touch (ingestion: one per customer, since a
-   * customer's events are the only ones reaching its hour, day and period rollups).
-   */
-  locks: string[];
-  /** Ids of the events the batch may insert. */
-  events: string[];
-}
-
-export interface PreparedBatch {
-  contributions: RollupContribution[];
-  /** Inserts the events with `batch` set to `batchId`; returns the ids that were new. */
-  insert: (batchId: string) => Promise<Set<string>>;
-}
-
-/**
- * Writes one batch of events and adds the new ones to their rollups, exactly once (module header).
- * `prepare` (attachment, documents) runs while the journal is written, to save a round trip.
- */
-export async function writeBatchPrepared(
-  db: Db,
-  storeId: string,
-  plan: BatchPlan,
-  prepare: () => Promise<PreparedBatch>,
-  now = Date.now(),
-): Promise<BatchWrite> {
-  const w = writer;
-  const seq = ++w.seq;
-  const locks = [...new Set(plan.locks)];
-  // Places are taken synchronously, so this writer's batches reach each key in sequence order.
-  const turns = locks.map((lock) => keyQueue.reserve(lock));
-  const releaseAll = () => turns.forEach((turn) => turn.done());
-  const journal: JournalDoc = {
+function newJournal(storeId: string, batch: Batch, now: number): JournalDoc {
+  return {
     _id: `ubj_${randomBase62(20)}`,
     store_id: storeId,
-    writer: w.id,
-    seq,
-    locks,
-    events: plan.events,
+    customers: [...new Set(batch.customers)],
+    keys: [...new Set(batch.contributions.flatMap((c) => c.keys.map(rollupKeyOf)))],
+    events: batch.contributions.map((c) => c.id),
     lease_until: now + JOURNAL_LEASE_MS,
     created: now,
   };
-  let inserted: Set<string>;
-  let contributions: RollupContribution[];
-  try {
-    const [, prepared] = await Promise.all([journalWritesOf(db).insert(journal), prepare()]);
-    contributions = prepared.contributions;
-    inserted = await prepared.insert(journal._id);
-  } catch (error) {
-    // Some events may be in: their journal (if written) goes to recovery, and so must every batch
-    // of this writer queued behind it, or a later sequence would mark this one as applied.
-    retire(w);
-    releaseAll();
-    throw error;
-  }
-  const deltas = deltasOf(contributions.filter((c) => inserted.has(c.id)));
-  const totals = new Map<string, RollupDoc>();
-  let complete = true;
-  try {
-    await Promise.all(turns.map((turn) => turn.ready));
-    if (w.retired || Date.now() >= journal.lease_until) {
-      retire(w);
-      complete = false;
-    } else {
-      await Promise.all(
-        [...deltas].map(async ([key, delta]) => {
-          const doc = await applyDelta(db, storeId, key, delta, w.id, seq);
-          if (doc) totals.set(key, doc);
-        }),
-      );
-    }
-  } catch {
-    retire(w);
-    complete = false;
-  } finally {
-    releaseAll();
-  }
-  // Not awaited: the totals are in. A journal that stays (its delete failed or has not run yet) is
-  // recognised as applied by recovery.
-  if (complete) journalWritesOf(db).delete(journal._id);
-  return { inserted, totals, complete };
 }
 
-/** writeBatchPrepared for contributions known up front, each rollup key its own queue key. */
-export function writeBatch(
-  db: Db,
-  storeId: string,
-  contributions: RollupContribution[],
-  insert: (batchId: string) => Promise<Set<string>>,
-  now = Date.now(),
-): Promise<BatchWrite> {
-  return writeBatchPrepared(
-    db,
-    storeId,
-    { locks: contributions.flatMap((c) => c.keys), events: contributions.map((c) => c.id) },
-    async () => ({ contributions, insert }),
-    now,
-  );
+/** Writes one batch of events and adds the new ones to their rollups, exactly once (module header). */
+export async function writeBatch(db: Db, storeId: string, batch: Batch, now = Date.now()): Promise<BatchWrite> {
+  const journal = newJournal(storeId, batch, now);
+  await journalWritesOf(db).insert(journal);
+  await addPending(db, journal);
+  // Past the lease a recovery may replay the journal: its events must not go in after that.
+  if (Date.now() >= journal.lease_until) throw new Error(`usage batch ${journal._id}: lease over before its events were inserted`);
+  const inserted = await batch.insert(journal._id);
+  const deltas = deltasOf(batch.contributions.filter((c) => inserted.has(c.id)));
+  let totals: Map<string, RollupDoc>;
+  try {
+    totals = await applyJournal(db, journal, deltas);
+  } catch {
+    // The journal stays: recovery applies what is still pending.
+    return { inserted, totals: new Map(), complete: false };
+  }
+  // Not awaited: the totals are in, and a journal that stays is replayed as a no-op.
+  journalWritesOf(db).delete(journal._id);
+  return { inserted, totals, complete: true };
 }
 
 /** Reads the events of a journal that its batch inserted (the loader checks their `batch`). */
 export type JournalEventLoader = (journal: JournalDoc) => Promise<RollupContribution[]>;
 
-const recovering = new Map<Db, Promise<number>>();
-
 /**
- * Replays journals whose lease ended at least RECOVERY_MARGIN_MS ago, per writer in sequence order.
- * Runs in the process that ingests (it shares the per-key queue); one run at a time per process, and
- * each journal replayed by one process at a time (claimJournal).
+ * Replays every journal whose lease ended RECOVERY_MARGIN_MS ago (its writer died or failed). Any number
+ * of processes may run it at once: applying is idempotent, and claiming a journal spares duplicate work.
  */
-export function recoverJournals(db: Db, load: JournalEventLoader, now = Date.now()): Promise<number> {
-  const running = recovering.get(db);
-  if (running) return running;
-  const run = (async () => {
+export async function recoverJournals(db: Db, load: JournalEventLoader, now = Date.now()): Promise<number> {
+  const due = await journalsCollection(db)
+    .find({ lease_until: { $lte: now - RECOVERY_MARGIN_MS } }, { projection: { _id: 1 } })
+    .toArray();
+  let replayed = 0;
+  const errors: unknown[] = [];
+  for (const { _id } of due) {
     try {
-      const all = await journalsCollection(db).find({}).toArray();
-      const due = all.filter((j) => j.lease_until + RECOVERY_MARGIN_MS <= now);
-      const byWriter = new Map<string, JournalDoc[]>();
-      for (const j of due) byWriter.set(j.writer, [...(byWriter.get(j.writer) ?? []), j]);
-      let replayed = 0;
-      await Promise.all(
-        [...byWriter.values()].map(async (journals) => {
-          journals.sort((a, b) => a.seq - b.seq);
-          for (const journal of journals) {
-            const outcome = await replayClaimedJournal(db, journal, load, now);
-            // Another process holds this one: the later batches of its writer must wait for it, or
-            // their seq.<writer> would mark it as applied.
-            if (outcome === 'held') break;
-            if (outcome === 'replayed') replayed++;
-          }
-        }),
-      );
-      return replayed;
-    } finally {
-      recovering.delete(db);
-    }
-  })();
-  recovering.set(db, run);
-  return run;
-}
-
-interface JournalClaim {
-  /** This claim's `_id` and those of the expired claims it took over (deleted with the journal). */
-  ids: string[];
-  /** Real-clock milliseconds after which this process stops applying. */
-  applyBefore: number;
-}
-
-/**
- * Claims a journal for this process's replay, or null when another process holds it. A claim is an
- * insert of a unique `_id`, so two processes can never both get one (FerretDB's updates are not atomic).
- */
-async function claimJournal(db: Db, journalId: string, now: number): Promise<JournalClaim | null> {
-  const claims = journalClaimsCollection(db);
-  const applyBefore = Date.now() + RECOVERY_CLAIM_MS / 2;
-  const ids: string[] = [];
-  for (let generation = 0; ; generation++) {
-    const id = `${journalId}#${generation}`;
-    ids.push(id);
-    const held = await claims.findOne({ _id: id });
-    if (held) {
-      if (held.until > now) return null;
-      continue;
-    }
-    try {
-      await claims.insertOne({ _id: id, journal: journalId, until: now + RECOVERY_CLAIM_MS, created: now });
-      return { ids, applyBefore };
+      if (await replayJournal(db, _id, load, now)) replayed++;
     } catch (error) {
-      if (isDuplicateKey(error)) return null;
-      throw error;
+      // One journal that cannot be applied holds up none of the others.
+      errors.push(error);
     }
   }
+  if (errors.length > 0) throw errors[0];
+  return replayed;
 }
 
-async function replayClaimedJournal(db: Db, journal: JournalDoc, load: JournalEventLoader, now: number): Promise<'replayed' | 'held' | 'gone'> {
-  const claim = await claimJournal(db, journal._id, now);
-  if (!claim) return 'held';
-  const releaseClaims = () => journalClaimsCollection(db).deleteMany({ _id: { $in: claim.ids } });
-  try {
-    // Read again under the claim: another process may have replayed and deleted it since it was listed.
-    if (!(await journalsCollection(db).findOne({ _id: journal._id }))) {
-      await releaseClaims();
-      return 'gone';
-    }
-    await replayJournal(db, journal, load, claim.applyBefore);
-  } catch (error) {
-    // Released at once, so the next sweep retries without waiting for the claim to run out.
-    await journalClaimsCollection(db)
-      .deleteOne({ _id: claim.ids[claim.ids.length - 1] })
-      .catch(() => undefined);
-    throw error;
-  }
-  await releaseClaims();
-  return 'replayed';
+/** Claims a due journal by moving its lease (one atomic update), applies what is pending, deletes it. */
+async function replayJournal(db: Db, id: string, load: JournalEventLoader, now: number): Promise<boolean> {
+  const journal = await journalsCollection(db).findOneAndUpdate(
+    { _id: id, lease_until: { $lte: now - RECOVERY_MARGIN_MS } },
+    { $set: { lease_until: now + JOURNAL_LEASE_MS } },
+  );
+  if (!journal) return false;
+  await applyJournal(db, journal, deltasOf(await load(journal)));
+  await journalsCollection(db).deleteOne({ _id: id });
+  return true;
 }
 
-async function replayJournal(db: Db, journal: JournalDoc, load: JournalEventLoader, applyBefore: number): Promise<void> {
-  const deltas = deltasOf(await load(journal));
-  // The same queue places the live writers take, so a key never sees two updates at once here.
-  const turns = journal.locks.map((lock) => keyQueue.reserve(lock));
-  try {
-    await Promise.all(turns.map((turn) => turn.ready));
-    await Promise.all(
-      [...deltas].map(async ([key, delta]) => {
-        // Read by `_id` first: a key that has the batch is skipped without the filtered update, which
-        // FerretDB answers with a collection scan.
-        const current = await rollupsCollection(db).findOne({ _id: key });
-        if ((current?.seq?.[journal.writer] ?? 0) >= journal.seq) return;
-        if (Date.now() >= applyBefore) throw new Error(`usage journal ${journal._id}: recovery claim ran out before ${key} was applied`);
-        await applyDelta(db, journal.store_id, key, delta, journal.writer, journal.seq, true);
-      }),
-    );
-  } finally {
-    turns.forEach((turn) => turn.done());
-  }
-  await journalsCollection(db).deleteOne({ _id: journal._id });
-}
-
-/** Journals still open (in flight or waiting for recovery) holding the queue key `lock`. */
-export async function openJournalsFor(db: Db, lock: string): Promise<JournalDoc[]> {
-  const all = await journalsCollection(db).find({}).toArray();
-  return all.filter((j) => j.locks.includes(lock));
+/** Journals of a customer (`<store>|<customer>`) created before `createdBefore` and not finished yet. */
+export function openJournalsFor(db: Db, customer: string, createdBefore: number): Promise<JournalDoc[]> {
+  return journalsCollection(db).find({ customers: customer, created: { $lt: createdBefore } }).toArray();
 }
 
 /** Rollups by key, each read by `_id` (missing keys are absent from the map). */
@@ -496,9 +339,4 @@ export function quantityOf(doc: RollupTotals | undefined, formula: 'sum' | 'coun
   if (formula === 'count') return doc.count;
   if (formula === 'last') return lastValueOf(doc.last) ?? 0;
   return doc.sum;
-}
-
-/** For tests: the id of the writer batches are currently written under. */
-export function currentWriterId(): string {
-  return writer.id;
 }

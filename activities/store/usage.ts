@@ -1,23 +1,13 @@
 // Metered usage persistence: meter events, usage items, usage periods, each subscription's usage state
-// and the per-customer list of subscriptions with usage items, with their API objects.
-//
-// Shaped for FerretDB v1, which answers only a bare `{_id: v}` filter without scanning the collection
-// and applies updates as unlocked read-modify-writes:
-// - ids that ingestion must find are derived from what it knows: a meter event's from (store, meter,
-//   identifier), a usage item's from (subscription, meter); so a duplicate identifier is a primary-key
-//   conflict and "has this subscription an item for this meter" is one read by `_id`;
-// - each document has one writer: usage items are written by the API (inheritance only inserts, so
-//   it can never overwrite an item set through the API); usage state and periods by the
-//   subscription's usage workflow; rollups by ingestion (usage-rollups.ts).
+// and the per-customer list of subscriptions with usage items, with their API objects. Ids ingestion
+// must find derive from what it knows (an event's from store, meter and identifier; an item's from
+// subscription and meter), so a repeated identifier is a primary-key conflict and an item is one read.
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Payload, PayloadValue } from '../../domain/meter-events';
 import { derivedId } from '../../domain/ids';
 import type { Rounding, Tier } from '../../domain/pricing';
 import { dayHourRollupKey, periodRollupKey, type CloseReason } from '../../domain/usage-periods';
-import { KeyedQueue } from './keyed-queue';
-import { registerIndexes } from './collections';
-import { findOwnedById } from './owned';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -58,8 +48,6 @@ export interface MeterEventDoc {
 
 export const meterEventsCollection = (db: Db) => db.collection<MeterEventDoc>('billing_meter_events');
 
-registerIndexes((db) => meterEventsCollection(db).createIndex({ store_id: 1, meter: 1, identifier: 1 }, { unique: true }));
-
 /** The event id of (store, meter, identifier): a repeated identifier collides on `_id`. */
 export const meterEventId = (storeId: string, meterId: string, identifier: string) => hashedId('mev', `${storeId}|${meterId}|${identifier}`);
 
@@ -89,9 +77,6 @@ export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'custo
   if (doc.subscription !== null && doc.period_start !== null) keys.push(periodRollupKey(doc.subscription, doc.period_start, doc.meter));
   return { id: doc._id, keys, value: doc.value, timestamp: doc.timestamp };
 }
-
-/** The ingestion queue key of a customer: its events are the only ones reaching its rollups. */
-export const customerLock = (storeId: string, customerId: string) => `c|${storeId}|${customerId}`;
 
 /** Inserts events in one unordered insertMany; returns the ids that were new. */
 export async function insertMeterEvents(db: Db, docs: MeterEventDoc[]): Promise<Set<string>> {
@@ -174,11 +159,11 @@ export function usageItemObject(doc: UsageItemDoc) {
 export type UsageItemObject = ReturnType<typeof usageItemObject>;
 
 export function findUsageItem(db: Db, storeId: string, subscriptionId: string, meterId: string): Promise<UsageItemDoc | null> {
-  return findOwnedById(usageItemsCollection(db), storeId, usageItemId(subscriptionId, meterId));
+  return findUsageItemById(db, storeId, usageItemId(subscriptionId, meterId));
 }
 
 export function findUsageItemById(db: Db, storeId: string, id: string): Promise<UsageItemDoc | null> {
-  return findOwnedById(usageItemsCollection(db), storeId, id);
+  return usageItemsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
 /** The subscription's items, newest first: one read per meter of the store. */
@@ -209,8 +194,8 @@ export async function insertInheritedItem(db: Db, doc: UsageItemDoc): Promise<bo
   }
 }
 
-export async function deleteUsageItem(db: Db, id: string): Promise<boolean> {
-  const result = await usageItemsCollection(db).deleteOne({ _id: id });
+export async function deleteUsageItem(db: Db, storeId: string, id: string): Promise<boolean> {
+  const result = await usageItemsCollection(db).deleteOne({ _id: id, store_id: storeId });
   return result.deletedCount === 1;
 }
 
@@ -256,7 +241,7 @@ export interface UsageStateDoc {
 export const usageStatesCollection = (db: Db) => db.collection<UsageStateDoc>('subscription_usage');
 
 export function findUsageState(db: Db, storeId: string, subscriptionId: string): Promise<UsageStateDoc | null> {
-  return findOwnedById(usageStatesCollection(db), storeId, subscriptionId);
+  return usageStatesCollection(db).findOne({ _id: subscriptionId, store_id: storeId });
 }
 
 /** Creates the state once (insert: whoever comes first sets next_start); returns the stored one. */
@@ -284,37 +269,29 @@ interface UsageCustomerDoc {
 }
 
 const usageCustomersCollection = (db: Db) => db.collection<UsageCustomerDoc>('usage_customers');
-const customerQueue = new KeyedQueue();
-const customerKey = (storeId: string, customerId: string) => `${storeId}|${customerId}`;
+/** A customer's key: its usage_customers `_id`, and how ingestion journals name the customers they hold. */
+export const customerKey = (storeId: string, customerId: string) => `${storeId}|${customerId}`;
 
 export async function customerSubscriptions(db: Db, storeId: string, customerId: string): Promise<string[]> {
   const doc = await usageCustomersCollection(db).findOne({ _id: customerKey(storeId, customerId) });
   return doc?.subscriptions ?? [];
 }
 
-/**
- * Adds a subscription to its customer's candidates, serialized in this process and read back (an
- * update lost to a concurrent writer in another process is redone; the usage workflow re-checks it
- * on every run).
- */
-export function addCustomerSubscription(db: Db, storeId: string, customerId: string, subscriptionId: string): Promise<void> {
-  const _id = customerKey(storeId, customerId);
-  return customerQueue.run(_id, async () => {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const current = await usageCustomersCollection(db).findOne({ _id });
-      if (current?.subscriptions.includes(subscriptionId)) return;
-      try {
-        await usageCustomersCollection(db).updateOne(
-          { _id },
-          { $addToSet: { subscriptions: subscriptionId }, $setOnInsert: { store_id: storeId } },
-          { upsert: true },
-        );
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-      }
-    }
-    throw new Error(`could not record subscription ${subscriptionId} for customer ${customerId}`);
-  });
+/** Adds a subscription to its customer's candidates: one $addToSet, so concurrent adds all land. */
+export async function addCustomerSubscription(db: Db, storeId: string, customerId: string, subscriptionId: string): Promise<void> {
+  const add = () =>
+    usageCustomersCollection(db).updateOne(
+      { _id: customerKey(storeId, customerId) },
+      { $addToSet: { subscriptions: subscriptionId }, $setOnInsert: { store_id: storeId } },
+      { upsert: true },
+    );
+  try {
+    await add();
+  } catch (error) {
+    // Lost the race to create the customer's document: the upsert now finds the winner's.
+    if (!isDuplicateKey(error)) throw error;
+    await add();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,7 +371,7 @@ export function usagePeriodObject(doc: UsagePeriodDoc) {
 export type UsagePeriodObject = ReturnType<typeof usagePeriodObject>;
 
 export function findUsagePeriod(db: Db, storeId: string, id: string): Promise<UsagePeriodDoc | null> {
-  return findOwnedById(usagePeriodsCollection(db), storeId, id);
+  return usagePeriodsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
 /** Inserts the period once; returns the stored one. */
@@ -415,15 +392,22 @@ export async function updateUsagePeriod(db: Db, id: string, set: Partial<UsagePe
 // ---------------------------------------------------------------------------------------------
 // billing.meter.error_report_triggered: at most once per meter per hour
 
-const errorReportsCollection = (db: Db) => db.collection<{ _id: string; store_id: string; count: number; created: number }>('usage_error_reports');
+interface ErrorReportDoc {
+  _id: string;
+  store_id: string;
+  count: number;
+  created: number;
+  /** A day after its hour: by then no process claims that hour any more. */
+  expires_at: Date;
+}
 
-/**
- * Claims the hour's report for a meter by inserting its document: only the first claim of the hour
- * succeeds (an insert is atomic where updates are not), so the event goes out at most once.
- */
+const errorReportsCollection = (db: Db) => db.collection<ErrorReportDoc>('usage_error_reports');
+
+/** Claims the hour's report for a meter by inserting its `_id`: only the first claim succeeds. */
 export async function claimErrorReport(db: Db, storeId: string, meterId: string, hourStart: number, count: number): Promise<boolean> {
+  const expires_at = new Date((hourStart + 24 * 60 * 60) * 1000);
   try {
-    await errorReportsCollection(db).insertOne({ _id: `${meterId}|${hourStart}`, store_id: storeId, count, created: hourStart });
+    await errorReportsCollection(db).insertOne({ _id: `${meterId}|${hourStart}`, store_id: storeId, count, created: hourStart, expires_at });
     return true;
   } catch (error) {
     if (isDuplicateKey(error)) return false;

@@ -1,25 +1,14 @@
-// Webhook endpoints and deliveries in MongoDB: documents, ids, the API objects, and the single-document
-// updates the delivery workflow makes. Endpoint and delivery ids are UUIDs in the time-ordered v7
-// layout, so `_id` order is creation order for lists; a delivery's id is derived from (event, endpoint),
-// so dispatching an event twice finds the same delivery instead of making a second one.
-// FerretDB v1 serves a filter from an index only when it is exactly `{ _id }`; `{ _id, attempts }`, or
-// any other added condition, reads the whole collection (measured: half a second per update at 5,000
-// deliveries, growing with the collection). So a delivery's state changes are compare-and-set without
-// a conditional filter: one findOneAndUpdate by `_id` alone returns the document as it was ('before'),
-// the change stands only if that was the expected state, and otherwise it is undone under a filter
-// that matches only our own values (compareAndSet). Only overlapping executions of one delivery's
-// activity ever take that undo path. On MongoDB that is a true compare-and-set; FerretDB v1 does not
-// isolate concurrent updates of one document (two can see the same 'before'), so there overlapping
-// executions may both make an attempt (a duplicate, which deliveries allow), and what must happen
-// once, counting an exhaustion, is guarded by a unique `_id` insert instead (markFailureCounted).
+// Webhook endpoints and deliveries in MongoDB: documents, ids, the API objects, and the conditional
+// single-document updates the delivery workflow makes. Ids are time-ordered v7 UUIDs, so `_id` order is
+// creation order; a delivery's id is derived from (event, endpoint), so dispatching twice finds the same one.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Collection, Db, Filter } from 'mongodb';
 import type { EventCatalog } from '../../domain/event-catalogs';
 import { randomBase62 } from '../../domain/ids';
-import { registerIndexes, type EventDoc } from './collections';
+import { type EventDoc } from './collections';
 import { isDuplicateKeyError } from './customers';
 import { renderEventBody } from './events';
-import { KeyedQueue } from './keyed-queue';
+import { findOwnedById } from './owned';
 
 export const AUTO_DISABLE_AFTER = 20;
 export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
@@ -83,31 +72,6 @@ export function endpointsCollection(db: Db): Collection<WebhookEndpointDoc> {
 export function deliveriesCollection(db: Db): Collection<WebhookDeliveryDoc> {
   return db.collection<WebhookDeliveryDoc>('webhook_deliveries');
 }
-
-/** One document per exhaustion added to its endpoint's consecutive_failures; its `_id` makes that happen once. */
-export interface CountedExhaustionDoc {
-  /** `<delivery id>/<resend token, or "first">`: one per exhaustion of the delivery. */
-  _id: string;
-  store_id: string;
-  webhook_endpoint: string;
-  created: number;
-}
-
-export function countedExhaustionsCollection(db: Db): Collection<CountedExhaustionDoc> {
-  return db.collection<CountedExhaustionDoc>('webhook_counted_exhaustions');
-}
-
-registerIndexes((db) =>
-  Promise.all([
-    endpointsCollection(db).createIndex({ store_id: 1, _id: 1 }),
-    deliveriesCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1, _id: -1 }),
-    deliveriesCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1, status: 1, _id: -1 }),
-    deliveriesCollection(db).createIndex({ store_id: 1, event: 1 }),
-    // One delivery per (event, endpoint), whatever produced it (dispatch, sweep, resend).
-    deliveriesCollection(db).createIndex({ event: 1, webhook_endpoint: 1 }, { unique: true }),
-    countedExhaustionsCollection(db).createIndex({ store_id: 1, webhook_endpoint: 1 }),
-  ]),
-);
 
 // ---- ids -------------------------------------------------------------------------------------------
 
@@ -216,14 +180,8 @@ export async function insertEndpoint(db: Db, input: NewEndpoint, now = Date.now(
   return doc;
 }
 
-/** A document of the store by `_id` alone (the one filter FerretDB serves from an index). */
-async function ownedById<T extends { _id: string; store_id: string }>(collection: Collection<T>, storeId: string, id: string): Promise<T | null> {
-  const doc = (await collection.findOne({ _id: id } as Filter<T>)) as T | null;
-  return doc && doc.store_id === storeId ? doc : null;
-}
-
 export async function findEndpoint(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
-  return ownedById(endpointsCollection(db), storeId, id);
+  return findOwnedById(endpointsCollection(db), storeId, id);
 }
 
 export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;
@@ -236,8 +194,8 @@ export async function endpointsForFanOut(db: Db, storeId: string): Promise<FanOu
 }
 
 export async function findEndpointsByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookEndpointDoc[]> {
-  const docs = await Promise.all(ids.map((id) => findEndpoint(db, storeId, id)));
-  return docs.filter((doc): doc is WebhookEndpointDoc => doc !== null);
+  if (ids.length === 0) return [];
+  return endpointsCollection(db).find({ _id: { $in: ids }, store_id: storeId }).toArray();
 }
 
 export interface EndpointChanges {
@@ -291,31 +249,22 @@ export async function deleteEndpoint(db: Db, storeId: string, id: string): Promi
   return result.deletedCount === 1;
 }
 
-// consecutive_failures is written by every delivery to the endpoint that ends. FerretDB v1 applies an
-// update as an unlocked read-modify-write, so concurrent $inc on one endpoint lose counts there; this
-// process's writes to one endpoint take turns (on MongoDB the $inc is atomic across processes too).
-const failureWrites = new KeyedQueue();
-
 /** A succeeded delivery resets the run of exhausted deliveries (always: one may have been counted during its POST). */
-export async function resetEndpointFailures(db: Db, _storeId: string, id: string): Promise<void> {
-  await failureWrites.run(id, () => endpointsCollection(db).updateOne({ _id: id }, { $set: { consecutive_failures: 0 } }));
+export async function resetEndpointFailures(db: Db, storeId: string, id: string): Promise<void> {
+  await endpointsCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { consecutive_failures: 0 } });
 }
 
-/** One more exhausted delivery; at AUTO_DISABLE_AFTER the endpoint is disabled with its reason. */
-export function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
-  return failureWrites.run(id, () => addExhaustion(db, storeId, id));
-}
-
-async function addExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
+/** One more exhausted delivery; the update that finds AUTO_DISABLE_AFTER reached while enabled disables it, once. */
+export async function countEndpointExhaustion(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
   const endpoints = endpointsCollection(db);
-  const after = await endpoints.findOneAndUpdate({ _id: id }, { $inc: { consecutive_failures: 1 } }, { returnDocument: 'after' });
-  if (!after || after.store_id !== storeId) return null;
-  if (after.status === 'enabled' && after.consecutive_failures >= AUTO_DISABLE_AFTER) {
-    return (
-      (await endpoints.findOneAndUpdate({ _id: id }, { $set: { status: 'disabled', disabled_reason: AUTO_DISABLED_REASON } }, { returnDocument: 'after' })) ?? after
-    );
-  }
-  return after;
+  const after = await endpoints.findOneAndUpdate({ _id: id, store_id: storeId }, { $inc: { consecutive_failures: 1 } }, { returnDocument: 'after' });
+  if (!after || after.status !== 'enabled' || after.consecutive_failures < AUTO_DISABLE_AFTER) return after;
+  const disabled = await endpoints.findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'enabled', consecutive_failures: { $gte: AUTO_DISABLE_AFTER } },
+    { $set: { status: 'disabled', disabled_reason: AUTO_DISABLED_REASON } },
+    { returnDocument: 'after' },
+  );
+  return disabled ?? after;
 }
 
 // ---- deliveries --------------------------------------------------------------------------------------
@@ -374,7 +323,7 @@ export async function ensureDelivery(db: Db, event: EventDoc, endpointId: string
 }
 
 export async function findDelivery(db: Db, storeId: string, id: string): Promise<WebhookDeliveryDoc | null> {
-  return ownedById(deliveriesCollection(db), storeId, id);
+  return findOwnedById(deliveriesCollection(db), storeId, id);
 }
 
 /** Ids of all the store's endpoints: the only ones an event can have deliveries to (a deleted endpoint takes its deliveries along). */
@@ -383,11 +332,16 @@ async function endpointIdsOf(db: Db, storeId: string): Promise<string[]> {
   return docs.map((doc) => doc._id);
 }
 
-/** The deliveries an event has, looked up by their derived ids (no scan of the deliveries). */
+/** The store's deliveries among `ids`, in one query. */
+async function deliveriesByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookDeliveryDoc[]> {
+  if (ids.length === 0) return [];
+  return deliveriesCollection(db).find({ _id: { $in: ids }, store_id: storeId }).toArray();
+}
+
+/** The deliveries an event has, looked up by their derived ids. */
 export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string, endpointIds?: string[]): Promise<WebhookDeliveryDoc[]> {
-  const ids = endpointIds ?? (await endpointIdsOf(db, storeId));
-  const docs = await Promise.all(ids.map((endpointId) => findDelivery(db, storeId, deliveryIdFor(eventId, endpointId))));
-  return docs.filter((doc): doc is WebhookDeliveryDoc => doc !== null);
+  const ids = (endpointIds ?? (await endpointIdsOf(db, storeId))).map((endpointId) => deliveryIdFor(eventId, endpointId));
+  return deliveriesByIds(db, storeId, ids);
 }
 
 /**
@@ -403,15 +357,15 @@ export async function pendingWebhookCounts(
   const counts = new Map<string, number>();
   if (events.length === 0) return counts;
   const endpointIds = await endpointIdsOf(db, storeId);
-  await Promise.all(
-    events.map(async (event) => {
-      const deliveries = await deliveriesOfEvent(db, storeId, event._id, [...new Set([...endpointIds, ...(event.targets ?? [])])]);
-      const written = new Set(deliveries.map((d) => d.webhook_endpoint));
-      const awaited = event.dispatched ? [] : (event.targets ?? []);
-      const unwritten = awaited.filter((t) => !written.has(t) && endpointIds.includes(t)).length;
-      counts.set(event._id, deliveries.filter((d) => d.status !== 'succeeded').length + unwritten);
-    }),
-  );
+  const ids = events.flatMap((event) => [...new Set([...endpointIds, ...(event.targets ?? [])])].map((endpointId) => deliveryIdFor(event._id, endpointId)));
+  const all = await deliveriesByIds(db, storeId, ids);
+  for (const event of events) {
+    const deliveries = all.filter((d) => d.event === event._id);
+    const written = new Set(deliveries.map((d) => d.webhook_endpoint));
+    const awaited = event.dispatched ? [] : (event.targets ?? []);
+    const unwritten = awaited.filter((t) => !written.has(t) && endpointIds.includes(t)).length;
+    counts.set(event._id, deliveries.filter((d) => d.status !== 'succeeded').length + unwritten);
+  }
   return counts;
 }
 
@@ -424,33 +378,13 @@ export async function openDeliveriesOf(db: Db, storeId: string, endpointId: stri
 
 export async function deleteDeliveriesOf(db: Db, storeId: string, endpointId: string): Promise<void> {
   await deliveriesCollection(db).deleteMany({ store_id: storeId, webhook_endpoint: endpointId });
-  await countedExhaustionsCollection(db).deleteMany({ store_id: storeId, webhook_endpoint: endpointId });
 }
 
 type DeliveryFields = Partial<Omit<WebhookDeliveryDoc, '_id' | 'store_id' | 'event' | 'webhook_endpoint' | 'created' | 'body'>>;
 
-/**
- * Writes `changes` to the delivery if `expected` holds of it as the write found it. The write itself
- * is by `_id` alone (see the header); when the check fails, the fields it changed are put back under a
- * filter that matches only while our values are still there, so a newer write is never undone.
- */
-async function compareAndSet(
-  db: Db,
-  id: string,
-  changes: DeliveryFields,
-  expected: (before: WebhookDeliveryDoc) => boolean,
-): Promise<{ before: WebhookDeliveryDoc | null; applied: boolean }> {
-  const deliveries = deliveriesCollection(db);
-  const before = await deliveries.findOneAndUpdate({ _id: id }, { $set: changes }, { returnDocument: 'before' });
-  if (!before) return { before: null, applied: false };
-  if (expected(before)) return { before, applied: true };
-  const keys = Object.keys(changes) as (keyof DeliveryFields)[];
-  const changed = keys.filter((key) => (before[key] ?? null) !== (changes[key] ?? null));
-  if (changed.length > 0) {
-    const restore = Object.fromEntries(changed.map((key) => [key, before[key] ?? null]));
-    await deliveries.updateOne({ _id: id, ...changes } as Filter<WebhookDeliveryDoc>, { $set: restore });
-  }
-  return { before, applied: false };
+/** Writes `changes` to the delivery only if it is in the `expected` state; null: it was not (or is gone). */
+function updateIf(db: Db, expected: Filter<WebhookDeliveryDoc>, changes: DeliveryFields): Promise<WebhookDeliveryDoc | null> {
+  return deliveriesCollection(db).findOneAndUpdate(expected, { $set: changes }, { returnDocument: 'after' });
 }
 
 /**
@@ -465,12 +399,9 @@ export async function resetDelivery(
   resendToken: string,
   now = Date.now(),
 ): Promise<WebhookDeliveryDoc | null> {
-  const current = await findDelivery(db, storeId, id);
-  if (!current || current.resend_token === resendToken) return current;
   const changes = { status: 'pending' as const, attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false, resend_token: resendToken };
-  const { before, applied } = await compareAndSet(db, id, changes, (doc) => doc.resend_token !== resendToken);
-  if (!before) return null;
-  return applied ? { ...before, ...changes } : before;
+  const reset = await updateIf(db, { _id: id, store_id: storeId, resend_token: { $ne: resendToken } }, changes);
+  return reset ?? findDelivery(db, storeId, id);
 }
 
 export type AttemptClaim =
@@ -487,16 +418,13 @@ export type AttemptClaim =
  * outcome already recorded, returned as is, so a retried activity never makes the next attempt early.
  */
 export async function claimAttempt(db: Db, storeId: string, id: string, attempt: number, now = Date.now()): Promise<AttemptClaim> {
+  const changes = { status: 'delivering' as const, attempts: attempt, last_attempt_at: Math.floor(now / 1000), next_attempt_at: null };
+  const waiting = { _id: id, store_id: storeId, status: { $in: ['pending', 'failed'] as DeliveryStatus[] }, attempts: attempt - 1 };
+  const claimed = await updateIf(db, waiting, changes);
+  if (claimed) return { kind: 'claimed', doc: claimed };
   const current = await findDelivery(db, storeId, id);
   if (!current) return { kind: 'gone' };
-  if (current.status === 'delivering') return { kind: 'claimed', doc: current };
-  const waiting = (doc: WebhookDeliveryDoc) => (doc.status === 'pending' || doc.status === 'failed') && doc.attempts === attempt - 1;
-  if (!waiting(current)) return { kind: 'recorded', doc: current };
-  const changes = { status: 'delivering' as const, attempts: attempt, last_attempt_at: Math.floor(now / 1000), next_attempt_at: null };
-  const { before, applied } = await compareAndSet(db, id, changes, waiting);
-  if (!before) return { kind: 'gone' };
-  if (applied) return { kind: 'claimed', doc: { ...before, ...changes } };
-  return before.status === 'delivering' ? { kind: 'claimed', doc: before } : { kind: 'recorded', doc: before };
+  return { kind: current.status === 'delivering' ? 'claimed' : 'recorded', doc: current };
 }
 
 export interface AttemptOutcome {
@@ -522,9 +450,9 @@ export async function recordAttemptOutcome(
   attempt: number,
   changes: DeliveryChanges,
 ): Promise<{ doc: WebhookDeliveryDoc | null; applied: boolean }> {
-  const { before, applied } = await compareAndSet(db, id, changes, (doc) => doc.status === 'delivering' && doc.attempts === attempt);
-  if (!before) return { doc: null, applied: false };
-  return { doc: applied ? { ...before, ...changes } : before, applied };
+  const recorded = await updateIf(db, { _id: id, status: 'delivering', attempts: attempt }, changes);
+  if (recorded) return { doc: recorded, applied: true };
+  return { doc: await deliveriesCollection(db).findOne({ _id: id }), applied: false };
 }
 
 export function successChanges(outcome: AttemptOutcome, now = Date.now()): DeliveryChanges {
@@ -568,31 +496,14 @@ export function disabledChanges(doc: Pick<WebhookDeliveryDoc, 'last_response_sta
 
 /**
  * Marks the exhaustion recorded in `doc` as counted on its endpoint: true for exactly one caller per
- * exhaustion, who then adds it. The guard is a unique `_id` insert, not an update: FerretDB v1 applies
- * concurrent updates of one document without isolation (each can see the same 'before'), while a
- * duplicate `_id` is always refused. failure_counted on the delivery only saves retries the insert.
+ * exhaustion (the one whose update flips failure_counted), who then adds it. The resend token as read
+ * keeps a stale caller from counting a later resend's exhaustion.
  */
 export async function markFailureCounted(db: Db, storeId: string, doc: WebhookDeliveryDoc): Promise<boolean> {
-  if (doc.store_id !== storeId || doc.status !== 'exhausted' || doc.failure_counted) return false;
-  try {
-    await countedExhaustionsCollection(db).insertOne({
-      _id: `${doc._id}/${doc.resend_token ?? 'first'}`,
-      store_id: doc.store_id,
-      webhook_endpoint: doc.webhook_endpoint,
-      created: Math.floor(Date.now() / 1000),
-    });
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    // Counted already, by an overlapping execution. Its flag can have been lost under a whole-document
-    // write of ours that FerretDB v1 let land after it, so it is set again (each execution marks after its
-    // own writes, so the last mark follows the last write). The filter keeps a resend's new exhaustion
-    // uncounted; it is not `_id` alone, but this path runs only when executions overlap.
-    await deliveriesCollection(db).updateOne(
-      { _id: doc._id, resend_token: doc.resend_token ?? null, failure_counted: false },
-      { $set: { failure_counted: true } },
-    );
-    return false;
-  }
-  await deliveriesCollection(db).updateOne({ _id: doc._id }, { $set: { failure_counted: true } });
-  return true;
+  if (doc.status !== 'exhausted' || doc.failure_counted) return false;
+  const result = await deliveriesCollection(db).updateOne(
+    { _id: doc._id, store_id: storeId, status: 'exhausted', resend_token: doc.resend_token ?? null, failure_counted: { $ne: true } },
+    { $set: { failure_counted: true } },
+  );
+  return result.modifiedCount === 1;
 }

@@ -1,12 +1,8 @@
-// One delivery attempt, as the delivery workflow's activity: (on a resend, reset the record to pending
-// with attempts 0, once per resend), claim attempt N, the one the workflow expects (pending/failed with
-// N - 1 attempts to delivering with N, a compare-and-set), close at once if the endpoint is disabled,
-// POST the stored body signed with the endpoint's secrets, and record the outcome: succeeded (endpoint
-// failures reset), failed (next attempt time), or exhausted (endpoint failures +1 once, auto-disable
-// at 20). A retried activity whose attempt already has an outcome returns that outcome and POSTs
-// nothing, so the workflow still waits the schedule before attempt N + 1; one whose attempt was left
-// delivering makes it again: duplicates are possible, loss is not. Reads and writes go by `_id` alone
-// (FerretDB's only indexed filter; store/webhooks.ts).
+// One delivery attempt, the delivery workflow's activity: (resend: reset once per token) claim attempt N
+// by a conditional update, close at once if the endpoint is disabled, POST the signed body, record the
+// outcome if still delivering N: succeeded (endpoint failures reset), failed, or exhausted (counted once,
+// auto-disable at 20). A retry whose attempt has an outcome POSTs nothing; one left delivering POSTs
+// again: duplicates are possible, loss is not.
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../../domain/webhook-retry';

@@ -2,7 +2,7 @@
 // MongoDB directly. With --json every command prints one JSON document: tests and scripts rely on it.
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { commands, type CommandContext } from './commands';
 import { isEntryPoint } from '../entry-point';
 

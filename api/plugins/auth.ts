@@ -143,7 +143,7 @@ export default fp(async function authPlugin(app: FastifyInstance) {
     request.auth = auth;
   });
 
-  // Slot documents of ended windows are swept (FerretDB has no TTL index); the per-process hints too.
+  // Counters of ended windows are swept as a fallback where the TTL index is not available; the per-process state too.
   const sweeper = setInterval(() => {
     windows.prune();
     stores.prune();

@@ -94,6 +94,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
     return payload;
   });
 
+  // Swept as a fallback where the TTL index on expires_at is unavailable.
   const sweeper = setInterval(() => {
     sweepExpiredIdempotencyKeys(db).catch((err) => app.log.warn({ err }, 'idempotency sweep failed'));
   }, 10 * 60_000);

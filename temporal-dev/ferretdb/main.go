@@ -1,4 +1,5 @@
-// Command ferretdb runs FerretDB v1.24.2 on SQLite for the local stack and the test suites.
+// Command ferretdb runs FerretDB v1.24.2 on SQLite for the local stack and the test suites, behind a
+// relay on --listen-addr that makes update, findAndModify and delete atomic per collection (see relay.go).
 //
 // It wraps FerretDB's embeddable package instead of building upstream cmd/ferretdb because the
 // published module lacks build/version/version.txt, which makes that binary panic at start.
@@ -11,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,8 +34,23 @@ func main() {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// On SIGINT/SIGTERM (also during start-up) the relay closes its listener and connections first; only
+	// then is FerretDB told to stop. Its Run returns after closing its listener and the SQLite backend,
+	// so the data is flushed.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// Clients reach FerretDB through the relay (see relay.go), so a busy port fails here, before SQLite is opened.
+	ln, err := net.Listen("tcp", *listenAddr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
+		os.Exit(1)
+	}
+
+	// FerretDB itself listens on an OS-chosen loopback port. New binds it already (clientconn.Listen
+	// closes tcpListenerReady), so MongoDBURI reports the actual port before Run.
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: *listenAddr},
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: *sqliteURL,
@@ -41,11 +59,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
 		os.Exit(1)
 	}
+	upstream, err := url.Parse(f.MongoDBURI())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
+		os.Exit(1)
+	}
+	logger.Info("relaying to FerretDB", slog.String("listen", ln.Addr().String()), slog.String("ferretdb", upstream.Host))
 
-	// Run returns once the context is cancelled, after closing the listener and the SQLite backend,
-	// so SIGINT/SIGTERM give a clean shutdown with the data flushed.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ferretCtx, stopFerret := context.WithCancel(context.Background())
+	defer stopFerret()
+
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		defer stopFerret()
+		newRelay(upstream.Host, logger).serve(ctx, ln)
+	}()
 
 	// Adds the index FerretDB's lookups by _id need but do not get (see idindex.go), starting now:
 	// New has opened the existing databases, and the first pass runs while Run starts listening.
@@ -64,10 +93,11 @@ func main() {
 		close(indexed)
 	}
 
-	runErr := f.Run(ctx)
+	runErr := f.Run(ferretCtx)
 
 	// Run only returns early on error; either way no connection of ours outlives the process' main.
 	stop()
+	<-relayed
 	<-indexed
 
 	if runErr != nil {

@@ -18,7 +18,7 @@ import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-
 import { createBillingWorker } from '../../worker/main';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createApiKey, createStore } from '../../activities/store/stores';
 import { createOffer, createProduct } from '../../activities/store/catalog';
 import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';

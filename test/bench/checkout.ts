@@ -17,7 +17,7 @@ import { startFerretDb, startTemporalDevServer, freePort } from '../../temporal-
 import { createBillingWorker } from '../../worker/main';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createApiKey, createStore } from '../../activities/store/stores';
 import { createOffer, createProduct } from '../../activities/store/catalog';
 import { createTestConnection } from '../../activities/provider/test-connection';

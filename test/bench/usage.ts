@@ -19,14 +19,15 @@ import { performance } from 'node:perf_hooks';
 import { MongoClient, type Db } from 'mongodb';
 import { freePort, startFerretDb } from '../../temporal-dev/servers';
 import { waitFor } from '../../temporal-dev/wait';
-import { collections, ensureIndexes, type StoreDoc } from '../../activities/store/collections';
+import { collections, type StoreDoc } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createApiKey, createStore } from '../../activities/store/stores';
 import { createMeter } from '../../activities/store/meters';
 import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
 import { createOffer, createProduct } from '../../activities/store/catalog';
 import { createTestConnection } from '../../activities/provider/test-connection';
 import { createSubscription } from '../../activities/subscriptions';
-import { contributionOf, insertMeterEvents, meterEventId, meterEventsCollection, type MeterEventDoc } from '../../activities/store/usage';
+import { contributionOf, customerKey, insertMeterEvents, meterEventId, meterEventsCollection, type MeterEventDoc } from '../../activities/store/usage';
 import { readRollups, writeBatch } from '../../activities/store/usage-rollups';
 import { createUsageActivities, ingestMeterEvents, putUsageItem } from '../../activities/usage';
 import { periodRollupKey } from '../../domain/usage-periods';
@@ -275,9 +276,13 @@ async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, fer
         created: now,
       };
     });
-    await writeBatch(db, env.store._id, docs.map(contributionOf), (batchId) => {
-      for (const d of docs) d.batch = batchId;
-      return insertMeterEvents(db, docs);
+    await writeBatch(db, env.store._id, {
+      customers: [customerKey(env.store._id, customer)],
+      contributions: docs.map(contributionOf),
+      insert: (journalId) => {
+        for (const d of docs) d.batch = journalId;
+        return insertMeterEvents(db, docs);
+      },
     });
     if ((from / seedBatch) % 50 === 49) console.log(`  seeded ${from + seedBatch} events`);
   }

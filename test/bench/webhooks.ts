@@ -17,7 +17,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
 import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createStore } from '../../activities/store/stores';
 import { deliveryIdFor, insertEndpoint } from '../../activities/store/webhooks';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';

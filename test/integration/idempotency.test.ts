@@ -1,7 +1,7 @@
-// Idempotency-Key over real HTTP against FerretDB: replays with the first status and headers, nothing
-// executed twice (also under real concurrency), reuse and length refused, 4xx stored and 5xx not,
-// abandoned leases taken over, keys scoped to a store and to 24 hours, and every write on the keys
-// filtered by _id alone (the only filter FerretDB v1 answers from an index).
+// Idempotency-Key over real HTTP: replays with the first status and headers, nothing executed twice
+// (also under real concurrency, from separate clients), reuse and length refused, 4xx stored and 5xx
+// not, abandoned leases taken over once, keys scoped to a store and to 24 hours, every key read and
+// write addressed by its exact _id.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MongoClient, type CommandStartedEvent, type Document } from 'mongodb';
 import { Type } from '@sinclair/typebox';
@@ -16,6 +16,8 @@ import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   releaseIdempotencyKey,
+  sweepExpiredIdempotencyKeys,
+  type ClaimResult,
 } from '../../activities/store/idempotency';
 import { ApiError } from '../../domain/errors';
 
@@ -82,6 +84,7 @@ const seed = async (key: string, doc: { fingerprint: string; state: 'running' | 
     key,
     request_id: 'req_00000000000000000000',
     response: doc.state === 'done' ? { status: 201, body: '{"n":-1}', headers: {} } : null,
+    expires_at: new Date(doc.created + IDEMPOTENCY_TTL_MS),
     ...doc,
   });
 };
@@ -313,6 +316,16 @@ describe('leases and expiry', () => {
     expect(res.headers.get('idempotent-replayed')).toBeNull();
   });
 
+  it('the sweep deletes keys older than 24 hours and keeps younger ones', async () => {
+    const [old, young] = [newKey(), newKey()];
+    const now = Date.now();
+    await seed(old, { fingerprint: 'fp', state: 'done', locked_until: now - IDEMPOTENCY_TTL_MS, created: now - IDEMPOTENCY_TTL_MS - 1000 });
+    await seed(young, { fingerprint: 'fp', state: 'done', locked_until: now, created: now - IDEMPOTENCY_TTL_MS + 60_000 });
+    expect(await sweepExpiredIdempotencyKeys(mongo.db, now)).toBeGreaterThanOrEqual(1);
+    const left = await collections(mongo.db).idempotency.find({ _id: { $in: [`${store.store._id}:${old}`, `${store.store._id}:${young}`] } }).toArray();
+    expect(left.map((doc) => doc.key)).toEqual([young]);
+  });
+
   it('a key younger than 24 hours still replays', async () => {
     const key = newKey();
     const now = Date.now();
@@ -322,8 +335,8 @@ describe('leases and expiry', () => {
   });
 });
 
-describe('writes by _id alone', () => {
-  const keyCollections = new Set(['idempotency_keys', 'idempotency_takeovers']);
+describe('keys addressed by _id', () => {
+  const keyCollections = new Set(['idempotency_keys']);
   const filtersOf = (event: CommandStartedEvent): { op: string; filter: Document }[] => {
     const c = event.command;
     if (keyCollections.has(c.find)) return [{ op: 'find', filter: c.filter ?? {} }];
@@ -333,7 +346,7 @@ describe('writes by _id alone', () => {
     return [];
   };
 
-  it('claiming, completing, replaying, releasing after a 5xx and taking over an abandoned key query the keys by an exact {_id} only', async () => {
+  it('claiming, completing, replaying, releasing after a 5xx and taking over an abandoned key name the exact _id in every filter (no scan)', async () => {
     const monitored = await MongoClient.connect(inject('mongoUri'), { monitorCommands: true });
     const seen: { op: string; filter: Document }[] = [];
     monitored.on('commandStarted', (event) => seen.push(...filtersOf(event)));
@@ -373,9 +386,9 @@ describe('writes by _id alone', () => {
         200,
         200,
       ]);
-      expect(new Set(seen.map((s) => s.op))).toEqual(new Set(['find', 'update', 'delete']));
+      expect(new Set(seen.map((s) => s.op))).toEqual(new Set(['find', 'update', 'delete', 'findAndModify']));
       for (const { op, filter } of seen) {
-        expect({ op, keys: Object.keys(filter), id: typeof filter._id }).toEqual({ op, keys: ['_id'], id: 'string' });
+        expect({ op, id: typeof filter._id }).toEqual({ op, id: 'string' });
       }
     } finally {
       await watched.close();
@@ -414,16 +427,70 @@ describe('run ownership', () => {
     expect(next.kind === 'replay' && next.doc.response?.body).toBe('slow');
   });
 
-  it('a key whose marker winner died before writing it is taken over once the marker is a lease old', async () => {
+  it('a key whose owner died is taken over once its lease ran out, and the taker then holds it like any owner', async () => {
     const key = newKey();
     const now = Date.now();
-    const owner = await claimIdempotencyKey(mongo.db, input(key, 'req_dead'), now - 3 * IDEMPOTENCY_LEASE_MS);
-    if (owner.kind !== 'claimed') throw new Error(`expected a claim, got ${owner.kind}`);
-    // The owner won its run's marker and died before storing the response.
-    await mongo.db.collection('idempotency_takeovers').insertOne({ _id: owner.run as never, created: now - 2 * IDEMPOTENCY_LEASE_MS, outcome: 'done' });
+    const owner = await claimIdempotencyKey(mongo.db, input(key, 'req_dead'), now - IDEMPOTENCY_LEASE_MS - 1);
+    expect(owner.kind).toBe('claimed');
     const retry = await claimIdempotencyKey(mongo.db, input(key, 'req_retry'), now);
     expect(retry.kind).toBe('claimed');
     const again = await claimIdempotencyKey(mongo.db, input(key, 'req_third'), now);
     expect(again.kind).toBe('in_use');
+  });
+
+  it('a taker of an expired done key wins once: a second taker that saw the old run gets the new one (in use, or reused for another body)', async () => {
+    const key = newKey();
+    const now = Date.now();
+    await seed(key, { fingerprint: 'old', state: 'done', locked_until: now - IDEMPOTENCY_TTL_MS, created: now - IDEMPOTENCY_TTL_MS - 1000 });
+    const first = await claimIdempotencyKey(mongo.db, input(key, 'req_first'), now);
+    const same = await claimIdempotencyKey(mongo.db, input(key, 'req_same'), now);
+    const other = await claimIdempotencyKey(mongo.db, { ...input(key, 'req_other'), fingerprint: 'other' }, now);
+    expect([first.kind, same.kind, other.kind]).toEqual(['claimed', 'in_use', 'reused']);
+  });
+
+  it('a released key is free again; releasing or completing it a second time changes nothing', async () => {
+    const key = newKey();
+    const owner = await claimIdempotencyKey(mongo.db, input(key, 'req_owner'));
+    if (owner.kind !== 'claimed') throw new Error(`expected a claim, got ${owner.kind}`);
+    expect(await releaseIdempotencyKey(mongo.db, owner)).toBe(true);
+    expect(await releaseIdempotencyKey(mongo.db, owner)).toBe(false);
+    expect(await completeIdempotencyKey(mongo.db, owner, response('late'))).toBe(false);
+    expect((await claimIdempotencyKey(mongo.db, input(key, 'req_next'))).kind).toBe('claimed');
+  });
+});
+
+describe('races between processes (one MongoClient each)', () => {
+  const input = (key: string, requestId: string) => ({ storeId: store.store._id, key, fingerprint: 'fp', requestId });
+  let clients: MongoClient[] = [];
+  beforeAll(async () => {
+    clients = await Promise.all(Array.from({ length: 20 }, () => MongoClient.connect(inject('mongoUri'))));
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+  });
+  const dbOf = (client: MongoClient) => client.db(mongo.db.databaseName);
+
+  it('20 concurrent claims of a new key: exactly one is claimed, the others find it in use', async () => {
+    const key = newKey();
+    const results = await Promise.all(clients.map((c, i) => claimIdempotencyKey(dbOf(c), input(key, `req_new_${i}`))));
+    expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'in_use')).toHaveLength(19);
+  });
+
+  it('10 concurrent takeovers of an abandoned lease: exactly one wins, and only the winner can complete', async () => {
+    const key = newKey();
+    const now = Date.now();
+    await seed(key, { fingerprint: 'fp', state: 'running', locked_until: now - 1, created: now - 70_000 });
+    const racers = clients.slice(0, 10);
+    const results = await Promise.all(racers.map((c, i) => claimIdempotencyKey(dbOf(c), input(key, `req_take_${i}`), now)));
+    const winners = results.filter((r): r is Extract<ClaimResult, { kind: 'claimed' }> => r.kind === 'claimed');
+    expect(winners).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'in_use')).toHaveLength(9);
+    const completions = await Promise.all(
+      racers.map((c, i) => completeIdempotencyKey(dbOf(c), { id: winners[0].id, run: `req_take_${i}` }, { status: 200, body: `${i}`, headers: {} })),
+    );
+    expect(completions.filter(Boolean)).toHaveLength(1);
+    const held = await collections(mongo.db).idempotency.findOne({ _id: winners[0].id });
+    expect([held?.state, held?.request_id]).toEqual(['done', winners[0].run]);
   });
 });

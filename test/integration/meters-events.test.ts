@@ -1,4 +1,4 @@
-// What this tests: meter event ingestion over real HTTP against FerretDB (no workflows needed):
+// What this tests: meter event ingestion over real HTTP against the test database (no workflows needed):
 // idempotent identifiers (201 then 200 with the stored event), generated identifiers, payload and
 // timestamp rules with their error codes, the batch call's per-item results and statuses,
 // attachment on arrival (event rule 5) and the hourly error report for unattached events.

@@ -1,4 +1,4 @@
-// What this tests: GET /v1/billing/meters/{id}/event_summaries over real HTTP against FerretDB:
+// What this tests: GET /v1/billing/meters/{id}/event_summaries over real HTTP against the test database:
 // hourly and daily windows and a single range, only windows with events, newest first, events
 // attached or not, sum/count/last meters, one customer at a time, and each refusal with its param.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -1,7 +1,10 @@
-// What this tests: /v1/billing/meters over real HTTP against FerretDB: create with defaults and
+// What this tests: /v1/billing/meters over real HTTP against the test database: create with defaults and
 // options, event_name rules and uniqueness, list with the status filter, retrieve, rename (only
-// display_name), deactivate (once, no way back), and the store boundary.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// display_name), deactivate (once, no way back, also against renames from other processes), and the
+// store boundary.
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { deactivateMeter, renameMeter } from '../../activities/store/meters';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 
@@ -153,6 +156,23 @@ describe('read, update, deactivate', () => {
     expect(again.body.status_transitions.deactivated_at).toBe(first.body.status_transitions.deactivated_at);
     const renamed = await call(api, store.key, 'POST', `/v1/billing/meters/${created.id}`, { json: { display_name: 'Renamed after' } });
     expect(renamed.body).toMatchObject({ status: 'inactive', display_name: 'Renamed after' });
+  });
+
+  test('renames and deactivations at once from separate processes: inactive, one deactivated_at, one of the names', async () => {
+    const created = (await create({ display_name: 'Racing', event_name: uniqueName() })).body;
+    const clients = await Promise.all(Array.from({ length: 6 }, () => MongoClient.connect(inject('mongoUri'))));
+    try {
+      const dbs = clients.map((c) => c.db(mongo.db.databaseName));
+      const storeId = store.store._id;
+      const results = await Promise.all(dbs.map((db, i) => (i % 2 === 0 ? renameMeter(db, storeId, created.id, `Name ${i}`) : deactivateMeter(db, storeId, created.id))));
+      const deactivatedAt = results.filter((_, i) => i % 2 === 1).map((m) => m.deactivated_at);
+      expect(new Set(deactivatedAt).size).toBe(1);
+      const final = (await call(api, store.key, 'GET', `/v1/billing/meters/${created.id}`)).body;
+      expect(final).toMatchObject({ status: 'inactive', status_transitions: { deactivated_at: deactivatedAt[0] } });
+      expect(['Name 0', 'Name 2', 'Name 4']).toContain(final.display_name);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
   });
 
   test('list is newest first, filters by status, paginates, and shows only the store meters', async () => {

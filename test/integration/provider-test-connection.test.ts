@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
 import type { PaymentProvider } from '../../activities/provider/types';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { testMongo, type TestMongo } from '../support/env';
 
 let mongo: TestMongo;

@@ -1,7 +1,9 @@
 // Rate limits over real HTTP: 100 requests per 2-second window per key and 10 a minute per address
 // without a valid key, 429 rate_limit with Retry-After beyond; exact across two API processes (this
-// test's in-process API and a second `tsx api/server.ts` process) sharing one FerretDB database.
+// test's in-process API and a second `tsx api/server.ts` process) sharing one database; the shared
+// windows themselves across separate MongoClients, and the sweep of ended windows.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
@@ -9,7 +11,7 @@ import { call, createTestStore, startTestApi, type TestApi, type TestStore } fro
 import { loadApiConfig } from '../../api/config';
 import { collections } from '../../activities/store/collections';
 import { freePort } from '../../temporal-dev/servers';
-import { blockSizeFor } from '../../activities/store/rate-counters';
+import { blockSizeFor, SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../activities/store/rate-counters';
 
 let mongo: TestMongo;
 let store: TestStore;
@@ -173,7 +175,7 @@ describe('two API processes on one database', () => {
       Array.from({ length: 160 }, (_, i) => call(i % 2 === 0 ? local : remote, key, 'GET', '/v1/account')),
     );
     const t = tally(responses);
-    // Each process claims blocks of 5 slots; what one holds unused at the end is lost to the other.
+    // Each process claims batches of 5 slots; what one holds unused when its requests stop is lost.
     const slack = 2 * (blockSizeFor(100) - 1);
     expect(t.ok).toBeLessThanOrEqual(100);
     expect(t.ok).toBeGreaterThanOrEqual(100 - slack);
@@ -201,5 +203,56 @@ describe('two API processes on one database', () => {
       const res = await call(api, key, 'GET', '/v1/account');
       expect([res.status, res.body.error.code]).toEqual([401, 'api_key_revoked']);
     }
+  });
+});
+
+describe('shared windows on separate clients', () => {
+  let other: MongoClient;
+  beforeAll(async () => {
+    other = await MongoClient.connect(inject('mongoUri'));
+  });
+  afterAll(async () => other?.close());
+
+  it('300 hits of one subject spread over two instances on separate clients let exactly 100 through in one window', async () => {
+    const instances = [new SharedRateWindows(mongo.db), new SharedRateWindows(other.db(mongo.db.databaseName))];
+    const now = Date.now();
+    // 20 lanes of 15 hits one after another, alternating instances: many claims race on the counter.
+    const lanes = await Promise.all(
+      Array.from({ length: 20 }, async (_, lane) => {
+        const hits: WindowHit[] = [];
+        for (let i = 0; i < 15; i++) hits.push(await instances[lane % 2].hit('key:spread', 100, HOUR, now));
+        return hits;
+      }),
+    );
+    const allowedBy = (parity: number) => lanes.filter((_, lane) => lane % 2 === parity).flat().filter((h) => h.allowed).length;
+    expect(allowedBy(0) + allowedBy(1)).toBe(100);
+    expect(lanes.flat().filter((h) => !h.allowed).every((h) => h.remaining === 0)).toBe(true);
+    // Both instances got part of the 100, and a later hit on either is refused.
+    expect(allowedBy(0)).toBeGreaterThan(0);
+    expect(allowedBy(1)).toBeGreaterThan(0);
+    for (const windows of instances) expect((await windows.hit('key:spread', 100, HOUR, now)).allowed).toBe(false);
+  });
+
+  it('a window that began full elsewhere refuses every hit of a fresh instance', async () => {
+    const now = Date.now();
+    const first = new SharedRateWindows(mongo.db);
+    for (let i = 0; i < 10; i++) expect((await first.hit('ip:full', 10, HOUR, now)).allowed).toBe(true);
+    const fresh = new SharedRateWindows(other.db(mongo.db.databaseName));
+    const hits = await Promise.all(Array.from({ length: 5 }, () => fresh.hit('ip:full', 10, HOUR, now)));
+    expect(hits.map((h) => [h.allowed, h.remaining])).toEqual(Array(5).fill([false, 0]));
+  });
+
+  it('a counter carries its window end as a Date, and the sweep deletes ended windows only', async () => {
+    const windows = new SharedRateWindows(mongo.db);
+    const now = Date.now();
+    await windows.hit('ip:sweep-old', 10, HOUR, now - 2 * HOUR);
+    const current = await windows.hit('ip:sweep-now', 10, HOUR, now);
+    const counters = collections(mongo.db).rateCounters;
+    const doc = await counters.findOne({ _id: `ip:sweep-now|${Math.floor(now / HOUR)}` });
+    expect(doc?.expires_at).toBeInstanceOf(Date);
+    expect(doc!.expires_at.getTime()).toBe(current.resetAt * 1000);
+    await sweepExpiredWindows(mongo.db, now);
+    expect(await counters.findOne({ _id: `ip:sweep-old|${Math.floor((now - 2 * HOUR) / HOUR)}` })).toBeNull();
+    expect(await counters.findOne({ _id: doc!._id })).not.toBeNull();
   });
 });

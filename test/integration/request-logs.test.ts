@@ -5,7 +5,7 @@ import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { runAdmin } from '../../api/admin/cli';
 import { collections, type RequestLogDoc } from '../../activities/store/collections';
-import { REQUEST_LOG_RETENTION_MS, sweepRequestLogs } from '../../activities/store/request-logs';
+import { REQUEST_LOG_RETENTION_MS, sweepRequestLogs, writeRequestLogs } from '../../activities/store/request-logs';
 
 let mongo: TestMongo;
 let api: TestApi;
@@ -93,7 +93,7 @@ describe('request logs', () => {
       ip: '127.0.0.1',
       created: Math.floor((now - ageMs) / 1000),
     });
-    await collections(mongo.db).requestLogs.insertMany([
+    await writeRequestLogs(mongo.db, [
       entry('req_old000000000000000001', REQUEST_LOG_RETENTION_MS + 60_000),
       entry('req_young00000000000000001', REQUEST_LOG_RETENTION_MS - 60_000),
     ]);
@@ -102,5 +102,15 @@ describe('request logs', () => {
     const left = (await adminLogs(['--limit', '1000'])).map((l) => l._id);
     expect(left).toContain('req_young00000000000000001');
     expect(left).not.toContain('req_old000000000000000001');
+  });
+
+  it('every written entry carries expires_at, a Date 30 days after it was made, for the TTL index', async () => {
+    const created = Math.floor(Date.now() / 1000);
+    const id = 'req_ttl000000000000000001';
+    await writeRequestLogs(mongo.db, [
+      { _id: id, store_id: store.store._id, api_key: store.keyId, method: 'GET', path: '/v1/account', status: 200, duration_ms: 1, ip: '127.0.0.1', created },
+    ]);
+    const stored = await mongo.db.collection('request_logs').findOne({ _id: id as never });
+    expect(stored?.expires_at).toEqual(new Date(created * 1000 + REQUEST_LOG_RETENTION_MS));
   });
 });

@@ -1,4 +1,4 @@
-// What this tests: /v1/subscriptions/{id}/usage_items over real HTTP against FerretDB: create with
+// What this tests: /v1/subscriptions/{id}/usage_items over real HTTP against the test database: create with
 // the defaults, replace on the same meter (same id), list envelope, delete shape, and each refusal
 // (unknown subscription, meter or item; inactive meter; currency_mismatch; price rules).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -1,185 +1,214 @@
-// What this tests: rollups and ingestion journals against FerretDB — concurrent batches on one key
-// add up exactly (FerretDB's updates are unlocked read-modify-writes, so this process serializes
-// them), a batch whose process "died" after inserting its events is counted once by recovery, a
-// journal left behind after its totals were applied is not applied again, a writer that failed
-// leaves the batches queued behind it to recovery, in order, and two processes recovering the same
-// leftover journals at once count each batch once, and a journal claimed by another process holds
-// back the later batches of its writer.
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+// What this tests: rollups and ingestion journals with several processes at once (each its own
+// MongoClient): concurrent batches on one key add up exactly; a batch whose process died after
+// inserting its events, or midway through its rollups, is counted exactly once however many
+// recoveries run at once; a journal left behind after its totals were applied adds nothing; a failed
+// batch holds up no other; concurrent ingestions of overlapping batches with repeated identifiers
+// count each distinct event once; concurrent additions to a customer's subscriptions all land.
+import { MongoClient, type Db } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import {
-  journalClaimsCollection,
   journalsCollection,
   readRollups,
   recoverJournals,
+  rollupsCollection,
   RECOVERY_MARGIN_MS,
   JOURNAL_LEASE_MS,
   writeBatch,
   type JournalDoc,
   type RollupContribution,
 } from '../../activities/store/usage-rollups';
+import { createMeter } from '../../activities/store/meters';
+import { addCustomerSubscription, customerKey, customerSubscriptions, meterEventsCollection } from '../../activities/store/usage';
+import { ingestMeterEvents, putUsageItem } from '../../activities/usage';
+import { DAY, dayRollupKey, periodRollupKey, windowStart } from '../../domain/usage-periods';
+import { createTestStore } from '../support/api';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
+import { seedCustomer, seedUsageOffer, seedUsageSubscription } from '../support/usage';
 
 let mongo: TestMongo;
+const clients: MongoClient[] = [];
 
 beforeAll(async () => {
   mongo = await testMongo();
 });
 
 afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
   await mongo?.close();
 });
+
+/** The test database as another API process reaches it: through a client of its own. */
+async function processDbs(count: number): Promise<Db[]> {
+  const opened = await Promise.all(Array.from({ length: count }, () => MongoClient.connect(inject('mongoUri'))));
+  clients.push(...opened);
+  return opened.map((c) => c.db(mongo.db.databaseName));
+}
 
 let n = 0;
 const contribution = (key: string, value: number, timestamp = 1000): RollupContribution => ({ id: `ev_${++n}`, keys: [key], value, timestamp });
 
 /** Events "inserted" by a batch, kept in memory with the batch that inserted them. */
 const inserted = new Map<string, { batch: string; c: RollupContribution }>();
-const insertAll = (contributions: RollupContribution[]) => async (batchId: string) => {
-  for (const c of contributions) if (!inserted.has(c.id)) inserted.set(c.id, { batch: batchId, c });
+const insertAll = (contributions: RollupContribution[]) => async (journalId: string) => {
+  for (const c of contributions) if (!inserted.has(c.id)) inserted.set(c.id, { batch: journalId, c });
   return new Set(contributions.map((c) => c.id));
 };
 const loader = async (journal: JournalDoc) =>
   journal.events.map((id) => inserted.get(id)).filter((e) => e?.batch === journal._id).map((e) => e!.c);
 
-/** Recovery as it would run well after every lease ended. */
-const recoverLater = () => recoverJournals(mongo.db, loader, Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000);
+const write = (db: Db, contributions: RollupContribution[], insert = insertAll(contributions)) =>
+  writeBatch(db, 's', { customers: [], contributions, insert });
 
-/**
- * A batch of 100 on `key` that fails after writing its journal, with a batch of 1 queued behind it on
- * the same key (held until both are in flight). Returns once the first has failed; `second` is the
- * queued write, still to be awaited.
- */
-async function failWithOneQueued(key: string) {
-  const failing = [contribution(key, 100)];
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const first = writeBatch(mongo.db, 's', failing, async (batchId) => {
-    await insertAll(failing)(batchId);
-    await gate;
-    throw new Error('database went away');
-  });
-  const queued = [contribution(key, 1)];
-  const second = writeBatch(mongo.db, 's', queued, insertAll(queued));
-  release();
-  await expect(first).rejects.toThrow('database went away');
-  return { failing, second };
+/** A batch whose process dies right after inserting its events: its journal is left behind. */
+async function dieAfterInsert(db: Db, contributions: RollupContribution[]): Promise<void> {
+  const dying = async (journalId: string) => {
+    await insertAll(contributions)(journalId);
+    throw new Error('process died');
+  };
+  await expect(write(db, contributions, dying)).rejects.toThrow('process died');
 }
 
+/** A time at which every journal written so far is past its lease and margin. */
+const afterLeases = () => Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;
+const totalsOf = async (keys: string[]) => {
+  const docs = await readRollups(mongo.db, keys);
+  return keys.map((key) => [docs.get(key)?.sum ?? 0, docs.get(key)?.count ?? 0]);
+};
+const openJournals = (keys: string[]) => journalsCollection(mongo.db).countDocuments({ keys: { $in: keys } });
+
 describe('rollups', () => {
-  test('40 concurrent batches on one key add up exactly (sum, count, latest value)', async () => {
+  test('40 concurrent batches on one key from 4 processes add up exactly (sum, count, latest value)', async () => {
     const key = 'test|concurrent';
+    const dbs = await processDbs(4);
     await Promise.all(
       Array.from({ length: 40 }, (_, i) => {
         const batch = [contribution(key, 1, 1000 + i), contribution(key, 2, 1000 + i)];
-        return writeBatch(mongo.db, 's', batch, insertAll(batch));
+        return write(dbs[i % dbs.length], batch);
       }),
     );
     const doc = (await readRollups(mongo.db, [key])).get(key)!;
-    expect(doc).toMatchObject({ sum: 120, count: 80 });
+    expect(doc).toMatchObject({ sum: 120, count: 80, pending: [] });
     expect(doc.last?.startsWith('000000001039|')).toBe(true);
     // Journals are deleted after the totals are in (not awaited by the request).
-    await waitFor(async () => (await journalsCollection(mongo.db).countDocuments({ locks: key })) === 0, { timeoutMs: 10_000, description: 'journals deleted' });
+    await waitFor(async () => (await openJournals([key])) === 0, { timeoutMs: 10_000, description: 'journals deleted' });
   });
 
-  test('a batch whose events went in but whose process died is counted once by recovery, and only once', async () => {
-    const key = 'test|crashed';
-    const batch = [contribution(key, 5), contribution(key, 7)];
-    await expect(
-      writeBatch(mongo.db, 's', batch, async (batchId) => {
-        await insertAll(batch)(batchId);
-        throw new Error('process died');
-      }),
-    ).rejects.toThrow('process died');
-    expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
-    expect(await recoverJournals(mongo.db, loader)).toBe(0); // lease not over yet: left to its writer
-    expect(await recoverLater()).toBeGreaterThanOrEqual(1);
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 12, count: 2 });
-    await recoverLater();
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 12, count: 2 });
-    expect(await journalsCollection(mongo.db).countDocuments({ locks: key })).toBe(0);
+  test('batches whose process died after inserting their events are counted exactly once after two concurrent recoveries from separate processes', async () => {
+    const keys = ['test|died-a', 'test|died-b', 'test|died-c'];
+    for (const [i, key] of keys.entries()) await dieAfterInsert(mongo.db, [contribution(key, 10 + i), contribution(key, 1)]);
+    expect(await totalsOf(keys)).toEqual(keys.map(() => [0, 0]));
+    expect(await recoverJournals(mongo.db, loader)).toBe(0); // leases not over yet: left to their writers
+    // The other process: its own client and its own module instance.
+    const [otherDb] = await processDbs(1);
+    vi.resetModules();
+    const other = await import('../../activities/store/usage-rollups');
+    const at = afterLeases();
+    // The other's clock is as late as if this one's claims had already run out: both may replay a journal.
+    const claimOver = at + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS;
+    await Promise.all([recoverJournals(mongo.db, loader, at), other.recoverJournals(otherDb, loader, claimOver)]);
+    const counted = [
+      [11, 2],
+      [12, 2],
+      [13, 2],
+    ];
+    expect(await totalsOf(keys)).toEqual(counted);
+    expect(await openJournals(keys)).toBe(0);
+    await recoverJournals(mongo.db, loader, afterLeases());
+    expect(await totalsOf(keys)).toEqual(counted);
   });
 
-  test('a journal left behind after its totals were applied is recognised and not applied again', async () => {
+  test('a batch applied to some of its keys only (a database error midway) gets the rest from recovery, never a key twice', async () => {
+    const [good, broken] = ['test|midway-good', 'test|midway-broken'];
+    // A document whose sum cannot be incremented: the batch's update of that key fails.
+    await rollupsCollection(mongo.db).insertOne({ _id: broken, store_id: 's', sum: 'unreadable' as unknown as number, count: 0, pending: [], created: 0 });
+    const result = await write(mongo.db, [contribution(good, 5), contribution(broken, 7)]);
+    expect(result.complete).toBe(false);
+    expect(await totalsOf([good])).toEqual([[5, 1]]);
+    await rollupsCollection(mongo.db).updateOne({ _id: broken }, { $set: { sum: 0 } });
+    const [otherDb] = await processDbs(1);
+    await Promise.all([recoverJournals(mongo.db, loader, afterLeases()), recoverJournals(otherDb, loader, afterLeases())]);
+    expect(await totalsOf([good, broken])).toEqual([
+      [5, 1],
+      [7, 1],
+    ]);
+    expect(await openJournals([good, broken])).toBe(0);
+  });
+
+  test('a journal left behind after its totals were applied adds nothing when replayed', async () => {
     const key = 'test|applied';
     const batch = [contribution(key, 3)];
-    await writeBatch(mongo.db, 's', batch, insertAll(batch));
-    const journal = (await readRollups(mongo.db, [key])).get(key)!;
-    const [writer, seq] = Object.entries(journal.seq)[0];
-    const batchId = inserted.get(batch[0].id)!.batch;
-    // The delete after applying is not awaited by writeBatch; wait for it before putting the journal back.
-    await waitFor(async () => (await journalsCollection(mongo.db).countDocuments({ _id: batchId })) === 0, { timeoutMs: 10_000, description: 'journal deleted' });
-    // As if the delete after applying had failed.
-    await journalsCollection(mongo.db).insertOne({
-      _id: batchId,
-      store_id: 's',
-      writer,
-      seq,
-      locks: [key],
-      events: [batch[0].id],
-      lease_until: Date.now() - 1000,
-      created: Date.now() - 2000,
+    let journalId = '';
+    await write(mongo.db, batch, async (id) => {
+      journalId = id;
+      return insertAll(batch)(id);
     });
-    await recoverLater();
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 3, count: 1 });
+    await waitFor(async () => (await openJournals([key])) === 0, { timeoutMs: 10_000, description: 'journal deleted' });
+    // As if the delete after applying had failed.
+    const now = Date.now();
+    await journalsCollection(mongo.db).insertOne({ _id: journalId, store_id: 's', customers: [], keys: [key], events: [batch[0].id], lease_until: now - 1000, created: now - 2000 });
+    const [otherDb] = await processDbs(1);
+    await recoverJournals(otherDb, loader, afterLeases());
+    expect(await totalsOf([key])).toEqual([[3, 1]]);
+    expect(await openJournals([key])).toBe(0);
   });
 
   test('duplicates inside a batch (not new) add nothing', async () => {
     const key = 'test|dups';
     const batch = [contribution(key, 4), contribution(key, 4)];
-    const result = await writeBatch(mongo.db, 's', batch, async () => new Set([batch[0].id]));
+    const result = await write(mongo.db, batch, async () => new Set([batch[0].id]));
     expect([...result.inserted]).toEqual([batch[0].id]);
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 4, count: 1 });
+    expect(await totalsOf([key])).toEqual([[4, 1]]);
   });
 
-  test('after a failed batch, the batches queued behind it on the same key are left to recovery and counted in order', async () => {
-    const key = 'test|retired';
-    const { second } = await failWithOneQueued(key);
-    const secondResult = await second;
-    expect(secondResult.complete).toBe(false);
-    expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
-    await recoverLater();
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 101, count: 2 });
+  test('a failed batch holds up no other batch on its key; recovery adds it later', async () => {
+    const key = 'test|failed';
+    await dieAfterInsert(mongo.db, [contribution(key, 100)]);
+    const next = await write(mongo.db, [contribution(key, 1)]);
+    expect(next.complete).toBe(true);
+    expect(await totalsOf([key])).toEqual([[1, 1]]);
+    await recoverJournals(mongo.db, loader, afterLeases());
+    expect(await totalsOf([key])).toEqual([[101, 2]]);
   });
+});
 
-  test('two processes recovering the same leftover journals at once count each batch once', async () => {
-    const keys = ['test|twice-a', 'test|twice-b', 'test|twice-c'];
-    // Each failed batch retires its writer: three journals of three writers, recovered in parallel.
-    for (const [i, key] of keys.entries()) {
-      const batch = [contribution(key, 10 + i), contribution(key, 1)];
-      await expect(
-        writeBatch(mongo.db, 's', batch, async (batchId) => {
-          await insertAll(batch)(batchId);
-          throw new Error('process died');
-        }),
-      ).rejects.toThrow('process died');
-    }
-    // The other process: a fresh module instance, so its own per-key queue and recovery dedupe.
-    vi.resetModules();
-    const otherProcess = await import('../../activities/store/usage-rollups');
-    const later = Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;
-    await Promise.all([recoverJournals(mongo.db, loader, later), otherProcess.recoverJournals(mongo.db, loader, later)]);
-    const totals = await readRollups(mongo.db, keys);
-    expect(keys.map((key) => [totals.get(key)?.sum, totals.get(key)?.count])).toEqual([
-      [11, 2],
-      [12, 2],
-      [13, 2],
+describe('ingestion from several processes', () => {
+  test('10 concurrent ingestions of overlapping batches with repeated identifiers count each distinct event once', async () => {
+    const { store } = await createTestStore(mongo.db);
+    const offer = await seedUsageOffer(mongo.db, store._id);
+    const meter = await createMeter(mongo.db, { storeId: store._id, displayName: 'Images', eventName: 'images.concurrent' });
+    const deps = { db: mongo.db, temporal: null, taskQueue: 'unused' };
+    const { subscription, customer } = await seedUsageSubscription(deps, { store, offer, now: Date.now() - 60 * 60_000 });
+    await putUsageItem(deps, store._id, subscription._id, { meter: meter._id, unit_amount: 1 });
+    const timestamp = Math.floor(Date.now() / 1000) - 60;
+    const event = (k: number) => ({ event_name: meter.event_name, identifier: `e${k}`, timestamp, payload: { customer_id: customer._id, value: k } });
+    // Batch i holds identifiers 5i..5i+19 (overlapping its neighbours) and its first one twice.
+    const batches = Array.from({ length: 10 }, (_, i) => [...Array.from({ length: 20 }, (_, j) => event(5 * i + j)), event(5 * i)]);
+    const dbs = await processDbs(10);
+    const results = (await Promise.all(batches.map((events, i) => ingestMeterEvents({ ...deps, db: dbs[i] }, store._id, events)))).flat();
+
+    const distinct = 65; // identifiers e0..e64
+    const valueSum = (distinct * (distinct - 1)) / 2;
+    expect(results.filter((r) => r.status === 'accepted')).toHaveLength(distinct);
+    expect(results.filter((r) => r.status === 'duplicate')).toHaveLength(results.length - distinct);
+    const stored = await meterEventsCollection(mongo.db).find({ store_id: store._id, meter: meter._id }).toArray();
+    expect(stored.map((e) => e.subscription)).toEqual(stored.map(() => subscription._id));
+    const periodStarts = [...new Set(stored.map((e) => e.period_start!))];
+    expect(periodStarts).toHaveLength(1);
+    const keys = [periodRollupKey(subscription._id, periodStarts[0], meter._id), dayRollupKey(meter._id, customer._id, windowStart(timestamp, DAY))];
+    expect(await totalsOf(keys)).toEqual([
+      [valueSum, distinct],
+      [valueSum, distinct],
     ]);
-    expect(await journalsCollection(mongo.db).countDocuments({ locks: { $in: keys } })).toBe(0);
+    const customerJournals = () => journalsCollection(mongo.db).countDocuments({ customers: customerKey(store._id, customer._id) });
+    await waitFor(async () => (await customerJournals()) === 0, { timeoutMs: 10_000, description: 'journals deleted' });
   });
 
-  test("a journal another process is replaying holds back its writer's later journals until it is done", async () => {
-    const key = 'test|held';
-    const { failing, second } = await failWithOneQueued(key);
-    await second;
-    const firstJournal = inserted.get(failing[0].id)!.batch;
-    const later = Date.now() + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS + 1000;
-    await journalClaimsCollection(mongo.db).insertOne({ _id: `${firstJournal}#0`, journal: firstJournal, until: later + 60_000, created: later });
-    await recoverJournals(mongo.db, loader, later);
-    expect((await readRollups(mongo.db, [key])).get(key)).toBeUndefined();
-    expect(await journalsCollection(mongo.db).countDocuments({ locks: key })).toBe(2);
-    // The other process's claim runs out (it died): the next recovery takes over, in order.
-    await recoverJournals(mongo.db, loader, later + 120_000);
-    expect((await readRollups(mongo.db, [key])).get(key)).toMatchObject({ sum: 101, count: 2 });
-    expect(await journalsCollection(mongo.db).countDocuments({ locks: key })).toBe(0);
+  test("subscriptions added to one customer's candidates at once from separate processes are all kept", async () => {
+    const { store } = await createTestStore(mongo.db);
+    const customer = await seedCustomer(mongo.db, store._id);
+    const dbs = await processDbs(10);
+    const ids = dbs.map((_, i) => `sub_concurrent_${i}`);
+    await Promise.all(dbs.map((db, i) => addCustomerSubscription(db, store._id, customer._id, ids[i])));
+    expect((await customerSubscriptions(mongo.db, store._id, customer._id)).sort()).toEqual([...ids].sort());
   });
 });

@@ -1,5 +1,5 @@
 // What this tests: usage over real HTTP with the real worker on the Temporal dev server and
-// FerretDB — posting an item starts `usage/<sub_id>`, which opens the cycle's period; GET usage
+// the test database — posting an item starts `usage/<sub_id>`, which opens the cycle's period; GET usage
 // computes the open period at call time; replayed identifiers are counted once; an event sent before
 // the item existed is never counted; a deactivated meter keeps its quantity at zero price; offer
 // usage rows are inherited once (never over an API item); the workflow's `state` query shows the
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createTestWorker } from '../support/worker';
 import { addOfferUsageRow } from '../../activities/store/catalog';
 import type { OfferDoc } from '../../activities/store/collections';
-import { customerLock, findUsageState } from '../../activities/store/usage';
+import { customerKey, findUsageState } from '../../activities/store/usage';
 import { JOURNAL_LEASE_MS, journalsCollection, type JournalDoc } from '../../activities/store/usage-rollups';
 import { createUsageActivities, ensureUsageForSubscription, putUsageItem, runUsageRoutine } from '../../activities/usage';
 import { CLOSE_GRACE_SECONDS } from '../../domain/usage-periods';
@@ -260,9 +260,8 @@ describe('closing a period', () => {
     const journal = (id: string, createdMs: number): JournalDoc => ({
       _id: id,
       store_id: store.store._id,
-      writer: `w_${id}`,
-      seq: 1,
-      locks: [customerLock(store.store._id, customer._id)],
+      customers: [customerKey(store.store._id, customer._id)],
+      keys: [],
       events: [],
       lease_until: Date.now() + JOURNAL_LEASE_MS,
       created: createdMs,

@@ -1,11 +1,13 @@
-// What this tests: one delivery attempt (the delivery workflow's activity) run directly against FerretDB
-// and a local HTTPS receiver, as Temporal runs it when a worker dies or an execution overlaps a retry:
-// a retried attempt whose outcome is recorded makes no POST and leaves the wait to the schedule; the
-// claim, the outcome record, the resend reset and the exhaustion count are compare-and-set; a success
-// resets the endpoint's failures even when they rose during its POST.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// What this tests: one delivery attempt (the delivery workflow's activity) run directly against the
+// database and a local HTTPS receiver, as Temporal runs it when a worker dies or an execution overlaps a
+// retry: a retried attempt whose outcome is recorded makes no POST and leaves the wait to the schedule;
+// the claim, the outcome record, the resend reset and the exhaustion count are compare-and-set, also
+// between processes (one MongoClient each); a success resets the endpoint's failures even when they rose
+// during its POST.
+import { MongoClient, type Db } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createStore } from '../../activities/store/stores';
 import {
   AUTO_DISABLE_AFTER,
@@ -30,18 +32,25 @@ import { testMongo, type TestMongo } from '../support/env';
 import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';
 
 let mongo: TestMongo;
+/** Other processes' connections to the same database. */
+let clients: MongoClient[] = [];
 let receiver: WebhookReceiver;
 let http: WebhookHttpClient;
 const responders = new Map<string, Responder>();
 
+/** The database as the i-th of several processes sees it (each its own MongoClient). */
+const dbOf = (i: number): Db => clients[i % clients.length].db(mongo.db.databaseName);
+
 beforeAll(async () => {
   mongo = await testMongo();
+  clients = await Promise.all(Array.from({ length: 4 }, () => MongoClient.connect(inject('mongoUri'))));
   await ensureIndexes(mongo.db);
   receiver = await startWebhookReceiver({ respond: (hit) => (responders.get(hit.path) ?? (() => 200))(hit) });
   http = createWebhookHttpClient({ allowedHosts: ['localhost'], ca: (await testCa()).caCert });
 });
 
 afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
   await receiver?.close();
   await mongo?.close();
 });
@@ -63,7 +72,7 @@ async function delivery(respond: Responder) {
     endpointId: endpoint._id,
     deliveryId: doc._id,
     hits: () => receiver.hits.filter((hit) => hit.path === path),
-    run: (extra: Partial<AttemptInput>) => attemptWebhookDelivery({ db: mongo.db, http }, input(extra)),
+    run: (extra: Partial<AttemptInput>, db: Db = mongo.db) => attemptWebhookDelivery({ db, http }, input(extra)),
     record: () => findDelivery(mongo.db, store._id, doc._id) as Promise<WebhookDeliveryDoc>,
     set: (fields: Partial<WebhookDeliveryDoc>) => deliveriesCollection(mongo.db).updateOne({ _id: doc._id }, { $set: fields }),
   };
@@ -118,7 +127,7 @@ describe('compare-and-set on the delivery', () => {
     expect(await claimAttempt(mongo.db, d.storeId, d.deliveryId, 5)).toMatchObject({ kind: 'recorded', doc: { status: 'failed', attempts: 2 } });
     expect(await claimAttempt(mongo.db, 'store_other', d.deliveryId, 3)).toEqual({ kind: 'gone' });
 
-    const claims = await Promise.all(Array.from({ length: 5 }, () => claimAttempt(mongo.db, d.storeId, d.deliveryId, 3)));
+    const claims = await Promise.all(Array.from({ length: 5 }, (_, i) => claimAttempt(dbOf(i), d.storeId, d.deliveryId, 3)));
     expect(claims.map((c) => c.kind)).toEqual(Array(5).fill('claimed'));
     expect(await d.record()).toMatchObject({ status: 'delivering', attempts: 3 });
   });
@@ -143,7 +152,7 @@ describe('compare-and-set on the delivery', () => {
     const d = await delivery(() => 200);
     await d.set({ status: 'exhausted', attempts: 8, failure_counted: false });
     const exhausted = await d.record();
-    const marks = await Promise.all(Array.from({ length: 8 }, () => markFailureCounted(mongo.db, d.storeId, exhausted)));
+    const marks = await Promise.all(Array.from({ length: 8 }, (_, i) => markFailureCounted(dbOf(i), d.storeId, exhausted)));
     expect(marks.filter(Boolean)).toHaveLength(1);
     expect((await d.record()).failure_counted).toBe(true);
     // Even a caller holding the record as it was before the count.
@@ -152,16 +161,21 @@ describe('compare-and-set on the delivery', () => {
     // After a resend, its exhaustion is a new one: counted once more.
     await d.set({ resend_token: 'resend-1', failure_counted: false });
     const again = await d.record();
-    const resentMarks = await Promise.all([markFailureCounted(mongo.db, d.storeId, again), markFailureCounted(mongo.db, d.storeId, again)]);
+    const resentMarks = await Promise.all([markFailureCounted(dbOf(0), d.storeId, again), markFailureCounted(dbOf(1), d.storeId, again)]);
     expect(resentMarks.filter(Boolean)).toHaveLength(1);
     expect(await markFailureCounted(mongo.db, d.storeId, again)).toBe(false);
+
+    // A caller still holding the record from before the resend cannot count the resend's exhaustion.
+    await d.set({ failure_counted: false });
+    expect(await markFailureCounted(mongo.db, d.storeId, exhausted)).toBe(false);
+    expect((await d.record()).failure_counted).toBe(false);
   });
 
   it('two overlapping executions of the last attempt both POST but add one exhaustion to the endpoint', async () => {
     // Both requests are held until both arrived, so both executions are past their claim.
     const d = await delivery(heldUntilBoth());
     await d.set({ status: 'delivering', attempts: 8, next_attempt_at: null });
-    const [a, b] = await Promise.all([d.run({ attempt: 8 }), d.run({ attempt: 8 })]);
+    const [a, b] = await Promise.all([d.run({ attempt: 8 }, dbOf(0)), d.run({ attempt: 8 }, dbOf(1))]);
 
     expect([a.outcome, b.outcome]).toEqual(['exhausted', 'exhausted']);
     expect(d.hits()).toHaveLength(2);
@@ -206,7 +220,7 @@ describe('endpoint failures', () => {
 
   it('exhaustions of many deliveries to one endpoint at the same time are all counted, and the 20th disables it', async () => {
     const d = await delivery(() => 500);
-    const counted = await Promise.all(Array.from({ length: AUTO_DISABLE_AFTER }, () => countEndpointExhaustion(mongo.db, d.storeId, d.endpointId)));
+    const counted = await Promise.all(Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => countEndpointExhaustion(dbOf(i), d.storeId, d.endpointId)));
     expect(counted.map((endpoint) => endpoint!.consecutive_failures).sort((a, b) => a - b)).toEqual(
       Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => i + 1),
     );
@@ -215,5 +229,22 @@ describe('endpoint failures', () => {
       consecutive_failures: AUTO_DISABLE_AFTER,
       disabled_reason: AUTO_DISABLED_REASON,
     });
+  });
+
+  it('an endpoint the team disabled keeps its disabling (no automatic reason) when exhaustions pass the limit', async () => {
+    const d = await delivery(() => 500);
+    await endpointsCollection(mongo.db).updateOne({ _id: d.endpointId }, { $set: { status: 'disabled', disabled_reason: null, consecutive_failures: AUTO_DISABLE_AFTER - 1 } });
+    await Promise.all([0, 1, 2].map((i) => countEndpointExhaustion(dbOf(i), d.storeId, d.endpointId)));
+    expect(await findEndpoint(mongo.db, d.storeId, d.endpointId)).toMatchObject({
+      status: 'disabled',
+      consecutive_failures: AUTO_DISABLE_AFTER + 2,
+      disabled_reason: null,
+    });
+  });
+
+  it('an exhaustion counted under another store changes nothing', async () => {
+    const d = await delivery(() => 500);
+    expect(await countEndpointExhaustion(mongo.db, 'store_other', d.endpointId)).toBeNull();
+    expect((await findEndpoint(mongo.db, d.storeId, d.endpointId))!.consecutive_failures).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-// Webhook deliveries end to end: the real API, a real worker on the dev server, FerretDB and a local
+// Webhook deliveries end to end: the real API, a real worker on the dev server, the database and a local
 // HTTPS receiver. Signatures verify with our verifier and with stripe.webhooks.constructEvent; secret
 // rotation signs twice, then once after the overlap; the test event; deliveries listing; DELETE
 // stopping pending deliveries; and a host that resolves to a private address at connection time.

@@ -1,4 +1,4 @@
-// /v1/webhook_endpoints over real HTTP against FerretDB: create, retrieve, list oldest first, update
+// /v1/webhook_endpoints over real HTTP against the database: create, retrieve, list oldest first, update
 // semantics, rotate_secret, delete, and every refusal (invalid_url, private_host for literal
 // addresses, internal names and names resolving to private addresses, invalid_event_type, limits,
 // unknown ids) with its status, type, code and param. No worker runs here: no event is emitted.

@@ -8,7 +8,7 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestWorker } from '../support/worker';
 import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createStore } from '../../activities/store/stores';
 import { deliveryIdFor, findDelivery, insertEndpoint } from '../../activities/store/webhooks';
 import { eventSweeperScheduleId } from '../../activities/webhooks/sweeper-schedule';

@@ -1,6 +1,6 @@
 // What this tests: the usage-period workflow (`usage/<sub_id>`) on the time-skipping server, with
 // its activities, the subscription workflow and the charge workflow running for real against
-// FerretDB and the test payment connection: a month of usage closes at period end and charges the
+// the test database and the test payment connection: a month of usage closes at period end and charges the
 // exact amount (one line per meter), a declined usage charge stays on the closed period, a zero
 // period closes without charge, a refusal before the card closes with charge null, an event sent
 // before the item existed is never charged, the threshold closes early and opens the next period,
@@ -12,7 +12,8 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { collections, ensureIndexes, type OfferDoc, type StoreDoc } from '../../activities/store/collections';
+import { collections, type OfferDoc, type StoreDoc } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createStore } from '../../activities/store/stores';
 import { createMeter, type MeterDoc } from '../../activities/store/meters';
 import { ordersCollection } from '../../activities/store/orders';

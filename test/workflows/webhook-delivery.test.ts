@@ -1,5 +1,5 @@
 // What this tests: the webhook delivery workflow on the time-skipping server with the real worker, its
-// real activities on FerretDB and a real local HTTPS receiver: the retry schedule to exhaustion,
+// real activities on the database and a real local HTTPS receiver: the retry schedule to exhaustion,
 // success on attempt 5, auto-disable at 20 exhausted deliveries (a test event's included), resend after
 // exhaustion by signal and through the API, and a receiver that does not answer within 10 seconds.
 import type { Worker } from '@temporalio/worker';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
 import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/collections';
+import { ensureIndexes } from '../../activities/store/indexes';
 import { createStore } from '../../activities/store/stores';
 import {
   AUTO_DISABLED_REASON,

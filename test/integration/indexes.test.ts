@@ -1,0 +1,45 @@
+// The declared indexes: created at start on the local engine (options it refuses dropped), idempotently.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INDEXES, ensureIndexes } from '../../activities/store/indexes';
+import { testMongo, type TestMongo } from '../support/env';
+
+let mongo: TestMongo;
+
+beforeAll(async () => {
+  mongo = await testMongo();
+});
+
+afterAll(async () => {
+  await mongo.close();
+});
+
+const sameKey = (a: Record<string, unknown>, b: Record<string, unknown>) => JSON.stringify(a) === JSON.stringify(b);
+
+describe('ensureIndexes', () => {
+  it('creates every declared index, and running it again (a second process starting) changes nothing', async () => {
+    await ensureIndexes(mongo.db);
+    await ensureIndexes(mongo.db);
+    for (const declared of INDEXES) {
+      const existing = await mongo.db.collection(declared.collection).listIndexes().toArray();
+      expect(existing.some((found) => sameKey(found.key, declared.key)), `${declared.collection} ${JSON.stringify(declared.key)}`).toBe(true);
+    }
+  });
+
+  it('keeps uniqueness where it was declared without an option the engine may refuse', async () => {
+    await ensureIndexes(mongo.db);
+    const customers = mongo.db.collection('customers');
+    await customers.insertOne({ _id: 'cus_a' as never, store_id: 'st_1', email: 'a@example.com' });
+    await expect(customers.insertOne({ _id: 'cus_b' as never, store_id: 'st_1', email: 'a@example.com' })).rejects.toMatchObject({ code: 11000 });
+  });
+
+  it('lets stores without a slug coexist while a set slug stays findable', async () => {
+    await ensureIndexes(mongo.db);
+    const stores = mongo.db.collection('stores');
+    await stores.insertMany([
+      { _id: 'st_x' as never, slug: null },
+      { _id: 'st_y' as never, slug: null },
+      { _id: 'st_z' as never, slug: 'zeta' },
+    ]);
+    expect(await stores.findOne({ slug: 'zeta' })).toMatchObject({ _id: 'st_z' });
+  });
+});
