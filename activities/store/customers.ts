@@ -107,14 +107,9 @@ export function newCustomerDoc(
   };
 }
 
-/**
- * A unique index refused the write: code 11000, or, from the local SQLite-backed engine, an update's
- * InternalError (code 1) carrying "UNIQUE constraint failed".
- */
+/** A unique index refused the write (DuplicateKey). */
 export function isDuplicateKeyError(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, message } = error as { code?: number; message?: string };
-  return code === 11000 || (code === 1 && /UNIQUE constraint failed/.test(message ?? ''));
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
 }
 
 /** Inserts the customer, or returns the one that already holds the email (created: false). */

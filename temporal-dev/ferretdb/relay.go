@@ -19,9 +19,13 @@ package main
 // (inserts, finds, hello, OP_QUERY, OP_COMPRESSED, fire-and-forget requests with moreToCome) passes
 // straight through. Each direction is its own goroutine, so exhaust replies (several per request) work.
 // Drivers send one request at a time per connection, so a connection holds at most one lock.
+//
+// In the replies to those commands the relay also turns FerretDB's InternalError for a broken unique index
+// (code 1, "UNIQUE constraint failed", from update and findAndModify) into MongoDB's DuplicateKey (11000).
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -46,6 +50,7 @@ const (
 	sectionBody      = 0
 	sectionSequence  = 1
 	acceptRetryDelay = 100 * time.Millisecond
+	uniqueFailed     = "UNIQUE constraint failed" // in the errmsg of FerretDB's error for a broken unique index
 )
 
 // lockedCommands are the commands FerretDB runs as an unlocked read-modify-write (see above).
@@ -137,25 +142,34 @@ type conn struct {
 
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands.
 func (c *conn) requests() error {
-	return relayMessages(c.client, c.server, func(msg []byte) error {
+	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
 		ns, ok := lockedNamespace(msg)
 		if !ok {
-			return nil
+			return msg, nil
 		}
 		release, ok := c.locks.acquire(ns, c.done)
 		if !ok {
-			return net.ErrClosed
+			return nil, net.ErrClosed
 		}
 		c.mu.Lock()
 		c.held[requestID(msg)] = release
 		c.mu.Unlock()
-		return nil
+		return msg, nil
 	}, nil)
 }
 
-// replies relays FerretDB -> client, releasing a request's lock once its reply has been relayed.
+// replies relays FerretDB -> client, answering a broken unique index with DuplicateKey in the replies to
+// locked requests and releasing a request's lock once its reply has been relayed.
 func (c *conn) replies() error {
-	return relayMessages(c.server, c.client, nil, func(msg []byte) {
+	return relayMessages(c.server, c.client, func(msg []byte) ([]byte, error) {
+		c.mu.Lock()
+		_, locked := c.held[responseTo(msg)]
+		c.mu.Unlock()
+		if locked {
+			return duplicateKeyReply(msg), nil
+		}
+		return msg, nil
+	}, func(msg []byte) {
 		c.mu.Lock()
 		release := c.held[responseTo(msg)]
 		delete(c.held, responseTo(msg))
@@ -184,9 +198,9 @@ func (c *conn) releaseAll() {
 	}
 }
 
-// relayMessages copies whole messages from src to dst, calling before (if set) before writing each one
-// and after (if set) once it is written.
-func relayMessages(src io.Reader, dst io.Writer, before func([]byte) error, after func([]byte)) error {
+// relayMessages copies whole messages from src to dst, calling before (if set) on each one, which returns
+// what to write (the message itself or a rewrite of it), and after (if set) once that is written.
+func relayMessages(src io.Reader, dst io.Writer, before func([]byte) ([]byte, error), after func([]byte)) error {
 	r := bufio.NewReader(src)
 	var buf []byte
 	for {
@@ -194,16 +208,17 @@ func relayMessages(src io.Reader, dst io.Writer, before func([]byte) error, afte
 		if err != nil {
 			return err
 		}
+		out := msg
 		if before != nil {
-			if err = before(msg); err != nil {
+			if out, err = before(msg); err != nil {
 				return err
 			}
 		}
-		if _, err = dst.Write(msg); err != nil {
+		if _, err = dst.Write(out); err != nil {
 			return err
 		}
 		if after != nil {
-			after(msg)
+			after(out)
 		}
 		if cap(msg) <= keepBufLen {
 			buf = msg[:0]
@@ -297,6 +312,86 @@ func bodySection(sections []byte) (bsoncore.Document, bool) {
 		}
 	}
 	return nil, false
+}
+
+// duplicateKeyReply returns msg, an OP_MSG reply, with asDuplicateKey applied to its body. Anything else,
+// and anything it cannot parse, is returned as it is.
+func duplicateKeyReply(msg []byte) []byte {
+	if opCode(msg) != opMsg || len(msg) < headerLen+4 || !bytes.Contains(msg, []byte(uniqueFailed)) {
+		return msg
+	}
+	flags := binary.LittleEndian.Uint32(msg[headerLen:])
+	sections := msg[headerLen+4:]
+	if flags&flagChecksum != 0 {
+		if len(sections) < 4 {
+			return msg
+		}
+		sections = sections[:len(sections)-4]
+	}
+	// FerretDB replies to commands with a single kind 0 section.
+	if len(sections) == 0 || sections[0] != sectionBody {
+		return msg
+	}
+	body, rest, ok := bsoncore.ReadDocument(sections[1:])
+	if !ok || len(rest) != 0 {
+		return msg
+	}
+	body = asDuplicateKey(body)
+
+	out := append(make([]byte, 0, headerLen+5+len(body)), msg[:headerLen]...)
+	out = binary.LittleEndian.AppendUint32(out, flags&^flagChecksum) // the checksum is optional; we drop it
+	out = append(append(out, sectionBody), body...)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
+}
+
+// asDuplicateKey returns doc with MongoDB's code, codeName and errmsg for a broken unique index if doc is
+// FerretDB's error for one, and likewise each entry of its writeErrors.
+func asDuplicateKey(doc bsoncore.Document) bsoncore.Document {
+	elems, err := doc.Elements()
+	if err != nil {
+		return doc
+	}
+	code, _ := doc.Lookup("code").AsInt64OK()
+	errmsg, _ := doc.Lookup("errmsg").StringValueOK()
+	dup := code == 1 && strings.Contains(errmsg, uniqueFailed)
+	writeErrors, hasWriteErrors := doc.Lookup("writeErrors").ArrayOK()
+
+	start, out := bsoncore.AppendDocumentStart(nil)
+	for _, e := range elems {
+		switch key := e.Key(); {
+		case dup && key == "code":
+			out = bsoncore.AppendInt32Element(out, key, 11000)
+		case dup && key == "codeName":
+			out = bsoncore.AppendStringElement(out, key, "DuplicateKey")
+		case dup && key == "errmsg":
+			out = bsoncore.AppendStringElement(out, key, "E11000 duplicate key error: "+errmsg)
+		case hasWriteErrors && key == "writeErrors":
+			out = bsoncore.AppendArrayElement(out, key, eachAsDuplicateKey(writeErrors))
+		default:
+			out = append(out, e...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, start)
+	return out
+}
+
+// eachAsDuplicateKey applies asDuplicateKey to each document in arr (a document keyed "0", "1", ...).
+func eachAsDuplicateKey(arr bsoncore.Array) bsoncore.Array {
+	elems, err := bsoncore.Document(arr).Elements()
+	if err != nil {
+		return arr
+	}
+	start, out := bsoncore.AppendArrayStart(nil)
+	for _, e := range elems {
+		if entry, ok := e.Value().DocumentOK(); ok {
+			out = bsoncore.AppendDocumentElement(out, e.Key(), asDuplicateKey(entry))
+		} else {
+			out = append(out, e...)
+		}
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, start)
+	return out
 }
 
 func isLockedCommand(name string) bool {

@@ -1,5 +1,6 @@
-// The local engine applies update, findAndModify and delete atomically under concurrent clients (temporal-dev/ferretdb/relay.go).
-import { MongoClient, MongoServerError, type Db } from 'mongodb';
+// The local engine answers like MongoDB where FerretDB alone does not (temporal-dev/ferretdb/relay.go): it applies update,
+// findAndModify and delete atomically under concurrent clients, and a write that breaks a unique index fails with code 11000.
+import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { uniqueDbName } from '../support/env';
 
@@ -13,6 +14,11 @@ interface Counter {
 interface Versioned {
   _id: string;
   v: number;
+}
+
+interface Person {
+  _id: string;
+  email: string;
 }
 
 interface Hits {
@@ -114,5 +120,41 @@ describe('concurrent writes from separate clients', () => {
     const docs = await dbs[0].collection<Hits>('upsert_id').find({}).toArray();
     expect(docs).toHaveLength(1);
     expect(docs[0]).toMatchObject({ _id: 'k', hits: 10 });
+  });
+});
+
+describe('a write that breaks a unique index', () => {
+  const people: Person[] = [
+    { _id: 'a', email: 'a@example.com' },
+    { _id: 'b', email: 'b@example.com' },
+  ];
+  let collection: Collection<Person>;
+
+  beforeAll(async () => {
+    collection = dbs[0].collection<Person>('unique_email');
+    await collection.createIndex({ email: 1 }, { unique: true });
+    await collection.insertMany(people.map((person) => ({ ...person })));
+  });
+
+  /** The write is rejected with DuplicateKey and changes nothing. */
+  async function expectDuplicateKey(write: Promise<unknown>): Promise<void> {
+    await expect(write).rejects.toMatchObject({ code: 11000 });
+    expect(await collection.find().sort({ _id: 1 }).toArray()).toEqual(people);
+  }
+
+  it('fails updateOne setting a taken value with code 11000', async () => {
+    await expectDuplicateKey(collection.updateOne({ _id: 'b' }, { $set: { email: 'a@example.com' } }));
+  });
+
+  it('fails findOneAndUpdate setting a taken value with code 11000', async () => {
+    await expectDuplicateKey(collection.findOneAndUpdate({ _id: 'b' }, { $set: { email: 'a@example.com' } }));
+  });
+
+  it('fails an upsert inserting a taken value with code 11000', async () => {
+    await expectDuplicateKey(collection.updateOne({ _id: 'c' }, { $set: { email: 'a@example.com' } }, { upsert: true }));
+  });
+
+  it('fails replaceOne with a taken value with code 11000', async () => {
+    await expectDuplicateKey(collection.replaceOne({ _id: 'b' }, { email: 'a@example.com' }));
   });
 });
