@@ -13,12 +13,12 @@ import { derivedId, newId } from '../domain/ids';
 import { encodeMetadata, normalizeMetadata } from '../domain/metadata';
 import { stableStringify } from '../domain/stable-json';
 import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
-import type { ProviderNotice } from './provider/types';
-import type { PaymentProvider } from './provider/types';
-import { findStore } from './store/stores';
-import type { StoreDoc } from './store/collections';
-import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from './store/orders';
-import { findSubscription } from './store/subscriptions';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { PaymentProvider } from '../adapters/provider/types';
+import { findStore } from '../store/stores';
+import type { StoreDoc } from '../store/collections';
+import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
+import { findSubscription } from '../store/subscriptions';
 import {
   chargesCollection,
   findCharge,
@@ -29,10 +29,10 @@ import {
   type ChargeSource,
   type SubscriptionChargeDoc,
   type SubscriptionChargeObject,
-} from './store/subscription-charges';
-import { emitEventOnce } from './emit-once';
+} from '../store/subscription-charges';
+import { emitEventOnce } from '../services/emit-once';
 import { emitOrderEvent, subscriptionSearchAttributes } from './subscriptions';
-import type { EventDeps } from './events';
+import type { EventDeps } from '../services/events';
 import {
   chargeOutcomeUpdate,
   chargeWorkflowId,

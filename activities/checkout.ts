@@ -1,299 +1,186 @@
-// Checkout sessions from the API's side: create (validate against the offer, store and catalog,
-// write the session, start its workflow) and expire (through the workflow's update, so it
-// serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts.
-import type { Db } from 'mongodb';
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { ApiError, invalid, missing, notFound } from '../domain/errors';
-import { newId } from '../domain/ids';
-import { encodeMetadata, normalizeMetadata } from '../domain/metadata';
-import { normalizeEmail } from '../domain/customers';
+// What the checkout session workflow does to the world: complete, expire and settle the session
+// (conditional single-document writes, harmless when retried), write its order once (insert by the
+// id the page chose), emit its events, ask the provider about a pending transaction, and hand a
+// paid recurring purchase to the subscriptions area.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ActivityDeps } from './index';
+import { emitEventOnce } from '../services/emit-once';
+import { emitOrderEvent } from './subscriptions';
 import {
-  checkCurrency,
-  checkoutBase,
-  checkPack,
-  CUSTOMER_NAME_MAX,
-  CUSTOMER_NAME_MIN,
-  modeOfOffer,
-  resolveExpiresAt,
-  sessionAmountTotal,
-  validateRedirectUrl,
-  REDIRECT_DELAY_DEFAULT,
-} from '../domain/checkout';
-import { collections, type StoreDoc } from './store/collections';
-import { findOfferByIdOrSlug } from './store/offers';
-import { findCustomer } from './store/customers';
-import {
-  deleteCheckoutSession,
+  checkoutSessionObject,
   findCheckoutSession,
-  insertCheckoutSession,
+  markSessionComplete,
+  markSessionExpired,
+  markSessionSettled,
+  recordSessionDecline,
   type CheckoutSessionDoc,
   type CheckoutSessionObject,
-} from './store/checkout-sessions';
-import type { PaymentProvider } from './provider/types';
-import {
-  CHECKOUT_SESSION_WORKFLOW,
-  checkoutSessionWorkflowId,
-  CUSTOMER_ID_ATTRIBUTE,
-  expireUpdate,
-  NOT_OPEN_FAILURE,
-  STORE_ID_ATTRIBUTE,
-  type CheckoutWorkflowInput,
-} from '../workflows/checkout-session-messages';
+} from '../store/checkout-sessions';
+import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../store/orders';
+import type { TransactionState } from '../adapters/provider/types';
+import type { PaymentResultInput } from '../workflows/checkout-session-messages';
+import { startsWithTrial } from '../domain/checkout';
+import { createSubscriptionForCheckout } from '../services/checkout-subscriptions';
 
-export interface CheckoutDeps {
-  db: Db;
-  provider: PaymentProvider;
-  temporal: Client | null;
-  taskQueue: string;
-  /** {checkout_url}: base of session URLs when the store has no custom domain. */
-  checkoutUrl: string;
-  /** Accept http://localhost redirect URLs. */
-  development: boolean;
-  /** How long the page waits for one provider call (default PROVIDER_CALL_TIMEOUT_MS); tests shorten it. */
-  providerCallTimeoutMs?: number;
-}
-
-export interface CreateCheckoutSessionInput {
-  offer?: string;
-  line_items?: { price?: string; quantity?: number }[];
-  pack?: number;
-  currency?: string;
-  customer?: string;
-  customer_email?: string;
-  customer_name?: string;
-  client_reference_id?: string;
-  metadata?: unknown;
-  subscription_data?: { metadata?: unknown };
-  discounts?: { coupon?: string }[];
-  success_url?: string;
-  cancel_url?: string;
-  redirect_delay?: number;
-  expires_at?: number;
-  /** One of CHECKOUT_LOCALES (the route's schema checks it). */
-  locale?: string;
-  mode?: string;
-  allow_promotion_codes?: boolean;
-}
-
-// An offer's product never changes, so which product to read alongside the offer is remembered
-// (by ofr_ id only: a slug can move to another offer). Bounded; a miss costs one sequential read.
-const productOfOffer = new Map<string, string>();
-function rememberProductOfOffer(offerId: string, productId: string): void {
-  if (productOfOffer.size >= 10_000) productOfOffer.clear();
-  productOfOffer.set(offerId, productId);
-}
-
-export function temporalOf(deps: { temporal: Client | null }): Client {
-  if (!deps.temporal) throw new Error('checkout sessions need a Temporal client');
-  return deps.temporal;
-}
-
-function emptyToUndefined<T>(value: T | null | undefined): T | undefined {
-  return value === null || value === undefined || (value as unknown) === '' ? undefined : value;
-}
-
-export async function createCheckoutSession(
-  deps: CheckoutDeps,
-  store: StoreDoc,
-  body: CreateCheckoutSessionInput,
-  now = Date.now(),
-): Promise<CheckoutSessionDoc> {
-  const nowSeconds = Math.floor(now / 1000);
-  const item = body.line_items?.[0];
-  const offerRef = emptyToUndefined(body.offer) ?? emptyToUndefined(item?.price);
-  const offerParam = emptyToUndefined(body.offer) !== undefined ? 'offer' : 'line_items[0].price';
-  if (offerRef === undefined) throw missing('offer', 'Missing required param: offer (or line_items[0][price]).');
-
-  // Parameters that need no lookup first, so a malformed request costs nothing.
-  const successUrl = emptyToUndefined(body.success_url);
-  const cancelUrl = emptyToUndefined(body.cancel_url);
-  if (successUrl !== undefined) validateRedirectUrl('success_url', successUrl, deps.development);
-  if (cancelUrl !== undefined) validateRedirectUrl('cancel_url', cancelUrl, deps.development);
-  const expiresAt = resolveExpiresAt(emptyToUndefined(body.expires_at), nowSeconds);
-  const metadata = normalizeMetadata(body.metadata, 'metadata');
-  const subscriptionMetadataInput = body.subscription_data?.metadata;
-  const subscriptionMetadata =
-    subscriptionMetadataInput === undefined || subscriptionMetadataInput === null
-      ? null
-      : normalizeMetadata(subscriptionMetadataInput, 'subscription_data.metadata');
-  const customerName = emptyToUndefined(body.customer_name)?.trim();
-  if (customerName !== undefined && (customerName.length < CUSTOMER_NAME_MIN || customerName.length > CUSTOMER_NAME_MAX)) {
-    throw invalid('customer_name', `customer_name must be ${CUSTOMER_NAME_MIN} to ${CUSTOMER_NAME_MAX} characters long.`);
-  }
-  const customerEmail = emptyToUndefined(body.customer_email);
-  const normalizedEmail = customerEmail !== undefined ? normalizeEmail(customerEmail, 'customer_email') : null;
-
-  if (store.plan_overdue) {
-    throw new ApiError('selling_blocked', "Selling is blocked for this store until its plan's overdue payment is settled.");
-  }
-
-  const { db } = deps;
-  const customerRef = emptyToUndefined(body.customer);
-  const couponCode = emptyToUndefined(body.discounts?.[0]?.coupon);
-  if (body.discounts && body.discounts.length > 0 && couponCode === undefined) throw missing('discounts[0].coupon');
-  // Independent lookups in parallel (the product too, once this offer's product is known); their
-  // errors are still reported in the order below.
-  const { products, coupons } = collections(db);
-  const knownProductId = productOfOffer.get(offerRef);
-  const [offer, customer, foundCoupon, productGuess] = await Promise.all([
-    findOfferByIdOrSlug(db, store._id, offerRef),
-    customerRef !== undefined ? findCustomer(db, store._id, customerRef) : null,
-    couponCode !== undefined ? coupons.findOne({ store_id: store._id, code_lower: couponCode.trim().toLowerCase() }) : null,
-    knownProductId ? products.findOne({ _id: knownProductId, store_id: store._id }) : null,
-  ]);
-  if (!offer) throw notFound('offer', offerRef, offerParam);
-  const product =
-    productGuess && productGuess._id === offer.product_id ? productGuess : await products.findOne({ _id: offer.product_id, store_id: store._id });
-  rememberProductOfOffer(offer._id, offer.product_id);
-  if (!store.active) throw new ApiError('offer_unavailable', 'The store cannot sell right now.', { param: offerParam });
-  if (!offer.active) throw new ApiError('offer_unavailable', 'The offer is archived or its checkout link is turned off.', { param: offerParam });
-  if (product && !product.active) throw new ApiError('offer_unavailable', "The offer's product is archived.", { param: offerParam });
-  if (offer.prices.length === 0) throw new ApiError('offer_unavailable', 'The offer has no price.', { param: offerParam });
-
-  const mode = modeOfOffer(offer.type);
-  if (body.mode !== undefined && body.mode !== null && body.mode !== mode) {
-    throw new ApiError('mode_mismatch', `The offer is ${offer.type === 'recurring' ? 'recurring' : 'one-off'}: mode must be '${mode}', not '${body.mode}'.`, {
-      param: 'mode',
-    });
-  }
-  const currency = emptyToUndefined(body.currency) !== undefined ? checkCurrency(offer.prices, body.currency!) : null;
-
-  // The line item is the offer's alias: its quantity is a pack of that offer only. With another
-  // offer sent, the item is ignored as a whole (offer and pack take precedence).
-  const itemPrice = emptyToUndefined(item?.price);
-  const itemIsThisOffer = emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
-  let pack: number | null = null;
-  if (emptyToUndefined(body.pack) !== undefined) {
-    pack = checkPack(offer.packs, body.pack!, 'pack');
-  } else if (itemIsThisOffer && emptyToUndefined(item?.quantity) !== undefined) {
-    // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
-    if (!(item!.quantity === 1 && offer.packs.length === 0)) pack = checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
-  }
-
-  let customerId: string | null = null;
-  let email = normalizedEmail;
-  let name = customerName ?? null;
-  if (customerRef !== undefined) {
-    if (!customer) throw notFound('customer', customerRef, 'customer');
-    customerId = customer._id;
-    email = customer.email;
-    name = customer.name;
-  }
-
-  let coupon: CheckoutSessionDoc['coupon'] = null;
-  if (couponCode !== undefined) {
-    if (!foundCoupon || !foundCoupon.active) {
-      throw new ApiError('coupon_invalid', `No active coupon '${couponCode}' in this store.`, { param: 'discounts[0].coupon' });
-    }
-    coupon = { id: foundCoupon._id, code: foundCoupon.code, percent_off: foundCoupon.percent_off, amount_off: foundCoupon.amount_off, currency: foundCoupon.currency };
-  }
-
-  const doc: CheckoutSessionDoc = {
-    _id: newId('cs', now),
-    store_id: store._id,
-    status: 'open',
-    payment_status: 'unpaid',
-    mode,
-    offer: {
-      id: offer._id,
-      name: offer.name,
-      type: offer.type,
-      product_id: offer.product_id,
-      product_name: product?.name ?? null,
-      prices: offer.prices,
-      packs: offer.packs,
-      max_installments: offer.max_installments,
-      trial_days: offer.trial_days,
-      billing_cycle: offer.billing_cycle,
-    },
-    pack,
-    currency,
-    amount_total: sessionAmountTotal(offer.prices, currency, pack),
-    customer: customerId,
-    customer_email: email,
-    customer_name: name,
-    client_reference_id: emptyToUndefined(body.client_reference_id) ?? null,
-    metadata: encodeMetadata(metadata),
-    subscription_metadata: subscriptionMetadata ? encodeMetadata(subscriptionMetadata) : null,
-    coupon,
-    success_url: successUrl ?? null,
-    cancel_url: cancelUrl ?? null,
-    redirect_delay: body.redirect_delay ?? REDIRECT_DELAY_DEFAULT,
-    locale: body.locale ?? null,
-    order: null,
-    subscription: null,
-    expires_at: expiresAt,
-    completed_at: null,
-    checkout_base: checkoutBase(store, deps.checkoutUrl),
-    store_name: store.name,
-    payment: null,
-    last_error: null,
-    livemode: true,
-    created: nowSeconds,
-  };
-
-  const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt, recurring: offer.type === 'recurring' };
-  const workflowId = checkoutSessionWorkflowId(doc._id);
-  // The workflow reads the session only when it is paid or due, so both writes go out together.
-  const [inserted, started] = await Promise.allSettled([
-    insertCheckoutSession(db, doc),
-    temporalOf(deps).workflow.start(CHECKOUT_SESSION_WORKFLOW, {
-      taskQueue: deps.taskQueue,
-      workflowId,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: STORE_ID_ATTRIBUTE, value: store._id },
-        ...(customerId ? [{ key: CUSTOMER_ID_ATTRIBUTE, value: customerId }] : []),
-      ],
-    }),
-  ]);
-  if (inserted.status === 'rejected' || started.status === 'rejected') {
-    // Half a session is none: without its workflow it could never expire or be paid, and a
-    // workflow without its document has nothing to sell. Take back whichever half was made.
-    if (inserted.status === 'fulfilled') await deleteCheckoutSession(db, store._id, doc._id).catch(() => undefined);
-    if (started.status === 'fulfilled') {
-      await temporalOf(deps).workflow.getHandle(workflowId).terminate('checkout session was not stored').catch(() => undefined);
-    }
-    throw inserted.status === 'rejected' ? inserted.reason : (started as PromiseRejectedResult).reason;
-  }
+async function sessionOrFail(deps: ActivityDeps, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
+  const doc = await findCheckoutSession(deps.db, storeId, sessionId);
+  if (!doc) throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} not found in store ${storeId}`, 'session_missing');
   return doc;
 }
 
-function notOpenError(status: string): ApiError {
-  return new ApiError('checkout_session_not_open', `This checkout session is ${status}; only open sessions can be expired.`, { param: 'id' });
+export function checkoutOrderDoc(
+  session: CheckoutSessionDoc,
+  result: PaymentResultInput,
+  paymentStatus: 'paid' | 'pending',
+  completedAt: number,
+  livemode: boolean,
+): OrderDoc {
+  const { amounts, outcome } = result;
+  const transactionId = 'transactionId' in outcome ? outcome.transactionId : null;
+  return {
+    _id: result.orderId,
+    store_id: session.store_id,
+    status: paymentStatus === 'paid' ? 'paid' : 'pending',
+    paid_at: paymentStatus === 'paid' ? completedAt : null,
+    currency: amounts.currency,
+    amount_subtotal: amounts.amount_subtotal,
+    amount_discount: amounts.amount_discount,
+    amount_total: amounts.amount_total,
+    billing_reason: 'purchase',
+    order_type: 'checkout',
+    recurrence: session.offer.type === 'recurring' ? 'scheduled' : 'one_off',
+    subscription: null,
+    customer: result.customerId,
+    customer_email: result.customerEmail,
+    offer: session.offer.id,
+    product: session.offer.product_id,
+    items: [
+      {
+        kind: 'product',
+        description: session.offer.name,
+        quantity: amounts.quantity,
+        unit_amount: amounts.unit_amount,
+        amount: amounts.unit_amount * amounts.quantity,
+      },
+    ],
+    payment_method_type: result.method,
+    installments: result.method === 'card' ? result.installments : null,
+    external_order_id: transactionId,
+    status_source: 'provider',
+    client_reference_id: session.client_reference_id,
+    checkout_session: session._id,
+    coupon: session.coupon?.code ?? null,
+    metadata: session.metadata,
+    livemode,
+    created: completedAt,
+  };
 }
 
-function isNotOpenFailure(error: unknown): boolean {
-  if (!(error instanceof WorkflowUpdateFailedError)) return false;
-  const cause = error.cause as { type?: string } | undefined;
-  return cause?.type === NOT_OPEN_FAILURE;
-}
+export function createCheckoutActivities(deps: ActivityDeps) {
+  const { db } = deps;
 
-/** POST expire: through the session workflow, so it serializes with a payment in flight. */
-export async function expireCheckoutSession(deps: CheckoutDeps, store: StoreDoc, id: string): Promise<CheckoutSessionObject> {
-  const doc = await findCheckoutSession(deps.db, store._id, id);
-  if (!doc) throw notFound('checkout session', id);
-  if (doc.status !== 'open') throw notOpenError(doc.status);
-  try {
-    return await temporalOf(deps).workflow.getHandle(checkoutSessionWorkflowId(id)).executeUpdate(expireUpdate);
-  } catch (error) {
-    // Refused, or the workflow closed meanwhile: the stored status says which.
-    const current = await findCheckoutSession(deps.db, store._id, id);
-    if (isNotOpenFailure(error) || (current && current.status !== 'open')) throw notOpenError(current?.status ?? 'closed');
-    throw error;
-  }
-}
+  return {
+    /** open -> complete with its order (pending for PIX and review); repeatable. */
+    async completeCheckoutSession(input: {
+      storeId: string;
+      sessionId: string;
+      result: PaymentResultInput;
+      paymentStatus: 'paid' | 'pending';
+      completedAt: number;
+    }): Promise<{ order: string | null; session: CheckoutSessionObject }> {
+      const { storeId, sessionId, result, paymentStatus, completedAt } = input;
+      const session = await sessionOrFail(deps, storeId, sessionId);
+      const withOrder = !startsWithTrial(session.offer);
+      if (withOrder) await insertOrderOnce(db, checkoutOrderDoc(session, result, paymentStatus, completedAt, deps.provider.livemode));
+      const { outcome } = result;
+      const updated = await markSessionComplete(db, storeId, sessionId, {
+        payment_status: paymentStatus,
+        customer: result.customerId,
+        customer_email: result.customerEmail,
+        order: withOrder ? result.orderId : null,
+        completed_at: completedAt,
+        payment: {
+          method: result.method,
+          transaction_id: 'transactionId' in outcome ? outcome.transactionId : null,
+          installments: result.method === 'card' ? result.installments : null,
+          currency: result.amounts.currency,
+          amount_total: result.amounts.amount_total,
+          pix_code: outcome.status === 'pix_pending' ? outcome.pixCode : null,
+          pix_expires_at: outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null,
+          saved_card: result.savedCard,
+        },
+      });
+      if (updated) return { order: updated.order, session: checkoutSessionObject(updated) };
+      // Already applied by an earlier try of this activity; anything else breaks the one-writer rule.
+      const current = await sessionOrFail(deps, storeId, sessionId);
+      if (current.status === 'complete' && current.completed_at === completedAt) {
+        return { order: current.order, session: checkoutSessionObject(current) };
+      }
+      throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} is ${current.status}; cannot complete it`, 'session_not_open');
+    },
 
-/** A buyer opened an overdue session: the workflow marks it expired (its timer may not have fired yet). */
-export async function requestOverdueExpiry(deps: { temporal: Client | null }, sessionId: string): Promise<void> {
-  if (!deps.temporal) return;
-  await deps.temporal.workflow
-    .getHandle(checkoutSessionWorkflowId(sessionId))
-    .executeUpdate(expireUpdate)
-    .then(
-      () => undefined,
-      () => undefined,
-    );
+    /** open -> expired; repeatable. */
+    async markCheckoutSessionExpired(input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
+      const updated = await markSessionExpired(db, input.storeId, input.sessionId);
+      if (updated) return checkoutSessionObject(updated);
+      const current = await sessionOrFail(deps, input.storeId, input.sessionId);
+      if (current.status === 'expired') return checkoutSessionObject(current);
+      throw ApplicationFailure.nonRetryable(`checkout session ${input.sessionId} is ${current.status}; cannot expire it`, 'session_not_open');
+    },
+
+    /** A declined attempt: shown on the page, the session stays open. */
+    async recordCheckoutDecline(input: { storeId: string; sessionId: string; error: { code: string; message: string } }): Promise<void> {
+      await recordSessionDecline(db, input.storeId, input.sessionId, input.error);
+    },
+
+    /** complete/pending -> paid or unpaid, and its order with it; repeatable. */
+    async settleCheckoutSession(input: {
+      storeId: string;
+      sessionId: string;
+      outcome: 'paid' | 'refused' | 'expired';
+      settledAt: number;
+    }): Promise<CheckoutSessionObject> {
+      const { storeId, sessionId, outcome, settledAt } = input;
+      const session = await sessionOrFail(deps, storeId, sessionId);
+      if (session.order) {
+        const status = outcome === 'paid' ? 'paid' : outcome === 'refused' ? 'failed' : 'canceled';
+        await ordersCollection(db).updateOne(
+          { _id: session.order, store_id: storeId, status: 'pending' },
+          { $set: { status, paid_at: outcome === 'paid' ? settledAt : null } },
+        );
+      }
+      const updated = await markSessionSettled(db, storeId, sessionId, outcome === 'paid' ? 'paid' : 'unpaid');
+      return checkoutSessionObject(updated ?? session);
+    },
+
+    /** One event per session move, once however often this is retried (keyed by session and type). */
+    async emitCheckoutSessionEvent(input: { storeId: string; sessionId: string; type: string; legacyType: string | null }): Promise<void> {
+      const session = await sessionOrFail(deps, input.storeId, input.sessionId);
+      await emitEventOnce(deps, `${session._id}:${input.type}`, {
+        storeId: input.storeId,
+        type: input.type,
+        object: checkoutSessionObject(session),
+        legacyType: input.legacyType,
+        request: null,
+      });
+    },
+
+    /** invoice.paid / invoice.payment_failed for the checkout's order, once (the order's status decides which). */
+    async emitCheckoutOrderEvent(input: { storeId: string; orderId: string }): Promise<void> {
+      const order = await findOrder(db, input.storeId, input.orderId);
+      if (order) await emitOrderEvent(deps, order);
+    },
+
+    /** The provider's view of a pending transaction (a lost notice, or a PIX past its validity). */
+    async checkCheckoutTransaction(input: { storeId: string; transactionId: string }): Promise<TransactionState | null> {
+      const tx = await deps.provider.getTransaction(input);
+      return tx?.state ?? null;
+    },
+
+    /** The paid recurring purchase becomes a subscription (its own workflow starts); returns sub_. */
+    async createCheckoutSubscription(input: { storeId: string; sessionId: string }): Promise<string | null> {
+      const session = await sessionOrFail(deps, input.storeId, input.sessionId);
+      return createSubscriptionForCheckout(deps, session);
+    },
+  };
 }

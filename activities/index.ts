@@ -3,13 +3,13 @@
 // what is truly outside. Each area adds its activities with one spread line below.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
-import type { PaymentProvider } from './provider/types';
-import { createCheckoutActivities } from './checkout-activities';
+import type { PaymentProvider } from '../adapters/provider/types';
+import { createCheckoutActivities } from './checkout';
 import { createWebhookActivities } from './webhooks';
 import { createSubscriptionActivities } from './subscriptions';
 import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
-import type { WebhookNetwork } from './webhooks/config';
+import type { WebhookNetwork } from '../adapters/webhooks/config';
 
 export interface ActivityDeps {
   db: Db;

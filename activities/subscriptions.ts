@@ -10,9 +10,9 @@ import { derivedId, newId } from '../domain/ids';
 import { anchorDayOf, isBillingCycle, periodEnd } from '../domain/billing-periods';
 import { encodeMetadata, type Metadata } from '../domain/metadata';
 import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type SubscriptionLife, type SubscriptionPaymentMethod } from '../domain/subscriptions';
-import type { PaymentProvider, ProviderNotice, SavedCard } from './provider/types';
-import { collections, type CustomerDoc, type OfferDoc, type ProductDoc, type StoreDoc } from './store/collections';
-import { insertOrderOnce, orderObject, settlePendingOrder, type OrderDoc } from './store/orders';
+import type { PaymentProvider, ProviderNotice, SavedCard } from '../adapters/provider/types';
+import { collections, type CustomerDoc, type OfferDoc, type ProductDoc, type StoreDoc } from '../store/collections';
+import { insertOrderOnce, orderObject, settlePendingOrder, type OrderDoc } from '../store/orders';
 import {
   findSubscription,
   insertSubscription,
@@ -21,12 +21,12 @@ import {
   writeSubscriptionLife,
   type SubscriptionDoc,
   type SubscriptionObject,
-} from './store/subscriptions';
-import type { EventRequest } from './store/events';
-import { emitEventOnce } from './emit-once';
-import type { EventDeps } from './events';
+} from '../store/subscriptions';
+import type { EventRequest } from '../store/events';
+import { emitEventOnce } from '../services/emit-once';
+import type { EventDeps } from '../services/events';
 import { subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
-import { ensureUsageForSubscription } from './usage-shared';
+import { ensureUsageForSubscription } from '../services/usage-shared';
 
 /** Lifecycle actions after which usage may have to start again (see applySubscriptionChange). */
 const USAGE_RESTARTING_ACTIONS = new Set(['reactivated', 'resumed']);

@@ -27,9 +27,9 @@ import {
 } from '../domain/usage-periods';
 import { periodEnd, isBillingCycle } from '../domain/billing-periods';
 import { isEnded } from '../domain/subscriptions';
-import { collections } from './store/collections';
-import { metersById } from './store/meters';
-import { subscriptionsCollection, type SubscriptionDoc } from './store/subscriptions';
+import { collections } from '../store/collections';
+import { metersById } from '../store/meters';
+import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
 import {
   addCustomerSubscription,
   customerKey,
@@ -47,10 +47,10 @@ import {
   type UsagePeriodDoc,
   type UsagePeriodObject,
   type UsageStateDoc,
-} from './store/usage';
-import { openJournalsFor, quantityOf, readRollups } from './store/usage-rollups';
+} from '../store/usage';
+import { openJournalsFor, quantityOf, readRollups } from '../store/usage-rollups';
 import { startCharge } from './charges';
-import { ensureIntervalSchedule } from './schedules';
+import { ensureIntervalSchedule } from '../services/schedules';
 import type { UsageWorkflowInput } from '../workflows/usage-periods-messages';
 import {
   isChargeable,
@@ -61,9 +61,9 @@ import {
   subscriptionItems,
   requireSubscription,
   type UsageDeps,
-} from './usage-shared';
-import { inheritOfferItems } from './usage-items';
-import { recoverUsageJournals } from './usage-ingestion';
+} from '../services/usage-shared';
+import { inheritOfferItems } from '../services/usage-items';
+import { recoverUsageJournals } from '../services/usage-ingestion';
 
 interface Computed {
   lines: PeriodLineDoc[];
@@ -421,7 +421,7 @@ export async function ensureUsageRoutineSchedule(client: Client, taskQueue: stri
 }
 
 // The metered-usage entry points the API, the worker and the tests use.
-export { ingestMeterEvents, recoverUsageJournals, type IngestResult } from './usage-ingestion';
-export { listSubscriptionUsageItems, putUsageItem, removeUsageItem, type UsageItemInput } from './usage-items';
-export { meterEventSummaries, SUMMARY_RANGE_MAX_SECONDS, type SummaryQuery } from './usage-summaries';
-export { ensureUsageForSubscription, loadSubscription, requireSubscription, signalUsageWorkflow, type UsageDeps } from './usage-shared';
+export { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../services/usage-ingestion';
+export { listSubscriptionUsageItems, putUsageItem, removeUsageItem, type UsageItemInput } from '../services/usage-items';
+export { meterEventSummaries, SUMMARY_RANGE_MAX_SECONDS, type SummaryQuery } from '../services/usage-summaries';
+export { ensureUsageForSubscription, loadSubscription, requireSubscription, signalUsageWorkflow, type UsageDeps } from '../services/usage-shared';

@@ -1,6 +1,6 @@
 // API process configuration, read once from the environment (README lists every variable).
-import { parseAllowedHosts } from '../activities/webhooks/config';
-import type { HostResolver } from '../activities/webhooks/host-policy';
+import { parseAllowedHosts } from '../adapters/webhooks/config';
+import type { HostResolver } from '../adapters/webhooks/host-policy';
 
 export interface ApiConfig {
   port: number;

@@ -1,10 +1,10 @@
 // What every route can reach on the Fastify instance and on each request.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
-import type { ApiKeyDoc, StoreDoc } from '../activities/store/collections';
+import type { ApiKeyDoc, StoreDoc } from '../store/collections';
 import type { ApiConfig } from './config';
-import type { PaymentProvider } from '../activities/provider/types';
-import type { EventRequest } from '../activities/store/events';
+import type { PaymentProvider } from '../adapters/provider/types';
+import type { EventRequest } from '../store/events';
 
 export interface AppDeps {
   db: Db;

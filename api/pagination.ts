@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Collection, Document, Filter, Sort } from 'mongodb';
 import { ApiError } from '../domain/errors';
-import { findOwnedById } from '../activities/store/owned';
+import { findOwnedById } from '../store/owned';
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Page size, 1 to 100.' })),

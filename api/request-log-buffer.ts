@@ -1,6 +1,6 @@
 // The request log's in-memory buffer: entries wait here between flushes, and a batch the database
 // refused waits for the next flush instead of being lost (the writer skips ids already stored).
-import type { RequestLogDoc } from '../activities/store/collections';
+import type { RequestLogDoc } from '../store/collections';
 
 export class RequestLogBuffer {
   private entries: RequestLogDoc[] = [];

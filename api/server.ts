@@ -4,10 +4,10 @@ import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
-import { ensureIndexes } from '../activities/store/indexes';
-import { createTestConnection } from '../activities/provider/test-connection';
-import { temporalConnectionOptions } from '../activities/temporal-connection';
-import { isEntryPoint } from './entry-point';
+import { ensureIndexes } from '../store/indexes';
+import { createTestConnection } from '../adapters/provider/test-connection';
+import { temporalConnectionOptions } from '../adapters/temporal-connection';
+import { isEntryPoint } from '../adapters/entry-point';
 
 export async function startApiServer(config = loadApiConfig()) {
   const mongo = new MongoClient(config.mongoUri);

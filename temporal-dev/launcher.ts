@@ -107,7 +107,7 @@ interface DemoResult {
 
 /** Runs the idempotent demo seed through the admin CLI and parses its JSON. */
 async function seedDemo(env: NodeJS.ProcessEnv): Promise<DemoResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/admin/cli.ts', 'demo', '--json'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'demo', '--json'], {
     cwd: projectRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,12 +14,12 @@ import {
 import { MongoClient, type Db } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
-import { createTestConnection } from '../activities/provider/test-connection';
-import { ensureEventSweeperSchedule } from '../activities/webhooks/sweeper-schedule';
+import { createTestConnection } from '../adapters/provider/test-connection';
+import { ensureEventSweeperSchedule } from '../services/event-sweeper-schedule';
 import { ensureUsageRoutineSchedule } from '../activities/usage';
-import { temporalConnectionOptions } from '../activities/temporal-connection';
-import { ensureIndexes } from '../activities/store/indexes';
-import { isEntryPoint } from '../api/entry-point';
+import { temporalConnectionOptions } from '../adapters/temporal-connection';
+import { ensureIndexes } from '../store/indexes';
+import { isEntryPoint } from '../adapters/entry-point';
 
 export const defaultTaskQueue = 'billing';
 

@@ -1,8 +1,8 @@
 // The charge workflow's operator interface: its id (`charge/<store>/<key>`), the `outcome` update
 // every request under the key waits on, the provider's notice signal and the `state` query.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ProviderNotice } from '../activities/provider/types';
-import type { ChargeOutcomeKind, ChargeSource, SubscriptionChargeObject } from '../activities/store/subscription-charges';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { ChargeOutcomeKind, ChargeSource, SubscriptionChargeObject } from '../store/subscription-charges';
 import type { ChargeLine } from '../domain/charges';
 import type { Metadata } from '../domain/metadata';
 

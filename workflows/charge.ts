@@ -3,7 +3,7 @@
 // notice and settles. Every request under the key attaches to this run through the `outcome` update.
 import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ProviderNotice } from '../activities/provider/types';
+import type { ProviderNotice } from '../adapters/provider/types';
 import {
   chargeOutcomeUpdate,
   chargeProviderSettledSignal,

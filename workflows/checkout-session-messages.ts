@@ -8,8 +8,8 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PaymentStatus, SessionStatus } from '../domain/checkout';
-import type { ProviderNotice } from '../activities/provider/types';
-import type { CheckoutSessionObject } from '../activities/store/checkout-sessions';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { CheckoutSessionObject } from '../store/checkout-sessions';
 
 export const CHECKOUT_SESSION_WORKFLOW = 'checkoutSessionWorkflow';
 

@@ -16,7 +16,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ProviderNotice } from '../activities/provider/types';
+import type { ProviderNotice } from '../adapters/provider/types';
 import {
   beginPaymentUpdate,
   CUSTOMER_ID_ATTRIBUTE,

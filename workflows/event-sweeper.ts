@@ -1,6 +1,6 @@
 // The event sweeper: one run re-drives events whose deliveries were never created (the process that
 // wrote them died before dispatching). A Temporal schedule, `event-sweeper/<task queue>`, starts it
-// every few seconds (activities/webhooks/sweeper-schedule.ts); dispatching is idempotent.
+// every few seconds (services/event-sweeper-schedule.ts); dispatching is idempotent.
 import { defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 

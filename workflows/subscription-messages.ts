@@ -2,9 +2,9 @@
 // subscription is one, so concurrent actions are serialized and the caller gets the updated object),
 // the provider notice signal and the `state` query. Imported by the API, the admin CLI and the workflow.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ProviderNotice } from '../activities/provider/types';
-import type { SubscriptionObject } from '../activities/store/subscriptions';
-import type { EventRequest } from '../activities/store/events';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { SubscriptionObject } from '../store/subscriptions';
+import type { EventRequest } from '../store/events';
 import type { CancellationReason, CancellationSource, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
 
 export const subscriptionWorkflowId = (subscriptionId: string) => `subscription/${subscriptionId}`;

@@ -15,9 +15,9 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ProviderNotice } from '../activities/provider/types';
-import type { EventRequest } from '../activities/store/events';
-import type { SubscriptionObject } from '../activities/store/subscriptions';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { EventRequest } from '../store/events';
+import type { SubscriptionObject } from '../store/subscriptions';
 import * as rules from '../domain/subscriptions';
 import {
   ACTION_REFUSED,

@@ -4,8 +4,8 @@
 import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
 import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import { DOCUMENT_TYPES } from '../../domain/documents';
-import type { CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
-import type { OrderDoc } from '../../activities/store/orders';
+import type { CheckoutSessionDoc } from '../../store/checkout-sessions';
+import type { OrderDoc } from '../../store/orders';
 import { html, layout, type Markup } from './html';
 
 export interface FormValues {

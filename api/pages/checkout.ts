@@ -4,11 +4,11 @@
 // the handler runs the payment through the session workflow and answers once it is applied.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestOverdueExpiry, type CheckoutDeps } from '../../activities/checkout';
-import { payCheckoutSession, settleFromHostedPage } from '../../activities/checkout-payments';
-import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
-import { findOrder } from '../../activities/store/orders';
-import { findStore } from '../../activities/store/stores';
+import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
+import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
+import { findOrder } from '../../store/orders';
+import { findStore } from '../../store/stores';
 import { effectiveStatus } from '../../domain/checkout';
 import { pageLanguage } from '../../domain/checkout-i18n';
 import {

@@ -7,8 +7,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { collections, type StoreDoc } from '../../activities/store/collections';
-import { findCustomer } from '../../activities/store/customers';
+import { collections, type StoreDoc } from '../../store/collections';
+import { findCustomer } from '../../store/customers';
 import {
   claimPortalLink,
   closePortalLogin,
@@ -18,7 +18,7 @@ import {
   portalLinksCollection,
   sweepPortalDocs,
   type PortalLoginDoc,
-} from '../../activities/store/portal-sessions';
+} from '../../store/portal-sessions';
 import {
   cancelAtPeriodEndFromPortal,
   portalOrders,
@@ -27,11 +27,11 @@ import {
   replaceCardFromPortal,
   type PortalActionResult,
   type PortalDeps,
-} from '../../activities/portal';
+} from '../../services/portal';
 import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
 import { formatDate, formatMoney, hasKey, pageLanguage, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
-import type { SubscriptionDoc } from '../../activities/store/subscriptions';
-import type { OrderDoc } from '../../activities/store/orders';
+import type { SubscriptionDoc } from '../../store/subscriptions';
+import type { OrderDoc } from '../../store/orders';
 import { html, layout, type Markup } from './html';
 
 export const PORTAL_COOKIE = 'portal_session';

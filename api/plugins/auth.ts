@@ -7,9 +7,9 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_VERSIONS, parseApiKey, secretMatches } from '../../domain/api-keys';
 import { ApiError } from '../../domain/errors';
-import { findApiKeyByKeyId, StoreCache } from '../../activities/store/stores';
-import { SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../activities/store/rate-counters';
-import type { ApiKeyDoc, StoreDoc } from '../../activities/store/collections';
+import { findApiKeyByKeyId, StoreCache } from '../../store/stores';
+import { SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../store/rate-counters';
+import type { ApiKeyDoc, StoreDoc } from '../../store/collections';
 import type { AuthContext } from '../context';
 
 const INVALID_KEY_MESSAGE = 'Invalid API key provided.';

@@ -11,7 +11,7 @@ import {
   completeIdempotencyKey,
   releaseIdempotencyKey,
   sweepExpiredIdempotencyKeys,
-} from '../../activities/store/idempotency';
+} from '../../store/idempotency';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 

@@ -3,7 +3,7 @@
 import fp from 'fastify-plugin';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { sweepRequestLogs, writeRequestLogs } from '../../activities/store/request-logs';
+import { sweepRequestLogs, writeRequestLogs } from '../../store/request-logs';
 import { RequestLogBuffer } from '../request-log-buffer';
 
 export function newRequestId(): string {

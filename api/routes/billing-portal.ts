@@ -2,8 +2,8 @@
 // the store's portal address (custom domain, else {portal_url}/{slug}).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { findCustomer } from '../../activities/store/customers';
-import { createPortalLink, portalLinkObject } from '../../activities/store/portal-sessions';
+import { findCustomer } from '../../store/customers';
+import { createPortalLink, portalLinkObject } from '../../store/portal-sessions';
 import { portalAddress } from '../../domain/checkout';
 import { ApiError, notFound } from '../../domain/errors';
 import { authOf } from '../context';

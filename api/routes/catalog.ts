@@ -1,9 +1,9 @@
 // /v1/offers and /v1/products: the store's catalog, read-only. Offers list alphabetically.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { collections, type OfferDoc } from '../../activities/store/collections';
-import { offerObject, productObject, productsById } from '../../activities/store/offers';
-import { findOwnedById } from '../../activities/store/owned';
+import { collections, type OfferDoc } from '../../store/collections';
+import { offerObject, productObject, productsById } from '../../store/offers';
+import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { alphabeticalBy, listEnvelope, paginate, PaginationQuery } from '../pagination';

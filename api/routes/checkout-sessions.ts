@@ -2,14 +2,14 @@
 // client_reference_id, status, payment_status), retrieve, and expire (through the session workflow).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
+import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
 import {
   checkoutSessionObject,
   checkoutSessionReadObject,
   checkoutSessionsCollection,
   effectiveStatusFilter,
   findCheckoutSession,
-} from '../../activities/store/checkout-sessions';
+} from '../../store/checkout-sessions';
 import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';

@@ -2,9 +2,9 @@
 // a known email), update (partial; metadata replaces the map).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { changeCustomer, createCustomer } from '../../activities/customers';
-import { collections } from '../../activities/store/collections';
-import { customerObject, findClaimedCustomer, findCustomer } from '../../activities/store/customers';
+import { changeCustomer, createCustomer } from '../../services/customers';
+import { collections } from '../../store/collections';
+import { customerObject, findClaimedCustomer, findCustomer } from '../../store/customers';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import { notFound } from '../../domain/errors';
 import { authOf, eventRequestOf } from '../context';

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { DISPLAY_NAME_MAX, validatePayloadKey } from '../../domain/meter-events';
-import { createMeter, deactivateMeter, meterObject, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../activities/store/meters';
+import { createMeter, deactivateMeter, meterObject, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
 import { meterEventSummaries } from '../../activities/usage';
 import { authOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';

@@ -1,8 +1,8 @@
 // /v1/orders: read-only; filters customer, subscription, status and created ranges.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { orderObject, ordersCollection } from '../../activities/store/orders';
-import { findOwnedById } from '../../activities/store/owned';
+import { orderObject, ordersCollection } from '../../store/orders';
+import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';

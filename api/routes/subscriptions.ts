@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { findOfferByIdOrSlug } from '../../activities/store/offers';
+import { findOfferByIdOrSlug } from '../../store/offers';
 import { runSubscriptionAction } from '../../activities/subscriptions';
 import {
   findSubscription,
@@ -13,7 +13,7 @@ import {
   subscriptionsCollection,
   updateSubscriptionReference,
   type SubscriptionDoc,
-} from '../../activities/store/subscriptions';
+} from '../../store/subscriptions';
 import { ApiError, invalid, notFound } from '../../domain/errors';
 import { encodeMetadata, normalizeMetadata } from '../../domain/metadata';
 import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES, type CancellationReason } from '../../domain/subscriptions';

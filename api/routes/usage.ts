@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TIERS_MAX, TIERS_MIN } from '../../domain/pricing';
-import { usageItemObject } from '../../activities/store/usage';
-import { findUsageState } from '../../activities/store/usage';
+import { usageItemObject } from '../../store/usage';
+import { findUsageState } from '../../store/usage';
 import { listSubscriptionUsageItems, putUsageItem, removeUsageItem, subscriptionUsage } from '../../activities/usage';
 import { authOf } from '../context';
 import { listEnvelope } from '../pagination';

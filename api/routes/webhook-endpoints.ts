@@ -13,7 +13,7 @@ import {
 } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import { newId } from '../../domain/ids';
-import { confirmDispatched, recordEvent } from '../../activities/store/events';
+import { confirmDispatched, recordEvent } from '../../store/events';
 import {
   deleteDeliveriesOf,
   deleteEndpoint,
@@ -29,9 +29,9 @@ import {
   updateEndpoint,
   type DeliveryStatus,
   type EndpointStatus,
-} from '../../activities/store/webhooks';
-import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../activities/webhooks/host-policy';
-import { deliverEventTo } from '../../activities/webhooks/dispatch';
+} from '../../store/webhooks';
+import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
+import { deliverEventTo } from '../../services/webhook-dispatch';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { authOf, eventRequestOf } from '../context';
 import { listEnvelope, OLDEST_FIRST, paginate, PaginationQuery } from '../pagination';

@@ -18,14 +18,14 @@ import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-
 import { createBillingWorker } from '../../worker/main';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createApiKey, createStore } from '../../activities/store/stores';
-import { createOffer, createProduct } from '../../activities/store/catalog';
-import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
-import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
+import { ensureIndexes } from '../../store/indexes';
+import { createApiKey, createStore } from '../../store/stores';
+import { createOffer, createProduct } from '../../store/catalog';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
+import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
 import { createSubscription } from '../../activities/subscriptions';
-import { ordersCollection } from '../../activities/store/orders';
-import { chargesCollection } from '../../activities/store/subscription-charges';
+import { ordersCollection } from '../../store/orders';
+import { chargesCollection } from '../../store/subscription-charges';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {

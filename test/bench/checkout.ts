@@ -17,11 +17,11 @@ import { startFerretDb, startTemporalDevServer, freePort } from '../../temporal-
 import { createBillingWorker } from '../../worker/main';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createApiKey, createStore } from '../../activities/store/stores';
-import { createOffer, createProduct } from '../../activities/store/catalog';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import { checkoutSessionsCollection } from '../../activities/store/checkout-sessions';
+import { ensureIndexes } from '../../store/indexes';
+import { createApiKey, createStore } from '../../store/stores';
+import { createOffer, createProduct } from '../../store/catalog';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import { checkoutSessionsCollection } from '../../store/checkout-sessions';
 import { machineInfo, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {

@@ -13,12 +13,12 @@ import Fastify from 'fastify';
 import { MongoClient, type Db } from 'mongodb';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
-import { collections } from '../../activities/store/collections';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { customerObject, newCustomerDoc } from '../../activities/store/customers';
-import { apiKeyIdOf, createApiKey, createStore } from '../../activities/store/stores';
+import { collections } from '../../store/collections';
+import { ensureIndexes } from '../../store/indexes';
+import { customerObject, newCustomerDoc } from '../../store/customers';
+import { apiKeyIdOf, createApiKey, createStore } from '../../store/stores';
 import { parseApiKey } from '../../domain/api-keys';
-import { createTestConnection } from '../../activities/provider/test-connection';
+import { createTestConnection } from '../../adapters/provider/test-connection';
 import { startFerretDb } from '../../temporal-dev/servers';
 import { machineInfo, printTable, round, saveResults, type HttpLoadSummary } from './lib';
 

@@ -16,10 +16,10 @@ import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } f
 import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createStore } from '../../activities/store/stores';
-import { deliveryIdFor, insertEndpoint } from '../../activities/store/webhooks';
+import { emitEvent } from '../../services/events';
+import { ensureIndexes } from '../../store/indexes';
+import { createStore } from '../../store/stores';
+import { deliveryIdFor, insertEndpoint } from '../../store/webhooks';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
 import { machineInfo, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';

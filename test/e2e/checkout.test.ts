@@ -6,8 +6,8 @@
 // Screenshots of each page go to test/artifacts/e2e.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, test } from 'vitest';
-import { findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { subscriptionsCollection } from '../../activities/store/subscriptions';
+import { findCheckoutSession } from '../../store/checkout-sessions';
+import { subscriptionsCollection } from '../../store/subscriptions';
 import type { TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { launchBrowser, screenshot, startMerchantSite, type MerchantSite } from '../support/browser';

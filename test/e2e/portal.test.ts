@@ -5,8 +5,8 @@
 // subscription workflow. Screenshots go to test/artifacts/e2e.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { findCheckoutSession, type CheckoutSessionDoc } from '../../activities/store/checkout-sessions';
-import { subscriptionsCollection } from '../../activities/store/subscriptions';
+import { findCheckoutSession, type CheckoutSessionDoc } from '../../store/checkout-sessions';
+import { subscriptionsCollection } from '../../store/subscriptions';
 import type { TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { launchBrowser, screenshot } from '../support/browser';

@@ -8,7 +8,7 @@ import type { Worker } from '@temporalio/worker';
 import { testMongo, testTemporal, uniqueTaskQueue, type TestMongo, type TestTemporal } from '../support/env';
 import { createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { createBillingWorker } from '../../worker/main';
-import { createOffer, createProduct } from '../../activities/store/catalog';
+import { createOffer, createProduct } from '../../store/catalog';
 
 const SCHEMATHESIS = '.tools/venv/bin/schemathesis';
 /** Fixed by default so a CI failure reproduces; SCHEMATHESIS_SEED explores other inputs. */

@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, startTestApi, type TestApi } from '../support/api';
-import { runAdmin } from '../../api/admin/cli';
-import { collections } from '../../activities/store/collections';
+import { runAdmin } from '../../admin/cli';
+import { collections } from '../../store/collections';
 import { CURRENT_API_VERSION } from '../../domain/api-keys';
 import { projectRoot } from '../../temporal-dev/tools';
 
@@ -52,7 +52,7 @@ async function newStore(name = 'CLI Store'): Promise<any> {
 
 const account = (key: string) => call(api, key, 'GET', '/v1/account');
 
-/** Store flags reach authentication within the store cache's second (activities/store/stores.ts). */
+/** Store flags reach authentication within the store cache's second (store/stores.ts). */
 const accountAnswers = (key: string, status: number) =>
   waitFor(
     async () => {
@@ -310,14 +310,14 @@ describe('catalog', () => {
 });
 
 describe('as a process', () => {
-  it('`node api/admin/cli.ts ... --json` prints one JSON document on stdout (exit 0) and a JSON error on stderr (exit 1)', async () => {
+  it('`node admin/cli.ts ... --json` prints one JSON document on stdout (exit 0) and a JSON error on stderr (exit 1)', async () => {
     const store = await newStore('Process Store');
     const run = promisify(execFile);
     const env = { ...process.env, ...adminEnv };
-    const shown = await run(process.execPath, ['--import', 'tsx', 'api/admin/cli.ts', 'stores', 'show', store._id, '--json'], { cwd: projectRoot, env, timeout: 60_000 });
+    const shown = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', store._id, '--json'], { cwd: projectRoot, env, timeout: 60_000 });
     expect(JSON.parse(shown.stdout)).toEqual(store);
 
-    const failed = await run(process.execPath, ['--import', 'tsx', 'api/admin/cli.ts', 'stores', 'show', 'acct_missing', '--json'], { cwd: projectRoot, env, timeout: 60_000 }).then(
+    const failed = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', 'acct_missing', '--json'], { cwd: projectRoot, env, timeout: 60_000 }).then(
       () => null,
       (error: { code: number; stdout: string; stderr: string }) => error,
     );
@@ -328,7 +328,7 @@ describe('as a process', () => {
     const store = await newStore('Linked Store');
     const folder = mkdtempSync(join(tmpdir(), 'admin cli '));
     const link = join(folder, 'cli.ts');
-    symlinkSync(join(projectRoot, 'api/admin/cli.ts'), link);
+    symlinkSync(join(projectRoot, 'admin/cli.ts'), link);
     try {
       const run = promisify(execFile);
       const shown = await run(process.execPath, ['--import', 'tsx', link, 'stores', 'show', store._id, '--json'], {

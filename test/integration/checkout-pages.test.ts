@@ -7,11 +7,11 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildApp } from '../../api/app';
-import { collections } from '../../activities/store/collections';
-import { findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { findOrder } from '../../activities/store/orders';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import { insertEndpoint } from '../../activities/store/webhooks';
+import { collections } from '../../store/collections';
+import { findCheckoutSession } from '../../store/checkout-sessions';
+import { findOrder } from '../../store/orders';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import { insertEndpoint } from '../../store/webhooks';
 import { freePort } from '../../temporal-dev/servers';
 import { CONTENT_SECURITY_POLICY } from '../../api/pages';
 import { startTestApi, type TestStore } from '../support/api';

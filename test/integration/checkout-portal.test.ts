@@ -4,10 +4,10 @@
 // page lists subscriptions and orders; cancel at period end, reactivate and card replacement go
 // through the subscription workflow; forged forms and other customers' subscriptions change nothing.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { collections } from '../../activities/store/collections';
-import { findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { portalLinksCollection } from '../../activities/store/portal-sessions';
-import { subscriptionsCollection, type SubscriptionDoc } from '../../activities/store/subscriptions';
+import { collections } from '../../store/collections';
+import { findCheckoutSession } from '../../store/checkout-sessions';
+import { portalLinksCollection } from '../../store/portal-sessions';
+import { subscriptionsCollection, type SubscriptionDoc } from '../../store/subscriptions';
 import { startTestApi, type TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';

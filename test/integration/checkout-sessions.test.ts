@@ -2,13 +2,13 @@
 // Temporal and a billing worker: every create parameter, the object's fields, the list filters,
 // the session workflow starting with its search attributes, and every error code with its param.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { collections } from '../../activities/store/collections';
-import { checkoutSessionsCollection } from '../../activities/store/checkout-sessions';
+import { collections } from '../../store/collections';
+import { checkoutSessionsCollection } from '../../store/checkout-sessions';
 import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-messages';
 import { startTestApi, type TestApi, type TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
-import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
 
 let stack: CheckoutStack;
 let api: TestApi;

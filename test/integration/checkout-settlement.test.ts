@@ -3,10 +3,10 @@
 // (cancel_url, unavailable page, an overdue link marked expired at once), and recurring and trial
 // offers creating their subscription with the session's reference and metadata.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { collections } from '../../activities/store/collections';
-import { checkoutSessionsCollection, findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { findOrder } from '../../activities/store/orders';
-import { subscriptionsCollection } from '../../activities/store/subscriptions';
+import { collections } from '../../store/collections';
+import { checkoutSessionsCollection, findCheckoutSession } from '../../store/checkout-sessions';
+import { findOrder } from '../../store/orders';
+import { subscriptionsCollection } from '../../store/subscriptions';
 import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-messages';
 import type { TestStore } from '../support/api';
 import { createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';

@@ -6,8 +6,8 @@ import { Type } from '@sinclair/typebox';
 import { testMongo, type TestMongo } from '../support/env';
 import { call, createTestStore, type TestApi, type TestStore } from '../support/api';
 import { startApiWithRoutes } from '../support/custom-api';
-import { collections } from '../../activities/store/collections';
-import { createApiKey } from '../../activities/store/stores';
+import { collections } from '../../store/collections';
+import { createApiKey } from '../../store/stores';
 import { ERROR_CODES, ERROR_TYPES, statusOf } from '../../domain/errors';
 
 let mongo: TestMongo;

@@ -2,9 +2,9 @@
 // emitting is not emitted twice, one that died before emitting is, and each claim carries `created`
 // (a Date, what the claims' TTL index deletes by).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitEventOnce } from '../../activities/emit-once';
-import { emitEvent } from '../../activities/events';
-import { collections } from '../../activities/store/collections';
+import { emitEventOnce } from '../../services/emit-once';
+import { emitEvent } from '../../services/events';
+import { collections } from '../../store/collections';
 import { createTestStore, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 

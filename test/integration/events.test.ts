@@ -4,11 +4,11 @@
 // and the outbox entry written before the event it guards.
 import type { Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitEvent } from '../../activities/events';
-import { collections } from '../../activities/store/collections';
-import { addToOutbox, outboxCollection, recordEvent } from '../../activities/store/events';
-import { deliveriesCollection, deliveryIdFor } from '../../activities/store/webhooks';
-import { dispatchEvent, sweepUndispatched } from '../../activities/webhooks/dispatch';
+import { emitEvent } from '../../services/events';
+import { collections } from '../../store/collections';
+import { addToOutbox, outboxCollection, recordEvent } from '../../store/events';
+import { deliveriesCollection, deliveryIdFor } from '../../store/webhooks';
+import { dispatchEvent, sweepUndispatched } from '../../services/webhook-dispatch';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { call, createTestStore } from '../support/api';
 import { waitFor } from '../support/env';

@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, createTestStore, type TestApi, type TestStore } from '../support/api';
 import { startApiWithRoutes } from '../support/custom-api';
-import { collections } from '../../activities/store/collections';
+import { collections } from '../../store/collections';
 import { requestFingerprint } from '../../api/plugins/idempotency';
 import {
   IDEMPOTENCY_LEASE_MS,
@@ -18,7 +18,7 @@ import {
   releaseIdempotencyKey,
   sweepExpiredIdempotencyKeys,
   type ClaimResult,
-} from '../../activities/store/idempotency';
+} from '../../store/idempotency';
 import { ApiError } from '../../domain/errors';
 
 let mongo: TestMongo;

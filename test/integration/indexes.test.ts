@@ -1,6 +1,6 @@
 // The declared indexes: created at start on the local engine (options it refuses dropped), idempotently.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INDEXES, ensureIndexes } from '../../activities/store/indexes';
+import { INDEXES, ensureIndexes } from '../../store/indexes';
 import { testMongo, type TestMongo } from '../support/env';
 
 let mongo: TestMongo;

@@ -4,10 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testMongo, type TestMongo } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
-import { collections } from '../../activities/store/collections';
-import { newCustomerDoc } from '../../activities/store/customers';
-import { ordersCollection, type OrderDoc } from '../../activities/store/orders';
-import { createOffer, createProduct } from '../../activities/store/catalog';
+import { collections } from '../../store/collections';
+import { newCustomerDoc } from '../../store/customers';
+import { ordersCollection, type OrderDoc } from '../../store/orders';
+import { createOffer, createProduct } from '../../store/catalog';
 import { newId } from '../../domain/ids';
 import { encodeMetadata } from '../../domain/metadata';
 

@@ -3,8 +3,8 @@
 // timestamp rules with their error codes, the batch call's per-item results and statuses,
 // attachment on arrival (event rule 5) and the hourly error report for unattached events.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { collections, type OfferDoc } from '../../activities/store/collections';
-import { meterEventsCollection } from '../../activities/store/usage';
+import { collections, type OfferDoc } from '../../store/collections';
+import { meterEventsCollection } from '../../store/usage';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 import { seedCustomer, seedUsageOffer, seedUsageSubscription } from '../support/usage';

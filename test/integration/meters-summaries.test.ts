@@ -2,7 +2,7 @@
 // hourly and daily windows and a single range, only windows with events, newest first, events
 // attached or not, sum/count/last meters, one customer at a time, and each refusal with its param.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { OfferDoc } from '../../activities/store/collections';
+import type { OfferDoc } from '../../store/collections';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 import { seedCustomer, seedUsageOffer, seedUsageSubscription } from '../support/usage';

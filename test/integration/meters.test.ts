@@ -4,7 +4,7 @@
 // store boundary.
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { deactivateMeter, renameMeter } from '../../activities/store/meters';
+import { deactivateMeter, renameMeter } from '../../store/meters';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 

@@ -4,12 +4,12 @@
 // the endpoint disabled once), and 5,000 meter events with repeats sent through both APIs at once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { collections } from '../../activities/store/collections';
-import { buildEventDoc, insertEvents, renderEventBody } from '../../activities/store/events';
-import { findUsageState } from '../../activities/store/usage';
-import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, findDelivery, insertDeliveries, newDeliveryDoc } from '../../activities/store/webhooks';
+import { collections } from '../../store/collections';
+import { buildEventDoc, insertEvents, renderEventBody } from '../../store/events';
+import { findUsageState } from '../../store/usage';
+import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, findDelivery, insertDeliveries, newDeliveryDoc } from '../../store/webhooks';
 import { usageRoutineScheduleId } from '../../activities/usage';
-import { eventSweeperScheduleId } from '../../activities/webhooks/sweeper-schedule';
+import { eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
 import { MAX_ATTEMPTS } from '../../domain/webhook-retry';
 import { usageWorkflowId } from '../../workflows/usage-periods-messages';
 import type { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';

@@ -8,7 +8,7 @@ import { testMongo, type TestMongo } from '../support/env';
 import { call, startTestApi, type TestApi } from '../support/api';
 import { componentSchemas, routeModules } from '../../api/routes';
 import { ErrorResponse } from '../../api/schemas/common';
-import { createTestConnection } from '../../activities/provider/test-connection';
+import { createTestConnection } from '../../adapters/provider/test-connection';
 
 const conversions = vi.hoisted(() => ({ count: 0 }));
 vi.mock('openapi-to-postmanv2', async (importOriginal) => {

@@ -1,9 +1,9 @@
 // What this tests: every row of DESIGN.md's test payment connection table against FerretDB, and that
 // one idempotency key charges once (concurrently, and with a fresh connection object as after a restart).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
-import { ensureIndexes } from '../../activities/store/indexes';
+import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
+import { ensureIndexes } from '../../store/indexes';
 import { testMongo, type TestMongo } from '../support/env';
 
 let mongo: TestMongo;

@@ -9,9 +9,9 @@ import { inject } from 'vitest';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { loadApiConfig } from '../../api/config';
-import { collections } from '../../activities/store/collections';
+import { collections } from '../../store/collections';
 import { freePort } from '../../temporal-dev/servers';
-import { blockSizeFor, SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../activities/store/rate-counters';
+import { blockSizeFor, SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../store/rate-counters';
 
 let mongo: TestMongo;
 let store: TestStore;

@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { testMongo, waitFor, type TestMongo } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
-import { runAdmin } from '../../api/admin/cli';
-import { collections, type RequestLogDoc } from '../../activities/store/collections';
-import { REQUEST_LOG_RETENTION_MS, sweepRequestLogs, writeRequestLogs } from '../../activities/store/request-logs';
+import { runAdmin } from '../../admin/cli';
+import { collections, type RequestLogDoc } from '../../store/collections';
+import { REQUEST_LOG_RETENTION_MS, sweepRequestLogs, writeRequestLogs } from '../../store/request-logs';
 
 let mongo: TestMongo;
 let api: TestApi;

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Stripe from 'stripe';
 import { testMongo, type TestMongo } from '../support/env';
 import { createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
-import { collections } from '../../activities/store/collections';
-import { newCustomerDoc } from '../../activities/store/customers';
+import { collections } from '../../store/collections';
+import { newCustomerDoc } from '../../store/customers';
 
 let mongo: TestMongo;
 let api: TestApi;

@@ -5,12 +5,12 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestWorker } from '../support/worker';
-import { collections } from '../../activities/store/collections';
-import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
-import { ordersCollection } from '../../activities/store/orders';
-import { insertEndpoint } from '../../activities/store/webhooks';
+import { collections } from '../../store/collections';
+import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
+import { ordersCollection } from '../../store/orders';
+import { insertEndpoint } from '../../store/webhooks';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
-import { runAdmin } from '../../api/admin/cli';
+import { runAdmin } from '../../admin/cli';
 import { subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';

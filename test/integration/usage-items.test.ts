@@ -2,7 +2,7 @@
 // the defaults, replace on the same meter (same id), list envelope, delete shape, and each refusal
 // (unknown subscription, meter or item; inactive meter; currency_mismatch; price rules).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { OfferDoc } from '../../activities/store/collections';
+import type { OfferDoc } from '../../store/collections';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 import { seedUsageOffer, seedUsageSubscription } from '../support/usage';

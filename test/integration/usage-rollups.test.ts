@@ -16,9 +16,9 @@ import {
   writeBatch,
   type JournalDoc,
   type RollupContribution,
-} from '../../activities/store/usage-rollups';
-import { createMeter } from '../../activities/store/meters';
-import { addCustomerSubscription, customerKey, customerSubscriptions, meterEventsCollection } from '../../activities/store/usage';
+} from '../../store/usage-rollups';
+import { createMeter } from '../../store/meters';
+import { addCustomerSubscription, customerKey, customerSubscriptions, meterEventsCollection } from '../../store/usage';
 import { ingestMeterEvents, putUsageItem } from '../../activities/usage';
 import { DAY, dayRollupKey, periodRollupKey, windowStart } from '../../domain/usage-periods';
 import { createTestStore } from '../support/api';
@@ -101,7 +101,7 @@ describe('rollups', () => {
     // The other process: its own client and its own module instance.
     const [otherDb] = await processDbs(1);
     vi.resetModules();
-    const other = await import('../../activities/store/usage-rollups');
+    const other = await import('../../store/usage-rollups');
     const at = afterLeases();
     // The other's clock is as late as if this one's claims had already run out: both may replay a journal.
     const claimOver = at + JOURNAL_LEASE_MS + RECOVERY_MARGIN_MS;

@@ -7,10 +7,10 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createTestWorker } from '../support/worker';
-import { addOfferUsageRow } from '../../activities/store/catalog';
-import type { OfferDoc } from '../../activities/store/collections';
-import { customerKey, findUsageState } from '../../activities/store/usage';
-import { JOURNAL_LEASE_MS, journalsCollection, type JournalDoc } from '../../activities/store/usage-rollups';
+import { addOfferUsageRow } from '../../store/catalog';
+import type { OfferDoc } from '../../store/collections';
+import { customerKey, findUsageState } from '../../store/usage';
+import { JOURNAL_LEASE_MS, journalsCollection, type JournalDoc } from '../../store/usage-rollups';
 import { createUsageActivities, ensureUsageForSubscription, putUsageItem, runUsageRoutine } from '../../activities/usage';
 import { CLOSE_GRACE_SECONDS } from '../../domain/usage-periods';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';

@@ -6,9 +6,9 @@
 // during its POST.
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createStore } from '../../activities/store/stores';
+import { emitEvent } from '../../services/events';
+import { ensureIndexes } from '../../store/indexes';
+import { createStore } from '../../store/stores';
 import {
   AUTO_DISABLE_AFTER,
   AUTO_DISABLED_REASON,
@@ -24,9 +24,9 @@ import {
   recordAttemptOutcome,
   failureChanges,
   type WebhookDeliveryDoc,
-} from '../../activities/store/webhooks';
-import { attemptWebhookDelivery, type AttemptInput } from '../../activities/webhooks/deliver';
-import { createWebhookHttpClient, type WebhookHttpClient } from '../../activities/webhooks/http';
+} from '../../store/webhooks';
+import { attemptWebhookDelivery, type AttemptInput } from '../../services/webhook-attempts';
+import { createWebhookHttpClient, type WebhookHttpClient } from '../../adapters/webhooks/http';
 import { RETRY_DELAYS_MS } from '../../domain/webhook-retry';
 import { testMongo, type TestMongo } from '../support/env';
 import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';

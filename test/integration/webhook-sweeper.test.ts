@@ -3,13 +3,13 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestWorker } from '../support/worker';
-import { emitEvent } from '../../activities/events';
-import { collections } from '../../activities/store/collections';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { outboxCollection } from '../../activities/store/events';
-import { createStore } from '../../activities/store/stores';
-import { deliveriesCollection, insertEndpoint } from '../../activities/store/webhooks';
-import { ensureEventSweeperSchedule, eventSweeperScheduleId } from '../../activities/webhooks/sweeper-schedule';
+import { emitEvent } from '../../services/events';
+import { collections } from '../../store/collections';
+import { ensureIndexes } from '../../store/indexes';
+import { outboxCollection } from '../../store/events';
+import { createStore } from '../../store/stores';
+import { deliveriesCollection, insertEndpoint } from '../../store/webhooks';
+import { ensureEventSweeperSchedule, eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
 

@@ -5,11 +5,11 @@ import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { buildApp } from '../../api/app';
 import { loadApiConfig, type ApiConfig } from '../../api/config';
-import { type Scope, type StoreDoc } from '../../activities/store/collections';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createApiKey, createStore } from '../../activities/store/stores';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
+import { type Scope, type StoreDoc } from '../../store/collections';
+import { ensureIndexes } from '../../store/indexes';
+import { createApiKey, createStore } from '../../store/stores';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { freePort } from '../../temporal-dev/servers';
 
 export interface TestApi {

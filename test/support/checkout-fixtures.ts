@@ -3,8 +3,8 @@
 // stack a checkout needs (FerretDB, Temporal, a billing worker on its own task queue, the API).
 import type { Worker } from '@temporalio/worker';
 import type { Db } from 'mongodb';
-import { createCoupon, createOffer, createProduct } from '../../activities/store/catalog';
-import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from '../../activities/store/collections';
+import { createCoupon, createOffer, createProduct } from '../../store/catalog';
+import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from '../../store/collections';
 import type { ApiConfig } from '../../api/config';
 import { createBillingWorker } from '../../worker/main';
 import { startTestApi, createTestStore, call, type TestApi, type TestStore } from './api';

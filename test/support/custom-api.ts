@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from 'mongodb';
 import { buildApp } from '../../api/app';
 import { loadApiConfig, type ApiConfig } from '../../api/config';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createTestConnection } from '../../activities/provider/test-connection';
+import { ensureIndexes } from '../../store/indexes';
+import { createTestConnection } from '../../adapters/provider/test-connection';
 import { freePort } from '../../temporal-dev/servers';
 import type { TestApi } from './api';
 

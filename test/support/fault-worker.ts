@@ -4,8 +4,8 @@
 // TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE. Prints "ready" once polling.
 import { NativeConnection } from '@temporalio/worker';
 import { MongoClient } from 'mongodb';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { createBillingWorker } from '../../worker/main';
 
 const mongo = await MongoClient.connect(process.env.MONGODB_URI!);

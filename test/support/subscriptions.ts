@@ -3,13 +3,13 @@
 // subscriptions created the way the admin CLI does (createSubscription, which starts the workflow).
 import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
-import { createOffer, createProduct } from '../../activities/store/catalog';
-import type { OfferDoc, ProductDoc, StoreDoc } from '../../activities/store/collections';
-import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
+import { createOffer, createProduct } from '../../store/catalog';
+import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { createSubscription } from '../../activities/subscriptions';
-import type { SubscriptionDoc } from '../../activities/store/subscriptions';
+import type { SubscriptionDoc } from '../../store/subscriptions';
 
 export interface TestCatalog {
   product: ProductDoc;

@@ -3,13 +3,13 @@
 // the way the API writes them.
 import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
-import { createOffer, createProduct } from '../../activities/store/catalog';
-import type { OfferDoc, StoreDoc } from '../../activities/store/collections';
-import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
-import { createTestConnection } from '../../activities/provider/test-connection';
+import { createOffer, createProduct } from '../../store/catalog';
+import type { OfferDoc, StoreDoc } from '../../store/collections';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
+import { createTestConnection } from '../../adapters/provider/test-connection';
 import { createSubscription } from '../../activities/subscriptions';
-import type { SubscriptionDoc } from '../../activities/store/subscriptions';
-import type { CustomerDoc } from '../../activities/store/collections';
+import type { SubscriptionDoc } from '../../store/subscriptions';
+import type { CustomerDoc } from '../../store/collections';
 
 export async function seedUsageOffer(db: Db, storeId: string, extra: Partial<Parameters<typeof createOffer>[1]> = {}): Promise<OfferDoc> {
   const product = await createProduct(db, { storeId, name: 'Image API', family: 'platform' });

@@ -3,7 +3,7 @@
 // allowlist with the test CA. Receiver paths tell endpoints apart; each path can answer its own way.
 import type { Worker } from '@temporalio/worker';
 import { createBillingWorker } from '../../worker/main';
-import type { HostResolver } from '../../activities/webhooks/host-policy';
+import type { HostResolver } from '../../adapters/webhooks/host-policy';
 import { testMongo, testTemporal, uniqueTaskQueue, type TestMongo, type TestTemporal } from './env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from './api';
 import { startWebhookReceiver, testCa, type ReceivedHit, type Responder, type WebhookReceiver } from './webhook-receiver';

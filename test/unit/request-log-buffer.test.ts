@@ -2,7 +2,7 @@
 // and a long outage cannot grow the buffer past its bound.
 import { describe, expect, it } from 'vitest';
 import { RequestLogBuffer } from '../../api/request-log-buffer';
-import type { RequestLogDoc } from '../../activities/store/collections';
+import type { RequestLogDoc } from '../../store/collections';
 
 const entry = (n: number): RequestLogDoc => ({
   _id: `req_${String(n).padStart(20, '0')}`,

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { temporalConnectionOptions } from '../../activities/temporal-connection';
+import { temporalConnectionOptions } from '../../adapters/temporal-connection';
 
 const dir = mkdtempSync(join(tmpdir(), 'temporal-tls-'));
 const file = (name: string, text: string) => {

@@ -2,7 +2,7 @@
 // documentation and metadata range (IPv4, IPv6 and IPv4 inside IPv6), internal names, and the
 // allowlist; and the event catalogs' patterns and original-catalog names.
 import { describe, expect, it } from 'vitest';
-import { isPrivateAddress, isPrivateName, privateHostReason } from '../../activities/webhooks/host-policy';
+import { isPrivateAddress, isPrivateName, privateHostReason } from '../../adapters/webhooks/host-policy';
 import { endpointReceives, legacyNameOf, unknownEventEntry } from '../../domain/event-catalogs';
 
 describe('isPrivateAddress', () => {

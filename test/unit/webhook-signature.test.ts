@@ -4,15 +4,15 @@
 import fc from 'fast-check';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import { signDelivery, signingSecretsAt } from '../../activities/webhooks/signing';
+import { signDelivery, signingSecretsAt } from '../../adapters/webhooks/signing';
 import {
   computeSignature,
   generateSignatureHeader,
   isValidSignature,
   verifySignature,
   WebhookSignatureError,
-} from '../../activities/webhooks/verify';
-import { SECRET_ROTATION_OVERLAP_MS } from '../../activities/store/webhooks';
+} from '../../adapters/webhooks/verify';
+import { SECRET_ROTATION_OVERLAP_MS } from '../../store/webhooks';
 
 const stripe = new Stripe('sk_test_unused');
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);

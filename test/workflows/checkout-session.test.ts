@@ -11,17 +11,17 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { collections, type StoreDoc } from '../../activities/store/collections';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createStore } from '../../activities/store/stores';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
-import { insertCustomer, newCustomerDoc } from '../../activities/store/customers';
-import { findCheckoutSession } from '../../activities/store/checkout-sessions';
-import { findOrder } from '../../activities/store/orders';
-import { createCheckoutSession, type CheckoutDeps } from '../../activities/checkout';
-import { payCheckoutSession, settleFromHostedPage } from '../../activities/checkout-payments';
-import { subscriptionsCollection } from '../../activities/store/subscriptions';
+import { collections, type StoreDoc } from '../../store/collections';
+import { ensureIndexes } from '../../store/indexes';
+import { createStore } from '../../store/stores';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
+import { findCheckoutSession } from '../../store/checkout-sessions';
+import { findOrder } from '../../store/orders';
+import { createCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
+import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { subscriptionsCollection } from '../../store/subscriptions';
 import {
   beginPaymentUpdate,
   checkoutSessionWorkflowId,

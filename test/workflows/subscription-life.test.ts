@@ -10,13 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { searchAttributes } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { collections } from '../../activities/store/collections';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createStore } from '../../activities/store/stores';
-import { createTestConnection } from '../../activities/provider/test-connection';
-import type { PaymentProvider } from '../../activities/provider/types';
-import { findSubscription, type SubscriptionDoc } from '../../activities/store/subscriptions';
-import { ordersCollection } from '../../activities/store/orders';
+import { collections } from '../../store/collections';
+import { ensureIndexes } from '../../store/indexes';
+import { createStore } from '../../store/stores';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { PaymentProvider } from '../../adapters/provider/types';
+import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
+import { ordersCollection } from '../../store/orders';
 import { paymentMethodOf } from '../../activities/subscriptions';
 import { addMonths, periodEnd } from '../../domain/billing-periods';
 import {
@@ -31,7 +31,7 @@ import {
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
-import type { StoreDoc } from '../../activities/store/collections';
+import type { StoreDoc } from '../../store/collections';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -8,9 +8,9 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { emitEvent } from '../../activities/events';
-import { ensureIndexes } from '../../activities/store/indexes';
-import { createStore } from '../../activities/store/stores';
+import { emitEvent } from '../../services/events';
+import { ensureIndexes } from '../../store/indexes';
+import { createStore } from '../../store/stores';
 import {
   AUTO_DISABLED_REASON,
   deliveryIdFor,
@@ -19,8 +19,8 @@ import {
   findEndpoint,
   insertEndpoint,
   type WebhookEndpointDoc,
-} from '../../activities/store/webhooks';
-import { verifySignature } from '../../activities/webhooks/verify';
+} from '../../store/webhooks';
+import { verifySignature } from '../../adapters/webhooks/verify';
 import { RECEIVER_TIMEOUT_MS, RETRY_DELAYS_MS } from '../../domain/webhook-retry';
 import {
   RESEND_WINDOW_MS,

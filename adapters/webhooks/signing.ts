@@ -1,0 +1,27 @@
+// Signing a delivery: which secrets sign at a given moment (the current one, plus the previous one for
+// 24 hours after a rotation) and the Service-Signature header they produce.
+import type { WebhookEndpointDoc } from '../../store/webhooks';
+import { generateSignatureHeader } from './verify';
+
+export const SIGNATURE_HEADER = 'Service-Signature';
+
+/** The secrets that sign at `nowMs`: current first, then the rotated-out one while its overlap lasts. */
+export function signingSecretsAt(
+  endpoint: Pick<WebhookEndpointDoc, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>,
+  nowMs: number,
+): string[] {
+  const secrets = [endpoint.secret];
+  if (endpoint.previous_secret && endpoint.previous_secret_expires_at !== null && nowMs < endpoint.previous_secret_expires_at) {
+    secrets.push(endpoint.previous_secret);
+  }
+  return secrets;
+}
+
+/** `t=<unix seconds>,v1=<hex>` with one v1 per signing secret. */
+export function signDelivery(
+  body: string,
+  endpoint: Pick<WebhookEndpointDoc, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>,
+  nowMs: number,
+): string {
+  return generateSignatureHeader(body, signingSecretsAt(endpoint, nowMs), Math.floor(nowMs / 1000));
+}

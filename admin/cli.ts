@@ -1,0 +1,55 @@
+// The operator's admin CLI (`npm run admin -- <area> <command> [options] [--json]`). It talks to
+// MongoDB directly. With --json every command prints one JSON document: tests and scripts rely on it.
+import { parseArgs } from 'node:util';
+import { MongoClient } from 'mongodb';
+import { ensureIndexes } from '../store/indexes';
+import { commands, type CommandContext } from './commands';
+import { isEntryPoint } from '../adapters/entry-point';
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(22)} ${c.summary}`);
+  return ['usage: npm run admin -- <command> [options] [--json]', '', 'commands:', ...lines].join('\n');
+}
+
+export async function runAdmin(argv: string[], env = process.env): Promise<{ code: number; output: string }> {
+  // Commands are one or two words ("stores create", "demo").
+  const twoWords = `${argv[0]} ${argv[1]}`;
+  const consumed = commands[twoWords] ? 2 : 1;
+  const name = consumed === 2 ? twoWords : argv[0];
+  const command = name ? commands[name] : undefined;
+  if (!command) return { code: 2, output: usage() };
+  const rest = argv.slice(consumed);
+
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: { ...command.options, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    return { code: 2, output: `${(error as Error).message}\n\n${usage()}` };
+  }
+  const json = Boolean(parsed.values.json);
+  const mongo = new MongoClient(env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/');
+  try {
+    await mongo.connect();
+    const db = mongo.db(env.MONGODB_DB ?? 'billing');
+    await ensureIndexes(db);
+    const ctx: CommandContext = { db, values: parsed.values as Record<string, unknown>, positionals: parsed.positionals, env };
+    const result = await command.run(ctx);
+    return { code: 0, output: json ? JSON.stringify(result, null, 2) : command.format(result) };
+  } catch (error) {
+    const message = (error as Error).message;
+    return { code: 1, output: json ? JSON.stringify({ error: message }) : `error: ${message}` };
+  } finally {
+    await mongo.close();
+  }
+}
+
+if (isEntryPoint(import.meta.url)) {
+  const { code, output } = await runAdmin(process.argv.slice(2));
+  (code === 0 ? process.stdout : process.stderr).write(`${output}\n`);
+  process.exit(code);
+}

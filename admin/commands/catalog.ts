@@ -1,0 +1,191 @@
+// products / offers / coupons / meters: the catalog the operator sets up for a store.
+import { collections, type OfferPrice, type OfferUsageRow } from '../../store/collections';
+import {
+  BILLING_CYCLES,
+  addOfferUsageRow,
+  createCoupon,
+  createMeter,
+  createOffer,
+  createProduct,
+  type BillingCycle,
+} from '../../store/catalog';
+import { asJson, bool, num, positional, str, type Command } from './types';
+
+/** "brl:4990" or "brl:4990:default" */
+function parsePrice(text: string): OfferPrice {
+  const [currency, amount, flag] = text.split(':');
+  const value = Number(amount);
+  if (!currency || !Number.isInteger(value)) throw new Error(`--price '${text}' is currency:amount[:default]`);
+  return { currency: currency.toLowerCase(), amount: value, default: flag === 'default' };
+}
+
+async function requireStore(ctx: Parameters<Command['run']>[0]): Promise<string> {
+  const storeId = str(ctx, 'store')!;
+  if (!(await collections(ctx.db).stores.findOne({ _id: storeId }))) throw new Error(`no store ${storeId}`);
+  return storeId;
+}
+
+export const catalogCommands: Record<string, Command> = {
+  'products create': {
+    summary: 'create a product (--store --name [--family] [--description])',
+    options: { store: { type: 'string' }, name: { type: 'string' }, family: { type: 'string' }, description: { type: 'string' } },
+    async run(ctx) {
+      return createProduct(ctx.db, {
+        storeId: await requireStore(ctx),
+        name: str(ctx, 'name')!,
+        family: str(ctx, 'family', false) ?? null,
+        description: str(ctx, 'description', false) ?? null,
+      });
+    },
+    format: asJson,
+  },
+  'offers create': {
+    summary:
+      'create an offer (--store --product --name --type one_off|recurring --price cur:amount[:default]... [--cycle] [--custom-days] [--trial-days] [--cycle-limit] [--packs 1,5] [--max-installments] [--slug] [--active false])',
+    options: {
+      store: { type: 'string' },
+      product: { type: 'string' },
+      name: { type: 'string' },
+      type: { type: 'string' },
+      price: { type: 'string', multiple: true },
+      cycle: { type: 'string' },
+      'custom-days': { type: 'string' },
+      'trial-days': { type: 'string' },
+      'cycle-limit': { type: 'string' },
+      packs: { type: 'string' },
+      'max-installments': { type: 'string' },
+      slug: { type: 'string' },
+      active: { type: 'string' },
+    },
+    async run(ctx) {
+      const storeId = await requireStore(ctx);
+      const productId = str(ctx, 'product')!;
+      if (!(await collections(ctx.db).products.findOne({ _id: productId, store_id: storeId }))) {
+        throw new Error(`no product ${productId} in store ${storeId}`);
+      }
+      const type = str(ctx, 'type')!;
+      if (type !== 'one_off' && type !== 'recurring') throw new Error('--type is one_off or recurring');
+      const prices = ((ctx.values.price as string[] | undefined) ?? []).map(parsePrice);
+      if (prices.length > 0 && !prices.some((p) => p.default)) prices[0].default = true;
+      const cycle = str(ctx, 'cycle', false);
+      if (cycle && !(BILLING_CYCLES as readonly string[]).includes(cycle)) throw new Error(`--cycle is one of ${BILLING_CYCLES.join(', ')}`);
+      const slug = str(ctx, 'slug', false) ?? null;
+      if (slug && (await collections(ctx.db).offers.findOne({ store_id: storeId, slug }))) throw new Error(`slug '${slug}' is taken`);
+      const packs = str(ctx, 'packs', false);
+      return createOffer(ctx.db, {
+        storeId,
+        productId,
+        name: str(ctx, 'name')!,
+        type,
+        prices,
+        slug,
+        billingCycle: (cycle as BillingCycle | undefined) ?? null,
+        customBillingDays: num(ctx, 'custom-days') ?? null,
+        trialDays: num(ctx, 'trial-days') ?? null,
+        cycleLimit: num(ctx, 'cycle-limit') ?? null,
+        packs: packs ? packs.split(',').map(Number) : [],
+        maxInstallments: num(ctx, 'max-installments') ?? null,
+        active: bool(ctx, 'active') ?? true,
+      });
+    },
+    format: asJson,
+  },
+  'offers set': {
+    summary: 'change an offer (<ofr_ id> [--active true|false] [--name] [--slug])',
+    options: { active: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' } },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'offer id');
+      const set: Record<string, unknown> = {};
+      const active = bool(ctx, 'active');
+      if (active !== undefined) set.active = active;
+      const name = str(ctx, 'name', false);
+      if (name) set.name = name;
+      const slug = str(ctx, 'slug', false);
+      if (slug) set.slug = slug;
+      const offer = await collections(ctx.db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+      if (!offer) throw new Error(`no offer ${id}`);
+      return offer;
+    },
+    format: asJson,
+  },
+  'offers usage': {
+    summary:
+      'add a metered usage row to an offer (<ofr_ id> --meter --currency --unit-amount [--included] [--tiers JSON] [--rounding up|nearest] [--threshold] [--label])',
+    options: {
+      meter: { type: 'string' },
+      currency: { type: 'string' },
+      'unit-amount': { type: 'string' },
+      included: { type: 'string' },
+      tiers: { type: 'string' },
+      rounding: { type: 'string' },
+      threshold: { type: 'string' },
+      label: { type: 'string' },
+    },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'offer id');
+      const offer = await collections(ctx.db).offers.findOne({ _id: id });
+      if (!offer) throw new Error(`no offer ${id}`);
+      const meter = str(ctx, 'meter')!;
+      if (!(await ctx.db.collection('billing_meters').findOne({ _id: meter as never, store_id: offer.store_id }))) {
+        throw new Error(`no meter ${meter} in the offer's store`);
+      }
+      const rounding = str(ctx, 'rounding', false) ?? 'up';
+      if (rounding !== 'up' && rounding !== 'nearest') throw new Error('--rounding is up or nearest');
+      const tiers = str(ctx, 'tiers', false);
+      const row: OfferUsageRow = {
+        meter,
+        currency: str(ctx, 'currency')!.toLowerCase(),
+        unit_amount: num(ctx, 'unit-amount', !tiers) ?? 0,
+        included_units: num(ctx, 'included') ?? 0,
+        tiers: tiers ? (JSON.parse(tiers) as OfferUsageRow['tiers']) : null,
+        rounding,
+        billing_threshold: num(ctx, 'threshold') ?? null,
+        label: str(ctx, 'label', false) ?? null,
+      };
+      return addOfferUsageRow(ctx.db, offer.store_id, id, row);
+    },
+    format: asJson,
+  },
+  'coupons create': {
+    summary: 'create a coupon (--store --code (--percent-off N | --amount-off N --currency cur))',
+    options: { store: { type: 'string' }, code: { type: 'string' }, 'percent-off': { type: 'string' }, 'amount-off': { type: 'string' }, currency: { type: 'string' } },
+    async run(ctx) {
+      return createCoupon(ctx.db, {
+        storeId: await requireStore(ctx),
+        code: str(ctx, 'code')!,
+        percentOff: num(ctx, 'percent-off') ?? null,
+        amountOff: num(ctx, 'amount-off') ?? null,
+        currency: str(ctx, 'currency', false) ?? null,
+      });
+    },
+    format: asJson,
+  },
+  'coupons set': {
+    summary: 'switch a coupon on or off (<cpn_ id> --active true|false)',
+    options: { active: { type: 'string' } },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'coupon id');
+      const active = bool(ctx, 'active');
+      if (active === undefined) throw new Error('--active is required');
+      const coupon = await collections(ctx.db).coupons.findOneAndUpdate({ _id: id }, { $set: { active } }, { returnDocument: 'after' });
+      if (!coupon) throw new Error(`no coupon ${id}`);
+      return coupon;
+    },
+    format: asJson,
+  },
+  'meters create': {
+    summary: 'create a meter (--store --display-name --event-name [--formula sum|count|last])',
+    options: { store: { type: 'string' }, 'display-name': { type: 'string' }, 'event-name': { type: 'string' }, formula: { type: 'string' } },
+    async run(ctx) {
+      const formula = (str(ctx, 'formula', false) ?? 'sum') as 'sum' | 'count' | 'last';
+      if (!['sum', 'count', 'last'].includes(formula)) throw new Error('--formula is sum, count or last');
+      return createMeter(ctx.db, {
+        storeId: await requireStore(ctx),
+        displayName: str(ctx, 'display-name')!,
+        eventName: str(ctx, 'event-name')!,
+        formula,
+      });
+    },
+    format: asJson,
+  },
+};

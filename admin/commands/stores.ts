@@ -1,0 +1,95 @@
+// stores create | show | set: the store record and the operator's flags on it.
+import { collections, type StoreDoc } from '../../store/collections';
+import { createStore } from '../../store/stores';
+import { bool, positional, str, type Command } from './types';
+
+const formatStore = (result: unknown) => {
+  const s = result as StoreDoc;
+  return [
+    `store ${s._id}  ${s.name}${s.slug ? ` (${s.slug})` : ''}`,
+    `  country ${s.country}  currency ${s.currency}  timezone ${s.timezone}`,
+    `  active ${s.active}  api ${s.api_enabled}  plan overdue ${s.plan_overdue}  portal ${s.portal_enabled}  custom domain ${s.custom_domain ?? '-'}`,
+  ].join('\n');
+};
+
+export const storeCommands: Record<string, Command> = {
+  'stores create': {
+    summary: 'create a store (--name --country --currency --timezone [--slug])',
+    options: { name: { type: 'string' }, slug: { type: 'string' }, country: { type: 'string' }, currency: { type: 'string' }, timezone: { type: 'string' } },
+    async run(ctx) {
+      const country = str(ctx, 'country')!;
+      const currency = str(ctx, 'currency')!;
+      if (!/^[A-Za-z]{2}$/.test(country)) throw new Error('--country is an ISO 3166-1 alpha-2 code');
+      if (!/^[A-Za-z]{3}$/.test(currency)) throw new Error('--currency is an ISO 4217 code');
+      const timezone = str(ctx, 'timezone', false) ?? 'UTC';
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: timezone });
+      } catch {
+        throw new Error(`unknown time zone '${timezone}'`);
+      }
+      const slug = str(ctx, 'slug', false) ?? null;
+      if (slug && (await collections(ctx.db).stores.findOne({ slug }))) throw new Error(`slug '${slug}' is taken`);
+      return createStore(ctx.db, { name: str(ctx, 'name')!, slug, country, currency, timezone });
+    },
+    format: formatStore,
+  },
+  'stores show': {
+    summary: 'show a store (<store id>)',
+    options: {},
+    async run(ctx) {
+      const id = positional(ctx, 0, 'store id');
+      const store = await collections(ctx.db).stores.findOne({ _id: id });
+      if (!store) throw new Error(`no store ${id}`);
+      return store;
+    },
+    format: formatStore,
+  },
+  'stores list': {
+    summary: 'list stores',
+    options: {},
+    async run(ctx) {
+      return collections(ctx.db).stores.find({}).sort({ _id: 1 }).toArray();
+    },
+    format: (result) => (result as StoreDoc[]).map(formatStore).join('\n'),
+  },
+  'stores set': {
+    summary: 'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--custom-domain] [--slug] [--name])',
+    options: {
+      active: { type: 'string' },
+      api: { type: 'string' },
+      'plan-overdue': { type: 'string' },
+      portal: { type: 'string' },
+      'custom-domain': { type: 'string' },
+      slug: { type: 'string' },
+      name: { type: 'string' },
+    },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'store id');
+      const set: Partial<StoreDoc> = {};
+      const flags: [string, keyof StoreDoc][] = [
+        ['active', 'active'],
+        ['api', 'api_enabled'],
+        ['plan-overdue', 'plan_overdue'],
+        ['portal', 'portal_enabled'],
+      ];
+      for (const [option, field] of flags) {
+        const value = bool(ctx, option);
+        if (value !== undefined) (set as Record<string, unknown>)[field] = value;
+      }
+      const domain = ctx.values['custom-domain'];
+      if (typeof domain === 'string') set.custom_domain = domain === '' || domain === 'none' ? null : domain.toLowerCase();
+      const slug = str(ctx, 'slug', false);
+      if (slug) {
+        const taken = await collections(ctx.db).stores.findOne({ slug, _id: { $ne: id } });
+        if (taken) throw new Error(`slug '${slug}' is taken`);
+        set.slug = slug;
+      }
+      const name = str(ctx, 'name', false);
+      if (name) set.name = name;
+      const store = await collections(ctx.db).stores.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+      if (!store) throw new Error(`no store ${id}`);
+      return store;
+    },
+    format: formatStore,
+  },
+};

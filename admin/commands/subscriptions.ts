@@ -1,0 +1,117 @@
+// subscriptions create / provider settle: what the operator does by hand with subscriptions and the
+// test payment connection. Both need TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE)
+// to reach the workflows: creating starts the subscription's workflow, a notice is a signal.
+import { Client, Connection } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import { collections } from '../../store/collections';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import type { SettlementStatus } from '../../adapters/provider/types';
+import { ordersCollection } from '../../store/orders';
+import { chargesCollection } from '../../store/subscription-charges';
+import { subscriptionObject } from '../../store/subscriptions';
+import { createSubscription } from '../../activities/subscriptions';
+import { temporalConnectionOptions } from '../../adapters/temporal-connection';
+import { asJson, positional, str, type Command, type CommandContext } from './types';
+
+async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
+  const address = ctx.env.TEMPORAL_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_ADDRESS is not set (the command reaches the workflows through Temporal)');
+  const connection = await Connection.connect(temporalConnectionOptions(ctx.env));
+  try {
+    const client = new Client({ connection, namespace: ctx.env.TEMPORAL_NAMESPACE ?? 'default' });
+    return await fn(client, ctx.env.TEMPORAL_TASK_QUEUE ?? 'billing');
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The transaction behind a charge (sch_), order (ord_), checkout session (cs_) or transaction (tx_) id. */
+async function transactionOf(db: Db, ref: string): Promise<{ storeId: string; transactionId: string }> {
+  if (ref.startsWith('sch_')) {
+    const charge = await chargesCollection(db).findOne({ _id: ref });
+    if (!charge) throw new Error(`no charge ${ref}`);
+    if (!charge.transaction) throw new Error(`charge ${ref} has no provider transaction (it was refused before the card)`);
+    return { storeId: charge.store_id, transactionId: charge.transaction };
+  }
+  if (ref.startsWith('ord_')) {
+    const order = await ordersCollection(db).findOne({ _id: ref });
+    if (!order) throw new Error(`no order ${ref}`);
+    if (order.provider_transaction_id) return { storeId: order.store_id, transactionId: order.provider_transaction_id };
+    if (order.external_order_id?.startsWith('sch_')) return transactionOf(db, order.external_order_id);
+    if (order.external_order_id?.startsWith('tx_')) return { storeId: order.store_id, transactionId: order.external_order_id };
+    if (order.checkout_session) return transactionOf(db, order.checkout_session);
+    throw new Error(`order ${ref} has no provider transaction`);
+  }
+  if (ref.startsWith('cs_')) {
+    const session = await db.collection<{ _id: string; store_id: string; payment?: { transaction_id?: string | null } | null }>('checkout_sessions').findOne({ _id: ref });
+    if (!session) throw new Error(`no checkout session ${ref}`);
+    const transactionId = session.payment?.transaction_id;
+    if (!transactionId) throw new Error(`checkout session ${ref} has no pending provider transaction`);
+    return { storeId: session.store_id, transactionId };
+  }
+  if (ref.startsWith('tx_')) {
+    const ledger = await db.collection<{ store_id: string; transaction_id: string }>('provider_test_charges').findOne({ transaction_id: ref });
+    if (!ledger) throw new Error(`no transaction ${ref} at the test connection`);
+    return { storeId: ledger.store_id, transactionId: ref };
+  }
+  throw new Error(`'${ref}' is not a charge (sch_), order (ord_), checkout session (cs_) or transaction (tx_) id`);
+}
+
+export const subscriptionCommands: Record<string, Command> = {
+  'subscriptions create': {
+    summary: 'create a subscription paying with a test card and start its workflow (--store --customer --offer --card <number> [--currency])',
+    options: { store: { type: 'string' }, customer: { type: 'string' }, offer: { type: 'string' }, card: { type: 'string' }, currency: { type: 'string' } },
+    async run(ctx) {
+      const { stores, customers, offers, products } = collections(ctx.db);
+      const storeId = str(ctx, 'store')!;
+      const store = await stores.findOne({ _id: storeId });
+      if (!store) throw new Error(`no store ${storeId}`);
+      const customer = await customers.findOne({ _id: str(ctx, 'customer')!, store_id: storeId });
+      if (!customer) throw new Error(`no customer ${str(ctx, 'customer')} in store ${storeId}`);
+      const offer = await offers.findOne({ _id: str(ctx, 'offer')!, store_id: storeId });
+      if (!offer) throw new Error(`no offer ${str(ctx, 'offer')} in store ${storeId}`);
+      if (offer.type !== 'recurring') throw new Error(`offer ${offer._id} is not recurring`);
+      const product = await products.findOne({ _id: offer.product_id, store_id: storeId });
+      if (!product) throw new Error(`offer ${offer._id} has no product`);
+      const currency = str(ctx, 'currency', false)?.toLowerCase();
+      if (currency && !offer.prices.some((p) => p.currency === currency)) throw new Error(`offer ${offer._id} has no price in ${currency}`);
+
+      const provider = createTestConnection({ db: ctx.db });
+      // The card number goes to the provider only; what is kept is its pm_ id, brand and last4.
+      const saved = await provider.saveCard({ storeId, customerId: customer._id, providerCustomerId: customer.provider_customer_id, card: { number: str(ctx, 'card')! } });
+      if (!saved.ok) throw new Error(`the provider refused the card: ${saved.message}`);
+      const doc = await withTemporal(ctx, (client, taskQueue) =>
+        createSubscription({ db: ctx.db, provider, temporal: client, taskQueue }, { store, customer, offer, product, currency, paymentMethod: saved.card }),
+      );
+      return subscriptionObject(doc);
+    },
+    format: (result) => {
+      const s = result as ReturnType<typeof subscriptionObject>;
+      return `subscription ${s.id}  ${s.status}  ${s.offer?.name}  ${s.amount} ${s.currency}  next billing ${s.next_billing_at ?? '-'}`;
+    },
+  },
+
+  'provider settle': {
+    summary: 'send the test connection notice settling a pending charge, order, checkout or transaction (<sch_|ord_|cs_|tx_ id> --outcome paid|refused|expired)',
+    options: { outcome: { type: 'string' } },
+    async run(ctx) {
+      const ref = positional(ctx, 0, 'charge, order, checkout session or transaction id');
+      const outcome = str(ctx, 'outcome')! as SettlementStatus;
+      if (!['paid', 'refused', 'expired'].includes(outcome)) throw new Error('--outcome is paid, refused or expired');
+      const { storeId, transactionId } = await transactionOf(ctx.db, ref);
+      const settled = await createTestConnection({ db: ctx.db }).settle({ storeId, transactionId, outcome });
+      if (!settled.ok) throw new Error(settled.reason);
+      const { notice } = settled;
+      // The notice reaches the waiting workflow (its notifyRef) as the providerSettled signal.
+      if (notice.notifyRef) {
+        await withTemporal(ctx, (client) => client.workflow.getHandle(notice.notifyRef!).signal('providerSettled', notice));
+      }
+      return { ref, store: storeId, notice, signaled: notice.notifyRef };
+    },
+    format: (result) => {
+      const r = result as { ref: string; notice: { transactionId: string; status: string }; signaled: string | null };
+      return `${r.ref}: transaction ${r.notice.transactionId} ${r.notice.status}${r.signaled ? `, notice sent to ${r.signaled}` : ''}`;
+    },
+  },
+};
+

@@ -1,0 +1,64 @@
+// The hand-off from a paid recurring checkout to the subscriptions area: one subscription per
+// session, created through createSubscription (which emits customer.subscription.created and starts
+// its workflow), then recorded on the session and on the checkout's order. A retry after a crash
+// finds the subscription by its checkout session instead of creating a second one.
+import { ApplicationFailure } from '@temporalio/activity';
+import { decodeMetadata } from '../domain/metadata';
+import type { ActivityDeps } from '../activities/index';
+import { collections } from '../store/collections';
+import { setSessionSubscription, type CheckoutSessionDoc } from '../store/checkout-sessions';
+import { ordersCollection } from '../store/orders';
+import { subscriptionObject, subscriptionsCollection } from '../store/subscriptions';
+import { createSubscription, startSubscriptionWorkflow } from '../activities/subscriptions';
+import { emitEventOnce } from './emit-once';
+import { startsWithTrial } from '../domain/checkout';
+
+export async function createSubscriptionForCheckout(deps: ActivityDeps, session: CheckoutSessionDoc): Promise<string | null> {
+  if (session.subscription) return session.subscription;
+  const { db } = deps;
+  const storeId = session.store_id;
+
+  let subscription = await subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: session._id });
+  if (subscription) {
+    // Created by an earlier try that stopped before recording it: finish what it started (both no-ops if done).
+    await emitEventOnce(deps, `${subscription._id}:created`, {
+      storeId,
+      type: 'customer.subscription.created',
+      object: subscriptionObject(subscription),
+      request: null,
+    });
+    if (deps.temporal) await startSubscriptionWorkflow(deps.temporal, deps.taskQueue, subscription);
+  } else {
+    const c = collections(db);
+    const [store, customer, offer, product] = await Promise.all([
+      c.stores.findOne({ _id: storeId }),
+      session.customer ? c.customers.findOne({ _id: session.customer, store_id: storeId }) : null,
+      c.offers.findOne({ _id: session.offer.id, store_id: storeId }),
+      c.products.findOne({ _id: session.offer.product_id, store_id: storeId }),
+    ]);
+    if (!store || !customer || !offer || !product) {
+      throw ApplicationFailure.nonRetryable(`checkout session ${session._id}: store, customer, offer or product is missing`, 'subscription_inputs_missing');
+    }
+    const card = session.payment?.saved_card ?? null;
+    subscription = await createSubscription(deps, {
+      store,
+      customer,
+      offer,
+      product,
+      currency: session.payment?.currency ?? session.currency,
+      paymentMethod: card ? { paymentMethodId: card.id, type: 'card', brand: card.brand, last4: card.last4, chargeable: card.chargeable } : null,
+      installments: session.payment?.installments ?? null,
+      checkoutSession: session._id,
+      clientReferenceId: session.client_reference_id,
+      // subscription_data[metadata] when sent, else the session's metadata.
+      metadata: decodeMetadata(session.subscription_metadata ?? session.metadata),
+      // The checkout's order paid the first cycle (a trial charges nothing now).
+      firstPeriodPaid: !startsWithTrial(session.offer),
+      request: null,
+    });
+  }
+
+  await setSessionSubscription(db, storeId, session._id, subscription._id);
+  if (session.order) await ordersCollection(db).updateOne({ _id: session.order, store_id: storeId }, { $set: { subscription: subscription._id } });
+  return subscription._id;
+}

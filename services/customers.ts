@@ -1,0 +1,102 @@
+// Creating and updating customers: shared by the API and checkout (which creates customers with
+// metadata {}). Registration at the provider happens before the record is written, so a refused
+// customer leaves nothing behind; checkout prepares the customer before the payment and writes it
+// only once the payment is taken.
+import type { Db } from 'mongodb';
+import { ApiError, notFound } from '../domain/errors';
+import { normalizeCustomerInput, type CustomerInput } from '../domain/customers';
+import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/metadata';
+import type { PaymentProvider } from '../adapters/provider/types';
+import type { CustomerDoc, StoreDoc } from '../store/collections';
+import {
+  customerObject,
+  findClaimedCustomer,
+  findCustomer,
+  insertCustomer,
+  isDuplicateKeyError,
+  newCustomerDoc,
+  updateCustomer,
+} from '../store/customers';
+import { emitEvent, type EventDeps } from './events';
+import type { EventRequest } from '../store/events';
+
+export interface CustomerDeps extends EventDeps {
+  db: Db;
+  provider: PaymentProvider;
+}
+
+/**
+ * The customer these fields name: the store's customer holding the email (`existing`), else a new one
+ * checked and registered at the provider but not yet written. `id` proposes the new customer's id
+ * (checkout derives one, so attempts racing for one buyer register one customer); an id already held
+ * by a customer with another email (since renamed) gives way to a fresh one.
+ */
+export async function prepareCustomer(
+  deps: CustomerDeps,
+  store: StoreDoc,
+  input: CustomerInput & { metadata?: unknown },
+  options: { nameMin?: number; id?: (email: string) => string } = {},
+): Promise<{ customer: CustomerDoc; existing: boolean }> {
+  const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
+  const metadata: Metadata = normalizeMetadata(input.metadata);
+  const email = fields.email!;
+  // The claim lookup is a single read; a customer without a claim is still found when the unique
+  // email refuses the insert.
+  const existing = await findClaimedCustomer(deps.db, store._id, email);
+  if (existing) return { customer: existing, existing: true };
+
+  const doc = newCustomerDoc(store._id, { ...fields, email }, metadata);
+  const proposed = options.id?.(email);
+  if (proposed) {
+    const holder = await findCustomer(deps.db, store._id, proposed);
+    if (holder?.email === email) return { customer: holder, existing: true };
+    if (!holder) doc._id = proposed;
+  }
+  const registered = await deps.provider.registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
+  if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
+  doc.provider_customer_id = registered.providerCustomerId;
+  return { customer: doc, existing: false };
+}
+
+export async function createCustomer(
+  deps: CustomerDeps,
+  store: StoreDoc,
+  input: CustomerInput & { metadata?: unknown },
+  request: EventRequest | null,
+  options: { nameMin?: number } = {},
+): Promise<{ customer: CustomerDoc; created: boolean }> {
+  const prepared = await prepareCustomer(deps, store, input, options);
+  if (prepared.existing) return { customer: prepared.customer, created: false };
+  const result = await insertCustomer(deps.db, prepared.customer);
+  if (result.created) {
+    await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(result.customer), request });
+  }
+  return result;
+}
+
+export async function changeCustomer(
+  deps: CustomerDeps,
+  store: StoreDoc,
+  id: string,
+  input: CustomerInput & { metadata?: unknown },
+  request: EventRequest | null,
+): Promise<CustomerDoc> {
+  const current = await findCustomer(deps.db, store._id, id);
+  if (!current) throw notFound('customer', id);
+  const fields = normalizeCustomerInput(input, store.country, false);
+  const set: Partial<CustomerDoc> = { ...fields } as Partial<CustomerDoc>;
+  // Metadata replaces the whole map when sent.
+  if (input.metadata !== undefined) set.metadata = encodeMetadata(normalizeMetadata(input.metadata));
+  let updated: CustomerDoc | null;
+  try {
+    updated = await updateCustomer(deps.db, store._id, id, set);
+  } catch (error) {
+    if (isDuplicateKeyError(error)) {
+      throw new ApiError('parameter_invalid', 'Another customer of this store already has this email.', { param: 'email' });
+    }
+    throw error;
+  }
+  if (!updated) throw notFound('customer', id);
+  await emitEvent(deps, { storeId: store._id, type: 'customer.updated', object: customerObject(updated), request });
+  return updated;
+}

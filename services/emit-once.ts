@@ -1,0 +1,85 @@
+// Emitting an event once per fact, however often the code that emits it is retried. Two ways:
+//  - emitEventOnce(deps, input): for a fact emitted by exactly one activity execution (the workflows
+//    of this repo serialize each aggregate's facts). The first attempt emits straight away — nothing
+//    can have been emitted before it. A retry may follow an attempt that died after emitting: it first
+//    looks for the event itself (same store, type and object id, written since the activity was first
+//    scheduled) and emits only if it is not there. No extra writes on the normal path.
+//  - emitEventOnce(deps, key, input): for a fact that several executions may try to emit (the key
+//    names the fact). A claim document per key is written before emitting and marked done after; a
+//    later attempt skips a done claim, and for an unfinished one looks for the event as above. Claims
+//    carry `created` (a Date) so a TTL index drops them once no retry can come.
+import { Context } from '@temporalio/activity';
+import type { Db } from 'mongodb';
+import { collections } from '../store/collections';
+import { emitEvent, type EmitEventInput, type EventDeps } from './events';
+import { CURRENT_EVENT_CATALOG } from '../store/events';
+
+interface EmissionClaimDoc {
+  _id: string;
+  store_id: string;
+  state: 'emitting' | 'done';
+  event_id: string | null;
+  created: Date;
+}
+
+const claimsOf = (db: Db) => db.collection<EmissionClaimDoc>('event_emissions');
+
+/** The running activity's attempt and first scheduling time; attempt 1 outside an activity. */
+function currentAttempt(): { attempt: number; scheduledMs: number } {
+  try {
+    const { attempt, scheduledTimestampMs } = Context.current().info;
+    return { attempt, scheduledMs: scheduledTimestampMs };
+  } catch {
+    return { attempt: 1, scheduledMs: Date.now() };
+  }
+}
+
+/** Unix seconds one second before `at`, to be safe with the events' second rounding. */
+const secondsBefore = (at: Date) => Math.floor(at.getTime() / 1000) - 1;
+
+/** The id of an event of this type about this object written since `sinceSeconds`, if any. */
+async function findEmitted(db: Db, input: EmitEventInput, sinceSeconds: number): Promise<string | null> {
+  const objectId = input.object.id;
+  const candidates = await collections(db)
+    .events.find({ store_id: input.storeId, type: input.type, created: { $gte: sinceSeconds } })
+    .limit(500)
+    .toArray();
+  for (const event of candidates) {
+    if (event.api_version !== CURRENT_EVENT_CATALOG) continue;
+    try {
+      if ((JSON.parse(event.data_json) as { object?: { id?: unknown } }).object?.id === objectId) return event._id;
+    } catch {
+      // Not ours.
+    }
+  }
+  return null;
+}
+
+async function emitKeyed(deps: EventDeps, key: string, input: EmitEventInput): Promise<void> {
+  const claims = claimsOf(deps.db);
+  const id = `${input.storeId}:${key}`;
+  const fresh = { store_id: input.storeId, state: 'emitting' as const, event_id: null, created: new Date() };
+  // The claim as it was before this call: null when this call created it.
+  const claim = await claims.findOneAndUpdate({ _id: id }, { $setOnInsert: fresh }, { upsert: true, returnDocument: 'before' });
+  if (claim) {
+    if (claim.state === 'done') return;
+    // An earlier attempt claimed the fact and did not finish: it may have emitted before dying.
+    const already = await findEmitted(deps.db, input, secondsBefore(claim.created));
+    if (already) {
+      await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: already } });
+      return;
+    }
+  }
+  const event = await emitEvent(deps, input);
+  await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: event._id } });
+}
+
+export async function emitEventOnce(deps: EventDeps, input: EmitEventInput): Promise<void>;
+export async function emitEventOnce(deps: EventDeps, key: string, input: EmitEventInput): Promise<void>;
+export async function emitEventOnce(deps: EventDeps, keyOrInput: string | EmitEventInput, keyed?: EmitEventInput): Promise<void> {
+  if (typeof keyOrInput === 'string') return emitKeyed(deps, keyOrInput, keyed!);
+  const input = keyOrInput;
+  const { attempt, scheduledMs } = currentAttempt();
+  if (attempt > 1 && (await findEmitted(deps.db, input, secondsBefore(new Date(scheduledMs))))) return;
+  await emitEvent(deps, input);
+}

@@ -1,0 +1,78 @@
+// Emitting an event: the one call every resource uses when a fact happens. It writes the event in
+// catalog 2026-11-01 and, while the store has an endpoint on 2026-09-01, under its original name
+// there too, each with the request that caused it and the enabled endpoints whose enabled_events
+// match; then it creates and starts their deliveries. If the process dies on the way, the sweeper
+// (workflows/event-sweeper.ts) finishes the dispatch from the outbox; dispatching twice creates
+// nothing twice.
+import type { Db } from 'mongodb';
+import type { Client } from '@temporalio/client';
+import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
+import type { EventDoc } from '../store/collections';
+import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, renderEventBody, type EventRequest } from '../store/events';
+import { endpointsForFanOut, insertDeliveries, newDeliveryDoc, type FanOutEndpoint } from '../store/webhooks';
+import { startDeliveryWorkflow, taskQueueOf } from './webhook-dispatch';
+
+export interface EventDeps {
+  db: Db;
+  /** Used to start deliveries right away; without it the sweeper dispatches the event. */
+  temporal?: Client | null;
+  taskQueue?: string;
+  /** The API's deps carry the task queue in their config. */
+  config?: { taskQueue?: string };
+}
+
+export interface EmitEventInput {
+  storeId: string;
+  /** Type in catalog 2026-11-01. */
+  type: string;
+  object: Record<string, unknown>;
+  request?: EventRequest | null;
+  /**
+   * Name in the original catalog 2026-09-01 when it depends on the fact (upgraded vs downgraded);
+   * null when the fact has no original-catalog event; omitted to use the catalog's mapping.
+   */
+  legacyType?: string | null;
+}
+
+function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: string): string[] {
+  return endpoints
+    .filter((e) => e.status === 'enabled' && e.api_version === catalog && endpointReceives(e.enabled_events, type))
+    .map((e) => e._id);
+}
+
+/**
+ * Writes the event (both catalogs as needed) and its dispatch outbox entry, then its deliveries,
+ * starts their workflows and confirms it dispatched; returns the 2026-11-01 event. Once the event is
+ * written, a failure on the way is the sweeper's to finish (from the outbox), not the caller's request
+ * to fail.
+ */
+export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise<EventDoc> {
+  const now = Date.now();
+  const endpoints = await endpointsForFanOut(deps.db, input.storeId);
+  const base = { storeId: input.storeId, object: input.object, request: input.request };
+  const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type) }, now)];
+  const legacyType = legacyNameOf(input.type, input.legacyType);
+  if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
+    written.push(buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now));
+  }
+  const toDispatch = written.filter((event) => !event.dispatched);
+  // The outbox entry goes first: an event never exists undispatched without one.
+  await addToOutbox(deps.db, toDispatch);
+  await insertEvents(deps.db, written);
+  if (toDispatch.length === 0 || !deps.temporal) return written[0];
+
+  const client = deps.temporal;
+  const taskQueue = taskQueueOf(deps);
+  try {
+    const deliveries = toDispatch.flatMap((event) => {
+      const body = renderEventBody(event);
+      return (event.targets ?? []).map((endpointId) => newDeliveryDoc(event, endpointId, body, now));
+    });
+    await insertDeliveries(deps.db, deliveries);
+    await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
+    await confirmDispatched(deps.db, toDispatch.map((event) => event._id));
+  } catch (error) {
+    console.warn(`events ${toDispatch.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);
+  }
+  return written[0];
+}

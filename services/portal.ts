@@ -1,0 +1,97 @@
+// What a signed-in customer does in the portal, always through the subscription's workflow (the
+// subscription's one writer): schedule the cancellation at period end, undo it (reactivate), and
+// replace the saved card (the new card goes to the provider adapter only, in memory).
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import type { PaymentProvider } from '../adapters/provider/types';
+import { findCustomer } from '../store/customers';
+import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { ordersCollection, type OrderDoc } from '../store/orders';
+import type { CancellationSource, SubscriptionPaymentMethod } from '../domain/subscriptions';
+import { cardDigits } from '../domain/checkout';
+import {
+  changePaymentMethodUpdate,
+  reactivateUpdate,
+  scheduleCancellationUpdate,
+  subscriptionWorkflowId,
+  type CancelInput,
+} from '../workflows/subscription-messages';
+
+export interface PortalDeps {
+  db: Db;
+  provider: PaymentProvider;
+  temporal: Client | null;
+}
+
+export type PortalActionResult = { ok: true } | { ok: false; reason: string };
+
+const PORTAL_SOURCE: CancellationSource = 'customer portal';
+
+export async function portalSubscriptions(db: Db, storeId: string, customerId: string): Promise<SubscriptionDoc[]> {
+  return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
+}
+
+export async function portalOrders(db: Db, storeId: string, customerId: string): Promise<OrderDoc[]> {
+  return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
+}
+
+async function ownSubscription(db: Db, storeId: string, customerId: string, id: string): Promise<SubscriptionDoc | null> {
+  const doc = await subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
+  return doc && doc.customer === customerId ? doc : null;
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof WorkflowUpdateFailedError) return (error.cause as Error | undefined)?.message ?? error.message;
+  return 'the service is busy; try again in a moment';
+}
+
+async function runUpdate(deps: PortalDeps, subscriptionId: string, run: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<unknown>): Promise<PortalActionResult> {
+  if (!deps.temporal) return { ok: false, reason: 'the service is not available' };
+  try {
+    await run(deps.temporal.workflow.getHandle(subscriptionWorkflowId(subscriptionId)));
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, reason: reasonOf(error) };
+  }
+}
+
+export async function cancelAtPeriodEndFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
+  if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
+  // `source` is who canceled (the customer portal); the request is the customer's, not an API call.
+  const input: CancelInput = { reason: null, comment: null, source: PORTAL_SOURCE, request: null };
+  return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(scheduleCancellationUpdate, { args: [input] }));
+}
+
+export async function reactivateFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
+  const doc = await ownSubscription(deps.db, storeId, customerId, subscriptionId);
+  if (!doc) return { ok: false, reason: 'no such subscription' };
+  // The portal only undoes a scheduled cancellation; restarting an ended subscription is the store's call.
+  if (!doc.cancel_at_period_end) return { ok: false, reason: 'no cancellation is scheduled' };
+  return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(reactivateUpdate, { args: [{ request: null }] }));
+}
+
+export async function replaceCardFromPortal(
+  deps: PortalDeps,
+  storeId: string,
+  customerId: string,
+  subscriptionId: string,
+  cardNumber: string,
+): Promise<PortalActionResult> {
+  if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
+  const digits = cardDigits(cardNumber);
+  if (!digits) return { ok: false, reason: 'the card number is not valid' };
+  const customer = await findCustomer(deps.db, storeId, customerId);
+  const saved = await deps.provider.saveCard({ storeId, customerId, providerCustomerId: customer?.provider_customer_id ?? null, card: { number: digits } });
+  if (!saved.ok) return { ok: false, reason: saved.message };
+  const paymentMethod: SubscriptionPaymentMethod = {
+    id: saved.card.paymentMethodId,
+    type: 'card',
+    brand: saved.card.brand,
+    last4: saved.card.last4,
+    chargeable: saved.card.chargeable,
+  };
+  // An action on the subscription (customer.subscription.updated): its workflow serializes it.
+  return runUpdate(deps, subscriptionId, (handle) =>
+    handle.executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethod, request: null }] }),
+  );
+}

@@ -1,0 +1,307 @@
+// Ingesting meter events (single call and batch): each item checked on its own (event rules 1-4),
+// attachment decided once, on arrival (event rule 5), the events and their rollups written exactly
+// once (store/usage-rollups.ts), the hourly error report for unattached events (event rule 6), and the
+// recompute signal when a batch may have taken a period to its billing threshold.
+import type { Db } from 'mongodb';
+import { ApiError } from '../domain/errors';
+import {
+  chosenSubscriptionOf,
+  customerIdOf,
+  readEventShape,
+  resolveTimestamp,
+  valueOf,
+  type EventShape,
+} from '../domain/meter-events';
+import { periodTotal, priceLine, thresholdReached } from '../domain/pricing';
+import { cycleOf, HOUR, periodRollupKey, periodStartFor, windowStart } from '../domain/usage-periods';
+import { randomBase62 } from '../domain/ids';
+import { findMeterByEventName, type MeterDoc } from '../store/meters';
+import type { SubscriptionDoc } from '../store/subscriptions';
+import {
+  claimErrorReport,
+  contributionOf,
+  customerKey,
+  customerSubscriptions,
+  encodePayload,
+  findMeterEvents,
+  findUsageItem,
+  findUsageState,
+  insertMeterEvents,
+  journalEventLoader,
+  meterEventId,
+  meterEventObject,
+  type MeterEventDoc,
+  type MeterEventObject,
+  type UsageStateDoc,
+} from '../store/usage';
+import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../store/usage-rollups';
+import { emitEvent } from './events';
+import type { EventRequest } from '../store/events';
+import {
+  customerExists,
+  isChargeable,
+  loadSubscription,
+  recent,
+  seconds,
+  signalUsageWorkflow,
+  type UsageDeps,
+} from './usage-shared';
+
+// Threshold checks after ingestion signal a period at most this often from one process.
+const SIGNAL_EVERY_MS = 5_000;
+const lastSignal = new Map<string, number>();
+
+function signalDue(periodId: string, now: number): boolean {
+  const last = lastSignal.get(periodId);
+  if (last !== undefined && now - last < SIGNAL_EVERY_MS) return false;
+  if (lastSignal.size > 10_000) lastSignal.clear();
+  lastSignal.set(periodId, now);
+  return true;
+}
+
+export type IngestResult =
+  | { status: 'accepted'; id: string; event: MeterEventObject }
+  /** `event` is the stored event when asked for (the single call returns it), else null. */
+  | { status: 'duplicate'; id: string; event: MeterEventObject | null }
+  | { status: 'error'; error: ApiError };
+
+interface Checked {
+  index: number;
+  shape: EventShape;
+  meter: MeterDoc;
+  customer: string;
+  value: number;
+  timestamp: number;
+  id: string;
+  identifier: string;
+}
+
+interface Attachment {
+  sub: SubscriptionDoc;
+  state: UsageStateDoc | null;
+}
+
+function asApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  throw error;
+}
+
+/** Event rule 5: the most recent chargeable subscription of the customer with an item for the meter. */
+async function resolveAttachment(
+  db: Db,
+  storeId: string,
+  customer: string,
+  meter: string,
+  chosen: string | null,
+  nowMs: number,
+): Promise<Attachment | null> {
+  const candidates = chosen ? [chosen] : await recent(`c|${storeId}|${customer}`, () => customerSubscriptions(db, storeId, customer), nowMs);
+  // Subscription ids are time-ordered: the most recent first.
+  for (const id of [...candidates].sort().reverse()) {
+    // Read together: one round trip's wait instead of three.
+    const [sub, item, state] = await Promise.all([
+      recent(`s|${storeId}|${id}`, () => loadSubscription(db, storeId, id), nowMs),
+      recent(`i|${storeId}|${id}|${meter}`, () => findUsageItem(db, storeId, id, meter), nowMs),
+      recent(`u|${storeId}|${id}`, () => findUsageState(db, storeId, id), nowMs),
+    ]);
+    if (!sub || sub.customer !== customer || !isChargeable(sub) || !item) continue;
+    return { sub, state };
+  }
+  return null;
+}
+
+/**
+ * Ingests meter events (one call or a batch): each item is accepted, a duplicate of a stored event
+ * (same meter and identifier: returned, not counted again) or refused on its own.
+ */
+export async function ingestMeterEvents(
+  deps: UsageDeps,
+  storeId: string,
+  items: unknown[],
+  options: { now?: number; request?: EventRequest | null; storedDuplicates?: boolean } = {},
+): Promise<IngestResult[]> {
+  const { db } = deps;
+  const nowMs = options.now ?? Date.now();
+  const now = seconds(nowMs);
+  const results: IngestResult[] = new Array(items.length);
+  const fail = (index: number, error: unknown) => (results[index] = { status: 'error', error: asApiError(error) });
+
+  const shapes = items.map((raw, index) => {
+    try {
+      return readEventShape(raw);
+    } catch (error) {
+      fail(index, error);
+      return null;
+    }
+  });
+  const names = [...new Set(shapes.filter((s): s is EventShape => s !== null).map((s) => s.eventName))];
+  const meters = new Map(await Promise.all(names.map(async (name) => [name, await findMeterByEventName(db, storeId, name)] as const)));
+
+  const checked: Checked[] = [];
+  shapes.forEach((shape, index) => {
+    if (!shape) return;
+    try {
+      const meter = meters.get(shape.eventName);
+      if (!meter) throw new ApiError('no_meter_found', `No active meter has event_name '${shape.eventName}'.`, { param: 'event_name' });
+      if (meter.status !== 'active') throw new ApiError('meter_inactive', `The meter for '${shape.eventName}' is inactive.`, { param: 'event_name' });
+      const customer = customerIdOf(shape.payload, meter);
+      const value = valueOf(shape.payload, meter);
+      const timestamp = resolveTimestamp(shape.timestamp, now);
+      // Without an identifier every call counts: a fresh one is generated.
+      const identifier = shape.identifier ?? `gen_${randomBase62(24)}`;
+      checked.push({ index, shape, meter, customer, value, timestamp, identifier, id: meterEventId(storeId, meter._id, identifier) });
+    } catch (error) {
+      fail(index, error);
+    }
+  });
+
+  const customers = [...new Set(checked.map((c) => c.customer))];
+  const exists = new Map(await Promise.all(customers.map(async (id) => [id, await customerExists(db, storeId, id)] as const)));
+  const valid = checked.filter((c) => {
+    if (exists.get(c.customer)) return true;
+    fail(c.index, new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` }));
+    return false;
+  });
+
+  // The same identifier twice in one batch: the later ones are duplicates of the first.
+  const firstOf = new Map<string, Checked>();
+  const repeats: Checked[] = [];
+  for (const c of valid) {
+    if (firstOf.has(c.id)) repeats.push(c);
+    else firstOf.set(c.id, c);
+  }
+  const unique = [...firstOf.values()];
+
+  // Attachment is decided here, once, and stored with the event.
+  const attachments = await Promise.all(
+    unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
+  );
+  const docs = unique.map((c, i) => meterEventDoc(storeId, c, attachments[i], now));
+  const written: BatchWrite =
+    unique.length === 0
+      ? { inserted: new Set(), totals: new Map(), complete: true }
+      : await writeBatch(db, storeId, {
+          customers: unique.map((c) => customerKey(storeId, c.customer)),
+          contributions: docs.map(contributionOf),
+          insert: (journalId) => {
+            for (const doc of docs) doc.batch = journalId;
+            return insertMeterEvents(db, docs);
+          },
+        });
+
+  // A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event.
+  const stored =
+    options.storedDuplicates === false
+      ? new Map<string, MeterEventDoc>()
+      : await findMeterEvents(db, [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id));
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  for (const c of [...unique, ...repeats]) {
+    if (written.inserted.has(c.id) && firstOf.get(c.id) === c) {
+      results[c.index] = { status: 'accepted', id: c.id, event: meterEventObject(byId.get(c.id)!) };
+    } else {
+      const doc = stored.get(c.id);
+      results[c.index] = { status: 'duplicate', id: c.id, event: doc ? meterEventObject(doc) : null };
+    }
+  }
+
+  const fresh = docs.filter((d) => written.inserted.has(d._id));
+  await reportUnattached(deps, storeId, fresh, now, options.request ?? null);
+  await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
+  return results;
+}
+
+/** The stored event of a checked item, in the period its attachment puts it in (event rule 5). */
+function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null, now: number): MeterEventDoc {
+  let periodStart: number | null = null;
+  if (attached) {
+    const state = attached.state;
+    periodStart = state ? periodStartFor(c.timestamp, state.open, state.next_start) : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
+  }
+  return {
+    _id: c.id,
+    store_id: storeId,
+    meter: c.meter._id,
+    event_name: c.meter.event_name,
+    identifier: c.identifier,
+    customer: c.customer,
+    subscription: attached?.sub._id ?? null,
+    period_start: periodStart,
+    value: c.value,
+    timestamp: c.timestamp,
+    payload: encodePayload(c.shape.payload),
+    batch: null,
+    livemode: true,
+    created: now,
+  };
+}
+
+/** Event rule 6: billing.meter.error_report_triggered at most once per meter per hour. */
+async function reportUnattached(deps: UsageDeps, storeId: string, fresh: MeterEventDoc[], now: number, request: EventRequest | null): Promise<void> {
+  const byMeter = new Map<string, number>();
+  for (const doc of fresh) if (doc.subscription === null) byMeter.set(doc.meter, (byMeter.get(doc.meter) ?? 0) + 1);
+  const hour = windowStart(now, HOUR);
+  for (const [meterId, count] of byMeter) {
+    if (!(await claimErrorReport(deps.db, storeId, meterId, hour, count))) continue;
+    await emitEvent(deps, {
+      storeId,
+      type: 'billing.meter.error_report_triggered',
+      legacyType: null,
+      request,
+      object: {
+        id: meterId,
+        object: 'billing.meter_error_report',
+        meter: meterId,
+        livemode: true,
+        validation_start: hour,
+        validation_end: hour + HOUR,
+        developer_message_summary: `${count} meter event(s) arrived for a customer without an active, trialing or past_due subscription with a usage item for this meter; they are stored and not charged.`,
+        reason: {
+          error_count: count,
+          error_types: [{ code: 'no_subscription_for_customer', error_count: count }],
+        },
+      },
+    });
+  }
+}
+
+/** Signals the usage workflow when a batch may have taken its open period to the threshold. */
+async function signalCrossedThresholds(
+  deps: UsageDeps,
+  fresh: MeterEventDoc[],
+  attachments: (Attachment | null)[],
+  unique: Checked[],
+  totals: Map<string, RollupDoc>,
+  nowMs: number,
+): Promise<void> {
+  if (!deps.temporal) return;
+  const freshIds = new Set(fresh.map((d) => d._id));
+  const touched = new Map<string, Attachment>();
+  unique.forEach((c, i) => {
+    const a = attachments[i];
+    if (a && a.state?.open && a.state.threshold !== null && freshIds.has(c.id)) touched.set(a.sub._id, a);
+  });
+  for (const { sub, state } of touched.values()) {
+    const open = state!.open!;
+    const keys = state!.pricing.map((p) => periodRollupKey(sub._id, open.start, p.meter));
+    const missing = keys.filter((k) => !totals.has(k));
+    const read = await readRollups(deps.db, missing);
+    const amount = periodTotal(
+      state!.pricing.map((p) => {
+        const key = periodRollupKey(sub._id, open.start, p.meter);
+        return priceLine(quantityOf(totals.get(key) ?? read.get(key), p.formula), p, p.active);
+      }),
+    );
+    if (thresholdReached(amount, state!.threshold) && signalDue(open.id, nowMs)) {
+      await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub).catch((error: unknown) => {
+        // The 10-minute recompute catches the threshold anyway.
+        console.warn(`usage ${sub._id}: threshold signal deferred (${error instanceof Error ? error.message : String(error)})`);
+      });
+    }
+  }
+}
+
+/** Replays ingestion journals left behind (crash, database error); the API process runs this periodically. */
+export function recoverUsageJournals(db: Db, now = Date.now()): Promise<number> {
+  return recoverJournals(db, journalEventLoader(db), now);
+}
+

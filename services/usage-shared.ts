@@ -1,0 +1,136 @@
+// What every part of metered usage shares: the activities' dependencies, a store's subscriptions and
+// customers, starting or signalling the usage workflow, the short-lived cache of what attachment
+// reads, and the subscription's items and usage state.
+import type { Db } from 'mongodb';
+import type { Client } from '@temporalio/client';
+import { notFound } from '../domain/errors';
+import { cycleOf } from '../domain/usage-periods';
+import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
+import { collections } from '../store/collections';
+import { metersCollection } from '../store/meters';
+import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from '../store/usage';
+import type { EventDeps } from './events';
+import { subscriptionSearchAttributes } from '../activities/subscriptions';
+import { recomputeSignal, usageWorkflowId, type UsageWorkflowInput } from '../workflows/usage-periods-messages';
+
+export interface UsageDeps extends EventDeps {
+  db: Db;
+  temporal: Client | null;
+  taskQueue: string;
+  /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
+  usageRecomputeSeconds?: number;
+  /** History events after which a usage workflow run continues as new (default USAGE_HISTORY_EVENTS_LIMIT). */
+  usageHistoryEventsLimit?: number;
+}
+
+export const seconds = (ms: number) => Math.floor(ms / 1000);
+export const isChargeable = (sub: SubscriptionDoc) => CHARGEABLE_STATUSES.includes(sub.status);
+
+/** A subscription of the store (another store's is answered like a missing one). */
+export function loadSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
+  return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+// Customers are never deleted: once seen, a customer id is known for good in this process.
+const knownCustomers = new Set<string>();
+
+export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
+  const key = `${storeId}|${id}`;
+  if (knownCustomers.has(key)) return true;
+  if (!(await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1 } }))) return false;
+  if (knownCustomers.size > 100_000) knownCustomers.clear();
+  knownCustomers.add(key);
+  return true;
+}
+
+export async function signalUsageWorkflow(client: Client, taskQueue: string, sub: Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>): Promise<void> {
+  const input: UsageWorkflowInput = { storeId: sub.store_id, subscriptionId: sub._id };
+  await client.workflow.signalWithStart('usagePeriodsWorkflow', {
+    workflowId: usageWorkflowId(sub._id),
+    taskQueue,
+    args: [input],
+    signal: recomputeSignal,
+    signalArgs: [],
+    typedSearchAttributes: subscriptionSearchAttributes(sub),
+  });
+}
+
+/**
+ * The hook for changes to a chargeable status (reactivation, resume): starts (or wakes) the usage workflow
+ * when the subscription's offer has usage rows or the subscription has a usage state (items were set
+ * or inherited). Safe to call for every subscription: it does nothing for the others.
+ */
+export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
+  if (!deps.temporal) return false;
+  const [offer, state] = await Promise.all([
+    sub.offer ? collections(deps.db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id }) : Promise.resolve(null),
+    usageStatesCollection(deps.db).findOne({ _id: sub._id, store_id: sub.store_id }),
+  ]);
+  if (!state && !(offer?.usage?.length)) return false;
+  await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+  return true;
+}
+
+/**
+ * What attachment reads (a customer's candidates, a subscription, its item for a meter, its usage
+ * state), kept for a moment: steady ingestion then reads nothing per call. This process forgets an
+ * entry when it changes it (usage items); a change made elsewhere (a cancellation, a period moved by
+ * the workflow) is seen within ATTACH_FRESH_MS. A threshold boundary is placed 6 minutes ahead (5
+ * minutes of timestamp skew + a minute), so a state read this recently still puts every event in
+ * the right period.
+ */
+const ATTACH_FRESH_MS = 1_000;
+const attachReads = new Map<string, { at: number; value: Promise<unknown> }>();
+
+/**
+ * `now` is the clock event timestamps are checked against (the arrival time): the freshness bound
+ * must hold on that clock, or the threshold-boundary argument above would not.
+ */
+export function recent<T>(key: string, load: () => Promise<T>, now: number): Promise<T> {
+  const hit = attachReads.get(key);
+  if (hit && now >= hit.at && now - hit.at < ATTACH_FRESH_MS) return hit.value as Promise<T>;
+  if (attachReads.size > 50_000) attachReads.clear();
+  const value = load();
+  attachReads.set(key, { at: now, value });
+  value.catch(() => attachReads.delete(key));
+  return value;
+}
+
+export function forgetAttachment(storeId: string, sub: { _id: string; customer: string | null }, meterId?: string): void {
+  if (sub.customer) attachReads.delete(`c|${storeId}|${sub.customer}`);
+  attachReads.delete(`u|${storeId}|${sub._id}`);
+  if (meterId) attachReads.delete(`i|${storeId}|${sub._id}|${meterId}`);
+}
+
+export async function storeMeterIds(db: Db, storeId: string): Promise<string[]> {
+  const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  return docs.map((d) => d._id);
+}
+
+export function newUsageState(sub: SubscriptionDoc, now: number): UsageStateDoc {
+  return {
+    _id: sub._id,
+    store_id: sub.store_id,
+    customer: sub.customer,
+    currency: sub.currency,
+    inherited: false,
+    open: null,
+    next_start: cycleOf(sub)?.start ?? now,
+    periods: [],
+    threshold: null,
+    pricing: [],
+    created: now,
+  };
+}
+
+export async function requireSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc> {
+  const sub = await loadSubscription(db, storeId, id);
+  if (!sub) throw notFound('subscription', id);
+  return sub;
+}
+
+export async function subscriptionItems(db: Db, sub: SubscriptionDoc): Promise<UsageItemDoc[]> {
+  return listUsageItems(db, sub.store_id, sub._id, await storeMeterIds(db, sub.store_id));
+}
+

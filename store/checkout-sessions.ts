@@ -1,0 +1,185 @@
+// Checkout sessions: the document, the API object, and the conditional single-document writes the
+// session workflow makes (open -> complete, open -> expired, pending -> paid/unpaid), so a retried
+// or replayed activity is harmless.
+import type { Db } from 'mongodb';
+import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+import { checkoutPageUrl, effectiveStatus, type PaymentStatus, type SessionMode, type SessionStatus } from '../domain/checkout';
+import type { OfferPrice } from './collections';
+
+/** What the session keeps of its offer at creation: the page renders and charges from it. */
+export interface OfferSnapshot {
+  id: string;
+  name: string;
+  type: 'one_off' | 'recurring';
+  product_id: string;
+  product_name: string | null;
+  prices: OfferPrice[];
+  packs: number[];
+  max_installments: number | null;
+  trial_days: number | null;
+  billing_cycle: string | null;
+}
+
+export interface CouponSnapshot {
+  id: string;
+  code: string;
+  percent_off: number | null;
+  amount_off: number | null;
+  currency: string | null;
+}
+
+export interface SessionPayment {
+  method: 'card' | 'pix';
+  transaction_id: string | null;
+  installments: number | null;
+  currency: string;
+  amount_total: number;
+  /** PIX copy-paste code and its deadline (Unix seconds). */
+  pix_code: string | null;
+  pix_expires_at: number | null;
+  /** The card kept at the provider for the subscription: pm_ id, brand, last4 only. */
+  saved_card: { id: string; brand: string; last4: string; chargeable: boolean } | null;
+}
+
+export interface CheckoutSessionDoc {
+  _id: string;
+  store_id: string;
+  status: SessionStatus;
+  payment_status: PaymentStatus;
+  mode: SessionMode;
+  offer: OfferSnapshot;
+  pack: number | null;
+  currency: string | null;
+  amount_total: number | null;
+  customer: string | null;
+  customer_email: string | null;
+  customer_name: string | null;
+  client_reference_id: string | null;
+  metadata: StoredMetadata;
+  /** subscription_data[metadata] as sent; null when not sent (the subscription gets `metadata`). */
+  subscription_metadata: StoredMetadata | null;
+  coupon: CouponSnapshot | null;
+  success_url: string | null;
+  cancel_url: string | null;
+  redirect_delay: number;
+  locale: string | null;
+  order: string | null;
+  subscription: string | null;
+  expires_at: number;
+  completed_at: number | null;
+  /** Hosted checkout base of the store when created (custom domain or {checkout_url}). */
+  checkout_base: string;
+  store_name: string;
+  payment: SessionPayment | null;
+  /** The last declined attempt, shown on the page; cleared by a successful one. */
+  last_error: { code: string; message: string } | null;
+  livemode: boolean;
+  created: number;
+}
+
+export function checkoutSessionsCollection(db: Db) {
+  return db.collection<CheckoutSessionDoc>('checkout_sessions');
+}
+
+export function checkoutSessionObject(doc: CheckoutSessionDoc) {
+  return {
+    id: doc._id,
+    object: 'checkout.session' as const,
+    status: doc.status,
+    payment_status: doc.payment_status,
+    url: doc.status === 'open' ? checkoutPageUrl(doc.checkout_base, doc._id) : null,
+    mode: doc.mode,
+    offer: { id: doc.offer.id, name: doc.offer.name },
+    pack: doc.pack,
+    currency: doc.currency,
+    amount_total: doc.amount_total,
+    customer: doc.customer,
+    customer_email: doc.customer_email,
+    customer_name: doc.customer_name,
+    client_reference_id: doc.client_reference_id,
+    metadata: decodeMetadata(doc.metadata),
+    subscription_data: { metadata: decodeMetadata(doc.subscription_metadata) },
+    discounts: doc.coupon ? [{ coupon: doc.coupon.code }] : [],
+    success_url: doc.success_url,
+    cancel_url: doc.cancel_url,
+    redirect_delay: doc.redirect_delay,
+    locale: doc.locale,
+    order: doc.order,
+    subscription: doc.subscription,
+    expires_at: doc.expires_at,
+    completed_at: doc.completed_at,
+    livemode: doc.livemode,
+    created: doc.created,
+  };
+}
+export type CheckoutSessionObject = ReturnType<typeof checkoutSessionObject>;
+
+/** The API's reads: an open session past its deadline is expired (url null) before the workflow marks it. */
+export function checkoutSessionReadObject(doc: CheckoutSessionDoc, nowSeconds: number): CheckoutSessionObject {
+  const status = effectiveStatus(doc, nowSeconds);
+  return checkoutSessionObject(status === doc.status ? doc : { ...doc, status });
+}
+
+/** The stored filter matching sessions whose effective status (above) is `status`. */
+export function effectiveStatusFilter(status: SessionStatus, nowSeconds: number): Record<string, unknown> {
+  if (status === 'open') return { status: 'open', expires_at: { $gt: nowSeconds } };
+  if (status === 'expired') return { $or: [{ status: 'expired' }, { status: 'open', expires_at: { $lte: nowSeconds } }] };
+  return { status };
+}
+
+export async function insertCheckoutSession(db: Db, doc: CheckoutSessionDoc): Promise<void> {
+  await checkoutSessionsCollection(db).insertOne(doc);
+}
+
+export async function deleteCheckoutSession(db: Db, storeId: string, id: string): Promise<void> {
+  await checkoutSessionsCollection(db).deleteOne({ _id: id, store_id: storeId });
+}
+
+export async function findCheckoutSession(db: Db, storeId: string, id: string): Promise<CheckoutSessionDoc | null> {
+  return checkoutSessionsCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+/** The hosted page knows only the id (the URL); the id is unguessable and carries the store. */
+export async function findCheckoutSessionForPage(db: Db, id: string): Promise<CheckoutSessionDoc | null> {
+  return checkoutSessionsCollection(db).findOne({ _id: id });
+}
+
+/** open -> complete (paid or pending); null when the session was no longer open. */
+export async function markSessionComplete(
+  db: Db,
+  storeId: string,
+  id: string,
+  set: Pick<CheckoutSessionDoc, 'payment_status' | 'customer' | 'customer_email' | 'order' | 'completed_at' | 'payment'>,
+): Promise<CheckoutSessionDoc | null> {
+  return checkoutSessionsCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'open' },
+    { $set: { ...set, status: 'complete', last_error: null } },
+    { returnDocument: 'after' },
+  );
+}
+
+/** open -> expired; null when the session was no longer open. */
+export async function markSessionExpired(db: Db, storeId: string, id: string): Promise<CheckoutSessionDoc | null> {
+  return checkoutSessionsCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'open' },
+    { $set: { status: 'expired' } },
+    { returnDocument: 'after' },
+  );
+}
+
+/** complete/pending -> complete/paid or complete/unpaid; null when it was not pending. */
+export async function markSessionSettled(db: Db, storeId: string, id: string, paymentStatus: 'paid' | 'unpaid'): Promise<CheckoutSessionDoc | null> {
+  return checkoutSessionsCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'complete', payment_status: 'pending' },
+    { $set: { payment_status: paymentStatus } },
+    { returnDocument: 'after' },
+  );
+}
+
+export async function recordSessionDecline(db: Db, storeId: string, id: string, error: { code: string; message: string }): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId, status: 'open' }, { $set: { last_error: error } });
+}
+
+export async function setSessionSubscription(db: Db, storeId: string, id: string, subscriptionId: string): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { subscription: subscriptionId } });
+}

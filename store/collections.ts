@@ -1,0 +1,195 @@
+// Collection names and document shapes shared by the API, the worker and the admin CLI (their indexes
+// are declared in indexes.ts).
+import type { Collection, Db } from 'mongodb';
+import type { StoredMetadata } from '../domain/metadata';
+
+export interface StoreDoc {
+  _id: string;
+  name: string;
+  slug: string | null;
+  country: string;
+  currency: string;
+  timezone: string;
+  active: boolean;
+  api_enabled: boolean;
+  plan_overdue: boolean;
+  portal_enabled: boolean;
+  custom_domain: string | null;
+  created: number;
+}
+
+export type Scope = 'read' | 'write';
+
+export interface ApiKeyDoc {
+  _id: string;
+  store_id: string;
+  /** The 12 characters after `vk_live_`: public, used for lookup. */
+  key_id: string;
+  secret_hash: string;
+  last4: string;
+  name: string;
+  scopes: Scope[];
+  version: string;
+  expires_at: number | null;
+  revoked_at: number | null;
+  created: number;
+}
+
+export interface CustomerDoc {
+  _id: string;
+  store_id: string;
+  email: string;
+  name: string | null;
+  phone: string | null;
+  document: { type: string; number: string; number_masked: string } | null;
+  address: Record<string, string | null> | null;
+  country: string | null;
+  locale: string | null;
+  metadata: StoredMetadata;
+  provider_customer_id: string | null;
+  livemode: boolean;
+  created: number;
+}
+
+export interface ProductDoc {
+  _id: string;
+  store_id: string;
+  name: string;
+  description: string | null;
+  family: string | null;
+  active: boolean;
+  created: number;
+}
+
+export interface OfferPrice {
+  currency: string;
+  amount: number;
+  default: boolean;
+}
+
+export interface OfferUsageRow {
+  meter: string;
+  currency: string;
+  unit_amount: number;
+  included_units: number;
+  tiers: { up_to: number | null; unit_amount: number; flat_amount?: number | null }[] | null;
+  rounding: 'up' | 'nearest';
+  billing_threshold: number | null;
+  label: string | null;
+}
+
+export interface OfferDoc {
+  _id: string;
+  store_id: string;
+  name: string;
+  slug: string | null;
+  type: 'one_off' | 'recurring';
+  active: boolean;
+  product_id: string;
+  prices: OfferPrice[];
+  billing_cycle: string | null;
+  custom_billing_days: number | null;
+  trial_days: number | null;
+  cycle_limit: number | null;
+  packs: number[];
+  max_installments: number | null;
+  usage: OfferUsageRow[];
+  created: number;
+}
+
+export interface CouponDoc {
+  _id: string;
+  store_id: string;
+  /** Lowercase, for case-insensitive lookup. */
+  code_lower: string;
+  code: string;
+  percent_off: number | null;
+  amount_off: number | null;
+  currency: string | null;
+  active: boolean;
+  created: number;
+}
+
+export interface IdempotencyDoc {
+  _id: string;
+  store_id: string;
+  key: string;
+  fingerprint: string;
+  state: 'running' | 'done';
+  locked_until: number;
+  request_id: string;
+  response: { status: number; body: string; headers: Record<string, string> } | null;
+  created: number;
+  /** created + 24 hours: the TTL index deletes the key then. */
+  expires_at: Date;
+}
+
+export interface RateCounterDoc {
+  _id: string;
+  count: number;
+  /** The window's end: the TTL index deletes the counter then. */
+  expires_at: Date;
+}
+
+export interface RequestLogDoc {
+  _id: string;
+  store_id: string | null;
+  api_key: string | null;
+  method: string;
+  path: string;
+  status: number;
+  duration_ms: number;
+  ip: string;
+  created: number;
+  /** Set by the writer (created + retention), for the TTL index. */
+  expires_at?: Date;
+}
+
+export interface EventDoc {
+  _id: string;
+  store_id: string;
+  type: string;
+  api_version: string;
+  created: number;
+  livemode: boolean;
+  request: { id: string | null; idempotency_key: string | null } | null;
+  /** `data` as JSON text: user metadata keys may hold '.' or '$', which MongoDB before 5.0 refuses as field names. */
+  data_json: string;
+  /** Test events (webhook endpoint test) are kept out of GET /v1/events. */
+  test: boolean;
+  /** False until its deliveries were created; the sweeper re-drives undispatched events. */
+  dispatched: boolean;
+  /** Webhook endpoint ids the event goes to, matched when it was written (services/events.ts). */
+  targets?: string[];
+}
+
+export interface Collections {
+  stores: Collection<StoreDoc>;
+  apiKeys: Collection<ApiKeyDoc>;
+  customers: Collection<CustomerDoc>;
+  products: Collection<ProductDoc>;
+  offers: Collection<OfferDoc>;
+  coupons: Collection<CouponDoc>;
+  idempotency: Collection<IdempotencyDoc>;
+  rateCounters: Collection<RateCounterDoc>;
+  requestLogs: Collection<RequestLogDoc>;
+  events: Collection<EventDoc>;
+  // Later resources use db.collection(...) with their own typed accessors.
+  db: Db;
+}
+
+export function collections(db: Db): Collections {
+  return {
+    stores: db.collection<StoreDoc>('stores'),
+    apiKeys: db.collection<ApiKeyDoc>('api_keys'),
+    customers: db.collection<CustomerDoc>('customers'),
+    products: db.collection<ProductDoc>('products'),
+    offers: db.collection<OfferDoc>('offers'),
+    coupons: db.collection<CouponDoc>('coupons'),
+    idempotency: db.collection<IdempotencyDoc>('idempotency_keys'),
+    rateCounters: db.collection<RateCounterDoc>('rate_counters'),
+    requestLogs: db.collection<RequestLogDoc>('request_logs'),
+    events: db.collection<EventDoc>('events'),
+    db,
+  };
+}

@@ -1,0 +1,133 @@
+// Events as facts: one document per event and catalog, with the request that caused it and the
+// endpoints it goes to (fixed when it is written, so a later sweep delivers to exactly those).
+// The body an endpoint receives is rendered from the document, byte for byte the same every time.
+import type { Db } from 'mongodb';
+import { CURRENT_CATALOG, type EventCatalog } from '../domain/event-catalogs';
+import { newId } from '../domain/ids';
+import { collections, type EventDoc } from './collections';
+import { findOwnedById } from './owned';
+
+export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
+
+export interface EventRequest {
+  id: string | null;
+  idempotency_key: string | null;
+}
+
+export interface RecordEventInput {
+  storeId: string;
+  type: string;
+  object: Record<string, unknown>;
+  request?: EventRequest | null;
+  /** Catalog the event belongs to; 2026-11-01 unless stated. */
+  apiVersion?: EventCatalog;
+  /** Endpoint ids that receive it (matched when written); none means nothing to dispatch. */
+  targets?: string[];
+  /** A webhook endpoint test event: kept out of GET /v1/events, livemode false. */
+  test?: boolean;
+}
+
+/** The event document as it will be stored (ids are time-ordered; nothing is written here). */
+export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventDoc {
+  const targets = input.targets ?? [];
+  const test = input.test ?? false;
+  return {
+    _id: newId('evt', now),
+    store_id: input.storeId,
+    type: input.type,
+    api_version: input.apiVersion ?? CURRENT_CATALOG,
+    created: Math.floor(now / 1000),
+    livemode: !test,
+    request: input.request ?? { id: null, idempotency_key: null },
+    data_json: JSON.stringify({ object: input.object }),
+    test,
+    // Nothing to deliver: nothing for the sweeper to pick up either.
+    dispatched: targets.length === 0,
+    targets,
+  };
+}
+
+export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
+  if (docs.length === 1) await collections(db).events.insertOne(docs[0]);
+  else if (docs.length > 1) await collections(db).events.insertMany(docs);
+}
+
+/** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
+export async function recordEvent(db: Db, input: RecordEventInput, now = Date.now()): Promise<EventDoc> {
+  const doc = buildEventDoc(input, now);
+  // The outbox entry goes first, as in emitEvent: an event never exists undispatched without one.
+  if (!doc.dispatched) await addToOutbox(db, [doc]);
+  await insertEvents(db, [doc]);
+  return doc;
+}
+
+export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {
+  return findOwnedById(collections(db).events, storeId, id);
+}
+
+export async function markEventDispatched(db: Db, storeId: string, id: string): Promise<void> {
+  await collections(db).events.updateOne({ _id: id, store_id: storeId }, { $set: { dispatched: true } });
+}
+
+/**
+ * The dispatch outbox: one small document per event whose deliveries are not known to be created and
+ * started, removed once they are. The sweeper reads this collection, not the events: it holds only
+ * what is pending, so a sweep reads little however many events a store has.
+ */
+export interface OutboxDoc {
+  _id: string;
+  store_id: string;
+  created: number;
+}
+
+export function outboxCollection(db: Db) {
+  return db.collection<OutboxDoc>('event_outbox');
+}
+
+export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_id' | 'created'>[]): Promise<void> {
+  const docs = events.map((e) => ({ _id: e._id, store_id: e.store_id, created: e.created }));
+  if (docs.length === 1) await outboxCollection(db).insertOne(docs[0]);
+  else if (docs.length > 1) await outboxCollection(db).insertMany(docs, { ordered: false });
+}
+
+/** The events' deliveries exist and were started: marked dispatched, out of the outbox. */
+export async function confirmDispatched(db: Db, ids: string[]): Promise<void> {
+  await Promise.all(
+    ids.flatMap((id) => [
+      collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } }),
+      outboxCollection(db).deleteOne({ _id: id }),
+    ]),
+  );
+}
+
+/** Outbox entries written more than `olderThanMs` ago (their writer had time to finish), oldest first. */
+export async function findStaleOutbox(db: Db, { olderThanMs, limit, now = Date.now() }: { olderThanMs: number; limit: number; now?: number }) {
+  return outboxCollection(db)
+    .find({ created: { $lte: Math.floor((now - olderThanMs) / 1000) } })
+    .sort({ created: 1 })
+    .limit(limit)
+    .toArray();
+}
+
+/**
+ * The event as JSON text, fields in the spec's order. Catalog 2026-11-01 carries pending_webhooks
+ * (when delivered: the endpoints it went to; when read through the API: computed at query time)
+ * and request; the original catalog carries neither. A test event says so with `test: true`.
+ */
+export function renderEventBody(doc: EventDoc, pendingWebhooks?: number): string {
+  const head: Record<string, unknown> = {
+    id: doc._id,
+    object: 'event',
+    type: doc.type,
+    api_version: doc.api_version,
+    created: doc.created,
+    livemode: doc.livemode,
+  };
+  if (doc.test) head.test = true;
+  if (doc.api_version === CURRENT_CATALOG) {
+    head.pending_webhooks = pendingWebhooks ?? doc.targets?.length ?? 0;
+    head.request = doc.request ?? { id: null, idempotency_key: null };
+  }
+  // data_json is spliced in as stored so the bytes never depend on a parse/serialize round trip.
+  return `${JSON.stringify(head).slice(0, -1)},"data":${doc.data_json}}`;
+}

@@ -1,0 +1,119 @@
+// Orders: written by charges, renewals and checkout; read-only through the API.
+import type { Db } from 'mongodb';
+import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+
+
+export type OrderStatus = 'pending' | 'paid' | 'failed' | 'canceled' | 'refunded' | 'partially_refunded' | 'charged_back';
+
+export interface OrderItem {
+  kind: string;
+  description: string;
+  quantity: number;
+  unit_amount: number;
+  amount: number;
+}
+
+export interface OrderDoc {
+  _id: string;
+  store_id: string;
+  status: OrderStatus;
+  paid_at: number | null;
+  currency: string;
+  amount_subtotal: number;
+  amount_discount: number;
+  amount_total: number;
+  billing_reason: string;
+  order_type: 'checkout' | 'api' | 'renewal';
+  recurrence: 'one_off' | 'scheduled' | 'unscheduled';
+  subscription: string | null;
+  customer: string | null;
+  customer_email: string | null;
+  offer: string | null;
+  product: string | null;
+  items: OrderItem[];
+  payment_method_type: 'card' | 'pix' | null;
+  installments: number | null;
+  external_order_id: string | null;
+  status_source: 'provider' | 'dashboard';
+  client_reference_id: string | null;
+  checkout_session: string | null;
+  coupon: string | null;
+  metadata: StoredMetadata;
+  livemode: boolean;
+  created: number;
+  /** Transaction at the payment provider (renewals and charges); lets a provider notice find the order. */
+  provider_transaction_id?: string | null;
+}
+
+export function ordersCollection(db: Db) {
+  return db.collection<OrderDoc>('orders');
+}
+
+export function orderObject(doc: OrderDoc) {
+  return {
+    id: doc._id,
+    object: 'order' as const,
+    status: doc.status,
+    paid: doc.status === 'paid',
+    paid_at: doc.paid_at,
+    currency: doc.currency,
+    amount_subtotal: doc.amount_subtotal,
+    amount_discount: doc.amount_discount,
+    amount_total: doc.amount_total,
+    billing_reason: doc.billing_reason,
+    order_type: doc.order_type,
+    recurrence: doc.recurrence,
+    subscription: doc.subscription,
+    customer: doc.customer,
+    customer_email: doc.customer_email,
+    offer: doc.offer,
+    product: doc.product,
+    items: doc.items,
+    payment_method_type: doc.payment_method_type,
+    installments: doc.installments,
+    external_order_id: doc.external_order_id,
+    status_source: doc.status_source,
+    client_reference_id: doc.client_reference_id,
+    checkout_session: doc.checkout_session,
+    metadata: decodeMetadata(doc.metadata),
+    livemode: doc.livemode,
+    created: doc.created,
+  };
+}
+
+export async function findOrder(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
+  return ordersCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
+}
+
+/** Inserts an order whose id was derived from its cause; a retry finds it already there. */
+export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> {
+  try {
+    await ordersCollection(db).insertOne(doc);
+    return doc;
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error;
+    const existing = await findOrder(db, doc.store_id, doc._id);
+    if (!existing) throw error;
+    return existing;
+  }
+}
+
+/** pending -> paid or failed, once (compare-and-set on status); returns the order as it now is. */
+export async function settlePendingOrder(
+  db: Db,
+  storeId: string,
+  id: string,
+  status: 'paid' | 'failed',
+  paidAt: number | null,
+): Promise<OrderDoc | null> {
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'pending' },
+    { $set: { status, paid_at: paidAt } },
+    { returnDocument: 'after' },
+  );
+  return updated ?? findOrder(db, storeId, id);
+}

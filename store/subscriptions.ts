@@ -1,0 +1,150 @@
+// Subscriptions: persistence and the API object. The subscription workflow is the only writer of
+// the lifecycle fields, through conditional single-document updates on `version` (so a retried
+// write is recognised as already applied); the API writes only client_reference_id and metadata.
+import type { Db } from 'mongodb';
+import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+import type { SubscriptionLife, SubscriptionStatus } from '../domain/subscriptions';
+
+export interface SubscriptionHistoryEntry {
+  at: number;
+  action: string;
+  /** The pause reason (up to 200 characters) or the cancellation reason. */
+  reason: string | null;
+}
+
+export interface SubscriptionDoc extends SubscriptionLife {
+  _id: string;
+  store_id: string;
+  customer: string | null;
+  customer_email: string | null;
+  installments: number | null;
+  checkout_session: string | null;
+  client_reference_id: string | null;
+  metadata: StoredMetadata;
+  livemode: boolean;
+  created: number;
+  /** Bumped by every lifecycle write (compare-and-set). */
+  version: number;
+  history: SubscriptionHistoryEntry[];
+}
+
+export function subscriptionsCollection(db: Db) {
+  return db.collection<SubscriptionDoc>('subscriptions');
+}
+
+export function subscriptionObject(doc: SubscriptionDoc) {
+  return {
+    id: doc._id,
+    object: 'subscription' as const,
+    status: doc.status,
+    customer: doc.customer,
+    customer_email: doc.customer_email,
+    offer: doc.offer ? { id: doc.offer.id, name: doc.offer.name } : null,
+    product: doc.product ? { id: doc.product.id, name: doc.product.name } : null,
+    billing_cycle: doc.billing_cycle,
+    custom_billing_days: doc.custom_billing_days,
+    currency: doc.currency,
+    amount: doc.amount,
+    current_period_start: doc.current_period_start,
+    current_period_end: doc.current_period_end,
+    next_billing_at: doc.next_billing_at,
+    trial_start: doc.trial_start,
+    trial_end: doc.trial_end,
+    cycles_completed: doc.cycles_completed,
+    cycle_limit: doc.cycle_limit,
+    cancel_at_period_end: doc.cancel_at_period_end,
+    canceled_at: doc.canceled_at,
+    ended_at: doc.ended_at,
+    cancellation_details: doc.cancellation_details
+      ? { reason: doc.cancellation_details.reason, comment: doc.cancellation_details.comment, source: doc.cancellation_details.source }
+      : null,
+    default_payment_method: doc.default_payment_method ? { id: doc.default_payment_method.id, type: doc.default_payment_method.type } : null,
+    installments: doc.installments,
+    past_due_details:
+      doc.status === 'past_due' && doc.past_due_details
+        ? { attempts: doc.past_due_details.attempts, next_retry_at: doc.past_due_details.next_retry_at, since: doc.past_due_details.since }
+        : null,
+    checkout_session: doc.checkout_session,
+    client_reference_id: doc.client_reference_id,
+    metadata: decodeMetadata(doc.metadata),
+    livemode: doc.livemode,
+    created: doc.created,
+  };
+}
+export type SubscriptionObject = ReturnType<typeof subscriptionObject>;
+
+/** The lifecycle fields of a document, as the workflow holds them. */
+export function lifeOf(doc: SubscriptionDoc): SubscriptionLife {
+  return {
+    status: doc.status,
+    offer: doc.offer,
+    product: doc.product,
+    product_family: doc.product_family,
+    billing_cycle: doc.billing_cycle,
+    custom_billing_days: doc.custom_billing_days,
+    currency: doc.currency,
+    amount: doc.amount,
+    current_period_start: doc.current_period_start,
+    current_period_end: doc.current_period_end,
+    next_billing_at: doc.next_billing_at,
+    trial_start: doc.trial_start,
+    trial_end: doc.trial_end,
+    cycles_completed: doc.cycles_completed,
+    cycle_limit: doc.cycle_limit,
+    cancel_at_period_end: doc.cancel_at_period_end,
+    canceled_at: doc.canceled_at,
+    ended_at: doc.ended_at,
+    cancellation_details: doc.cancellation_details,
+    default_payment_method: doc.default_payment_method,
+    past_due_details: doc.past_due_details,
+    billing_anchor_day: doc.billing_anchor_day,
+  };
+}
+
+export async function findSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
+  return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+export async function insertSubscription(db: Db, doc: SubscriptionDoc): Promise<void> {
+  await subscriptionsCollection(db).insertOne(doc);
+}
+
+export class SubscriptionVersionConflict extends Error {
+  constructor(id: string, expected: number, found: number | null) {
+    super(`subscription ${id}: expected version ${expected}, found ${found ?? 'no document'}`);
+    this.name = 'SubscriptionVersionConflict';
+  }
+}
+
+/**
+ * Writes lifecycle fields if the document is still at `expectedVersion`. A retry of a write that
+ * already went through finds version expectedVersion + 1 and returns the document as it is.
+ */
+export async function writeSubscriptionLife(
+  db: Db,
+  input: { storeId: string; id: string; expectedVersion: number; set: Partial<SubscriptionLife>; history?: SubscriptionHistoryEntry | null },
+): Promise<SubscriptionDoc> {
+  const collection = subscriptionsCollection(db);
+  const update: Record<string, unknown> = { $set: input.set, $inc: { version: 1 } };
+  if (input.history) update.$push = { history: input.history };
+  const updated = await collection.findOneAndUpdate({ _id: input.id, store_id: input.storeId, version: input.expectedVersion }, update, {
+    returnDocument: 'after',
+  });
+  if (updated) return updated;
+  const current = await findSubscription(db, input.storeId, input.id);
+  if (current && current.version === input.expectedVersion + 1) return current;
+  throw new SubscriptionVersionConflict(input.id, input.expectedVersion, current?.version ?? null);
+}
+
+/** client_reference_id and metadata: not lifecycle, so no version and no workflow round trip. */
+export async function updateSubscriptionReference(
+  db: Db,
+  storeId: string,
+  id: string,
+  set: { client_reference_id?: string | null; metadata?: StoredMetadata },
+): Promise<SubscriptionDoc | null> {
+  if (Object.keys(set).length === 0) return findSubscription(db, storeId, id);
+  return subscriptionsCollection(db).findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' });
+}
+
+export type { SubscriptionStatus };
