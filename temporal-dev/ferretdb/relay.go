@@ -60,11 +60,12 @@ var lockedCommands = []string{"update", "findAndModify", "delete"}
 type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
+	checks   *checkPool // see pinned.go
 	l        *slog.Logger
 }
 
 func newRelay(upstream string, l *slog.Logger) *relay {
-	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, l: l}
+	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, checks: &checkPool{addr: upstream}, l: l}
 }
 
 // serve accepts connections until ctx is done, then closes the listener and every connection
@@ -72,6 +73,8 @@ func newRelay(upstream string, l *slog.Logger) *relay {
 func (r *relay) serve(ctx context.Context, ln net.Listener) {
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
+
+	defer r.checks.close()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -106,7 +109,7 @@ func (r *relay) handle(ctx context.Context, client net.Conn) {
 		return
 	}
 
-	c := &conn{client: client, server: server, locks: r.locks, held: map[int32]func(){}, done: make(chan struct{})}
+	c := &conn{client: client, server: server, locks: r.locks, checks: r.checks, held: map[int32]func(){}, done: make(chan struct{})}
 	defer c.releaseAll()
 	defer c.close()
 
@@ -132,6 +135,9 @@ func (r *relay) handle(ctx context.Context, client net.Conn) {
 type conn struct {
 	client, server net.Conn
 	locks          *nsLocks
+	checks         *checkPool
+
+	clientMu sync.Mutex // writes to client: replies, and the answers of pinned writes
 
 	mu   sync.Mutex
 	held map[int32]func() // requestID -> release, for locked requests whose reply has not passed yet
@@ -140,7 +146,8 @@ type conn struct {
 	done      chan struct{} // closed with the connections; stops waiting for a lock
 }
 
-// requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands.
+// requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
+// and, in that lock, answering or narrowing the filter of those that pin one document (see pinned.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
 		ns, ok := lockedNamespace(msg)
@@ -151,17 +158,22 @@ func (c *conn) requests() error {
 		if !ok {
 			return nil, net.ErrClosed
 		}
+		forward, answer := c.checks.pinned(msg)
+		if answer != nil {
+			defer release()
+			return nil, c.writeClient(answer)
+		}
 		c.mu.Lock()
 		c.held[requestID(msg)] = release
 		c.mu.Unlock()
-		return msg, nil
+		return forward, nil
 	}, nil)
 }
 
 // replies relays FerretDB -> client, answering a broken unique index with DuplicateKey in the replies to
 // locked requests and releasing a request's lock once its reply has been relayed.
 func (c *conn) replies() error {
-	return relayMessages(c.server, c.client, func(msg []byte) ([]byte, error) {
+	return relayMessages(c.server, writerFunc(c.writeClient), func(msg []byte) ([]byte, error) {
 		c.mu.Lock()
 		_, locked := c.held[responseTo(msg)]
 		c.mu.Unlock()
@@ -178,6 +190,22 @@ func (c *conn) replies() error {
 			release()
 		}
 	})
+}
+
+func (c *conn) writeClient(msg []byte) error {
+	c.clientMu.Lock()
+	defer c.clientMu.Unlock()
+	_, err := c.client.Write(msg)
+	return err
+}
+
+type writerFunc func([]byte) error
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	if err := f(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (c *conn) close() {
@@ -199,7 +227,7 @@ func (c *conn) releaseAll() {
 }
 
 // relayMessages copies whole messages from src to dst, calling before (if set) on each one, which returns
-// what to write (the message itself or a rewrite of it), and after (if set) once that is written.
+// what to write (the message itself, a rewrite of it, or nil for nothing), and after (if set) once that is written.
 func relayMessages(src io.Reader, dst io.Writer, before func([]byte) ([]byte, error), after func([]byte)) error {
 	r := bufio.NewReader(src)
 	var buf []byte
@@ -214,11 +242,13 @@ func relayMessages(src io.Reader, dst io.Writer, before func([]byte) ([]byte, er
 				return err
 			}
 		}
-		if _, err = dst.Write(out); err != nil {
-			return err
-		}
-		if after != nil {
-			after(out)
+		if out != nil {
+			if _, err = dst.Write(out); err != nil {
+				return err
+			}
+			if after != nil {
+				after(out)
+			}
 		}
 		if cap(msg) <= keepBufLen {
 			buf = msg[:0]

@@ -2,8 +2,10 @@
 // temporal-dev/ferretdb/relay.go, which serialises update/findAndModify/delete per collection), from
 // 10 MongoClients (as 10 processes would) with 5 operations in flight each:
 // (a) 2,000 updateOne $inc on one document, (b) 2,000 updateOne $inc spread over 100 documents,
-// (c) 2,000 insertOne, (d) 2,000 findOne by _id. Each prints ops/s and p50/p99 ms, and the updates
-// also how many increments the document(s) kept (fewer than 2,000 = lost updates).
+// (c) 2,000 insertOne, (d) 2,000 findOne by _id, (e) 1,000 conditional updateOne {_id, status: 'pending'}
+// $inc spread over a collection of 5,000 documents (the relay's fast path for filters that pin one _id).
+// Each prints ops/s and p50/p99 ms, and the updates also how many increments the document(s) kept
+// (fewer than ops = lost updates).
 // Starts its own FerretDB (or measures the server at MONGODB_URI, e.g. another build or a real MongoDB);
 // prints a table, writes results/engine.json (ENGINE_BENCH_RESULTS=<name> for another file). Measures
 // only; asserts nothing.
@@ -16,11 +18,15 @@ import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb } from '../../temporal-dev/servers';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies, type LatencySummary } from './lib';
 
-const settings = { clients: 10, inFlightPerClient: 5, ops: 2_000, docs: 100, warmupOps: 200 };
+const settings = { clients: 10, inFlightPerClient: 5, ops: 2_000, docs: 100, warmupOps: 200, conditionalOps: 1_000, conditionalDocs: 5_000 };
 
 interface Counter {
   _id: string;
   n: number;
+}
+
+interface Job extends Counter {
+  status: 'pending' | 'done';
 }
 
 interface Figures {
@@ -53,10 +59,14 @@ async function keptIncrements(db: Db, collection: string): Promise<number> {
 }
 
 async function run(dbs: Db[]): Promise<Figures[]> {
-  const { ops, docs, warmupOps } = settings;
+  const { ops, docs, warmupOps, conditionalOps, conditionalDocs } = settings;
   const seed = (collection: string, count: number) =>
     dbs[0].collection<Counter>(collection).insertMany(Array.from({ length: count }, (_, i) => ({ _id: docId(i), n: 0 })));
   await Promise.all([seed('one', 1), seed('spread', docs), seed('reads', docs)]);
+  const jobId = (i: number) => `job_${String(i % conditionalDocs).padStart(4, '0')}`;
+  await dbs[0]
+    .collection<Job>('jobs')
+    .insertMany(Array.from({ length: conditionalDocs }, (_, i) => ({ _id: jobId(i), status: 'pending' as const, n: 0 })));
 
   // Fills every client's pool and warms FerretDB's metadata caches outside the measurement.
   await measure(dbs, warmupOps, (db, i) => db.collection<Counter>('reads').findOne({ _id: docId(i) }));
@@ -65,12 +75,21 @@ async function run(dbs: Db[]): Promise<Figures[]> {
   const spread = await measure(dbs, ops, (db, i) => db.collection<Counter>('spread').updateOne({ _id: docId(i) }, { $inc: { n: 1 } }));
   const inserts = await measure(dbs, ops, (db, i) => db.collection<Counter>('inserts').insertOne({ _id: `ins_${i}`, n: 0 }));
   const reads = await measure(dbs, ops, (db, i) => db.collection<Counter>('reads').findOne({ _id: docId(i) }));
+  // Every document is 'pending', so each update matches; the ids are spread over the whole collection.
+  const conditional = await measure(dbs, conditionalOps, (db, i) =>
+    db.collection<Job>('jobs').updateOne({ _id: jobId(i * 7), status: 'pending' }, { $inc: { n: 1 } }),
+  );
 
   return [
     { workload: 'updateOne $inc, one doc', ...one, kept: await keptIncrements(dbs[0], 'one') },
     { workload: `updateOne $inc, ${docs} docs`, ...spread, kept: await keptIncrements(dbs[0], 'spread') },
     { workload: 'insertOne', ...inserts },
     { workload: 'findOne by _id', ...reads },
+    {
+      workload: `updateOne {_id, status} $inc, ${conditionalDocs} docs`,
+      ...conditional,
+      kept: await keptIncrements(dbs[0], 'jobs'),
+    },
   ];
 }
 
@@ -91,7 +110,7 @@ async function main(): Promise<void> {
     const figures = await run(dbs);
 
     printTable(
-      `${settings.ops} operations each from ${settings.clients} clients, ${settings.inFlightPerClient} in flight per client`,
+      `from ${settings.clients} clients, ${settings.inFlightPerClient} in flight per client`,
       figures.map((f) => ({
         workload: f.workload,
         ops: f.ops,

@@ -1,5 +1,8 @@
 // The local engine answers like MongoDB where FerretDB alone does not (temporal-dev/ferretdb/relay.go): it applies update,
 // findAndModify and delete atomically under concurrent clients, and a write that breaks a unique index fails with code 11000.
+// Writes whose filter is {_id, <more conditions>} take the relay's fast path (temporal-dev/ferretdb/pinned.go): they give
+// MongoDB's results whether or not the document matches, and the guarded decrement and compare-and-set probes cover it under
+// concurrency.
 import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { uniqueDbName } from '../support/env';
@@ -19,6 +22,14 @@ interface Versioned {
 interface Person {
   _id: string;
   email: string;
+}
+
+interface Item {
+  _id: string;
+  field: string;
+  n: number;
+  arr: string[];
+  touched?: boolean;
 }
 
 interface Hits {
@@ -156,5 +167,135 @@ describe('a write that breaks a unique index', () => {
 
   it('fails replaceOne with a taken value with code 11000', async () => {
     await expectDuplicateKey(collection.replaceOne({ _id: 'b' }, { email: 'a@example.com' }));
+  });
+});
+
+describe('a write whose filter is {_id, <more conditions>}', () => {
+  const item: Item = { _id: 'pinned', field: 'value', n: 2, arr: ['x', 'y'] };
+  const sibling: Item = { _id: 'sibling', field: 'value', n: 2, arr: ['x', 'y'] };
+  const conditions: Array<{ name: string; matching: object; notMatching: object }> = [
+    { name: 'field: value', matching: { field: 'value' }, notMatching: { field: 'other' } },
+    { name: 'n: {$gte}', matching: { n: { $gte: 1 } }, notMatching: { n: { $gte: 3 } } },
+    { name: 'arr contains', matching: { arr: 'x' }, notMatching: { arr: 'z' } },
+    { name: '$exists: false', matching: { missing: { $exists: false } }, notMatching: { field: { $exists: false } } },
+    {
+      name: '$or',
+      matching: { $or: [{ field: 'other' }, { n: 2 }] },
+      notMatching: { $or: [{ field: 'other' }, { n: 3 }] },
+    },
+  ];
+  const cases = conditions.flatMap(({ name, matching, notMatching }) => [
+    { name: `${name}, matching`, condition: matching, matches: true },
+    { name: `${name}, not matching`, condition: notMatching, matches: false },
+  ]);
+  let collections = 0;
+
+  /** A fresh collection holding the item and a sibling the write must never touch (from another client than the write's). */
+  async function seeded(): Promise<{ items: Collection<Item>; read: Collection<Item> }> {
+    const name = `pinned_${collections++}`;
+    await dbs[0].collection<Item>(name).insertMany([{ ...item }, { ...sibling }]);
+    return { items: dbs[1].collection<Item>(name), read: dbs[2].collection<Item>(name) };
+  }
+
+  async function expectDocs(read: Collection<Item>, expected: Item[]): Promise<void> {
+    expect(await read.find().sort({ _id: 1 }).toArray()).toEqual(expected);
+  }
+
+  const touched: Item = { ...item, touched: true };
+
+  it.each(cases)('updateOne with $name', async ({ condition, matches }) => {
+    const { items, read } = await seeded();
+
+    const result = await items.updateOne({ _id: item._id, ...condition }, { $set: { touched: true } });
+
+    expect({ matchedCount: result.matchedCount, modifiedCount: result.modifiedCount, upsertedCount: result.upsertedCount }).toEqual({
+      matchedCount: matches ? 1 : 0,
+      modifiedCount: matches ? 1 : 0,
+      upsertedCount: 0,
+    });
+    await expectDocs(read, [matches ? touched : item, sibling]);
+  });
+
+  it.each(cases)('findOneAndUpdate (returnDocument before) with $name', async ({ condition, matches }) => {
+    const { items, read } = await seeded();
+
+    const result = await items.findOneAndUpdate(
+      { _id: item._id, ...condition },
+      { $set: { touched: true } },
+      { returnDocument: 'before', includeResultMetadata: true },
+    );
+
+    expect(result.value).toEqual(matches ? item : null);
+    expect(result.lastErrorObject).toEqual({ n: matches ? 1 : 0, updatedExisting: matches });
+    await expectDocs(read, [matches ? touched : item, sibling]);
+  });
+
+  it.each(cases)('findOneAndUpdate (returnDocument after) with $name', async ({ condition, matches }) => {
+    const { items, read } = await seeded();
+
+    const value = await items.findOneAndUpdate({ _id: item._id, ...condition }, { $set: { touched: true } }, { returnDocument: 'after' });
+
+    expect(value).toEqual(matches ? touched : null);
+    await expectDocs(read, [matches ? touched : item, sibling]);
+  });
+
+  it.each(cases)('deleteOne with $name', async ({ condition, matches }) => {
+    const { items, read } = await seeded();
+
+    const result = await items.deleteOne({ _id: item._id, ...condition });
+
+    expect(result.deletedCount).toBe(matches ? 1 : 0);
+    await expectDocs(read, matches ? [sibling] : [item, sibling]);
+  });
+
+  it.each(cases)('findOneAndDelete with $name', async ({ condition, matches }) => {
+    const { items, read } = await seeded();
+
+    const result = await items.findOneAndDelete({ _id: item._id, ...condition }, { includeResultMetadata: true });
+
+    expect(result.value).toEqual(matches ? item : null);
+    expect(result.lastErrorObject).toEqual({ n: matches ? 1 : 0 });
+    await expectDocs(read, matches ? [sibling] : [item, sibling]);
+  });
+
+  it('upserts with {_id, field}: inserts from the filter when nothing matches, updates when it does', async () => {
+    const { items, read } = await seeded();
+
+    const inserted = await items.updateOne({ _id: 'new', field: 'value' }, { $set: { n: 1, arr: [] } }, { upsert: true });
+    expect({ matched: inserted.matchedCount, modified: inserted.modifiedCount, upsertedId: inserted.upsertedId }).toEqual({
+      matched: 0,
+      modified: 0,
+      upsertedId: 'new',
+    });
+    const updated = await items.updateOne({ _id: 'new', field: 'value' }, { $inc: { n: 1 } }, { upsert: true });
+    expect({ matched: updated.matchedCount, modified: updated.modifiedCount, upsertedCount: updated.upsertedCount }).toEqual({
+      matched: 1,
+      modified: 1,
+      upsertedCount: 0,
+    });
+    const after = await items.findOneAndUpdate(
+      { _id: 'new2', field: 'value' },
+      { $set: { n: 5, arr: [] } },
+      { upsert: true, returnDocument: 'after' },
+    );
+    expect(after).toEqual({ _id: 'new2', field: 'value', n: 5, arr: [] });
+
+    await expectDocs(read, [
+      { _id: 'new', field: 'value', n: 2, arr: [] },
+      { _id: 'new2', field: 'value', n: 5, arr: [] },
+      item,
+      sibling,
+    ]);
+  });
+
+  it('updates many with {_id, field}: the one matching document or none', async () => {
+    const { items, read } = await seeded();
+
+    const none = await items.updateMany({ _id: item._id, field: 'other' }, { $set: { touched: true } });
+    expect({ matched: none.matchedCount, modified: none.modifiedCount }).toEqual({ matched: 0, modified: 0 });
+    const one = await items.updateMany({ _id: item._id, field: 'value' }, { $set: { touched: true } });
+    expect({ matched: one.matchedCount, modified: one.modifiedCount }).toEqual({ matched: 1, modified: 1 });
+
+    await expectDocs(read, [touched, sibling]);
   });
 });
