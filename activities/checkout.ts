@@ -1,186 +1,54 @@
-// What the checkout session workflow does to the world: complete, expire and settle the session
-// (conditional single-document writes, harmless when retried), write its order once (insert by the
-// id the page chose), emit its events, ask the provider about a pending transaction, and hand a
-// paid recurring purchase to the subscriptions area.
-import { ApplicationFailure } from '@temporalio/activity';
-import type { ActivityDeps } from './index';
-import { emitEventOnce } from '../services/emit-once';
-import { emitOrderEvent } from './subscriptions';
-import {
-  checkoutSessionObject,
-  findCheckoutSession,
-  markSessionComplete,
-  markSessionExpired,
-  markSessionSettled,
-  recordSessionDecline,
-  type CheckoutSessionDoc,
-  type CheckoutSessionObject,
-} from '../store/checkout-sessions';
-import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../store/orders';
+// The checkout session workflow's activities: each one a call into services/checkout-completion.ts,
+// services/checkout-subscriptions.ts or the provider.
 import type { TransactionState } from '../adapters/provider/types';
-import type { PaymentResultInput } from '../workflows/checkout-session-messages';
-import { startsWithTrial } from '../domain/checkout';
+import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
+import {
+  completeCheckoutSession,
+  emitCheckoutOrderEvent,
+  emitCheckoutSessionEvent,
+  markCheckoutSessionExpired,
+  recordCheckoutDecline,
+  sessionOrFail,
+  settleCheckoutSession,
+  type CompleteSessionInput,
+  type SettleSessionInput,
+} from '../services/checkout-completion';
 import { createSubscriptionForCheckout } from '../services/checkout-subscriptions';
+import type { SubscriptionDeps } from '../services/subscriptions';
 
-async function sessionOrFail(deps: ActivityDeps, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
-  const doc = await findCheckoutSession(deps.db, storeId, sessionId);
-  if (!doc) throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} not found in store ${storeId}`, 'session_missing');
-  return doc;
-}
-
-export function checkoutOrderDoc(
-  session: CheckoutSessionDoc,
-  result: PaymentResultInput,
-  paymentStatus: 'paid' | 'pending',
-  completedAt: number,
-  livemode: boolean,
-): OrderDoc {
-  const { amounts, outcome } = result;
-  const transactionId = 'transactionId' in outcome ? outcome.transactionId : null;
-  return {
-    _id: result.orderId,
-    store_id: session.store_id,
-    status: paymentStatus === 'paid' ? 'paid' : 'pending',
-    paid_at: paymentStatus === 'paid' ? completedAt : null,
-    currency: amounts.currency,
-    amount_subtotal: amounts.amount_subtotal,
-    amount_discount: amounts.amount_discount,
-    amount_total: amounts.amount_total,
-    billing_reason: 'purchase',
-    order_type: 'checkout',
-    recurrence: session.offer.type === 'recurring' ? 'scheduled' : 'one_off',
-    subscription: null,
-    customer: result.customerId,
-    customer_email: result.customerEmail,
-    offer: session.offer.id,
-    product: session.offer.product_id,
-    items: [
-      {
-        kind: 'product',
-        description: session.offer.name,
-        quantity: amounts.quantity,
-        unit_amount: amounts.unit_amount,
-        amount: amounts.unit_amount * amounts.quantity,
-      },
-    ],
-    payment_method_type: result.method,
-    installments: result.method === 'card' ? result.installments : null,
-    external_order_id: transactionId,
-    status_source: 'provider',
-    client_reference_id: session.client_reference_id,
-    checkout_session: session._id,
-    coupon: session.coupon?.code ?? null,
-    metadata: session.metadata,
-    livemode,
-    created: completedAt,
-  };
-}
-
-export function createCheckoutActivities(deps: ActivityDeps) {
-  const { db } = deps;
-
+export function createCheckoutActivities(deps: SubscriptionDeps) {
   return {
     /** open -> complete with its order (pending for PIX and review); repeatable. */
-    async completeCheckoutSession(input: {
-      storeId: string;
-      sessionId: string;
-      result: PaymentResultInput;
-      paymentStatus: 'paid' | 'pending';
-      completedAt: number;
-    }): Promise<{ order: string | null; session: CheckoutSessionObject }> {
-      const { storeId, sessionId, result, paymentStatus, completedAt } = input;
-      const session = await sessionOrFail(deps, storeId, sessionId);
-      const withOrder = !startsWithTrial(session.offer);
-      if (withOrder) await insertOrderOnce(db, checkoutOrderDoc(session, result, paymentStatus, completedAt, deps.provider.livemode));
-      const { outcome } = result;
-      const updated = await markSessionComplete(db, storeId, sessionId, {
-        payment_status: paymentStatus,
-        customer: result.customerId,
-        customer_email: result.customerEmail,
-        order: withOrder ? result.orderId : null,
-        completed_at: completedAt,
-        payment: {
-          method: result.method,
-          transaction_id: 'transactionId' in outcome ? outcome.transactionId : null,
-          installments: result.method === 'card' ? result.installments : null,
-          currency: result.amounts.currency,
-          amount_total: result.amounts.amount_total,
-          pix_code: outcome.status === 'pix_pending' ? outcome.pixCode : null,
-          pix_expires_at: outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null,
-          saved_card: result.savedCard,
-        },
-      });
-      if (updated) return { order: updated.order, session: checkoutSessionObject(updated) };
-      // Already applied by an earlier try of this activity; anything else breaks the one-writer rule.
-      const current = await sessionOrFail(deps, storeId, sessionId);
-      if (current.status === 'complete' && current.completed_at === completedAt) {
-        return { order: current.order, session: checkoutSessionObject(current) };
-      }
-      throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} is ${current.status}; cannot complete it`, 'session_not_open');
+    async completeCheckoutSession(input: CompleteSessionInput): Promise<{ order: string | null; session: CheckoutSessionObject }> {
+      return completeCheckoutSession(deps, input);
     },
-
     /** open -> expired; repeatable. */
     async markCheckoutSessionExpired(input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
-      const updated = await markSessionExpired(db, input.storeId, input.sessionId);
-      if (updated) return checkoutSessionObject(updated);
-      const current = await sessionOrFail(deps, input.storeId, input.sessionId);
-      if (current.status === 'expired') return checkoutSessionObject(current);
-      throw ApplicationFailure.nonRetryable(`checkout session ${input.sessionId} is ${current.status}; cannot expire it`, 'session_not_open');
+      return markCheckoutSessionExpired(deps, input);
     },
-
     /** A declined attempt: shown on the page, the session stays open. */
     async recordCheckoutDecline(input: { storeId: string; sessionId: string; error: { code: string; message: string } }): Promise<void> {
-      await recordSessionDecline(db, input.storeId, input.sessionId, input.error);
+      return recordCheckoutDecline(deps, input);
     },
-
     /** complete/pending -> paid or unpaid, and its order with it; repeatable. */
-    async settleCheckoutSession(input: {
-      storeId: string;
-      sessionId: string;
-      outcome: 'paid' | 'refused' | 'expired';
-      settledAt: number;
-    }): Promise<CheckoutSessionObject> {
-      const { storeId, sessionId, outcome, settledAt } = input;
-      const session = await sessionOrFail(deps, storeId, sessionId);
-      if (session.order) {
-        const status = outcome === 'paid' ? 'paid' : outcome === 'refused' ? 'failed' : 'canceled';
-        await ordersCollection(db).updateOne(
-          { _id: session.order, store_id: storeId, status: 'pending' },
-          { $set: { status, paid_at: outcome === 'paid' ? settledAt : null } },
-        );
-      }
-      const updated = await markSessionSettled(db, storeId, sessionId, outcome === 'paid' ? 'paid' : 'unpaid');
-      return checkoutSessionObject(updated ?? session);
+    async settleCheckoutSession(input: SettleSessionInput): Promise<CheckoutSessionObject> {
+      return settleCheckoutSession(deps, input);
     },
-
-    /** One event per session move, once however often this is retried (keyed by session and type). */
+    /** One event per session move, once however often this is retried. */
     async emitCheckoutSessionEvent(input: { storeId: string; sessionId: string; type: string; legacyType: string | null }): Promise<void> {
-      const session = await sessionOrFail(deps, input.storeId, input.sessionId);
-      await emitEventOnce(deps, `${session._id}:${input.type}`, {
-        storeId: input.storeId,
-        type: input.type,
-        object: checkoutSessionObject(session),
-        legacyType: input.legacyType,
-        request: null,
-      });
+      return emitCheckoutSessionEvent(deps, input);
     },
-
-    /** invoice.paid / invoice.payment_failed for the checkout's order, once (the order's status decides which). */
+    /** invoice.paid / invoice.payment_failed for the checkout's order, once. */
     async emitCheckoutOrderEvent(input: { storeId: string; orderId: string }): Promise<void> {
-      const order = await findOrder(db, input.storeId, input.orderId);
-      if (order) await emitOrderEvent(deps, order);
+      return emitCheckoutOrderEvent(deps, input);
     },
-
     /** The provider's view of a pending transaction (a lost notice, or a PIX past its validity). */
     async checkCheckoutTransaction(input: { storeId: string; transactionId: string }): Promise<TransactionState | null> {
-      const tx = await deps.provider.getTransaction(input);
-      return tx?.state ?? null;
+      return (await deps.provider.getTransaction(input))?.state ?? null;
     },
-
     /** The paid recurring purchase becomes a subscription (its own workflow starts); returns sub_. */
     async createCheckoutSubscription(input: { storeId: string; sessionId: string }): Promise<string | null> {
-      const session = await sessionOrFail(deps, input.storeId, input.sessionId);
-      return createSubscriptionForCheckout(deps, session);
+      return createSubscriptionForCheckout(deps, await sessionOrFail(deps, input.storeId, input.sessionId));
     },
   };
 }

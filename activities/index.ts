@@ -14,8 +14,8 @@ import type { WebhookNetwork } from '../adapters/webhooks/config';
 export interface ActivityDeps {
   db: Db;
   provider: PaymentProvider;
-  /** For activities that start or message other workflows (event fan-out, charges); null where none run. */
-  temporal: Client | null;
+  /** For activities that start or message other workflows (event fan-out, charges, usage). */
+  temporal: Client;
   /** Task queue the workflows that activities start run on. */
   taskQueue: string;
   /** Webhook delivery network (allowlist, extra CA, resolver); from WEBHOOK_* env variables when omitted. */

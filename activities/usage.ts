@@ -1,427 +1,56 @@
-// Metered usage periods: pricing a period from its rollups and the subscription's items, GET usage
-// (the open period computed at call time), the activities of the usage-period workflow (open,
-// recompute, pull the end in at the threshold, close, charge once through the charge workflow) and
-// the usage routine. Also the entry point re-exporting ingestion, items and summaries.
-//
-// Who starts `usage/<sub_id>`: a usage item posted through the API (signal-with-start), the usage
-// routine (a Temporal schedule every 10 minutes) for new subscriptions of offers with usage rows,
-// where the workflow's first run inherits the rows, and ingestion when a batch may have crossed the
-// billing threshold. A run that finds nothing to do (no items; subscription ended) completes; a
-// reactivation or a resume starts or wakes it again through `ensureUsageForSubscription` (called by
-// applySubscriptionChange; renewals leave a running workflow to its own timers).
-import type { Db } from 'mongodb';
-import type { Client } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import { ApiError } from '../domain/errors';
-import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../domain/pricing';
-import {
-  CLOSE_GRACE_SECONDS,
-  cycleOf,
-  DAY,
-  periodRollupKey,
-  usageChargeDescription,
-  usageChargeLines,
-  RECOMPUTE_INTERVAL_SECONDS,
-  USAGE_HISTORY_EVENTS_LIMIT,
-  type CloseReason,
-} from '../domain/usage-periods';
-import { periodEnd, isBillingCycle } from '../domain/billing-periods';
-import { isEnded } from '../domain/subscriptions';
-import { collections } from '../store/collections';
-import { metersById } from '../store/meters';
-import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
-import {
-  addCustomerSubscription,
-  customerKey,
-  ensureUsageState,
-  findUsagePeriod,
-  findUsageState,
-  insertUsagePeriod,
-  updateUsagePeriod,
-  updateUsageState,
-  usagePeriodId,
-  usagePeriodObject,
-  type PeriodLineDoc,
-  type PricingSnapshot,
-  type UsageItemDoc,
-  type UsagePeriodDoc,
-  type UsagePeriodObject,
-  type UsageStateDoc,
-} from '../store/usage';
-import { openJournalsFor, quantityOf, readRollups } from '../store/usage-rollups';
-import { startCharge } from './charges';
-import { ensureIntervalSchedule } from '../services/schedules';
+// The usage-period workflow's activities and the usage routine: each one a call into
+// services/usage-periods.ts and services/usage-routine.ts.
+import { RECOMPUTE_INTERVAL_SECONDS, USAGE_HISTORY_EVENTS_LIMIT, type CloseReason } from '../domain/usage-periods';
 import type { UsageWorkflowInput } from '../workflows/usage-periods-messages';
+import type { UsageDeps } from '../services/usage-shared';
 import {
-  isChargeable,
-  loadSubscription,
-  newUsageState,
-  seconds,
-  signalUsageWorkflow,
-  subscriptionItems,
-  requireSubscription,
-  type UsageDeps,
-} from '../services/usage-shared';
-import { inheritOfferItems } from '../services/usage-items';
-import { recoverUsageJournals } from '../services/usage-ingestion';
+  chargeUsagePeriod,
+  closeUsagePeriod,
+  moveUsagePeriodEnd,
+  prepareUsagePeriod,
+  recomputeUsagePeriod,
+  type ChargeResult,
+  type CloseResult,
+  type PeriodRef,
+  type PrepareResult,
+  type RecomputeResult,
+} from '../services/usage-periods';
+import { runUsageRoutine } from '../services/usage-routine';
 
-interface Computed {
-  lines: PeriodLineDoc[];
-  amount_total: number;
-  threshold: number | null;
-  pricing: PricingSnapshot[];
-}
-
-/** Prices a period from its rollups and the subscription's current items (deactivated meters at zero). */
-async function computePeriod(db: Db, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[]): Promise<Computed> {
-  const meters = await metersById(db, storeId, items.map((i) => i.meter));
-  const priced = items.filter((i) => meters.has(i.meter)).sort((a, b) => (a.created_ms ?? 0) - (b.created_ms ?? 0) || (a.meter < b.meter ? -1 : 1));
-  const rollups = await readRollups(db, priced.map((i) => periodRollupKey(subscriptionId, periodStart, i.meter)));
-  const lines: PeriodLineDoc[] = priced.map((item) => {
-    const meter = meters.get(item.meter)!;
-    const quantity = quantityOf(rollups.get(periodRollupKey(subscriptionId, periodStart, item.meter)), meter.formula);
-    const line = priceLine(quantity, item, meter.status === 'active');
-    return {
-      meter: meter._id,
-      event_name: meter.event_name,
-      display_name: meter.display_name,
-      quantity: line.quantity,
-      included: line.included,
-      billable: line.billable,
-      unit_amount: line.unit_amount,
-      amount: line.amount,
-    };
-  });
-  const pricing: PricingSnapshot[] = priced.map((item) => ({
-    meter: item.meter,
-    formula: meters.get(item.meter)!.formula,
-    active: meters.get(item.meter)!.status === 'active',
-    unit_amount: item.unit_amount,
-    included_units: item.included_units,
-    tiers: item.tiers,
-    rounding: item.rounding,
-  }));
-  return { lines, amount_total: periodTotal(lines), threshold: lowestThreshold(priced), pricing };
-}
-
-/** GET /subscriptions/{id}/usage: the 12 most recent periods, newest first, the open one computed now. */
-export async function subscriptionUsage(db: Db, storeId: string, subscriptionId: string, nowMs = Date.now()): Promise<UsagePeriodObject[]> {
-  const sub = await requireSubscription(db, storeId, subscriptionId);
-  const state = await findUsageState(db, storeId, sub._id);
-  if (!state) return [];
-  const ids = [...state.periods].sort().reverse().slice(0, 12);
-  const docs = (await Promise.all(ids.map((id) => findUsagePeriod(db, storeId, id)))).filter((d): d is UsagePeriodDoc => d !== null);
-  const items = docs.some((d) => d.status === 'open') ? await subscriptionItems(db, sub) : [];
-  const out: UsagePeriodObject[] = [];
-  for (const doc of docs) {
-    if (doc.status !== 'open') {
-      out.push(usagePeriodObject(doc));
-      continue;
-    }
-    const computed = await computePeriod(db, storeId, sub._id, doc.period_start, items);
-    out.push(usagePeriodObject({ ...doc, lines: computed.lines, amount_total: computed.amount_total, computed_at: seconds(nowMs) }));
-  }
-  return out;
-}
-
-export interface PeriodRef {
-  id: string;
-  start: number;
-  end: number;
-  threshold_boundary: boolean;
-}
-
-export type PrepareResult = (
-  | { kind: 'open'; period: PeriodRef }
-  | { kind: 'wait'; reason: 'not_chargeable' | 'no_cycle' }
-  | { kind: 'finished'; reason: 'no_subscription' | 'no_items' | 'ended' }
-) & { recomputeEverySeconds: number; historyEventsLimit: number };
-
-export interface RecomputeResult {
-  chargeable: boolean;
-  status: string;
-  amount_total: number;
-  threshold: number | null;
-  thresholdReached: boolean;
-  period: UsagePeriodObject;
-}
-
-export interface CloseResult {
-  amount_total: number;
-  chargeNeeded: boolean;
-  period: UsagePeriodObject;
-}
-
-export interface ChargeResult {
-  charge: string | null;
-  state: UsagePeriodDoc['charge_state'];
-  outcome: string | null;
-  refusal: { code: string; message: string } | null;
-}
+export type { ChargeResult, CloseResult, PeriodRef, PrepareResult, RecomputeResult } from '../services/usage-periods';
 
 type WithStore = UsageWorkflowInput;
 
-/** End of a period opening at `start`: the subscription's cycle end when ahead, else the next cycle's. */
-function periodEndFor(sub: SubscriptionDoc, start: number, now: number): number {
-  const cycle = cycleOf(sub);
-  if (cycle && cycle.end > start && cycle.end > now) return cycle.end;
-  if (!isBillingCycle(sub.billing_cycle)) return start + 30 * DAY;
-  let end = periodEnd(start, sub.billing_cycle, sub.custom_billing_days, sub.billing_anchor_day ?? undefined);
-  // A start far back (after a long pause) still opens a period that ends in the future.
-  while (end <= now) end = periodEnd(end, sub.billing_cycle, sub.custom_billing_days, sub.billing_anchor_day ?? undefined);
-  return end;
-}
-
-/** Journals are stamped by the ingesting process's clock, periods by the workflow's: room for their skew. */
-const CLOSE_CLOCK_SKEW_MS = 60_000;
-
-const refOf = (open: UsageStateDoc['open'] & object): PeriodRef => ({ id: open.id, start: open.start, end: open.end, threshold_boundary: open.threshold_boundary });
-
 export function createUsageActivities(deps: UsageDeps) {
   const { db } = deps;
-
-  async function openPeriod(sub: SubscriptionDoc, state: UsageStateDoc, start: number, end: number, now: number): Promise<PeriodRef> {
-    const id = usagePeriodId(sub._id, start);
-    const stored = await insertUsagePeriod(db, {
-      _id: id,
-      store_id: sub.store_id,
-      subscription: sub._id,
-      status: 'open',
-      close_reason: null,
-      period_start: start,
-      period_end: end,
-      currency: state.currency,
-      lines: [],
-      amount_total: 0,
-      threshold: null,
-      threshold_boundary: false,
-      charge: null,
-      charge_state: 'none',
-      charge_refusal: null,
-      computed_at: null,
-      closed_at: null,
-      livemode: true,
-      created: now,
-    });
-    // Opening twice finds the first (a retried activity); a period already closed is never reopened.
-    if (stored.status === 'closed') throw ApplicationFailure.nonRetryable(`usage period ${id} starting at ${start} is already closed`);
-    const open = { id, start: stored.period_start, end: stored.period_end, threshold_boundary: stored.threshold_boundary };
-    await updateUsageState(db, sub._id, { $set: { open }, $addToSet: { periods: id } });
-    return open;
-  }
-
-  type Prepared =
-    | { kind: 'open'; period: PeriodRef }
-    | { kind: 'wait'; reason: 'not_chargeable' | 'no_cycle' }
-    | { kind: 'finished'; reason: 'no_subscription' | 'no_items' | 'ended' };
-
-  async function prepare(input: WithStore & { now: number }): Promise<Prepared> {
-    const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
-    if (!sub) return { kind: 'finished', reason: 'no_subscription' };
-    let state = await ensureUsageState(db, newUsageState(sub, input.now));
-    if (!state.inherited) {
-      await inheritOfferItems(db, sub, input.now);
-      state = (await updateUsageState(db, sub._id, { $set: { inherited: true } })) ?? state;
-    }
-    const items = await subscriptionItems(db, sub);
-    // Re-checked on every run: an item whose process died before recording the subscription here counts too.
-    if (items.length > 0 && sub.customer) await addCustomerSubscription(db, sub.store_id, sub.customer, sub._id);
-    if (state.open) return { kind: 'open', period: refOf(state.open) };
-    if (items.length === 0) return { kind: 'finished', reason: 'no_items' };
-    const start = state.next_start ?? cycleOf(sub)?.start ?? input.now;
-    if (!isChargeable(sub)) {
-      if (!isEnded(sub.status)) return { kind: 'wait', reason: 'not_chargeable' };
-      // Usage attached after the last period closed (while it was past_due) is still charged.
-      const pending = await readRollups(db, items.map((i) => periodRollupKey(sub._id, start, i.meter)));
-      if (![...pending.values()].some((r) => r.count > 0) || start >= input.now) return { kind: 'finished', reason: 'ended' };
-      return { kind: 'open', period: await openPeriod(sub, state, start, input.now, input.now) };
-    }
-    return { kind: 'open', period: await openPeriod(sub, state, start, periodEndFor(sub, start, input.now), input.now) };
-  }
-
   return {
     /** Inherits the offer's rows once, then finds or opens the period of the current cycle. */
     async prepareUsagePeriod(input: WithStore & { now: number }): Promise<PrepareResult> {
       return {
-        ...(await prepare(input)),
+        ...(await prepareUsagePeriod(db, input)),
         recomputeEverySeconds: deps.usageRecomputeSeconds ?? RECOMPUTE_INTERVAL_SECONDS,
         historyEventsLimit: deps.usageHistoryEventsLimit ?? USAGE_HISTORY_EVENTS_LIMIT,
       };
     },
-
     /** Prices the open period now; says whether the threshold is reached and the subscription chargeable. */
     async recomputeUsagePeriod(input: WithStore & { periodId: string; now: number }): Promise<RecomputeResult> {
-      const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
-      const period = await findUsagePeriod(db, input.storeId, input.periodId);
-      if (!sub || !period) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} of ${input.subscriptionId} not found`);
-      const items = await subscriptionItems(db, sub);
-      if (items.length > 0 && sub.customer) await addCustomerSubscription(db, sub.store_id, sub.customer, sub._id);
-      const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, items);
-      const updated =
-        period.status === 'open'
-          ? await updateUsagePeriod(db, period._id, {
-              lines: computed.lines,
-              amount_total: computed.amount_total,
-              threshold: computed.threshold,
-              computed_at: input.now,
-            })
-          : period;
-      await updateUsageState(db, sub._id, { $set: { threshold: computed.threshold, pricing: computed.pricing } });
-      return {
-        chargeable: isChargeable(sub),
-        status: sub.status,
-        amount_total: computed.amount_total,
-        threshold: computed.threshold,
-        thresholdReached: thresholdReached(computed.amount_total, computed.threshold),
-        period: usagePeriodObject(updated ?? period),
-      };
+      return recomputeUsagePeriod(db, input);
     },
-
-    /** The threshold was reached: the open period now ends at `end` (ingestion reads the new end first). */
+    /** The threshold was reached: the open period now ends at `end`. */
     async moveUsagePeriodEnd(input: WithStore & { periodId: string; end: number }): Promise<PeriodRef> {
-      const state = await findUsageState(db, input.storeId, input.subscriptionId);
-      if (!state?.open || state.open.id !== input.periodId) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} is not open`);
-      const open = { ...state.open, end: input.end, threshold_boundary: true };
-      await updateUsageState(db, input.subscriptionId, { $set: { open } });
-      await updateUsagePeriod(db, input.periodId, { period_end: input.end, threshold_boundary: true });
-      return refOf(open);
+      return moveUsagePeriodEnd(db, input);
     },
-
-    /**
-     * Closes the period with its final lines. Waits (by failing, to be retried) while ingestion
-     * batches for it are still in flight; replays the ones a dead process left behind.
-     */
+    /** Closes the period with its final lines (retried while ingestion batches for it are in flight). */
     async closeUsagePeriod(input: WithStore & { periodId: string; reason: CloseReason; end: number; now: number }): Promise<CloseResult> {
-      const period = await findUsagePeriod(db, input.storeId, input.periodId);
-      if (!period) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} not found`);
-      if (period.status === 'closed') {
-        return { amount_total: period.amount_total, chargeNeeded: period.charge_state === 'none' && period.amount_total > 0, period: usagePeriodObject(period) };
-      }
-      const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
-      if (!sub) throw ApplicationFailure.nonRetryable(`subscription ${input.subscriptionId} not found`);
-      // At least a second long: the next period starts at this end and its id derives from its start.
-      const end = Math.max(input.end, period.period_start + 1);
-      // Batches of the customer begun before the end plus the grace (still being written, or left by a
-      // dead process). Later ones are not waited for: a customer who never stops sending always has one.
-      const cutoffMs = (end + CLOSE_GRACE_SECONDS) * 1000 + CLOSE_CLOCK_SKEW_MS;
-      const customer = sub.customer ? customerKey(sub.store_id, sub.customer) : null;
-      const openJournals = async () => (customer ? (await openJournalsFor(db, customer, cutoffMs)).length : 0);
-      // Those a dead process left are replayed here; the others are still being written: retry later.
-      if ((await openJournals()) > 0) await recoverUsageJournals(db);
-      const open = await openJournals();
-      if (open > 0) throw ApplicationFailure.retryable(`${open} ingestion batch(es) for ${period._id} still in flight`, 'UsageBatchesInFlight');
-      const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, await subscriptionItems(db, sub));
-      const closed = (await updateUsagePeriod(db, period._id, {
-        status: 'closed',
-        close_reason: input.reason,
-        period_end: end,
-        lines: computed.lines,
-        amount_total: computed.amount_total,
-        threshold: computed.threshold,
-        computed_at: input.now,
-        closed_at: input.now,
-        charge_state: computed.amount_total > 0 ? 'none' : 'not_needed',
-      }))!;
-      const state = await findUsageState(db, input.storeId, input.subscriptionId);
-      if (state?.open?.id === period._id) await updateUsageState(db, sub._id, { $set: { open: null, next_start: end } });
-      return { amount_total: closed.amount_total, chargeNeeded: closed.amount_total > 0, period: usagePeriodObject(closed) };
+      return closeUsagePeriod(db, input);
     },
-
-    /**
-     * Charges a closed period once (key `usage:<period id>`) through the charge workflow. A refusal
-     * before the card closes it with charge null for good; a decline keeps the failed charge.
-     */
+    /** Charges a closed period once (key `usage:<period id>`) through the charge workflow. */
     async chargeUsagePeriod(input: WithStore & { periodId: string }): Promise<ChargeResult> {
-      const period = await findUsagePeriod(db, input.storeId, input.periodId);
-      if (!period || period.status !== 'closed') throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} is not closed`);
-      if (period.charge_state !== 'none') {
-        return { charge: period.charge, state: period.charge_state, outcome: null, refusal: period.charge_refusal };
-      }
-      if (period.amount_total <= 0) {
-        await updateUsagePeriod(db, period._id, { charge_state: 'not_needed' });
-        return { charge: null, state: 'not_needed', outcome: null, refusal: null };
-      }
-      try {
-        const result = await startCharge(deps, {
-          storeId: period.store_id,
-          subscriptionId: period.subscription,
-          key: `usage:${period._id}`,
-          amount: period.amount_total,
-          currency: period.currency,
-          description: usageChargeDescription(period.period_start, period.period_end),
-          lines: usageChargeLines(period.lines),
-          metadata: { kind: 'usage', usage_period: period._id },
-          source: 'usage',
-          billingReason: 'usage',
-        });
-        await updateUsagePeriod(db, period._id, { charge: result.charge.id, charge_state: 'charged' });
-        return { charge: result.charge.id, state: 'charged', outcome: result.outcome, refusal: null };
-      } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
-        const refusal = { code: error.code, message: error.message };
-        await updateUsagePeriod(db, period._id, { charge: null, charge_state: 'refused', charge_refusal: refusal });
-        return { charge: null, state: 'refused', outcome: null, refusal };
-      }
+      return chargeUsagePeriod(deps, input);
     },
-
-    /**
-     * The usage routine: starts the usage workflow of every subscription created since the last run
-     * whose offer has usage rows (its first run inherits them). Keeps a cursor of subscription ids.
-     */
+    /** The usage routine: starts the usage workflow of new subscriptions of offers with usage rows. */
     async runUsageRoutine(input: { now?: number } = {}): Promise<{ started: number }> {
       return runUsageRoutine(deps, input.now ?? Date.now());
     },
   };
 }
-
-const routineCursors = (db: Db) => db.collection<{ _id: string; last: string }>('usage_routine');
-
-/** Subscriptions younger than this are left to the next run (their insert may still be in flight). */
-const ROUTINE_LAG_MS = 60_000;
-
-export async function runUsageRoutine(deps: UsageDeps, nowMs: number): Promise<{ started: number }> {
-  const { db } = deps;
-  const cursor = await routineCursors(db).findOne({ _id: 'subscriptions' });
-  const offers = await collections(db).offers.find({}, { projection: { _id: 1, usage: 1 } }).toArray();
-  const withUsage = new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
-  const subs = await subscriptionsCollection(db)
-    .find(cursor ? { _id: { $gt: cursor.last } } : {})
-    .sort({ _id: 1 })
-    .toArray();
-  let started = 0;
-  let last = cursor?.last ?? null;
-  for (const sub of subs) {
-    if (sub.created * 1000 > nowMs - ROUTINE_LAG_MS) break;
-    if (sub.offer && withUsage.has(sub.offer.id) && deps.temporal) {
-      await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
-      started++;
-    }
-    last = sub._id;
-  }
-  if (last !== null && last !== cursor?.last) {
-    await routineCursors(db).updateOne({ _id: 'subscriptions' }, { $set: { last } }, { upsert: true });
-  }
-  return { started };
-}
-
-export function usageRoutineScheduleId(taskQueue: string): string {
-  return `usage-routine/${taskQueue}`;
-}
-
-/** The schedule that runs the usage routine every 10 minutes; the worker ensures it at start. */
-export async function ensureUsageRoutineSchedule(client: Client, taskQueue: string, everyMs = 10 * 60_000): Promise<string> {
-  return ensureIntervalSchedule(client, {
-    scheduleId: usageRoutineScheduleId(taskQueue),
-    workflowType: 'usageRoutineWorkflow',
-    workflowId: `usage-routine/${taskQueue}`,
-    taskQueue,
-    everyMs,
-    args: [],
-  });
-}
-
-// The metered-usage entry points the API, the worker and the tests use.
-export { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../services/usage-ingestion';
-export { listSubscriptionUsageItems, putUsageItem, removeUsageItem, type UsageItemInput } from '../services/usage-items';
-export { meterEventSummaries, SUMMARY_RANGE_MAX_SECONDS, type SummaryQuery } from '../services/usage-summaries';
-export { ensureUsageForSubscription, loadSubscription, requireSubscription, signalUsageWorkflow, type UsageDeps } from '../services/usage-shared';

@@ -10,7 +10,7 @@ import { createWebhookHttpClient } from '../adapters/webhooks/http';
 
 export interface WebhookActivityDeps {
   db: Db;
-  temporal: Client | null;
+  temporal: Client;
   taskQueue: string;
   webhooks?: Partial<WebhookNetwork>;
 }

@@ -3,11 +3,12 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppDeps } from './context';
-import { newRequestId } from './plugins/request-context';
+import { newRequestId } from '../domain/ids';
 import requestContext from './plugins/request-context';
 import errors from './plugins/errors';
 import bodyParsing, { parseQueryString } from './plugins/body-parsing';
-import auth from './plugins/auth';
+import auth, { authorize } from './plugins/auth';
+import rateLimits from './plugins/rate-limits';
 import idempotency from './plugins/idempotency';
 import openapi from './plugins/openapi';
 import { ErrorResponse } from './schemas/common';
@@ -39,7 +40,10 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   await app.register(requestContext);
   await app.register(errors);
   await app.register(bodyParsing);
+  // Auth finds the caller, the rate limits count it, then its key is refused or admitted.
   await app.register(auth);
+  await app.register(rateLimits);
+  await app.register(authorize);
   await app.register(idempotency);
   await app.register(openapi);
 

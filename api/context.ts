@@ -5,12 +5,13 @@ import type { ApiKeyDoc, StoreDoc } from '../store/collections';
 import type { ApiConfig } from './config';
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
 export interface AppDeps {
   db: Db;
   config: ApiConfig;
-  /** Temporal client; routes that start or message workflows need it. */
-  temporal: Client | null;
+  /** Temporal client: routes start and message workflows through services' typed clients. */
+  temporal: Client;
   provider: PaymentProvider;
 }
 
@@ -55,3 +56,6 @@ export function eventRequestOf(request: { id: string; headers: Record<string, st
   const key = request.headers['idempotency-key'];
   return { id: request.id, idempotency_key: (Array.isArray(key) ? key[0] : key) ?? null };
 }
+
+/** The instance a route plugin registers its routes on, typed by the TypeBox provider. */
+export type RouteApp = Parameters<FastifyPluginAsyncTypebox>[0];

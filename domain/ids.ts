@@ -1,9 +1,11 @@
-// Public ids: the spec's prefix, then a time-ordered random part (milliseconds first, then randomness,
-// base62), so sorting ids sorts by creation and `_id` serves lookup, uniqueness and cursors alike.
+// The one place ids are minted: public ids (the spec's prefix, then 8 base62 characters of
+// milliseconds and 12 random ones, so sorting ids sorts by creation and `_id` serves lookup,
+// uniqueness and cursors alike), ids derived from a seed (a retry mints the same id), and UUIDs.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 
 // Ordered by ASCII so that string comparison of ids follows the numbers they encode.
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const TIME_CHARS = 8;
 
 export type IdPrefix =
   | 'cust' | 'sub' | 'ord' | 'ofr' | 'prd' | 'cs' | 'bps' | 'ak' | 'sch' | 'mtr' | 'mev'
@@ -12,11 +14,19 @@ export type IdPrefix =
 function encodeTime(ms: number): string {
   let out = '';
   let n = ms;
-  for (let i = 0; i < 8; i++) {
+  for (let i = 0; i < TIME_CHARS; i++) {
     out = BASE62[n % 62] + out;
     n = Math.floor(n / 62);
   }
   return out;
+}
+
+/** Milliseconds encoded in a time-ordered id (the 8 base62 characters after the prefix). */
+export function idTimeMs(id: string): number {
+  const part = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 1 + TIME_CHARS);
+  let ms = 0;
+  for (const char of part) ms = ms * 62 + Math.max(0, BASE62.indexOf(char));
+  return ms;
 }
 
 export function randomBase62(length: number): string {
@@ -30,6 +40,14 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** `length` base62 characters of SHA-256 over `seed`: the same seed, the same characters. */
+function seededBase62(seed: string, length: number): string {
+  const digest = createHash('sha256').update(seed).digest();
+  let out = '';
+  for (let i = 0; out.length < length; i++) out += BASE62[digest[i] % 62];
+  return out;
+}
+
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${randomBase62(12)}`;
 }
@@ -39,14 +57,39 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
  * attempt): retried side effects insert the same id and a unique index turns the retry into a no-op.
  */
 export function derivedId(prefix: IdPrefix, ms: number, seed: string): string {
-  const digest = createHash('sha256').update(seed).digest();
-  let tail = '';
-  for (let i = 0; tail.length < 12; i++) tail += BASE62[digest[i] % 62];
-  return `${prefix}_${encodeTime(ms)}${tail}`;
+  return `${prefix}_${encodeTime(ms)}${seededBase62(seed, 12)}`;
+}
+
+/** `<prefix>_` and 22 base62 characters of SHA-256 over `seed`, no time: an id found from what identifies it. */
+export function hashedId(prefix: string, seed: string): string {
+  return `${prefix}_${seededBase62(seed, 22)}`;
 }
 
 export function newUuid(): string {
   return randomUUID();
+}
+
+/** A UUID in the v7 layout: 48 bits of Unix milliseconds, then version, variant and 74 given bits. */
+function uuidV7(ms: number, bits: Buffer): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  const rand = bits.toString('hex');
+  const variant = ((parseInt(rand[3], 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${rand.slice(0, 3)}-${variant}${rand.slice(4, 7)}-${rand.slice(7, 19)}`;
+}
+
+/** A random UUID ordered by its creation time. */
+export function newTimeOrderedUuid(now = Date.now()): string {
+  return uuidV7(now, randomBytes(10));
+}
+
+/** The same UUID for the same seed, ordered by `ms`. */
+export function derivedTimeOrderedUuid(ms: number, seed: string): string {
+  return uuidV7(ms, createHash('sha256').update(seed).digest().subarray(0, 10));
+}
+
+/** A request's id (Request-Id header, request log): `req_` and 20 hex characters. */
+export function newRequestId(): string {
+  return `req_${randomBytes(10).toString('hex')}`;
 }
 
 export function hasPrefix(id: unknown, prefix: IdPrefix): id is string {

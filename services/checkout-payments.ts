@@ -1,31 +1,28 @@
-// The hosted page's payment: the buyer's customer is found (or a new one registered at the provider,
-// written only once the provider takes the payment), the session workflow holds the session for the
-// attempt (beginPayment), the card goes to the provider adapter only (in memory, never stored or
-// logged), and the outcome without card data goes back to the workflow (recordPaymentResult), which
-// applies it and answers. The provider call is bounded below the workflow's hold; an answer arriving
-// after the bound is still recorded (a late approval completes the session). Also the provider
-// notices the page's test buttons send.
-import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+// The hosted page's payment: find or register the buyer, hold the session for the attempt in its
+// workflow (beginPayment), send the card to the provider adapter only (in memory, never stored or
+// logged), and give the outcome without card data back to the workflow (recordPaymentResult). The
+// provider call is bounded below the hold; a later answer is still recorded.
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApiError } from '../domain/errors';
 import { derivedId, newId, randomBase62 } from '../domain/ids';
-import { cardDigits, chargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
+import { cardDigits, chargeAmounts, type ChargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
-import type { CustomerDoc } from '../store/collections';
-import { customerObject, findCustomer, insertCustomer } from '../store/customers';
+import type { CustomerDoc, StoreDoc } from '../store/collections';
+import { findCustomer, insertCustomer } from '../store/customers';
+import { customerObject } from '../api/schemas/customer';
 import { findStore } from '../store/stores';
 import { findCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { prepareCustomer } from './customers';
 import { emitEventOnce } from './emit-once';
-import type { ProviderNotice, SettlementStatus } from '../adapters/provider/types';
-import { requestOverdueExpiry, temporalOf, type CheckoutDeps } from './checkout-sessions';
+import type { SettlementStatus } from '../adapters/provider/types';
+import { requestOverdueExpiry, type CheckoutDeps } from './checkout-sessions';
+import { checkoutSessionClient, type CheckoutSessionHandle } from './checkout-session-client';
+import { deliverProviderNotice } from './provider-notices';
 import {
-  beginPaymentUpdate,
   checkoutSessionWorkflowId,
   PAYMENT_HOLD_MS,
   PROVIDER_CALL_TIMEOUT_MS,
   PROVIDER_TIMEOUT_CODE,
-  providerSettledSignal,
-  recordPaymentResultUpdate,
   type PaymentAttemptOutcome,
   type PaymentResultInput,
 } from '../workflows/checkout-session-messages';
@@ -138,6 +135,36 @@ async function writeNewBuyer(deps: CheckoutDeps, prepared: CustomerDoc): Promise
   return customer;
 }
 
+/** Where a step may end the attempt early: with the page's answer instead of its value. */
+type Step<T> = { value: T } | { stop: HostedPaymentResult };
+
+/** What one attempt charges, decided before the buyer or the provider is involved. */
+interface ChargeTerms {
+  trial: boolean;
+  amounts: ChargeAmounts;
+  installments: number | null;
+  cardNumber: string | null;
+}
+
+/** Who pays: an existing customer, or a new buyer written only once the provider takes the payment. */
+interface Buyer {
+  customerId: string;
+  customerEmail: string;
+  providerCustomerId: string | null;
+  newBuyer: CustomerDoc | null;
+}
+
+/** One attempt, held by the session workflow under its own id. */
+interface Attempt {
+  deps: CheckoutDeps;
+  session: CheckoutSessionDoc;
+  input: HostedPaymentInput;
+  terms: ChargeTerms;
+  buyer: Buyer;
+  attemptId: string;
+  handle: CheckoutSessionHandle;
+}
+
 /** The hosted page's pay button: see the module header. */
 export async function payCheckoutSession(
   deps: CheckoutDeps,
@@ -151,194 +178,214 @@ export async function payCheckoutSession(
 
   const store = await findStore(deps.db, session.store_id);
   if (!store) return { kind: 'closed' };
+  const terms = chargeTermsFor(session, input, trial);
+  if ('stop' in terms) return terms.stop;
+  const buyer = await resolveBuyer(deps, store, session, input, now);
+  if ('stop' in buyer) return buyer.stop;
+  const held = await holdSession(deps, session);
+  if ('stop' in held) return held.stop;
 
-  // What is charged: the session's currency, else the buyer's choice among the offer's prices.
+  const attempt: Attempt = { deps, session, input, terms: terms.value, buyer: buyer.value, ...held.value };
+  const { answer, late } = await askProviderInTime(attempt);
+  return recordOutcome(attempt, answer, late);
+}
+
+/** What is charged: the session's currency, else the buyer's choice among the offer's prices; a card's number and installments. */
+function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, trial: boolean): Step<ChargeTerms> {
   let price;
   try {
     const currency = session.currency ?? (input.currency ? checkCurrency(session.offer.prices, input.currency) : null);
     price = priceIn(session.offer.prices, currency);
   } catch (error) {
-    return fieldError(error);
+    return { stop: fieldError(error) };
   }
-  if (!price) return { kind: 'error', code: 'currency_unsupported', message: 'This currency is not available.', field: 'currency' };
+  if (!price) return { stop: { kind: 'error', code: 'currency_unsupported', message: 'This currency is not available.', field: 'currency' } };
   const amounts = chargeAmounts(price, session.pack, session.coupon);
+  if (input.method !== 'card') return { value: { trial, amounts, installments: null, cardNumber: null } };
 
-  let installments: number | null = null;
-  let cardNumber: string | null = null;
-  if (input.method === 'card') {
-    try {
-      installments = trial ? null : checkInstallments(input.installments ?? 1, session.offer.max_installments);
-    } catch (error) {
-      return fieldError(error);
-    }
-    cardNumber = input.card ? cardDigits(input.card.number) : null;
-    if (!cardNumber) return { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' };
+  let installments: number | null;
+  try {
+    installments = trial ? null : checkInstallments(input.installments ?? 1, session.offer.max_installments);
+  } catch (error) {
+    return { stop: fieldError(error) };
   }
+  const cardNumber = input.card ? cardDigits(input.card.number) : null;
+  if (!cardNumber) return { stop: { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' } };
+  return { value: { trial, amounts, installments, cardNumber } };
+}
 
-  // The buyer: the session's customer, else the store's customer with this e-mail, else a new one
-  // registered at the provider now (customer_rejected refuses before any charge) and written only once
-  // the provider takes the payment: a declined or failed attempt leaves no customer behind.
-  let customerId: string;
-  let customerEmail: string;
-  let providerCustomerId: string | null = null;
-  let newBuyer: CustomerDoc | null = null;
+/**
+ * The buyer: the session's customer, else the store's customer with this e-mail, else a new one
+ * registered at the provider now (customer_rejected refuses before any charge) and written only once
+ * the provider takes the payment: a declined or failed attempt leaves no customer behind.
+ */
+async function resolveBuyer(deps: CheckoutDeps, store: StoreDoc, session: CheckoutSessionDoc, input: HostedPaymentInput, now: number): Promise<Step<Buyer>> {
   try {
     if (session.customer) {
       const customer = await findCustomer(deps.db, store._id, session.customer);
-      if (!customer) return { kind: 'closed' };
-      customerId = customer._id;
-      customerEmail = customer.email;
-      providerCustomerId = customer.provider_customer_id;
-    } else {
-      const email = session.customer_email ?? input.email ?? null;
-      if (!email) return { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' };
-      const documentType = (input.document_type ?? null) as DocumentType | null;
-      const { customer, existing } = await prepareCustomer(
-        deps,
-        store,
-        {
-          email,
-          name: input.name ?? null,
-          phone: input.phone ?? null,
-          document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
-        },
-        // The page takes any name the session's customer_name rule allows, so the record does too.
-        { nameMin: CUSTOMER_NAME_MIN, id: (normalized) => newBuyerCustomerId(store._id, normalized, now) },
-      );
-      if (!existing) newBuyer = customer;
-      customerId = customer._id;
-      customerEmail = customer.email;
-      providerCustomerId = customer.provider_customer_id;
+      if (!customer) return { stop: { kind: 'closed' } };
+      return { value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: null } };
     }
+    const email = session.customer_email ?? input.email ?? null;
+    if (!email) return { stop: { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' } };
+    const documentType = (input.document_type ?? null) as DocumentType | null;
+    const { customer, existing } = await prepareCustomer(
+      deps,
+      store,
+      {
+        email,
+        name: input.name ?? null,
+        phone: input.phone ?? null,
+        document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
+      },
+      // The page takes any name the session's customer_name rule allows, so the record does too.
+      { nameMin: CUSTOMER_NAME_MIN, id: (normalized) => newBuyerCustomerId(store._id, normalized, now) },
+    );
+    return {
+      value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: existing ? null : customer },
+    };
   } catch (error) {
-    return fieldError(error);
+    return { stop: fieldError(error) };
   }
+}
 
-  const handle = temporalOf(deps).workflow.getHandle(checkoutSessionWorkflowId(session._id));
+/** The session workflow holds the session for a new attempt, or says why it cannot. */
+async function holdSession(deps: CheckoutDeps, session: CheckoutSessionDoc): Promise<Step<{ attemptId: string; handle: CheckoutSessionHandle }>> {
+  const handle = checkoutSessionClient(deps.temporal, deps.taskQueue).session(session._id);
   const attemptId = randomBase62(16);
   let begun;
   try {
-    begun = await handle.executeUpdate(beginPaymentUpdate, { args: [{ attemptId }], updateId: `begin-${attemptId}` });
+    begun = await handle.beginPayment(attemptId, `begin-${attemptId}`);
   } catch (error) {
     // A closed workflow takes no updates: the session was expired or completed meanwhile.
     const current = await findCheckoutSession(deps.db, session.store_id, session._id);
-    if (current && current.status !== 'open') return { kind: 'closed' };
+    if (current && current.status !== 'open') return { stop: { kind: 'closed' } };
     throw error;
   }
-  if (!begun.ok) {
-    if (begun.reason === 'in_progress') {
-      return { kind: 'error', code: 'payment_in_progress', message: 'A payment for this checkout is already in progress.', field: null };
-    }
-    if (begun.reason === 'expired') void requestOverdueExpiry(deps, session._id);
-    return { kind: 'closed' };
+  if (begun.ok) return { value: { attemptId, handle } };
+  if (begun.reason === 'in_progress') {
+    return { stop: { kind: 'error', code: 'payment_in_progress', message: 'A payment for this checkout is already in progress.', field: null } };
   }
+  if (begun.reason === 'expired') void requestOverdueExpiry(deps, session._id);
+  return { stop: { kind: 'closed' } };
+}
 
-  const idempotencyKey = `checkout:${session._id}:${attemptId}`;
-  const notifyRef = checkoutSessionWorkflowId(session._id);
-  const recurring = session.offer.type === 'recurring';
-  // Asked again with the same key when slow (askWithinBound): a key never charges twice.
-  const askProvider = async (): Promise<ProviderAnswer> => {
-    if (input.method === 'pix') {
-      const pix = await deps.provider.createPix({
-        storeId: store._id,
-        idempotencyKey,
-        amount: amounts.amount_total,
-        currency: amounts.currency,
-        description: session.offer.name,
-        customerId,
-        notifyRef,
-      });
-      return {
-        outcome:
-          pix.status === 'pending'
-            ? { status: 'pix_pending', transactionId: pix.transactionId, pixCode: pix.copyPaste, pixExpiresAt: pix.expiresAt }
-            : { status: 'declined', code: pix.code, message: pix.message },
-        savedCard: null,
-      };
-    }
-    if (trial) {
-      const saved = await deps.provider.saveCard({ storeId: store._id, customerId, providerCustomerId, card: { ...input.card!, number: cardNumber! } });
-      return saved.ok
-        ? {
-            outcome: { status: 'approved', transactionId: null },
-            savedCard: { id: saved.card.paymentMethodId, brand: saved.card.brand, last4: saved.card.last4, chargeable: saved.card.chargeable },
-          }
-        : { outcome: { status: 'declined', code: saved.code, message: saved.message }, savedCard: null };
-    }
-    const charged = await deps.provider.chargeCard({
-      storeId: store._id,
-      idempotencyKey,
-      card: { ...input.card!, number: cardNumber! },
-      amount: amounts.amount_total,
-      currency: amounts.currency,
-      description: session.offer.name,
-      installments,
-      saveCard: recurring,
-      customerId,
-      providerCustomerId,
-      notifyRef,
-    });
-    const savedCard = charged.card
-      ? { id: charged.card.paymentMethodId, brand: charged.card.brand, last4: charged.card.last4, chargeable: charged.card.chargeable }
-      : null;
-    switch (charged.status) {
-      case 'approved':
-        return { outcome: { status: 'approved', transactionId: charged.transactionId }, savedCard };
-      case 'review':
-        return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard };
-      case 'declined':
-        return { outcome: { status: 'declined', code: charged.code ?? 'declined', message: charged.message }, savedCard };
-      case 'refused':
-        return { outcome: { status: 'declined', code: charged.code, message: charged.message }, savedCard };
-    }
-  };
-
-  let answered: ProviderAnswer;
-  let late: Promise<ProviderAnswer> | null = null;
+/** The provider's answer within the bound; without one, a timed-out outcome now and the answer still to come. */
+async function askProviderInTime(attempt: Attempt): Promise<{ answer: ProviderAnswer; late: Promise<ProviderAnswer> | null }> {
   try {
-    const asked = await askWithinBound(askProvider, deps.providerCallTimeoutMs ?? PROVIDER_CALL_TIMEOUT_MS);
-    if (asked.answered) {
-      answered = asked.value;
-    } else {
-      late = asked.late;
-      answered = {
-        outcome: {
-          status: 'failed',
-          code: PROVIDER_TIMEOUT_CODE,
-          message: 'The payment provider has not answered yet. If the payment goes through, this checkout completes by itself.',
-        },
-        savedCard: null,
-      };
-    }
+    const asked = await askWithinBound(() => askProvider(attempt), attempt.deps.providerCallTimeoutMs ?? PROVIDER_CALL_TIMEOUT_MS);
+    if (asked.answered) return { answer: asked.value, late: null };
+    const outcome: PaymentAttemptOutcome = {
+      status: 'failed',
+      code: PROVIDER_TIMEOUT_CODE,
+      message: 'The payment provider has not answered yet. If the payment goes through, this checkout completes by itself.',
+    };
+    return { answer: { outcome, savedCard: null }, late: asked.late };
   } catch {
     // Deliberately not logged with its input: the card must not reach any log.
-    answered = { outcome: PROVIDER_UNREACHABLE, savedCard: null };
+    return { answer: { outcome: PROVIDER_UNREACHABLE, savedCard: null }, late: null };
   }
-  const { outcome, savedCard } = answered;
+}
 
+/** One call to the provider for the attempt; asked again with the same key when slow, a key never charges twice. */
+function askProvider(attempt: Attempt): Promise<ProviderAnswer> {
+  if (attempt.input.method === 'pix') return askForPix(attempt);
+  if (attempt.terms.trial) return saveTrialCard(attempt);
+  return chargeCard(attempt);
+}
+
+const idempotencyKeyOf = (attempt: Attempt) => `checkout:${attempt.session._id}:${attempt.attemptId}`;
+
+async function askForPix(attempt: Attempt): Promise<ProviderAnswer> {
+  const { deps, session, terms, buyer } = attempt;
+  const pix = await deps.provider.createPix({
+    storeId: session.store_id,
+    idempotencyKey: idempotencyKeyOf(attempt),
+    amount: terms.amounts.amount_total,
+    currency: terms.amounts.currency,
+    description: session.offer.name,
+    customerId: buyer.customerId,
+    notifyRef: checkoutSessionWorkflowId(session._id),
+  });
+  return {
+    outcome:
+      pix.status === 'pending'
+        ? { status: 'pix_pending', transactionId: pix.transactionId, pixCode: pix.copyPaste, pixExpiresAt: pix.expiresAt }
+        : { status: 'declined', code: pix.code, message: pix.message },
+    savedCard: null,
+  };
+}
+
+/** A trial charges nothing now: the card is only saved for the first renewal. */
+async function saveTrialCard({ deps, session, input, terms, buyer }: Attempt): Promise<ProviderAnswer> {
+  const saved = await deps.provider.saveCard({
+    storeId: session.store_id,
+    customerId: buyer.customerId,
+    providerCustomerId: buyer.providerCustomerId,
+    card: { ...input.card!, number: terms.cardNumber! },
+  });
+  return saved.ok
+    ? {
+        outcome: { status: 'approved', transactionId: null },
+        savedCard: { id: saved.card.paymentMethodId, brand: saved.card.brand, last4: saved.card.last4, chargeable: saved.card.chargeable },
+      }
+    : { outcome: { status: 'declined', code: saved.code, message: saved.message }, savedCard: null };
+}
+
+async function chargeCard(attempt: Attempt): Promise<ProviderAnswer> {
+  const { deps, session, input, terms, buyer } = attempt;
+  const charged = await deps.provider.chargeCard({
+    storeId: session.store_id,
+    idempotencyKey: idempotencyKeyOf(attempt),
+    card: { ...input.card!, number: terms.cardNumber! },
+    amount: terms.amounts.amount_total,
+    currency: terms.amounts.currency,
+    description: session.offer.name,
+    installments: terms.installments,
+    saveCard: session.offer.type === 'recurring',
+    customerId: buyer.customerId,
+    providerCustomerId: buyer.providerCustomerId,
+    notifyRef: checkoutSessionWorkflowId(session._id),
+  });
+  const savedCard = charged.card
+    ? { id: charged.card.paymentMethodId, brand: charged.card.brand, last4: charged.card.last4, chargeable: charged.card.chargeable }
+    : null;
+  switch (charged.status) {
+    case 'approved':
+      return { outcome: { status: 'approved', transactionId: charged.transactionId }, savedCard };
+    case 'review':
+      return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard };
+    case 'declined':
+      return { outcome: { status: 'declined', code: charged.code ?? 'declined', message: charged.message }, savedCard };
+    case 'refused':
+      return { outcome: { status: 'declined', code: charged.code, message: charged.message }, savedCard };
+  }
+}
+
+/**
+ * The provider has answered: its outcome must reach the workflow (a new buyer written first when the
+ * payment was taken), and a late answer follows it. The page is told what the workflow applied.
+ */
+async function recordOutcome(attempt: Attempt, answer: ProviderAnswer, late: Promise<ProviderAnswer> | null): Promise<HostedPaymentResult> {
+  const { deps, session, input, terms, buyer, attemptId, handle } = attempt;
+  const { outcome, savedCard } = answer;
   const answeredResult: PaymentResultInput = {
     attemptId,
     orderId: newId('ord'),
     method: input.method,
     outcome,
-    amounts,
-    installments,
-    customerId,
-    customerEmail,
+    amounts: terms.amounts,
+    installments: terms.installments,
+    customerId: buyer.customerId,
+    customerEmail: buyer.customerEmail,
     savedCard,
   };
-  // A new buyer's customer comes into existence with the payment taken, never before.
-  const withBuyer = async (attempt: PaymentResultInput): Promise<PaymentResultInput> => {
-    if (!newBuyer || !takesPayment(attempt.outcome)) return attempt;
-    const customer = await writeNewBuyer(deps, newBuyer);
-    return { ...attempt, customerId: customer._id, customerEmail: customer.email };
-  };
+  const withBuyer = (result: PaymentResultInput) => withNewBuyer(deps, buyer.newBuyer, result);
   const result = await withBuyer(answeredResult);
-  // The provider has answered: its outcome must reach the workflow. The update id makes a repeat
-  // of a call whose answer was lost return the first answer instead of applying it twice.
-  let answer;
+  // The update id makes a repeat of a call whose answer was lost return the first answer instead of applying it twice.
+  let applied;
   try {
-    answer = await withRetries(() => handle.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId: `result-${attemptId}` }));
+    applied = await withRetries(() => handle.recordPaymentResult(result, `result-${attemptId}`));
   } catch (error) {
     // Only after the attempt's hold ran out and the session closed: the page shows the session as it is.
     const current = await findCheckoutSession(deps.db, session.store_id, session._id);
@@ -346,11 +393,18 @@ export async function payCheckoutSession(
     throw error;
   }
   if (late) recordLateAnswer(handle, result, late, withBuyer);
-  if (!answer.applied) return { kind: 'closed' };
+  if (!applied.applied) return { kind: 'closed' };
   if (outcome.status === 'declined' || outcome.status === 'failed') {
     return { kind: 'error', code: outcome.code, message: outcome.message, field: 'payment' };
   }
   return { kind: 'done' };
+}
+
+/** A new buyer's customer comes into existence with the payment taken, never before. */
+async function withNewBuyer(deps: CheckoutDeps, newBuyer: CustomerDoc | null, attempt: PaymentResultInput): Promise<PaymentResultInput> {
+  if (!newBuyer || !takesPayment(attempt.outcome)) return attempt;
+  const customer = await writeNewBuyer(deps, newBuyer);
+  return { ...attempt, customerId: customer._id, customerEmail: customer.email };
 }
 
 /**
@@ -359,7 +413,7 @@ export async function payCheckoutSession(
  * is written first when the answer took the payment.
  */
 function recordLateAnswer(
-  handle: WorkflowHandle,
+  handle: CheckoutSessionHandle,
   timedOut: PaymentResultInput,
   late: Promise<ProviderAnswer>,
   withBuyer: (result: PaymentResultInput) => Promise<PaymentResultInput>,
@@ -370,7 +424,7 @@ function recordLateAnswer(
       () => ({ ...timedOut, outcome: PROVIDER_UNREACHABLE }),
     )
     .then(withBuyer)
-    .then((result) => withRetries(() => handle.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId: `late-${result.attemptId}` })))
+    .then((result) => withRetries(() => handle.recordPaymentResult(result, `late-${result.attemptId}`)))
     .then(
       (answer) => {
         if (!answer.applied) console.error(`checkout ${handle.workflowId}: the provider's late answer for attempt ${timedOut.attemptId} came after the session closed`);
@@ -379,13 +433,6 @@ function recordLateAnswer(
         console.error(`checkout ${handle.workflowId}: the provider's late answer for attempt ${timedOut.attemptId} was not recorded (${error instanceof Error ? error.message : String(error)})`);
       },
     );
-}
-
-/** Delivers a provider notice to the workflow waiting for it (its notifyRef is the workflow id). */
-export async function deliverProviderNotice(deps: { temporal: Client | null }, notice: ProviderNotice): Promise<boolean> {
-  if (!notice.notifyRef || !deps.temporal) return false;
-  await deps.temporal.workflow.getHandle(notice.notifyRef).signal(providerSettledSignal, notice);
-  return true;
 }
 
 /** The test connection's buttons on the hosted page: settle the pending PIX or review now. */

@@ -2,7 +2,7 @@
 // write the session, start its workflow) and expire (through the workflow's update, so it
 // serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts.
 import type { Db } from 'mongodb';
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ApiError, invalid, missing, notFound } from '../domain/errors';
 import { newId } from '../domain/ids';
 import { encodeMetadata, normalizeMetadata } from '../domain/metadata';
@@ -19,31 +19,19 @@ import {
   validateRedirectUrl,
   REDIRECT_DELAY_DEFAULT,
 } from '../domain/checkout';
-import { collections, type StoreDoc } from '../store/collections';
+import { collections, type CouponDoc, type CustomerDoc, type OfferDoc, type ProductDoc, type StoreDoc } from '../store/collections';
 import { findOfferByIdOrSlug } from '../store/offers';
 import { findCustomer } from '../store/customers';
-import {
-  deleteCheckoutSession,
-  findCheckoutSession,
-  insertCheckoutSession,
-  type CheckoutSessionDoc,
-  type CheckoutSessionObject,
-} from '../store/checkout-sessions';
+import { deleteCheckoutSession, findCheckoutSession, insertCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
+import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 import type { PaymentProvider } from '../adapters/provider/types';
-import {
-  CHECKOUT_SESSION_WORKFLOW,
-  checkoutSessionWorkflowId,
-  CUSTOMER_ID_ATTRIBUTE,
-  expireUpdate,
-  NOT_OPEN_FAILURE,
-  STORE_ID_ATTRIBUTE,
-  type CheckoutWorkflowInput,
-} from '../workflows/checkout-session-messages';
+import type { CheckoutWorkflowInput } from '../workflows/checkout-session-messages';
+import { checkoutSessionClient, isNotOpenRefusal } from './checkout-session-client';
 
 export interface CheckoutDeps {
   db: Db;
   provider: PaymentProvider;
-  temporal: Client | null;
+  temporal: Client;
   taskQueue: string;
   /** {checkout_url}: base of session URLs when the store has no custom domain. */
   checkoutUrl: string;
@@ -83,13 +71,38 @@ function rememberProductOfOffer(offerId: string, productId: string): void {
   productOfOffer.set(offerId, productId);
 }
 
-export function temporalOf(deps: { temporal: Client | null }): Client {
-  if (!deps.temporal) throw new Error('checkout sessions need a Temporal client');
-  return deps.temporal;
-}
-
 function emptyToUndefined<T>(value: T | null | undefined): T | undefined {
   return value === null || value === undefined || (value as unknown) === '' ? undefined : value;
+}
+
+/** The request's own parameters, checked before any lookup so a malformed request costs nothing. */
+interface SessionRequest {
+  offerRef: string;
+  offerParam: string;
+  successUrl: string | undefined;
+  cancelUrl: string | undefined;
+  expiresAt: number;
+  metadata: ReturnType<typeof normalizeMetadata>;
+  subscriptionMetadata: ReturnType<typeof normalizeMetadata> | null;
+  customerName: string | undefined;
+  normalizedEmail: string | null;
+  customerRef: string | undefined;
+  couponCode: string | undefined;
+}
+
+/** What the lookups found: the offer (sellable), its product, and the customer and coupon asked for. */
+interface Offer {
+  offer: OfferDoc;
+  product: ProductDoc | null;
+  customer: CustomerDoc | null;
+  foundCoupon: CouponDoc | null;
+}
+
+/** What the session sells: its mode, currency (null: the buyer chooses) and pack. */
+interface PriceChoice {
+  mode: ReturnType<typeof modeOfOffer>;
+  currency: string | null;
+  pack: number | null;
 }
 
 export async function createCheckoutSession(
@@ -98,13 +111,22 @@ export async function createCheckoutSession(
   body: CreateCheckoutSessionInput,
   now = Date.now(),
 ): Promise<CheckoutSessionDoc> {
-  const nowSeconds = Math.floor(now / 1000);
-  const item = body.line_items?.[0];
-  const offerRef = emptyToUndefined(body.offer) ?? emptyToUndefined(item?.price);
+  const request = readRequest(deps, body, Math.floor(now / 1000));
+  if (store.plan_overdue) {
+    throw new ApiError('selling_blocked', "Selling is blocked for this store until its plan's overdue payment is settled.");
+  }
+  if (body.discounts && body.discounts.length > 0 && request.couponCode === undefined) throw missing('discounts[0].coupon');
+  const found = await validateOffer(deps.db, store, request);
+  const price = priceFor(body, found.offer);
+  const doc = sessionDocument(deps, store, body, request, found, price, now);
+  await writeSession(deps, store, doc, found.offer);
+  return doc;
+}
+
+function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSeconds: number): SessionRequest {
+  const offerRef = emptyToUndefined(body.offer) ?? emptyToUndefined(body.line_items?.[0]?.price);
   const offerParam = emptyToUndefined(body.offer) !== undefined ? 'offer' : 'line_items[0].price';
   if (offerRef === undefined) throw missing('offer', 'Missing required param: offer (or line_items[0][price]).');
-
-  // Parameters that need no lookup first, so a malformed request costs nothing.
   const successUrl = emptyToUndefined(body.success_url);
   const cancelUrl = emptyToUndefined(body.cancel_url);
   if (successUrl !== undefined) validateRedirectUrl('success_url', successUrl, deps.development);
@@ -122,17 +144,17 @@ export async function createCheckoutSession(
   }
   const customerEmail = emptyToUndefined(body.customer_email);
   const normalizedEmail = customerEmail !== undefined ? normalizeEmail(customerEmail, 'customer_email') : null;
-
-  if (store.plan_overdue) {
-    throw new ApiError('selling_blocked', "Selling is blocked for this store until its plan's overdue payment is settled.");
-  }
-
-  const { db } = deps;
   const customerRef = emptyToUndefined(body.customer);
   const couponCode = emptyToUndefined(body.discounts?.[0]?.coupon);
-  if (body.discounts && body.discounts.length > 0 && couponCode === undefined) throw missing('discounts[0].coupon');
-  // Independent lookups in parallel (the product too, once this offer's product is known); their
-  // errors are still reported in the order below.
+  return { offerRef, offerParam, successUrl, cancelUrl, expiresAt, metadata, subscriptionMetadata, customerName, normalizedEmail, customerRef, couponCode };
+}
+
+/**
+ * Independent lookups in parallel (the product too, once this offer's product is known); their
+ * errors are still reported in order: the offer, then whether the store, offer and product can sell.
+ */
+async function validateOffer(db: Db, store: StoreDoc, request: SessionRequest): Promise<Offer> {
+  const { offerRef, offerParam, customerRef, couponCode } = request;
   const { products, coupons } = collections(db);
   const knownProductId = productOfOffer.get(offerRef);
   const [offer, customer, foundCoupon, productGuess] = await Promise.all([
@@ -149,7 +171,10 @@ export async function createCheckoutSession(
   if (!offer.active) throw new ApiError('offer_unavailable', 'The offer is archived or its checkout link is turned off.', { param: offerParam });
   if (product && !product.active) throw new ApiError('offer_unavailable', "The offer's product is archived.", { param: offerParam });
   if (offer.prices.length === 0) throw new ApiError('offer_unavailable', 'The offer has no price.', { param: offerParam });
+  return { offer, product, customer, foundCoupon };
+}
 
+function priceFor(body: CreateCheckoutSessionInput, offer: OfferDoc): PriceChoice {
   const mode = modeOfOffer(offer.type);
   if (body.mode !== undefined && body.mode !== null && body.mode !== mode) {
     throw new ApiError('mode_mismatch', `The offer is ${offer.type === 'recurring' ? 'recurring' : 'one-off'}: mode must be '${mode}', not '${body.mode}'.`, {
@@ -157,38 +182,51 @@ export async function createCheckoutSession(
     });
   }
   const currency = emptyToUndefined(body.currency) !== undefined ? checkCurrency(offer.prices, body.currency!) : null;
+  return { mode, currency, pack: packFor(body, offer) };
+}
 
-  // The line item is the offer's alias: its quantity is a pack of that offer only. With another
-  // offer sent, the item is ignored as a whole (offer and pack take precedence).
+/**
+ * The line item is the offer's alias: its quantity is a pack of that offer only. With another
+ * offer sent, the item is ignored as a whole (offer and pack take precedence).
+ */
+function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | null {
+  const item = body.line_items?.[0];
   const itemPrice = emptyToUndefined(item?.price);
   const itemIsThisOffer = emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
-  let pack: number | null = null;
-  if (emptyToUndefined(body.pack) !== undefined) {
-    pack = checkPack(offer.packs, body.pack!, 'pack');
-  } else if (itemIsThisOffer && emptyToUndefined(item?.quantity) !== undefined) {
-    // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
-    if (!(item!.quantity === 1 && offer.packs.length === 0)) pack = checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
-  }
+  if (emptyToUndefined(body.pack) !== undefined) return checkPack(offer.packs, body.pack!, 'pack');
+  if (!itemIsThisOffer || emptyToUndefined(item?.quantity) === undefined) return null;
+  // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
+  if (item!.quantity === 1 && offer.packs.length === 0) return null;
+  return checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
+}
 
-  let customerId: string | null = null;
-  let email = normalizedEmail;
-  let name = customerName ?? null;
-  if (customerRef !== undefined) {
-    if (!customer) throw notFound('customer', customerRef, 'customer');
-    customerId = customer._id;
-    email = customer.email;
-    name = customer.name;
-  }
+/** The session's buyer: the customer sent (who must exist), else the e-mail and name sent. */
+function buyerFor(request: SessionRequest, customer: CustomerDoc | null): { customerId: string | null; email: string | null; name: string | null } {
+  if (request.customerRef === undefined) return { customerId: null, email: request.normalizedEmail, name: request.customerName ?? null };
+  if (!customer) throw notFound('customer', request.customerRef, 'customer');
+  return { customerId: customer._id, email: customer.email, name: customer.name };
+}
 
-  let coupon: CheckoutSessionDoc['coupon'] = null;
-  if (couponCode !== undefined) {
-    if (!foundCoupon || !foundCoupon.active) {
-      throw new ApiError('coupon_invalid', `No active coupon '${couponCode}' in this store.`, { param: 'discounts[0].coupon' });
-    }
-    coupon = { id: foundCoupon._id, code: foundCoupon.code, percent_off: foundCoupon.percent_off, amount_off: foundCoupon.amount_off, currency: foundCoupon.currency };
+function couponFor(couponCode: string | undefined, foundCoupon: CouponDoc | null): CheckoutSessionDoc['coupon'] {
+  if (couponCode === undefined) return null;
+  if (!foundCoupon || !foundCoupon.active) {
+    throw new ApiError('coupon_invalid', `No active coupon '${couponCode}' in this store.`, { param: 'discounts[0].coupon' });
   }
+  return { id: foundCoupon._id, code: foundCoupon.code, percent_off: foundCoupon.percent_off, amount_off: foundCoupon.amount_off, currency: foundCoupon.currency };
+}
 
-  const doc: CheckoutSessionDoc = {
+function sessionDocument(
+  deps: CheckoutDeps,
+  store: StoreDoc,
+  body: CreateCheckoutSessionInput,
+  request: SessionRequest,
+  { offer, product, customer, foundCoupon }: Offer,
+  { mode, currency, pack }: PriceChoice,
+  now: number,
+): CheckoutSessionDoc {
+  const buyer = buyerFor(request, customer);
+  const coupon = couponFor(request.couponCode, foundCoupon);
+  return {
     _id: newId('cs', now),
     store_id: store._id,
     status: 'open',
@@ -209,66 +247,45 @@ export async function createCheckoutSession(
     pack,
     currency,
     amount_total: sessionAmountTotal(offer.prices, currency, pack),
-    customer: customerId,
-    customer_email: email,
-    customer_name: name,
+    customer: buyer.customerId,
+    customer_email: buyer.email,
+    customer_name: buyer.name,
     client_reference_id: emptyToUndefined(body.client_reference_id) ?? null,
-    metadata: encodeMetadata(metadata),
-    subscription_metadata: subscriptionMetadata ? encodeMetadata(subscriptionMetadata) : null,
+    metadata: encodeMetadata(request.metadata),
+    subscription_metadata: request.subscriptionMetadata ? encodeMetadata(request.subscriptionMetadata) : null,
     coupon,
-    success_url: successUrl ?? null,
-    cancel_url: cancelUrl ?? null,
+    success_url: request.successUrl ?? null,
+    cancel_url: request.cancelUrl ?? null,
     redirect_delay: body.redirect_delay ?? REDIRECT_DELAY_DEFAULT,
     locale: body.locale ?? null,
     order: null,
     subscription: null,
-    expires_at: expiresAt,
+    expires_at: request.expiresAt,
     completed_at: null,
     checkout_base: checkoutBase(store, deps.checkoutUrl),
     store_name: store.name,
     payment: null,
     last_error: null,
     livemode: true,
-    created: nowSeconds,
+    created: Math.floor(now / 1000),
   };
+}
 
-  const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt, recurring: offer.type === 'recurring' };
-  const workflowId = checkoutSessionWorkflowId(doc._id);
-  // The workflow reads the session only when it is paid or due, so both writes go out together.
-  const [inserted, started] = await Promise.allSettled([
-    insertCheckoutSession(db, doc),
-    temporalOf(deps).workflow.start(CHECKOUT_SESSION_WORKFLOW, {
-      taskQueue: deps.taskQueue,
-      workflowId,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: STORE_ID_ATTRIBUTE, value: store._id },
-        ...(customerId ? [{ key: CUSTOMER_ID_ATTRIBUTE, value: customerId }] : []),
-      ],
-    }),
-  ]);
-  if (inserted.status === 'rejected' || started.status === 'rejected') {
-    // Half a session is none: without its workflow it could never expire or be paid, and a
-    // workflow without its document has nothing to sell. Take back whichever half was made.
-    if (inserted.status === 'fulfilled') await deleteCheckoutSession(db, store._id, doc._id).catch(() => undefined);
-    if (started.status === 'fulfilled') {
-      await temporalOf(deps).workflow.getHandle(workflowId).terminate('checkout session was not stored').catch(() => undefined);
-    }
-    throw inserted.status === 'rejected' ? inserted.reason : (started as PromiseRejectedResult).reason;
-  }
-  return doc;
+/** The session and its workflow: the workflow reads the session only when it is paid or due, so both writes go out together. */
+async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSessionDoc, offer: OfferDoc): Promise<void> {
+  const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt: doc.expires_at, recurring: offer.type === 'recurring' };
+  const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
+  const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc.customer)]);
+  if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;
+  // Half a session is none: without its workflow it could never expire or be paid, and a
+  // workflow without its document has nothing to sell. Take back whichever half was made.
+  if (inserted.status === 'fulfilled') await deleteCheckoutSession(deps.db, store._id, doc._id).catch(() => undefined);
+  if (started.status === 'fulfilled') await sessions.terminate(doc._id, 'checkout session was not stored');
+  throw inserted.status === 'rejected' ? inserted.reason : (started as PromiseRejectedResult).reason;
 }
 
 function notOpenError(status: string): ApiError {
   return new ApiError('checkout_session_not_open', `This checkout session is ${status}; only open sessions can be expired.`, { param: 'id' });
-}
-
-function isNotOpenFailure(error: unknown): boolean {
-  if (!(error instanceof WorkflowUpdateFailedError)) return false;
-  const cause = error.cause as { type?: string } | undefined;
-  return cause?.type === NOT_OPEN_FAILURE;
 }
 
 /** POST expire: through the session workflow, so it serializes with a payment in flight. */
@@ -277,23 +294,16 @@ export async function expireCheckoutSession(deps: CheckoutDeps, store: StoreDoc,
   if (!doc) throw notFound('checkout session', id);
   if (doc.status !== 'open') throw notOpenError(doc.status);
   try {
-    return await temporalOf(deps).workflow.getHandle(checkoutSessionWorkflowId(id)).executeUpdate(expireUpdate);
+    return await checkoutSessionClient(deps.temporal, deps.taskQueue).expire(id);
   } catch (error) {
     // Refused, or the workflow closed meanwhile: the stored status says which.
     const current = await findCheckoutSession(deps.db, store._id, id);
-    if (isNotOpenFailure(error) || (current && current.status !== 'open')) throw notOpenError(current?.status ?? 'closed');
+    if (isNotOpenRefusal(error) || (current && current.status !== 'open')) throw notOpenError(current?.status ?? 'closed');
     throw error;
   }
 }
 
 /** A buyer opened an overdue session: the workflow marks it expired (its timer may not have fired yet). */
-export async function requestOverdueExpiry(deps: { temporal: Client | null }, sessionId: string): Promise<void> {
-  if (!deps.temporal) return;
-  await deps.temporal.workflow
-    .getHandle(checkoutSessionWorkflowId(sessionId))
-    .executeUpdate(expireUpdate)
-    .then(
-      () => undefined,
-      () => undefined,
-    );
+export async function requestOverdueExpiry(deps: { temporal: Client; taskQueue: string }, sessionId: string): Promise<void> {
+  await checkoutSessionClient(deps.temporal, deps.taskQueue).requestExpiry(sessionId);
 }

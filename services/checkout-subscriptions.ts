@@ -4,16 +4,17 @@
 // finds the subscription by its checkout session instead of creating a second one.
 import { ApplicationFailure } from '@temporalio/activity';
 import { decodeMetadata } from '../domain/metadata';
-import type { ActivityDeps } from '../activities/index';
 import { collections } from '../store/collections';
 import { setSessionSubscription, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { ordersCollection } from '../store/orders';
-import { subscriptionObject, subscriptionsCollection } from '../store/subscriptions';
-import { createSubscription, startSubscriptionWorkflow } from '../activities/subscriptions';
+import { subscriptionsCollection } from '../store/subscriptions';
+import { subscriptionObject } from '../api/schemas/subscription';
+import { createSubscription, type SubscriptionDeps } from './subscriptions';
+import { subscriptionClient } from './subscription-client';
 import { emitEventOnce } from './emit-once';
 import { startsWithTrial } from '../domain/checkout';
 
-export async function createSubscriptionForCheckout(deps: ActivityDeps, session: CheckoutSessionDoc): Promise<string | null> {
+export async function createSubscriptionForCheckout(deps: SubscriptionDeps, session: CheckoutSessionDoc): Promise<string | null> {
   if (session.subscription) return session.subscription;
   const { db } = deps;
   const storeId = session.store_id;
@@ -27,7 +28,7 @@ export async function createSubscriptionForCheckout(deps: ActivityDeps, session:
       object: subscriptionObject(subscription),
       request: null,
     });
-    if (deps.temporal) await startSubscriptionWorkflow(deps.temporal, deps.taskQueue, subscription);
+    await subscriptionClient(deps.temporal, deps.taskQueue).start(subscription);
   } else {
     const c = collections(db);
     const [store, customer, offer, product] = await Promise.all([

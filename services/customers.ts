@@ -9,7 +9,6 @@ import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/meta
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { CustomerDoc, StoreDoc } from '../store/collections';
 import {
-  customerObject,
   findClaimedCustomer,
   findCustomer,
   insertCustomer,
@@ -17,6 +16,7 @@ import {
   newCustomerDoc,
   updateCustomer,
 } from '../store/customers';
+import { customerObject } from '../api/schemas/customer';
 import { emitEvent, type EventDeps } from './events';
 import type { EventRequest } from '../store/events';
 

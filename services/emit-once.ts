@@ -1,13 +1,7 @@
-// Emitting an event once per fact, however often the code that emits it is retried. Two ways:
-//  - emitEventOnce(deps, input): for a fact emitted by exactly one activity execution (the workflows
-//    of this repo serialize each aggregate's facts). The first attempt emits straight away — nothing
-//    can have been emitted before it. A retry may follow an attempt that died after emitting: it first
-//    looks for the event itself (same store, type and object id, written since the activity was first
-//    scheduled) and emits only if it is not there. No extra writes on the normal path.
-//  - emitEventOnce(deps, key, input): for a fact that several executions may try to emit (the key
-//    names the fact). A claim document per key is written before emitting and marked done after; a
-//    later attempt skips a done claim, and for an unfinished one looks for the event as above. Claims
-//    carry `created` (a Date) so a TTL index drops them once no retry can come.
+// Emitting an event once per fact, however often the activity emitting it is retried. Without a key
+// (one execution emits the fact) a retry first looks for the event it may have written before dying;
+// with a key (several executions may try) a claim document per fact is taken before emitting and
+// marked done after, its `created` Date letting a TTL index drop it once no retry can come.
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { collections } from '../store/collections';

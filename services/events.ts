@@ -1,9 +1,7 @@
-// Emitting an event: the one call every resource uses when a fact happens. It writes the event in
-// catalog 2026-11-01 and, while the store has an endpoint on 2026-09-01, under its original name
-// there too, each with the request that caused it and the enabled endpoints whose enabled_events
-// match; then it creates and starts their deliveries. If the process dies on the way, the sweeper
-// (workflows/event-sweeper.ts) finishes the dispatch from the outbox; dispatching twice creates
-// nothing twice.
+// Emitting an event, the one call every resource uses when a fact happens: written in catalog
+// 2026-11-01 (and under its original name while the store has a 2026-09-01 endpoint) with the request
+// that caused it and its matching endpoints, then dispatched; the sweeper finishes a dispatch a dead
+// process left in the outbox, and dispatching twice creates nothing twice.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
@@ -15,7 +13,7 @@ import { startDeliveryWorkflow, taskQueueOf } from './webhook-dispatch';
 export interface EventDeps {
   db: Db;
   /** Used to start deliveries right away; without it the sweeper dispatches the event. */
-  temporal?: Client | null;
+  temporal?: Client;
   taskQueue?: string;
   /** The API's deps carry the task queue in their config. */
   config?: { taskQueue?: string };

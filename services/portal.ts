@@ -9,18 +9,14 @@ import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscrip
 import { ordersCollection, type OrderDoc } from '../store/orders';
 import type { CancellationSource, SubscriptionPaymentMethod } from '../domain/subscriptions';
 import { cardDigits } from '../domain/checkout';
-import {
-  changePaymentMethodUpdate,
-  reactivateUpdate,
-  scheduleCancellationUpdate,
-  subscriptionWorkflowId,
-  type CancelInput,
-} from '../workflows/subscription-messages';
+import { changePaymentMethodUpdate, reactivateUpdate, scheduleCancellationUpdate, type CancelInput } from '../workflows/subscription-messages';
+import { subscriptionClient } from './subscription-client';
 
 export interface PortalDeps {
   db: Db;
   provider: PaymentProvider;
-  temporal: Client | null;
+  temporal: Client;
+  taskQueue: string;
 }
 
 export type PortalActionResult = { ok: true } | { ok: false; reason: string };
@@ -45,10 +41,10 @@ function reasonOf(error: unknown): string {
   return 'the service is busy; try again in a moment';
 }
 
-async function runUpdate(deps: PortalDeps, subscriptionId: string, run: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<unknown>): Promise<PortalActionResult> {
-  if (!deps.temporal) return { ok: false, reason: 'the service is not available' };
+/** An update on the subscription's workflow (no restart: the portal acts on running subscriptions), its refusal worded for the buyer. */
+async function runUpdate(deps: PortalDeps, run: (subscriptions: ReturnType<typeof subscriptionClient>) => Promise<unknown>): Promise<PortalActionResult> {
   try {
-    await run(deps.temporal.workflow.getHandle(subscriptionWorkflowId(subscriptionId)));
+    await run(subscriptionClient(deps.temporal, deps.taskQueue));
     return { ok: true };
   } catch (error) {
     return { ok: false, reason: reasonOf(error) };
@@ -59,7 +55,7 @@ export async function cancelAtPeriodEndFromPortal(deps: PortalDeps, storeId: str
   if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
   // `source` is who canceled (the customer portal); the request is the customer's, not an API call.
   const input: CancelInput = { reason: null, comment: null, source: PORTAL_SOURCE, request: null };
-  return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(scheduleCancellationUpdate, { args: [input] }));
+  return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, scheduleCancellationUpdate, input));
 }
 
 export async function reactivateFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
@@ -67,7 +63,7 @@ export async function reactivateFromPortal(deps: PortalDeps, storeId: string, cu
   if (!doc) return { ok: false, reason: 'no such subscription' };
   // The portal only undoes a scheduled cancellation; restarting an ended subscription is the store's call.
   if (!doc.cancel_at_period_end) return { ok: false, reason: 'no cancellation is scheduled' };
-  return runUpdate(deps, subscriptionId, (handle) => handle.executeUpdate(reactivateUpdate, { args: [{ request: null }] }));
+  return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, reactivateUpdate, { request: null }));
 }
 
 export async function replaceCardFromPortal(
@@ -91,7 +87,5 @@ export async function replaceCardFromPortal(
     chargeable: saved.card.chargeable,
   };
   // An action on the subscription (customer.subscription.updated): its workflow serializes it.
-  return runUpdate(deps, subscriptionId, (handle) =>
-    handle.executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethod, request: null }] }),
-  );
+  return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, changePaymentMethodUpdate, { payment_method: paymentMethod, request: null }));
 }

@@ -29,11 +29,10 @@ import {
   insertMeterEvents,
   journalEventLoader,
   meterEventId,
-  meterEventObject,
   type MeterEventDoc,
-  type MeterEventObject,
   type UsageStateDoc,
 } from '../store/usage';
+import { meterEventObject, type MeterEventObject } from '../api/schemas/meter-event';
 import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../store/usage-rollups';
 import { emitEvent } from './events';
 import type { EventRequest } from '../store/events';
@@ -110,6 +109,9 @@ async function resolveAttachment(
   return null;
 }
 
+/** Records an item's refusal in its slot of the results. */
+type Fail = (index: number, error: unknown) => void;
+
 /**
  * Ingests meter events (one call or a batch): each item is accepted, a duplicate of a stored event
  * (same meter and identifier: returned, not counted again) or refused on its own.
@@ -124,9 +126,28 @@ export async function ingestMeterEvents(
   const nowMs = options.now ?? Date.now();
   const now = seconds(nowMs);
   const results: IngestResult[] = new Array(items.length);
-  const fail = (index: number, error: unknown) => (results[index] = { status: 'error', error: asApiError(error) });
+  const fail: Fail = (index, error) => (results[index] = { status: 'error', error: asApiError(error) });
 
-  const shapes = items.map((raw, index) => {
+  const checked = await checkItems(db, storeId, readShapes(items, fail), now, fail);
+  const valid = await keepKnownCustomers(db, storeId, checked, fail);
+  const { firstOf, unique, repeats } = splitRepeats(valid);
+  // Attachment is decided here, once, and stored with the event.
+  const attachments = await Promise.all(
+    unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
+  );
+  const docs = unique.map((c, i) => meterEventDoc(storeId, c, attachments[i], now));
+  const written = await writeEvents(db, storeId, unique, docs);
+  const stored = options.storedDuplicates === false ? new Map<string, MeterEventDoc>() : await storedDuplicates(db, unique, repeats, written);
+  answerEach(results, { unique, repeats, firstOf, docs, written, stored });
+
+  const fresh = docs.filter((d) => written.inserted.has(d._id));
+  await reportUnattached(deps, storeId, fresh, now, options.request ?? null);
+  await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
+  return results;
+}
+
+function readShapes(items: unknown[], fail: Fail): (EventShape | null)[] {
+  return items.map((raw, index) => {
     try {
       return readEventShape(raw);
     } catch (error) {
@@ -134,66 +155,81 @@ export async function ingestMeterEvents(
       return null;
     }
   });
+}
+
+/** Event rules 1-4 for each readable item, with its meter (looked up once per event name). */
+async function checkItems(db: Db, storeId: string, shapes: (EventShape | null)[], now: number, fail: Fail): Promise<Checked[]> {
   const names = [...new Set(shapes.filter((s): s is EventShape => s !== null).map((s) => s.eventName))];
   const meters = new Map(await Promise.all(names.map(async (name) => [name, await findMeterByEventName(db, storeId, name)] as const)));
-
   const checked: Checked[] = [];
   shapes.forEach((shape, index) => {
     if (!shape) return;
     try {
-      const meter = meters.get(shape.eventName);
-      if (!meter) throw new ApiError('no_meter_found', `No active meter has event_name '${shape.eventName}'.`, { param: 'event_name' });
-      if (meter.status !== 'active') throw new ApiError('meter_inactive', `The meter for '${shape.eventName}' is inactive.`, { param: 'event_name' });
-      const customer = customerIdOf(shape.payload, meter);
-      const value = valueOf(shape.payload, meter);
-      const timestamp = resolveTimestamp(shape.timestamp, now);
-      // Without an identifier every call counts: a fresh one is generated.
-      const identifier = shape.identifier ?? `gen_${randomBase62(24)}`;
-      checked.push({ index, shape, meter, customer, value, timestamp, identifier, id: meterEventId(storeId, meter._id, identifier) });
+      checked.push(checkItem(storeId, index, shape, meters.get(shape.eventName) ?? null, now));
     } catch (error) {
       fail(index, error);
     }
   });
+  return checked;
+}
 
+function checkItem(storeId: string, index: number, shape: EventShape, meter: MeterDoc | null, now: number): Checked {
+  if (!meter) throw new ApiError('no_meter_found', `No active meter has event_name '${shape.eventName}'.`, { param: 'event_name' });
+  if (meter.status !== 'active') throw new ApiError('meter_inactive', `The meter for '${shape.eventName}' is inactive.`, { param: 'event_name' });
+  const customer = customerIdOf(shape.payload, meter);
+  const value = valueOf(shape.payload, meter);
+  const timestamp = resolveTimestamp(shape.timestamp, now);
+  // Without an identifier every call counts: a fresh one is generated.
+  const identifier = shape.identifier ?? `gen_${randomBase62(24)}`;
+  return { index, shape, meter, customer, value, timestamp, identifier, id: meterEventId(storeId, meter._id, identifier) };
+}
+
+/** Items whose customer exists (each customer looked up once); the others are refused. */
+async function keepKnownCustomers(db: Db, storeId: string, checked: Checked[], fail: Fail): Promise<Checked[]> {
   const customers = [...new Set(checked.map((c) => c.customer))];
   const exists = new Map(await Promise.all(customers.map(async (id) => [id, await customerExists(db, storeId, id)] as const)));
-  const valid = checked.filter((c) => {
+  return checked.filter((c) => {
     if (exists.get(c.customer)) return true;
     fail(c.index, new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` }));
     return false;
   });
+}
 
-  // The same identifier twice in one batch: the later ones are duplicates of the first.
+/** The same identifier twice in one batch: the later ones are duplicates of the first. */
+function splitRepeats(valid: Checked[]): { firstOf: Map<string, Checked>; unique: Checked[]; repeats: Checked[] } {
   const firstOf = new Map<string, Checked>();
   const repeats: Checked[] = [];
   for (const c of valid) {
     if (firstOf.has(c.id)) repeats.push(c);
     else firstOf.set(c.id, c);
   }
-  const unique = [...firstOf.values()];
+  return { firstOf, unique: [...firstOf.values()], repeats };
+}
 
-  // Attachment is decided here, once, and stored with the event.
-  const attachments = await Promise.all(
-    unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
-  );
-  const docs = unique.map((c, i) => meterEventDoc(storeId, c, attachments[i], now));
-  const written: BatchWrite =
-    unique.length === 0
-      ? { inserted: new Set(), totals: new Map(), complete: true }
-      : await writeBatch(db, storeId, {
-          customers: unique.map((c) => customerKey(storeId, c.customer)),
-          contributions: docs.map(contributionOf),
-          insert: (journalId) => {
-            for (const doc of docs) doc.batch = journalId;
-            return insertMeterEvents(db, docs);
-          },
-        });
+/** The events and their rollups, written exactly once (store/usage-rollups.ts). */
+async function writeEvents(db: Db, storeId: string, unique: Checked[], docs: MeterEventDoc[]): Promise<BatchWrite> {
+  if (unique.length === 0) return { inserted: new Set(), totals: new Map(), complete: true };
+  return writeBatch(db, storeId, {
+    customers: unique.map((c) => customerKey(storeId, c.customer)),
+    contributions: docs.map(contributionOf),
+    insert: (journalId) => {
+      for (const doc of docs) doc.batch = journalId;
+      return insertMeterEvents(db, docs);
+    },
+  });
+}
 
-  // A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event.
-  const stored =
-    options.storedDuplicates === false
-      ? new Map<string, MeterEventDoc>()
-      : await findMeterEvents(db, [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id));
+/** A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event. */
+function storedDuplicates(db: Db, unique: Checked[], repeats: Checked[], written: BatchWrite): Promise<Map<string, MeterEventDoc>> {
+  return findMeterEvents(db, [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id));
+}
+
+/** Each written item is accepted; the others are duplicates, with their stored event when it was read. */
+function answerEach(
+  results: IngestResult[],
+  batch: { unique: Checked[]; repeats: Checked[]; firstOf: Map<string, Checked>; docs: MeterEventDoc[]; written: BatchWrite; stored: Map<string, MeterEventDoc> },
+): void {
+  const { unique, repeats, firstOf, docs, written, stored } = batch;
   const byId = new Map(docs.map((d) => [d._id, d]));
   for (const c of [...unique, ...repeats]) {
     if (written.inserted.has(c.id) && firstOf.get(c.id) === c) {
@@ -203,11 +239,6 @@ export async function ingestMeterEvents(
       results[c.index] = { status: 'duplicate', id: c.id, event: doc ? meterEventObject(doc) : null };
     }
   }
-
-  const fresh = docs.filter((d) => written.inserted.has(d._id));
-  await reportUnattached(deps, storeId, fresh, now, options.request ?? null);
-  await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
-  return results;
 }
 
 /** The stored event of a checked item, in the period its attachment puts it in (event rule 5). */
@@ -273,7 +304,6 @@ async function signalCrossedThresholds(
   totals: Map<string, RollupDoc>,
   nowMs: number,
 ): Promise<void> {
-  if (!deps.temporal) return;
   const freshIds = new Set(fresh.map((d) => d._id));
   const touched = new Map<string, Attachment>();
   unique.forEach((c, i) => {

@@ -73,7 +73,7 @@ export async function putUsageItem(
   await saveUsageItem(db, item);
   if (sub.customer) await addCustomerSubscription(db, storeId, sub.customer, sub._id);
   forgetAttachment(storeId, sub, meter._id);
-  if (deps.temporal) await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+  await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
   return { item, created: existing === null };
 }
 
@@ -88,7 +88,7 @@ export async function removeUsageItem(deps: UsageDeps, storeId: string, subscrip
   if (!item || item.subscription !== sub._id) throw notFound('usage item', itemId, 'itemId');
   await deleteUsageItem(deps.db, storeId, item._id);
   forgetAttachment(storeId, sub, item.meter);
-  if (deps.temporal) await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+  await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
   return { id: item._id, object: 'usage_item', deleted: true };
 }
 

@@ -11,12 +11,11 @@ import { metersCollection } from '../store/meters';
 import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
 import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from '../store/usage';
 import type { EventDeps } from './events';
-import { subscriptionSearchAttributes } from '../activities/subscriptions';
-import { recomputeSignal, usageWorkflowId, type UsageWorkflowInput } from '../workflows/usage-periods-messages';
+import { usageClient } from './usage-client';
 
 export interface UsageDeps extends EventDeps {
   db: Db;
-  temporal: Client | null;
+  temporal: Client;
   taskQueue: string;
   /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
   usageRecomputeSeconds?: number;
@@ -45,15 +44,7 @@ export async function customerExists(db: Db, storeId: string, id: string): Promi
 }
 
 export async function signalUsageWorkflow(client: Client, taskQueue: string, sub: Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>): Promise<void> {
-  const input: UsageWorkflowInput = { storeId: sub.store_id, subscriptionId: sub._id };
-  await client.workflow.signalWithStart('usagePeriodsWorkflow', {
-    workflowId: usageWorkflowId(sub._id),
-    taskQueue,
-    args: [input],
-    signal: recomputeSignal,
-    signalArgs: [],
-    typedSearchAttributes: subscriptionSearchAttributes(sub),
-  });
+  await usageClient(client, taskQueue).signalRecompute(sub);
 }
 
 /**
@@ -62,7 +53,6 @@ export async function signalUsageWorkflow(client: Client, taskQueue: string, sub
  * or inherited). Safe to call for every subscription: it does nothing for the others.
  */
 export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
-  if (!deps.temporal) return false;
   const [offer, state] = await Promise.all([
     sub.offer ? collections(deps.db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id }) : Promise.resolve(null),
     usageStatesCollection(deps.db).findOne({ _id: sub._id, store_id: sub.store_id }),

@@ -4,8 +4,8 @@ import type { Db } from 'mongodb';
 import { invalid, notFound } from '../domain/errors';
 import { DAY, dayRollupKey, HOUR, windowStart } from '../domain/usage-periods';
 import { findMeter } from '../store/meters';
-import { hashedId } from '../store/usage';
 import { quantityOf, readRollups, type RollupTotals } from '../store/usage-rollups';
+import { meterEventSummaryObject } from '../api/schemas/meter-event-summary';
 import { customerExists } from './usage-shared';
 
 export interface SummaryQuery {
@@ -70,16 +70,7 @@ export async function meterEventSummaries(db: Db, storeId: string, meterId: stri
     if (meter.formula === 'count') value = parts.reduce((s, d) => s + d.count, 0);
     else if (meter.formula === 'sum') value = parts.reduce((s, d) => s + d.sum, 0);
     else value = quantityOf(parts.reduce((a, b) => ((a.last ?? '') >= (b.last ?? '') ? a : b)), 'last');
-    data.push({
-      id: hashedId('mes', `${meter._id}|${query.customer}|${w.start}|${w.end}`),
-      object: 'billing.meter_event_summary' as const,
-      meter: meter._id,
-      customer: query.customer,
-      aggregated_value: value,
-      start_time: w.start,
-      end_time: w.end,
-      livemode: true,
-    });
+    data.push(meterEventSummaryObject(meter._id, query.customer, w, value));
   }
   data.reverse();
   return { object: 'list' as const, url: `/v1/billing/meters/${meter._id}/event_summaries`, has_more: false, data };

@@ -4,22 +4,16 @@
 // from the sweeper after a crash, creates nothing twice. Resends signal the workflow, starting a new
 // run when the old one has closed.
 import type { Db } from 'mongodb';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { EventDoc } from '../store/collections';
 import { confirmDispatched, findEvent, findStaleOutbox, outboxCollection } from '../store/events';
 import { deliveriesOfEvent, ensureDelivery, findEndpointsByIds, type WebhookDeliveryDoc } from '../store/webhooks';
-import type { webhookDeliveryWorkflow } from '../workflows/webhook-delivery';
-import {
-  resendSignal,
-  storeIdSearchAttribute,
-  WEBHOOK_DELIVERY_WORKFLOW,
-  webhookDeliveryWorkflowId,
-} from '../workflows/webhook-delivery-messages';
+import { deliveryClient, type DeliveryRef } from './delivery-client';
 
 export interface DispatchDeps {
   db: Db;
   /** Without a client nothing is started here; the sweeper dispatches later. */
-  temporal?: Client | null;
+  temporal?: Client;
   taskQueue?: string;
   /** The API passes its deps, whose config names the task queue. */
   config?: { taskQueue?: string };
@@ -29,40 +23,14 @@ export function taskQueueOf(deps: Pick<DispatchDeps, 'taskQueue' | 'config'>): s
   return deps.taskQueue ?? deps.config?.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? 'billing';
 }
 
-type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'>;
-
-function deliveryStart(delivery: DeliveryRef, taskQueue: string, resend: boolean) {
-  return {
-    workflowId: webhookDeliveryWorkflowId(delivery._id),
-    taskQueue,
-    args: [{ deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend }] as Parameters<
-      typeof webhookDeliveryWorkflow
-    >,
-    typedSearchAttributes: [{ key: storeIdSearchAttribute, value: delivery.store_id }],
-  };
-}
-
 /** Starts the delivery's workflow unless its id is running or has run (a delivery runs once unless resent). */
 export async function startDeliveryWorkflow(client: Client, taskQueue: string, delivery: DeliveryRef): Promise<void> {
-  try {
-    await client.workflow.start<typeof webhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
-      ...deliveryStart(delivery, taskQueue, false),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-  }
+  await deliveryClient(client, taskQueue).start(delivery);
 }
 
 /** Resend: signals the running workflow, or starts a new run (with the signal) when it has closed. */
 export async function resendDeliveryWorkflow(client: Client, taskQueue: string, delivery: DeliveryRef): Promise<void> {
-  await client.workflow.signalWithStart<typeof webhookDeliveryWorkflow, []>(WEBHOOK_DELIVERY_WORKFLOW, {
-    ...deliveryStart(delivery, taskQueue, false),
-    signal: resendSignal,
-    signalArgs: [],
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-  });
+  await deliveryClient(client, taskQueue).resend(delivery);
 }
 
 /**
@@ -87,8 +55,7 @@ export async function dispatchEvent(deps: DispatchDeps, event: EventDoc): Promis
 }
 
 /** Delivers one event to one endpoint (resend naming an endpoint that never had it, or a test event). */
-export async function deliverEventTo(deps: DispatchDeps, event: EventDoc, endpointId: string): Promise<WebhookDeliveryDoc> {
-  if (!deps.temporal) throw new Error('a Temporal client is needed to deliver webhooks');
+export async function deliverEventTo(deps: DispatchDeps & { temporal: Client }, event: EventDoc, endpointId: string): Promise<WebhookDeliveryDoc> {
   const delivery = await ensureDelivery(deps.db, event, endpointId);
   await resendDeliveryWorkflow(deps.temporal, taskQueueOf(deps), delivery);
   return delivery;

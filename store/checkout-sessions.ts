@@ -1,9 +1,9 @@
-// Checkout sessions: the document, the API object, and the conditional single-document writes the
+// Checkout sessions: the document and the conditional single-document writes the
 // session workflow makes (open -> complete, open -> expired, pending -> paid/unpaid), so a retried
 // or replayed activity is harmless.
 import type { Db } from 'mongodb';
-import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
-import { checkoutPageUrl, effectiveStatus, type PaymentStatus, type SessionMode, type SessionStatus } from '../domain/checkout';
+import type { StoredMetadata } from '../domain/metadata';
+import type { PaymentStatus, SessionMode, SessionStatus } from '../domain/checkout';
 import type { OfferPrice } from './collections';
 
 /** What the session keeps of its offer at creation: the page renders and charges from it. */
@@ -79,45 +79,6 @@ export interface CheckoutSessionDoc {
 
 export function checkoutSessionsCollection(db: Db) {
   return db.collection<CheckoutSessionDoc>('checkout_sessions');
-}
-
-export function checkoutSessionObject(doc: CheckoutSessionDoc) {
-  return {
-    id: doc._id,
-    object: 'checkout.session' as const,
-    status: doc.status,
-    payment_status: doc.payment_status,
-    url: doc.status === 'open' ? checkoutPageUrl(doc.checkout_base, doc._id) : null,
-    mode: doc.mode,
-    offer: { id: doc.offer.id, name: doc.offer.name },
-    pack: doc.pack,
-    currency: doc.currency,
-    amount_total: doc.amount_total,
-    customer: doc.customer,
-    customer_email: doc.customer_email,
-    customer_name: doc.customer_name,
-    client_reference_id: doc.client_reference_id,
-    metadata: decodeMetadata(doc.metadata),
-    subscription_data: { metadata: decodeMetadata(doc.subscription_metadata) },
-    discounts: doc.coupon ? [{ coupon: doc.coupon.code }] : [],
-    success_url: doc.success_url,
-    cancel_url: doc.cancel_url,
-    redirect_delay: doc.redirect_delay,
-    locale: doc.locale,
-    order: doc.order,
-    subscription: doc.subscription,
-    expires_at: doc.expires_at,
-    completed_at: doc.completed_at,
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-export type CheckoutSessionObject = ReturnType<typeof checkoutSessionObject>;
-
-/** The API's reads: an open session past its deadline is expired (url null) before the workflow marks it. */
-export function checkoutSessionReadObject(doc: CheckoutSessionDoc, nowSeconds: number): CheckoutSessionObject {
-  const status = effectiveStatus(doc, nowSeconds);
-  return checkoutSessionObject(status === doc.status ? doc : { ...doc, status });
 }
 
 /** The stored filter matching sessions whose effective status (above) is `status`. */

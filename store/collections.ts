@@ -178,7 +178,16 @@ export interface Collections {
   db: Db;
 }
 
+// Built once per database handle: every request asks for them, twice on the hot read path.
+const byDb = new WeakMap<Db, Collections>();
+
 export function collections(db: Db): Collections {
+  let found = byDb.get(db);
+  if (!found) byDb.set(db, (found = openCollections(db)));
+  return found;
+}
+
+function openCollections(db: Db): Collections {
   return {
     stores: db.collection<StoreDoc>('stores'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),

@@ -1,45 +1,13 @@
-// Customers: persistence and the API object. Email is unique per store (a unique index),
-// which is what makes concurrent creates with one email return one customer. Beside each customer an
-// email claim document (`customer_emails`, _id `<store>|<email>`) names the customer holding an email,
-// so "who has this email" is a primary-key read, which every engine serves from an index. Claims are
-// a shortcut, never the authority: a claim is checked against the customer it names, and a customer
-// without one (seeded directly, or whose writer died between the two writes) is still found by the
-// unique email.
+// Customers: persistence. Email is unique per store (a unique index), so concurrent creates with one
+// email make one customer. A claim document per email (`customer_emails`, _id `<store>|<email>`) makes
+// "who has this email" a primary-key read; it is a shortcut checked against the customer it names, never
+// the authority (a customer without one is still found by the unique email).
 import type { Db } from 'mongodb';
-import { decodeMetadata, encodeMetadata, type Metadata } from '../domain/metadata';
+import { encodeMetadata, type Metadata } from '../domain/metadata';
 import { newId } from '../domain/ids';
 import type { NormalizedCustomerFields } from '../domain/customers';
 import { collections, type CustomerDoc } from './collections';
 import { findOwnedById } from './owned';
-
-export function customerObject(doc: CustomerDoc) {
-  return {
-    id: doc._id,
-    object: 'customer' as const,
-    email: doc.email,
-    name: doc.name,
-    phone: doc.phone,
-    document: doc.document ? { type: doc.document.type, number_masked: doc.document.number_masked } : null,
-    address: doc.address
-      ? {
-          line1: doc.address.line1 ?? null,
-          line2: doc.address.line2 ?? null,
-          number: doc.address.number ?? null,
-          district: doc.address.district ?? null,
-          city: doc.address.city ?? null,
-          state: doc.address.state ?? null,
-          postal_code: doc.address.postal_code ?? null,
-          country: doc.address.country ?? null,
-        }
-      : null,
-    country: doc.country,
-    locale: doc.locale,
-    metadata: decodeMetadata(doc.metadata),
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-export type CustomerObject = ReturnType<typeof customerObject>;
 
 export async function findCustomer(db: Db, storeId: string, id: string): Promise<CustomerDoc | null> {
   return findOwnedById(collections(db).customers, storeId, id);

@@ -1,4 +1,4 @@
-// Meters (billing.meter): persistence, the API object, and the lookups ingestion makes on every call.
+// Meters (billing.meter): persistence and the lookups ingestion makes on every call.
 // event_name is unique per store (a unique index) and immutable, and meters are never deleted, so the
 // (store, event_name) -> meter id mapping is cached in the process forever; the meter (its status) briefly.
 import type { Db } from 'mongodb';
@@ -21,24 +21,6 @@ export interface MeterDoc {
 }
 
 export const metersCollection = (db: Db) => db.collection<MeterDoc>('billing_meters');
-
-export function meterObject(doc: MeterDoc) {
-  return {
-    id: doc._id,
-    object: 'billing.meter' as const,
-    display_name: doc.display_name,
-    event_name: doc.event_name,
-    default_aggregation: { formula: doc.formula },
-    customer_mapping: { type: 'by_id' as const, event_payload_key: doc.customer_payload_key },
-    value_settings: { event_payload_key: doc.value_payload_key },
-    status: doc.status,
-    status_transitions: { deactivated_at: doc.deactivated_at },
-    livemode: true,
-    created: doc.created,
-    updated: doc.updated,
-  };
-}
-export type MeterObject = ReturnType<typeof meterObject>;
 
 export interface NewMeter {
   storeId: string;

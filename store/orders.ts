@@ -1,6 +1,6 @@
 // Orders: written by charges, renewals and checkout; read-only through the API.
 import type { Db } from 'mongodb';
-import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+import type { StoredMetadata } from '../domain/metadata';
 
 
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'canceled' | 'refunded' | 'partially_refunded' | 'charged_back';
@@ -47,38 +47,6 @@ export interface OrderDoc {
 
 export function ordersCollection(db: Db) {
   return db.collection<OrderDoc>('orders');
-}
-
-export function orderObject(doc: OrderDoc) {
-  return {
-    id: doc._id,
-    object: 'order' as const,
-    status: doc.status,
-    paid: doc.status === 'paid',
-    paid_at: doc.paid_at,
-    currency: doc.currency,
-    amount_subtotal: doc.amount_subtotal,
-    amount_discount: doc.amount_discount,
-    amount_total: doc.amount_total,
-    billing_reason: doc.billing_reason,
-    order_type: doc.order_type,
-    recurrence: doc.recurrence,
-    subscription: doc.subscription,
-    customer: doc.customer,
-    customer_email: doc.customer_email,
-    offer: doc.offer,
-    product: doc.product,
-    items: doc.items,
-    payment_method_type: doc.payment_method_type,
-    installments: doc.installments,
-    external_order_id: doc.external_order_id,
-    status_source: doc.status_source,
-    client_reference_id: doc.client_reference_id,
-    checkout_session: doc.checkout_session,
-    metadata: decodeMetadata(doc.metadata),
-    livemode: doc.livemode,
-    created: doc.created,
-  };
 }
 
 export async function findOrder(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {

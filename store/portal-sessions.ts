@@ -49,19 +49,6 @@ function newToken(): string {
   return randomBytes(24).toString('base64url');
 }
 
-export function portalLinkObject(doc: PortalLinkDoc) {
-  return {
-    id: doc._id,
-    object: 'billing_portal.session' as const,
-    url: doc.url,
-    customer: doc.customer,
-    return_url: doc.return_url,
-    expires_at: doc.expires_at,
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-
 /** A new sign-in link at `address` (the store's portal address). */
 export async function createPortalLink(
   db: Db,

@@ -1,7 +1,7 @@
 // Subscription charges: one document per (store, Idempotency-Key), made permanent by a unique index
 // so a key keeps answering with its charge long after Temporal has forgotten the workflow run.
 import type { Db } from 'mongodb';
-import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+import type { StoredMetadata } from '../domain/metadata';
 import type { ChargeLine } from '../domain/charges';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
@@ -42,30 +42,6 @@ export interface SubscriptionChargeDoc {
 export function chargesCollection(db: Db) {
   return db.collection<SubscriptionChargeDoc>('subscription_charges');
 }
-
-export function subscriptionChargeObject(doc: SubscriptionChargeDoc) {
-  return {
-    id: doc._id,
-    object: 'subscription_charge' as const,
-    status: doc.status,
-    subscription: doc.subscription,
-    customer: doc.customer,
-    amount: doc.amount,
-    currency: doc.currency,
-    description: doc.description,
-    lines: doc.lines,
-    order: doc.order,
-    transaction: doc.transaction,
-    failure_code: doc.failure_code,
-    failure_message: doc.failure_message,
-    source: doc.source,
-    metadata: decodeMetadata(doc.metadata),
-    livemode: doc.livemode,
-    created: doc.created,
-    settled_at: doc.settled_at,
-  };
-}
-export type SubscriptionChargeObject = ReturnType<typeof subscriptionChargeObject>;
 
 export async function findCharge(db: Db, storeId: string, id: string): Promise<SubscriptionChargeDoc | null> {
   return chargesCollection(db).findOne({ _id: id, store_id: storeId });

@@ -1,8 +1,8 @@
-// Subscriptions: persistence and the API object. The subscription workflow is the only writer of
+// Subscriptions: persistence. The subscription workflow is the only writer of
 // the lifecycle fields, through conditional single-document updates on `version` (so a retried
 // write is recognised as already applied); the API writes only client_reference_id and metadata.
 import type { Db } from 'mongodb';
-import { decodeMetadata, type StoredMetadata } from '../domain/metadata';
+import type { StoredMetadata } from '../domain/metadata';
 import type { SubscriptionLife, SubscriptionStatus } from '../domain/subscriptions';
 
 export interface SubscriptionHistoryEntry {
@@ -31,47 +31,6 @@ export interface SubscriptionDoc extends SubscriptionLife {
 export function subscriptionsCollection(db: Db) {
   return db.collection<SubscriptionDoc>('subscriptions');
 }
-
-export function subscriptionObject(doc: SubscriptionDoc) {
-  return {
-    id: doc._id,
-    object: 'subscription' as const,
-    status: doc.status,
-    customer: doc.customer,
-    customer_email: doc.customer_email,
-    offer: doc.offer ? { id: doc.offer.id, name: doc.offer.name } : null,
-    product: doc.product ? { id: doc.product.id, name: doc.product.name } : null,
-    billing_cycle: doc.billing_cycle,
-    custom_billing_days: doc.custom_billing_days,
-    currency: doc.currency,
-    amount: doc.amount,
-    current_period_start: doc.current_period_start,
-    current_period_end: doc.current_period_end,
-    next_billing_at: doc.next_billing_at,
-    trial_start: doc.trial_start,
-    trial_end: doc.trial_end,
-    cycles_completed: doc.cycles_completed,
-    cycle_limit: doc.cycle_limit,
-    cancel_at_period_end: doc.cancel_at_period_end,
-    canceled_at: doc.canceled_at,
-    ended_at: doc.ended_at,
-    cancellation_details: doc.cancellation_details
-      ? { reason: doc.cancellation_details.reason, comment: doc.cancellation_details.comment, source: doc.cancellation_details.source }
-      : null,
-    default_payment_method: doc.default_payment_method ? { id: doc.default_payment_method.id, type: doc.default_payment_method.type } : null,
-    installments: doc.installments,
-    past_due_details:
-      doc.status === 'past_due' && doc.past_due_details
-        ? { attempts: doc.past_due_details.attempts, next_retry_at: doc.past_due_details.next_retry_at, since: doc.past_due_details.since }
-        : null,
-    checkout_session: doc.checkout_session,
-    client_reference_id: doc.client_reference_id,
-    metadata: decodeMetadata(doc.metadata),
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-export type SubscriptionObject = ReturnType<typeof subscriptionObject>;
 
 /** The lifecycle fields of a document, as the workflow holds them. */
 export function lifeOf(doc: SubscriptionDoc): SubscriptionLife {

@@ -1,24 +1,13 @@
 // Metered usage persistence: meter events, usage items, usage periods, each subscription's usage state
-// and the per-customer list of subscriptions with usage items, with their API objects. Ids ingestion
+// and the per-customer list of subscriptions with usage items. Ids ingestion
 // must find derive from what it knows (an event's from store, meter and identifier; an item's from
 // subscription and meter), so a repeated identifier is a primary-key conflict and an item is one read.
-import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Payload, PayloadValue } from '../domain/meter-events';
-import { derivedId } from '../domain/ids';
+import { derivedId, hashedId } from '../domain/ids';
 import type { Rounding, Tier } from '../domain/pricing';
 import { dayHourRollupKey, periodRollupKey, type CloseReason } from '../domain/usage-periods';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-/** `<prefix>_` and 22 base62 characters of SHA-256 over `seed`: the same seed, the same id. */
-export function hashedId(prefix: string, seed: string): string {
-  const digest = createHash('sha256').update(seed).digest();
-  let tail = '';
-  for (let i = 0; tail.length < 22; i++) tail += BASE62[digest[i] % 62];
-  return `${prefix}_${tail}`;
-}
 
 const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 
@@ -53,23 +42,6 @@ export const meterEventId = (storeId: string, meterId: string, identifier: strin
 
 export const encodePayload = (payload: Payload) => Object.entries(payload).map(([k, v]) => ({ k, v }));
 export const decodePayload = (pairs: { k: string; v: PayloadValue }[]): Payload => Object.fromEntries(pairs.map((p) => [p.k, p.v]));
-
-export function meterEventObject(doc: MeterEventDoc) {
-  return {
-    id: doc._id,
-    object: 'billing.meter_event' as const,
-    event_name: doc.event_name,
-    identifier: doc.identifier,
-    payload: decodePayload(doc.payload),
-    customer: doc.customer,
-    subscription: doc.subscription,
-    value: doc.value,
-    timestamp: doc.timestamp,
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-export type MeterEventObject = ReturnType<typeof meterEventObject>;
 
 /** The rollups an event adds to: its day (and hour in it), and its period when it has one. */
 export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'value' | 'timestamp'>): RollupContribution {
@@ -136,27 +108,6 @@ export const usageItemsCollection = (db: Db) => db.collection<UsageItemDoc>('usa
 
 /** One item per (subscription, meter): posting the same meter again replaces it under the same id. */
 export const usageItemId = (subscriptionId: string, meterId: string) => hashedId('usi', `${subscriptionId}|${meterId}`);
-
-export function usageItemObject(doc: UsageItemDoc) {
-  return {
-    id: doc._id,
-    object: 'usage_item' as const,
-    meter: doc.meter,
-    subscription: doc.subscription,
-    offer: doc.offer,
-    currency: doc.currency,
-    unit_amount: doc.unit_amount,
-    included_units: doc.included_units,
-    tiers: doc.tiers,
-    rounding: doc.rounding,
-    billing_threshold: doc.billing_threshold,
-    label: doc.label,
-    source: doc.source,
-    livemode: true,
-    created: doc.created,
-  };
-}
-export type UsageItemObject = ReturnType<typeof usageItemObject>;
 
 export function findUsageItem(db: Db, storeId: string, subscriptionId: string, meterId: string): Promise<UsageItemDoc | null> {
   return findUsageItemById(db, storeId, usageItemId(subscriptionId, meterId));
@@ -340,35 +291,6 @@ export const usagePeriodsCollection = (db: Db) => db.collection<UsagePeriodDoc>(
 
 /** A period's id follows from its subscription and start (opening twice finds the first). */
 export const usagePeriodId = (subscriptionId: string, start: number) => derivedId('usp', start * 1000, `${subscriptionId}|${start}`);
-
-export function usagePeriodObject(doc: UsagePeriodDoc) {
-  return {
-    id: doc._id,
-    object: 'usage_period' as const,
-    subscription: doc.subscription,
-    status: doc.status,
-    close_reason: doc.close_reason,
-    period_start: doc.period_start,
-    period_end: doc.period_end,
-    currency: doc.currency,
-    lines: doc.lines.map((l) => ({
-      meter: l.meter,
-      event_name: l.event_name,
-      quantity: l.quantity,
-      included: l.included,
-      billable: l.billable,
-      unit_amount: l.unit_amount,
-      amount: l.amount,
-    })),
-    amount_total: doc.amount_total,
-    charge: doc.charge,
-    computed_at: doc.computed_at,
-    closed_at: doc.closed_at,
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-export type UsagePeriodObject = ReturnType<typeof usagePeriodObject>;
 
 export function findUsagePeriod(db: Db, storeId: string, id: string): Promise<UsagePeriodDoc | null> {
   return usagePeriodsCollection(db).findOne({ _id: id, store_id: storeId });

@@ -1,10 +1,9 @@
-// Webhook endpoints and deliveries in MongoDB: documents, ids, the API objects, and the conditional
+// Webhook endpoints and deliveries in MongoDB: documents, ids, and the conditional
 // single-document updates the delivery workflow makes. Ids are time-ordered v7 UUIDs, so `_id` order is
 // creation order; a delivery's id is derived from (event, endpoint), so dispatching twice finds the same one.
-import { createHash, randomBytes } from 'node:crypto';
 import type { Collection, Db, Filter } from 'mongodb';
 import type { EventCatalog } from '../domain/event-catalogs';
-import { randomBase62 } from '../domain/ids';
+import { derivedTimeOrderedUuid, idTimeMs, newTimeOrderedUuid, randomBase62 } from '../domain/ids';
 import { type EventDoc } from './collections';
 import { isDuplicateKeyError } from './customers';
 import { renderEventBody } from './events';
@@ -75,77 +74,18 @@ export function deliveriesCollection(db: Db): Collection<WebhookDeliveryDoc> {
 
 // ---- ids -------------------------------------------------------------------------------------------
 
-/** A UUID in the v7 layout: 48 bits of Unix milliseconds, then version, variant and 74 given bits. */
-function uuidV7(ms: number, bits: Buffer): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
-  const rand = bits.toString('hex');
-  const variant = ((parseInt(rand[3], 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${rand.slice(0, 3)}-${variant}${rand.slice(4, 7)}-${rand.slice(7, 19)}`;
-}
-
 export function newEndpointId(now = Date.now()): string {
-  return uuidV7(now, randomBytes(10));
-}
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-/** Milliseconds encoded in a time-ordered id (domain/ids.ts: 8 base62 characters after the prefix). */
-export function idTimeMs(id: string): number {
-  const part = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 9);
-  let ms = 0;
-  for (const char of part) ms = ms * 62 + Math.max(0, BASE62.indexOf(char));
-  return ms;
+  return newTimeOrderedUuid(now);
 }
 
 /** The delivery of `eventId` to `endpointId`: always the same UUID, ordered by the event's time. */
 export function deliveryIdFor(eventId: string, endpointId: string): string {
-  const digest = createHash('sha256').update(`${eventId}\n${endpointId}`).digest();
-  return uuidV7(idTimeMs(eventId), digest.subarray(0, 10));
+  return derivedTimeOrderedUuid(idTimeMs(eventId), `${eventId}\n${endpointId}`);
 }
 
 export function newWebhookSecret(): string {
   return `whsec_${randomBase62(32)}`;
 }
-
-// ---- API objects -------------------------------------------------------------------------------------
-
-export function endpointObject(doc: WebhookEndpointDoc, options: { withSecret?: boolean } = {}) {
-  return {
-    id: doc._id,
-    object: 'webhook_endpoint' as const,
-    url: doc.url,
-    description: doc.description,
-    enabled_events: doc.enabled_events,
-    api_version: doc.api_version,
-    status: doc.status,
-    disabled_reason: doc.disabled_reason,
-    consecutive_failures: doc.consecutive_failures,
-    created_via: doc.created_via,
-    ...(options.withSecret ? { secret: doc.secret } : {}),
-    livemode: doc.livemode,
-    created: doc.created,
-  };
-}
-
-export function deliveryObject(doc: WebhookDeliveryDoc) {
-  return {
-    id: doc._id,
-    object: 'webhook_delivery' as const,
-    event: doc.event,
-    webhook_endpoint: doc.webhook_endpoint,
-    status: doc.status,
-    attempts: doc.attempts,
-    next_attempt_at: doc.next_attempt_at,
-    last_attempt_at: doc.last_attempt_at,
-    delivered_at: doc.delivered_at,
-    last_response_status: doc.last_response_status,
-    last_error: doc.last_error,
-    last_duration_ms: doc.last_duration_ms,
-    created: doc.created,
-  };
-}
-
-export type DeliveryObject = ReturnType<typeof deliveryObject>;
 
 // ---- endpoints ---------------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createTestConnection } from '../adapters/provider/test-connection';
 import { ensureEventSweeperSchedule } from '../services/event-sweeper-schedule';
-import { ensureUsageRoutineSchedule } from '../activities/usage';
+import { ensureUsageRoutineSchedule } from '../services/usage-routine';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
@@ -32,7 +32,7 @@ export interface BillingWorkerOptions
   taskQueue?: string;
   db: Db;
   /** Client activities use to start or message workflows; tests pass theirs. */
-  temporal?: Client | null;
+  temporal: Client;
   /** Overrides for activity dependencies (tests only fake what is truly outside). */
   activityDeps?: Partial<ActivityDeps>;
 }
@@ -42,7 +42,7 @@ export async function createBillingWorker({
   namespace = 'default',
   taskQueue = defaultTaskQueue,
   db,
-  temporal = null,
+  temporal,
   activityDeps = {},
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {

@@ -2,7 +2,8 @@
 // every request under the key waits on, the provider's notice signal and the `state` query.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ProviderNotice } from '../adapters/provider/types';
-import type { ChargeOutcomeKind, ChargeSource, SubscriptionChargeObject } from '../store/subscription-charges';
+import type { ChargeOutcomeKind, ChargeSource } from '../store/subscription-charges';
+import type { SubscriptionChargeObject } from '../api/schemas/subscription-charge';
 import type { ChargeLine } from '../domain/charges';
 import type { Metadata } from '../domain/metadata';
 

@@ -25,7 +25,7 @@ const payments = proxyLocalActivities<Activities>({
 // Events and settlement are regular activities: their attempt count survives a dead worker, which is
 // what lets a retry look for an event the dead attempt may have written (emitEventOnce). Generous
 // timeout, so an overloaded database is waited for rather than raced by a second attempt.
-const store = proxyActivities<Activities>({
+const records = proxyActivities<Activities>({
   startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
@@ -52,14 +52,14 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   setHandler(chargeStateQuery, () => ({ phase, charge: decision?.charge ?? null, outcome: decision?.outcome ?? null }));
 
   decision = await payments.executeSubscriptionCharge(input);
-  await store.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
+  await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
 
   if (decision.outcome === 'review') {
     phase = 'awaiting_settlement';
     const transaction = decision.charge.transaction;
     await condition(() => notice !== null && notice.transactionId === transaction);
-    decision = await store.settleSubscriptionCharge({ storeId: input.storeId, chargeId: decision.charge.id, notice: notice! });
-    await store.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
+    decision = await records.settleSubscriptionCharge({ storeId: input.storeId, chargeId: decision.charge.id, notice: notice! });
+    await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
   }
   phase = 'settled';
   await condition(allHandlersFinished);

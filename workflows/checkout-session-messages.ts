@@ -1,15 +1,11 @@
-// The checkout session workflow's id and messages, shared by the workflow, the API (hosted page,
-// POST expire) and operators (`temporal workflow update|signal|query`).
-//   update  expire               -> the session object, or refused (checkout_session_not_open)
-//   update  beginPayment         -> hold the session for one payment attempt before the provider is asked
-//   update  recordPaymentResult  -> the attempt's outcome (no card data), answered once it is applied
-//   signal  providerSettled      -> the provider's notice for a pending PIX or review
-//   query   state
+// The checkout session workflow's id and messages, shared by the workflow, the API and operators
+// (`temporal workflow update|signal|query`): updates expire, beginPayment, recordPaymentResult;
+// signal providerSettled (a PIX or review notice); query state.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PaymentStatus, SessionStatus } from '../domain/checkout';
 import type { ProviderNotice } from '../adapters/provider/types';
-import type { CheckoutSessionObject } from '../store/checkout-sessions';
+import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 
 export const CHECKOUT_SESSION_WORKFLOW = 'checkoutSessionWorkflow';
 

@@ -3,7 +3,7 @@
 // the provider notice signal and the `state` query. Imported by the API, the admin CLI and the workflow.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ProviderNotice } from '../adapters/provider/types';
-import type { SubscriptionObject } from '../store/subscriptions';
+import type { SubscriptionObject } from '../api/schemas/subscription';
 import type { EventRequest } from '../store/events';
 import type { CancellationReason, CancellationSource, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
 

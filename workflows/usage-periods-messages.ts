@@ -3,7 +3,7 @@
 // too) and the `state` query that shows the open period. Imported by the API, the activities and
 // the workflow.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { UsagePeriodObject } from '../store/usage';
+import type { UsagePeriodObject } from '../api/schemas/usage-period';
 import type { CloseReason } from '../domain/usage-periods';
 
 export const usageWorkflowId = (subscriptionId: string) => `usage/${subscriptionId}`;

@@ -1,9 +1,7 @@
-// One webhook delivery, `webhook-delivery/<uuid>`: up to 8 attempts on the DESIGN.md schedule (5 s,
-// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, up to 10% jitter derived from the delivery id and attempt),
-// each one activity that claims the attempt the workflow names, POSTs the signed body and records the
-// outcome. A `resend` signal starts over at once with attempts reset, whenever it comes; after the
-// delivery ends the workflow waits RESEND_WINDOW_MS for one. Cancelling the workflow (the endpoint was
-// deleted) stops it.
+// One webhook delivery, `webhook-delivery/<uuid>`: up to 8 attempts on the DESIGN.md schedule (jitter
+// derived from the delivery id and attempt), each one activity that claims the attempt the workflow
+// names, POSTs and records the outcome. A `resend` signal starts over at once, also within
+// RESEND_WINDOW_MS after the end; cancelling (the endpoint was deleted) stops it.
 import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { jitterFor } from '../domain/webhook-retry';

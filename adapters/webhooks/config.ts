@@ -1,9 +1,6 @@
-// Webhook network settings from the environment, shared by the API (URL checks when endpoints are
-// saved) and the worker (connections):
-//   WEBHOOK_ALLOWED_HOSTS  comma-separated host names or addresses allowed although private
-//                          (local receivers in development and tests); empty by default.
-//   WEBHOOK_CA_FILE        PEM file with extra CA certificates the worker trusts for deliveries,
-//                          beside the system roots (a locally generated CA); none by default.
+// Webhook network settings from the environment, for the API (URL checks) and the worker (connections):
+// WEBHOOK_ALLOWED_HOSTS, host names or addresses allowed although private (local receivers; none by
+// default), and WEBHOOK_CA_FILE, extra CA certificates the worker trusts beside the system roots.
 import { readFileSync } from 'node:fs';
 import type { HostResolver } from './host-policy';
 

@@ -1,9 +1,7 @@
 // Where webhooks may go: https only, to public hosts. A host that is, or resolves to, a private,
 // loopback, link-local, shared, documentation, multicast or metadata address is refused when an
-// endpoint is saved (private_host) and again when a delivery connects (the lookup below checks the
-// addresses the socket will use, so a name that re-resolves to a private address is caught: DNS
-// rebinding). Hosts on the allowlist (WEBHOOK_ALLOWED_HOSTS) skip the private check: local
-// development and tests, never by default.
+// endpoint is saved (private_host) and again at connection time (DNS rebinding); hosts on the
+// WEBHOOK_ALLOWED_HOSTS allowlist skip the check (local development and tests, never by default).
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { ApiError } from '../../domain/errors';

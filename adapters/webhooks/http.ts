@@ -45,6 +45,14 @@ function describeError(error: unknown): string {
   return message.slice(0, 300) || 'network error';
 }
 
+type Attempt = PostOutcome & { reusedReset?: boolean };
+
+/** The keep-alive agent and its guarded lookup, shared by every POST of one client. */
+interface Connection {
+  agent: https.Agent;
+  lookup: ReturnType<typeof guardedLookup>;
+}
+
 export function createWebhookHttpClient(network: WebhookNetwork): WebhookHttpClient {
   const policy: HostPolicy = { allowedHosts: network.allowedHosts, resolver: network.resolver };
   const lookup = guardedLookup(policy);
@@ -57,86 +65,100 @@ export function createWebhookHttpClient(network: WebhookNetwork): WebhookHttpCli
     ca: network.ca ? [...rootCertificates, network.ca] : undefined,
     lookup,
   });
-
-  function once(request: WebhookPost, url: URL, started: number): Promise<PostOutcome & { reusedReset?: boolean }> {
-    const timeoutMs = request.timeoutMs ?? RECEIVER_TIMEOUT_MS;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const finish = (outcome: PostOutcome & { reusedReset?: boolean }) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        request.signal?.removeEventListener('abort', onAbort);
-        resolve(outcome);
-      };
-      const hostname = url.hostname.replace(/^\[|\]$/g, '');
-      const req = https.request({
-        protocol: 'https:',
-        hostname,
-        port: url.port || 443,
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        agent,
-        lookup,
-        // SNI carries names only.
-        servername: isIP(hostname) === 0 ? hostname : undefined,
-        headers: {
-          'Content-Type': 'application/json; charset=utf-8',
-          'Content-Length': String(Buffer.byteLength(request.body)),
-          'User-Agent': USER_AGENT,
-          ...request.headers,
-        },
-      });
-      const timer = setTimeout(() => req.destroy(new DeadlineExceeded()), timeoutMs);
-      const onAbort = () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        req.destroy();
-        reject(request.signal?.reason ?? new Error('cancelled'));
-      };
-      request.signal?.addEventListener('abort', onAbort, { once: true });
-      req.on('response', (res) => {
-        // The answer is its status; the body is read and dropped so the socket can be reused.
-        res.resume();
-        const status = res.statusCode ?? 0;
-        const ok = status >= 200 && status < 300;
-        finish({ ok, responseStatus: status, error: ok ? null : `HTTP ${status}`, durationMs: Math.round(performance.now() - started) });
-      });
-      req.on('error', (error: NodeJS.ErrnoException) => {
-        finish({
-          ok: false,
-          responseStatus: null,
-          error: describeError(error),
-          durationMs: Math.round(performance.now() - started),
-          // A kept-alive socket the server had just closed: worth one immediate retry on a new socket.
-          reusedReset: req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'),
-        });
-      });
-      req.end(request.body);
-    });
-  }
-
+  const connection: Connection = { agent, lookup };
   return {
-    async post(request) {
-      const started = performance.now();
-      let url: URL;
-      try {
-        url = new URL(request.url);
-      } catch {
-        return { ok: false, responseStatus: null, error: 'invalid url', durationMs: 0 };
-      }
-      if (url.protocol !== 'https:') return { ok: false, responseStatus: null, error: 'invalid url: https only', durationMs: 0 };
-      // Literal addresses never reach the lookup: check them here.
-      const reason = privateHostReason(policy, url.hostname);
-      if (reason) return { ok: false, responseStatus: null, error: `private_host: ${reason}`, durationMs: 0 };
-      let outcome = await once(request, url, started);
-      if (outcome.reusedReset) outcome = await once(request, url, started);
-      const { reusedReset: _ignored, ...result } = outcome;
-      return result;
-    },
+    post: (request) => post(connection, policy, request),
     close() {
       agent.destroy();
+    },
+  };
+}
+
+async function post(connection: Connection, policy: HostPolicy, request: WebhookPost): Promise<PostOutcome> {
+  const started = performance.now();
+  const url = checkedUrl(policy, request.url);
+  if (!(url instanceof URL)) return url;
+  let outcome = await postOnce(connection, request, url, started);
+  if (outcome.reusedReset) outcome = await postOnce(connection, request, url, started);
+  const { reusedReset: _ignored, ...result } = outcome;
+  return result;
+}
+
+/** The URL to post to, or the outcome that refuses it before any connection. */
+function checkedUrl(policy: HostPolicy, raw: string): URL | PostOutcome {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, responseStatus: null, error: 'invalid url', durationMs: 0 };
+  }
+  if (url.protocol !== 'https:') return { ok: false, responseStatus: null, error: 'invalid url: https only', durationMs: 0 };
+  // Literal addresses never reach the lookup: check them here.
+  const reason = privateHostReason(policy, url.hostname);
+  if (reason) return { ok: false, responseStatus: null, error: `private_host: ${reason}`, durationMs: 0 };
+  return url;
+}
+
+function postOnce({ agent, lookup }: Connection, request: WebhookPost, url: URL, started: number): Promise<Attempt> {
+  const timeoutMs = request.timeoutMs ?? RECEIVER_TIMEOUT_MS;
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const finish = (outcome: Attempt) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      resolve(outcome);
+    };
+    const req = https.request(requestOptions(agent, lookup, request, url));
+    const timer = setTimeout(() => req.destroy(new DeadlineExceeded()), timeoutMs);
+    const onAbort = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      reject(request.signal?.reason ?? new Error('cancelled'));
+    };
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('response', (res) => {
+      // The answer is its status; the body is read and dropped so the socket can be reused.
+      res.resume();
+      const status = res.statusCode ?? 0;
+      const ok = status >= 200 && status < 300;
+      finish({ ok, responseStatus: status, error: ok ? null : `HTTP ${status}`, durationMs: elapsed() });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      finish({
+        ok: false,
+        responseStatus: null,
+        error: describeError(error),
+        durationMs: elapsed(),
+        // A kept-alive socket the server had just closed: worth one immediate retry on a new socket.
+        reusedReset: req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'),
+      });
+    });
+    req.end(request.body);
+  });
+}
+
+function requestOptions(agent: https.Agent, lookup: Connection['lookup'], request: WebhookPost, url: URL): https.RequestOptions {
+  const hostname = url.hostname.replace(/^\[|\]$/g, '');
+  return {
+    protocol: 'https:',
+    hostname,
+    port: url.port || 443,
+    path: `${url.pathname}${url.search}`,
+    method: 'POST',
+    agent,
+    lookup,
+    // SNI carries names only.
+    servername: isIP(hostname) === 0 ? hostname : undefined,
+    headers: {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(Buffer.byteLength(request.body)),
+      'User-Agent': USER_AGENT,
+      ...request.headers,
     },
   };
 }

@@ -8,8 +8,9 @@ import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { SettlementStatus } from '../../adapters/provider/types';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
-import { subscriptionObject } from '../../store/subscriptions';
-import { createSubscription } from '../../activities/subscriptions';
+import { subscriptionObject } from '../../api/schemas/subscription';
+import { createSubscription } from '../../services/subscriptions';
+import { deliverProviderNotice } from '../../services/provider-notices';
 import { temporalConnectionOptions } from '../../adapters/temporal-connection';
 import { asJson, positional, str, type Command, type CommandContext } from './types';
 
@@ -104,7 +105,7 @@ export const subscriptionCommands: Record<string, Command> = {
       const { notice } = settled;
       // The notice reaches the waiting workflow (its notifyRef) as the providerSettled signal.
       if (notice.notifyRef) {
-        await withTemporal(ctx, (client) => client.workflow.getHandle(notice.notifyRef!).signal('providerSettled', notice));
+        await withTemporal(ctx, (temporal) => deliverProviderNotice({ temporal }, notice));
       }
       return { ref, store: storeId, notice, signaled: notice.notifyRef };
     },

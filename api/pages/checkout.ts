@@ -4,6 +4,7 @@
 // the handler runs the payment through the session workflow and answers once it is applied.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
 import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
@@ -53,50 +54,68 @@ function parseExpiry(text: string | null | undefined): { exp_month?: number; exp
 }
 
 const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
+  sessionPageRoute(app);
+  payRoute(app);
+  statusRoute(app);
+  testSettleRoute(app);
+};
+
+const HTML = 'text/html; charset=utf-8';
+
+function checkoutDepsOf(app: RouteApp): CheckoutDeps {
   const { db, config, temporal, provider } = app.deps;
-  const deps: CheckoutDeps = { db, provider, temporal, taskQueue: config.taskQueue, checkoutUrl: config.checkoutUrl, development: config.development };
-  const testConnection = !provider.livemode;
-  const html = 'text/html; charset=utf-8';
+  return { db, provider, temporal, taskQueue: config.taskQueue, checkoutUrl: config.checkoutUrl, development: config.development };
+}
 
-  async function renderSession(session: CheckoutSessionDoc, options: { currency?: string; done?: boolean }) {
-    const lang = pageLanguage(session.locale);
-    const status = effectiveStatus(session, nowSeconds());
-    if (status === 'expired') {
-      // Overdue but not yet marked: the workflow marks it now (its timer may be a moment behind).
-      if (session.status === 'open') void requestOverdueExpiry(deps, session._id);
-      if (session.cancel_url) return { redirect: session.cancel_url };
-      return { status: 410, body: renderUnavailablePage(lang) };
-    }
-    if (status === 'open') {
-      return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
-    }
-    const order = session.order ? await findOrder(db, session.store_id, session.order) : null;
-    if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
-    if (session.payment_status === 'pending') {
-      const store = await findStore(db, session.store_id);
-      return { status: 200, body: renderPendingPage(lang, session, order, testConnection, store?.timezone ?? 'UTC') };
-    }
-    return { status: 200, body: renderFailedPage(lang, session) };
+/** The page a session shows now: the form while open, else its outcome (or the cancel URL once expired). */
+async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, options: { currency?: string; done?: boolean }) {
+  const lang = pageLanguage(session.locale);
+  const status = effectiveStatus(session, nowSeconds());
+  if (status === 'expired') {
+    // Overdue but not yet marked: the workflow marks it now (its timer may be a moment behind).
+    if (session.status === 'open') void requestOverdueExpiry(deps, session._id);
+    if (session.cancel_url) return { redirect: session.cancel_url };
+    return { status: 410, body: renderUnavailablePage(lang) };
   }
+  if (status === 'open') {
+    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
+  }
+  const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
+  if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
+  if (session.payment_status === 'pending') {
+    const store = await findStore(deps.db, session.store_id);
+    return { status: 200, body: renderPendingPage(lang, session, order, !deps.provider.livemode, store?.timezone ?? 'UTC') };
+  }
+  return { status: 200, body: renderFailedPage(lang, session) };
+}
 
+/** GET /c/:id: the session's page. */
+function sessionPageRoute(app: RouteApp): void {
+  const deps = checkoutDepsOf(app);
+  const { db } = deps;
   app.get(
     '/c/:id',
     { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
-      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
-      const page = await renderSession(session, { currency: request.query.currency, done: request.query.done === '1' });
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
+      const page = await renderSession(deps, session, { currency: request.query.currency, done: request.query.done === '1' });
       if ('redirect' in page) return reply.redirect(page.redirect!, 303);
-      return reply.status(page.status).type(html).send(page.body);
+      return reply.status(page.status).type(HTML).send(page.body);
     },
   );
+}
 
+/** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
+function payRoute(app: RouteApp): void {
+  const deps = checkoutDepsOf(app);
+  const { db } = deps;
   app.post(
     '/c/:id/pay',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
-      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
       const form = request.body;
       const method = form.method === 'pix' ? 'pix' : 'card';
       const installments = form.installments ? Number(form.installments) : null;
@@ -128,11 +147,15 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
       const status = result.field === 'payment' ? 402 : 400;
       return reply
         .status(status)
-        .type(html)
+        .type(HTML)
         .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
     },
   );
+}
 
+/** GET /c/:id/status: what the waiting page polls. */
+function statusRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/c/:id/status',
     { config: { public: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
@@ -144,17 +167,22 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
       return { status, payment_status: session.payment_status, next };
     },
   );
+}
 
+/** POST /c/:id/test/settle: the test connection's buttons settle a pending PIX or review. */
+function testSettleRoute(app: RouteApp): void {
+  const deps = checkoutDepsOf(app);
+  const { db } = deps;
   app.post(
     '/c/:id/test/settle',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
-      if (!session) return reply.status(404).type(html).send(renderUnavailablePage('en'));
-      if (testConnection) await settleFromHostedPage(deps, session, request.body.outcome);
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
+      if (!deps.provider.livemode) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);
     },
   );
-};
+}
 
 export default checkoutPages;

@@ -5,6 +5,7 @@
 // Forms carry an anti-forgery token derived from the portal session.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
+import type { Db } from 'mongodb';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { collections, type StoreDoc } from '../../store/collections';
@@ -147,60 +148,79 @@ function orderItem(lang: PageLanguage, order: OrderDoc, timeZone: string): Marku
 
 const DONE_KEYS: Record<string, MessageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
 
+/** What every portal handler needs: the database, the portal's services and the path it is served under. */
+interface PortalSite {
+  db: Db;
+  deps: PortalDeps;
+  /** Sign-in links are built from PORTAL_URL (portalAddress), so the routes follow its path. */
+  path: string;
+}
+
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
   const { db, provider, temporal, config } = app.deps;
-  const deps: PortalDeps = { db, provider, temporal };
-  // Sign-in links are built from PORTAL_URL (portalAddress), so the routes follow its path.
-  const portalPath = portalRoutePath(config.portalUrl);
-
-  /** Where the portal lives in this request: under {portal_url}/{slug}, or the custom domain's root. */
-  function basePath(slug: string | undefined): string {
-    return slug ? `${portalPath}/${encodeURIComponent(slug)}` : '';
-  }
+  const site: PortalSite = { db, deps: { db, provider, temporal, taskQueue: config.taskQueue }, path: portalRoutePath(config.portalUrl) };
 
   const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
 
-  /** The signed-in customer of this portal address, or null (no cookie, expired, another store). */
-  async function loginOf(request: FastifyRequest, store: StoreDoc | null): Promise<PortalLoginDoc | null> {
-    const cookie = readCookie(request, PORTAL_COOKIE);
-    if (!cookie || !store) return null;
-    const login = await findPortalLogin(db, cookie);
-    return login && login.store_id === store._id ? login : null;
+  // Under {portal_url}/{slug}, and at the root of a store's custom domain.
+  for (const prefix of [`${site.path}/:slug`, '']) {
+    const config = { public: true };
+    app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn.bind(null, site));
+    app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account.bind(null, site));
+    app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act.bind(null, site));
+    app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut.bind(null, site));
+    // A bare /:slug (PORTAL_URL at a host's root) would catch every unknown top-level page.
+    if (prefix && site.path) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry.bind(null, site));
   }
+};
 
-  async function signIn(request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
-    const { slug, token } = request.params;
-    const store = await storeAt(request, slug);
-    // Looked up before it is used, so a link opened at another store's address is not burnt.
-    const link = await portalLinksCollection(db).findOne({ token_hash: hashToken(token) });
+/** Where the portal lives in this request: under {portal_url}/{slug}, or the custom domain's root. */
+function basePath(site: PortalSite, slug: string | undefined): string {
+  return slug ? `${site.path}/${encodeURIComponent(slug)}` : '';
+}
+
+/** The signed-in customer of this portal address, or null (no cookie, expired, another store). */
+async function loginOf(site: PortalSite, request: FastifyRequest, store: StoreDoc | null): Promise<PortalLoginDoc | null> {
+  const cookie = readCookie(request, PORTAL_COOKIE);
+  if (!cookie || !store) return null;
+  const login = await findPortalLogin(site.db, cookie);
+  return login && login.store_id === store._id ? login : null;
+}
+
+async function signIn(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
+  const { slug, token } = request.params;
+  const store = await storeAt(request, slug);
+  // Looked up before it is used, so a link opened at another store's address is not burnt.
+  const link = await portalLinksCollection(site.db).findOne({ token_hash: hashToken(token) });
+  const lang = 'en';
+  const claimed = store && link && link.store_id === store._id ? await claimPortalLink(site.db, token) : null;
+  if (!claimed) {
+    return reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
+  }
+  const base = basePath(site, slug);
+  const { cookie } = await openPortalLogin(site.db, { storeId: claimed.store_id, customer: claimed.customer, basePath: base });
+  reply.header('Set-Cookie', cookieHeader(request, cookie, PORTAL_SESSION_TTL_SECONDS));
+  return reply.redirect(`${base}/account`, 303);
+}
+
+async function account(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>, reply: FastifyReply) {
+  const { db } = site;
+  const { slug } = request.params;
+  const store = await storeAt(request, slug);
+  const login = await loginOf(site, request, store);
+  if (!store || !login) {
     const lang = 'en';
-    const claimed = store && link && link.store_id === store._id ? await claimPortalLink(db, token) : null;
-    if (!claimed) {
-      return reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
-    }
-    const base = basePath(slug);
-    const { cookie } = await openPortalLogin(db, { storeId: claimed.store_id, customer: claimed.customer, basePath: base });
-    reply.header('Set-Cookie', cookieHeader(request, cookie, PORTAL_SESSION_TTL_SECONDS));
-    return reply.redirect(`${base}/account`, 303);
+    return reply.status(401).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-needed'));
   }
-
-  async function account(request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>, reply: FastifyReply) {
-    const { slug } = request.params;
-    const store = await storeAt(request, slug);
-    const login = await loginOf(request, store);
-    if (!store || !login) {
-      const lang = 'en';
-      return reply.status(401).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-needed'));
-    }
-    const customer = await findCustomer(db, store._id, login.customer);
-    const lang = pageLanguage(customer?.locale);
-    const [subs, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
-    const base = basePath(slug);
-    const csrf = csrfToken(login);
-    const done = request.query.done ? DONE_KEYS[request.query.done] : undefined;
-    const body = html`<header class="top"><span class="store">${store.name}</span><span class="muted">${t(lang, 'signed_in_as', { email: customer?.email ?? '' })}</span></header>
+  const customer = await findCustomer(db, store._id, login.customer);
+  const lang = pageLanguage(customer?.locale);
+  const [subs, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
+  const base = basePath(site, slug);
+  const csrf = csrfToken(login);
+  const done = request.query.done ? DONE_KEYS[request.query.done] : undefined;
+  const body = html`<header class="top"><span class="store">${store.name}</span><span class="muted">${t(lang, 'signed_in_as', { email: customer?.email ?? '' })}</span></header>
 <main class="wrap">
   <h1>${t(lang, 'portal_title')}</h1>
   ${done ? html`<p class="ok" role="status" data-testid="done">${t(lang, done)}</p>` : ''}
@@ -215,51 +235,41 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
   </div>
   <form method="post" action="${base}/account/sign-out" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
 </main>`;
-    return reply.type(HTML).send(layout({ lang, title: `${t(lang, 'portal_title')} · ${store.name}`, body, script: true }));
-  }
+  return reply.type(HTML).send(layout({ lang, title: `${t(lang, 'portal_title')} · ${store.name}`, body, script: true }));
+}
 
-  async function act(
-    request: FastifyRequest<{ Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' }; Body: { csrf: string; card_number?: string | null } }>,
-    reply: FastifyReply,
-  ) {
-    const { slug, id, action } = request.params;
-    const store = await storeAt(request, slug);
-    const login = await loginOf(request, store);
-    const base = basePath(slug);
-    if (!store || !login || !csrfValid(login, request.body.csrf)) return reply.redirect(`${base}/account`, 303);
-    let result: PortalActionResult;
-    if (action === 'cancel') result = await cancelAtPeriodEndFromPortal(deps, store._id, login.customer, id);
-    else if (action === 'reactivate') result = await reactivateFromPortal(deps, store._id, login.customer, id);
-    else result = await replaceCardFromPortal(deps, store._id, login.customer, id, request.body.card_number ?? '');
-    const done = { cancel: 'canceled', reactivate: 'reactivated', card: 'card' }[action];
-    const query = result.ok ? `done=${done}` : `failed=${encodeURIComponent(result.reason.slice(0, 200))}`;
-    return reply.redirect(`${base}/account?${query}`, 303);
-  }
+async function act(
+  site: PortalSite,
+  request: FastifyRequest<{ Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' }; Body: { csrf: string; card_number?: string | null } }>,
+  reply: FastifyReply,
+) {
+  const { deps } = site;
+  const { slug, id, action } = request.params;
+  const store = await storeAt(request, slug);
+  const login = await loginOf(site, request, store);
+  const base = basePath(site, slug);
+  if (!store || !login || !csrfValid(login, request.body.csrf)) return reply.redirect(`${base}/account`, 303);
+  let result: PortalActionResult;
+  if (action === 'cancel') result = await cancelAtPeriodEndFromPortal(deps, store._id, login.customer, id);
+  else if (action === 'reactivate') result = await reactivateFromPortal(deps, store._id, login.customer, id);
+  else result = await replaceCardFromPortal(deps, store._id, login.customer, id, request.body.card_number ?? '');
+  const done = { cancel: 'canceled', reactivate: 'reactivated', card: 'card' }[action];
+  const query = result.ok ? `done=${done}` : `failed=${encodeURIComponent(result.reason.slice(0, 200))}`;
+  return reply.redirect(`${base}/account?${query}`, 303);
+}
 
-  async function signOut(request: FastifyRequest<{ Params: { slug?: string }; Body: { csrf: string } }>, reply: FastifyReply) {
-    const { slug } = request.params;
-    const store = await storeAt(request, slug);
-    const login = await loginOf(request, store);
-    const cookie = readCookie(request, PORTAL_COOKIE);
-    if (login && cookie && csrfValid(login, request.body.csrf)) await closePortalLogin(db, cookie);
-    reply.header('Set-Cookie', cookieHeader(request, '', 0));
-    return reply.type(HTML).send(messagePage('en', t('en', 'sign_out'), t('en', 'signed_out'), 'signed-out'));
-  }
+async function signOut(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string }; Body: { csrf: string } }>, reply: FastifyReply) {
+  const { slug } = request.params;
+  const store = await storeAt(request, slug);
+  const login = await loginOf(site, request, store);
+  const cookie = readCookie(request, PORTAL_COOKIE);
+  if (login && cookie && csrfValid(login, request.body.csrf)) await closePortalLogin(site.db, cookie);
+  reply.header('Set-Cookie', cookieHeader(request, '', 0));
+  return reply.type(HTML).send(messagePage('en', t('en', 'sign_out'), t('en', 'signed_out'), 'signed-out'));
+}
 
-  async function entry(request: FastifyRequest<{ Params: { slug?: string } }>, reply: FastifyReply) {
-    return reply.redirect(`${basePath(request.params.slug)}/account`, 303);
-  }
-
-  // Under {portal_url}/{slug}, and at the root of a store's custom domain.
-  for (const prefix of [`${portalPath}/:slug`, '']) {
-    const config = { public: true };
-    app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn);
-    app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account);
-    app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act);
-    app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut);
-    // A bare /:slug (PORTAL_URL at a host's root) would catch every unknown top-level page.
-    if (prefix && portalPath) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry);
-  }
-};
+async function entry(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string } }>, reply: FastifyReply) {
+  return reply.redirect(`${basePath(site, request.params.slug)}/account`, 303);
+}
 
 export default portalPages;

@@ -1,14 +1,9 @@
 // Headers every response carries (Request-Id, Cache-Control) and the request log: which key made
 // each call, buffered and written in batches so logging never sits on the request's path.
 import fp from 'fastify-plugin';
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { sweepRequestLogs, writeRequestLogs } from '../../store/request-logs';
 import { RequestLogBuffer } from '../request-log-buffer';
-
-export function newRequestId(): string {
-  return `req_${randomBytes(10).toString('hex')}`;
-}
 
 export default fp(async function requestContextPlugin(app: FastifyInstance) {
   const { db } = app.deps;

@@ -3,25 +3,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { findCustomer } from '../../store/customers';
-import { createPortalLink, portalLinkObject } from '../../store/portal-sessions';
+import { createPortalLink } from '../../store/portal-sessions';
 import { portalAddress } from '../../domain/checkout';
 import { ApiError, notFound } from '../../domain/errors';
 import { authOf } from '../context';
+import { portalLinkObject } from '../schemas/billing-portal-session';
 import { Nullable, withErrors } from '../schemas/common';
-
-export const BillingPortalSession = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('billing_portal.session'),
-    url: Type.String({ description: 'Sign-in link: valid 15 minutes, works once.' }),
-    customer: Type.String(),
-    return_url: Nullable(Type.String()),
-    expires_at: Type.Integer(),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'BillingPortalSession' },
-);
 
 const CreateBody = Type.Object(
   {

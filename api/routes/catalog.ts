@@ -2,65 +2,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { collections, type OfferDoc } from '../../store/collections';
-import { offerObject, productObject, productsById } from '../../store/offers';
+import { productsById } from '../../store/offers';
 import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { alphabeticalBy, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, Nullable, withErrors } from '../schemas/common';
-
-const NullableInt = Nullable(Type.Integer());
-
-export const Product = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('product'),
-    name: Type.String(),
-    description: Nullable(Type.String()),
-    family: Nullable(Type.String()),
-    active: Type.Boolean(),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'Product' },
-);
-
-const Tier = Type.Object({ up_to: Nullable(Type.Number()), unit_amount: Type.Number(), flat_amount: Type.Optional(Nullable(Type.Integer())) });
-
-export const Offer = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('offer'),
-    name: Type.String(),
-    slug: Nullable(Type.String()),
-    type: Type.Union([Type.Literal('one_off'), Type.Literal('recurring')]),
-    active: Type.Boolean(),
-    product: Type.Object({ id: Type.String(), name: Nullable(Type.String()) }),
-    checkout_url: Type.String(),
-    prices: Type.Array(Type.Object({ currency: Type.String(), amount: Type.Integer(), default: Type.Boolean() })),
-    billing_cycle: Nullable(Type.String()),
-    custom_billing_days: NullableInt,
-    trial_days: NullableInt,
-    cycle_limit: NullableInt,
-    packs: Type.Array(Type.Integer()),
-    max_installments: NullableInt,
-    usage: Type.Array(
-      Type.Object({
-        meter: Type.String(),
-        currency: Type.String(),
-        unit_amount: Type.Number(),
-        included_units: Type.Number(),
-        tiers: Nullable(Type.Array(Tier)),
-        rounding: Type.String(),
-        billing_threshold: NullableInt,
-        label: Nullable(Type.String()),
-      }),
-    ),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'Offer' },
-);
+import { IdParams, NoQuery, withErrors } from '../schemas/common';
+import { offerObject } from '../schemas/offer';
+import { productObject } from '../schemas/product';
 
 const BooleanQuery = Type.Boolean();
 

@@ -3,54 +3,15 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
-import {
-  checkoutSessionObject,
-  checkoutSessionReadObject,
-  checkoutSessionsCollection,
-  effectiveStatusFilter,
-  findCheckoutSession,
-} from '../../store/checkout-sessions';
+import { checkoutSessionsCollection, effectiveStatusFilter, findCheckoutSession } from '../../store/checkout-sessions';
 import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { checkoutSessionObject, checkoutSessionReadObject } from '../schemas/checkout-session';
+import { IdParams, MetadataInput, withErrors } from '../schemas/common';
 
-const NullableText = Nullable(Type.String());
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
-
-export const CheckoutSession = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('checkout.session'),
-    status: literals(SESSION_STATUSES),
-    payment_status: literals(PAYMENT_STATUSES),
-    url: NullableText,
-    mode: Nullable(literals(['payment', 'subscription'] as const)),
-    offer: Type.Object({ id: Type.String(), name: Type.String() }),
-    pack: Nullable(Type.Integer()),
-    currency: NullableText,
-    amount_total: Nullable(Type.Integer()),
-    customer: NullableText,
-    customer_email: NullableText,
-    customer_name: NullableText,
-    client_reference_id: NullableText,
-    metadata: MetadataOutput,
-    subscription_data: Type.Object({ metadata: MetadataOutput }),
-    discounts: Type.Array(Type.Object({ coupon: Type.String() })),
-    success_url: NullableText,
-    cancel_url: NullableText,
-    redirect_delay: Type.Integer(),
-    locale: NullableText,
-    order: NullableText,
-    subscription: NullableText,
-    expires_at: Type.Integer(),
-    completed_at: Nullable(Type.Integer()),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'CheckoutSession' },
-);
 
 const CreateBody = Type.Object(
   {

@@ -4,43 +4,15 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { changeCustomer, createCustomer } from '../../services/customers';
 import { collections } from '../../store/collections';
-import { customerObject, findClaimedCustomer, findCustomer } from '../../store/customers';
+import { findClaimedCustomer, findCustomer } from '../../store/customers';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import { notFound } from '../../domain/errors';
 import { authOf, eventRequestOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { IdParams, NoQuery, MetadataInput, Nullable, withErrors } from '../schemas/common';
+import { customerObject } from '../schemas/customer';
 
 const NullableText = Nullable(Type.String());
-
-export const Customer = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('customer'),
-    email: Type.String(),
-    name: NullableText,
-    phone: NullableText,
-    document: Nullable(Type.Object({ type: Type.String(), number_masked: Type.String() })),
-    address: Nullable(
-      Type.Object({
-        line1: NullableText,
-        line2: NullableText,
-        number: NullableText,
-        district: NullableText,
-        city: NullableText,
-        state: NullableText,
-        postal_code: NullableText,
-        country: NullableText,
-      }),
-    ),
-    country: NullableText,
-    locale: NullableText,
-    metadata: MetadataOutput,
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'Customer' },
-);
 
 const AddressInput = Type.Object(
   {

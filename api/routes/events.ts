@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Db } from 'mongodb';
-import { CURRENT_CATALOG, EVENT_CATALOGS, isPattern, patternToRegExp } from '../../domain/event-catalogs';
+import { CURRENT_CATALOG, isPattern, patternToRegExp } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import type { EventDoc } from '../../store/collections';
 import { collections } from '../../store/collections';
@@ -15,24 +15,6 @@ import { deliverEventTo, resendDeliveryWorkflow, taskQueueOf } from '../../servi
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, Nullable, withErrors } from '../schemas/common';
-
-export const Event = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('event'),
-    type: Type.String(),
-    api_version: Type.Union(EVENT_CATALOGS.map((c) => Type.Literal(c))),
-    created: Type.Integer(),
-    livemode: Type.Boolean(),
-    test: Type.Optional(Type.Literal(true, { description: 'Only on webhook endpoint test events.' })),
-    pending_webhooks: Type.Optional(Type.Integer({ description: 'Catalog 2026-11-01 only: deliveries not yet succeeded, computed now.' })),
-    request: Type.Optional(
-      Type.Object({ id: Nullable(Type.String()), idempotency_key: Nullable(Type.String()) }, { description: 'Catalog 2026-11-01 only.' }),
-    ),
-    data: Type.Object({ object: Type.Object({}, { additionalProperties: true }) }),
-  },
-  { $id: 'Event' },
-);
 
 const ListQuery = Type.Object(
   {
@@ -110,7 +92,6 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const event = await findEvent(db, store._id, request.params.id);
       if (!event) throw notFound('event', request.params.id);
       const temporal = app.deps.temporal;
-      if (!temporal) throw new Error('resend needs a Temporal client');
       const endpointId = request.body.webhook_endpoint;
       if (endpointId !== undefined) {
         const endpoint = await findEndpoint(db, store._id, endpointId);

@@ -1,20 +1,19 @@
-// Every resource's route module, registered under /v1 by app.ts, and the named schemas
-// (OpenAPI components) they reference. Later resources add their lines here.
-import type { TSchema } from '@sinclair/typebox';
-import account, { Account } from './account';
-import catalog, { Offer, Product } from './catalog';
-import customers, { Customer } from './customers';
-import orders, { Order } from './orders';
-import checkoutSessions, { CheckoutSession } from './checkout-sessions';
-import billingPortal, { BillingPortalSession } from './billing-portal';
-import events, { Event } from './events';
-import webhookEndpoints, { WebhookDelivery, WebhookEndpoint } from './webhook-endpoints';
-import subscriptions, { Subscription } from './subscriptions';
-import subscriptionCharges, { SubscriptionCharge } from './subscription-charges';
-import meters, { BillingMeter, BillingMeterEventSummary } from './meters';
-import meterEvents, { BillingMeterEvent } from './meter-events';
-import usage, { UsageItem, UsagePeriod } from './usage';
+// Every resource's route module, registered under /v1 by app.ts; the named schemas they reference
+// (OpenAPI components) live in api/schemas. Later resources add their lines here.
+import account from './account';
+import catalog from './catalog';
+import customers from './customers';
+import orders from './orders';
+import checkoutSessions from './checkout-sessions';
+import billingPortal from './billing-portal';
+import events from './events';
+import webhookEndpoints from './webhook-endpoints';
+import subscriptions from './subscriptions';
+import subscriptionCharges from './subscription-charges';
+import meters from './meters';
+import meterEvents from './meter-events';
+import usage from './usage';
+
+export { componentSchemas } from '../schemas';
 
 export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage];
-
-export const componentSchemas: TSchema[] = [Account, Customer, Order, Offer, Product, CheckoutSession, BillingPortalSession, Event, WebhookEndpoint, WebhookDelivery, Subscription, SubscriptionCharge, BillingMeter, BillingMeterEventSummary, BillingMeterEvent, UsageItem, UsagePeriod];

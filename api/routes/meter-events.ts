@@ -6,26 +6,9 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { BATCH_MAX, IDENTIFIER_MAX } from '../../domain/meter-events';
-import { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../../activities/usage';
+import { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../../services/usage-ingestion';
 import { authOf, eventRequestOf } from '../context';
 import { Nullable, withErrors } from '../schemas/common';
-
-export const BillingMeterEvent = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('billing.meter_event'),
-    event_name: Type.String(),
-    identifier: Type.String(),
-    payload: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
-    customer: Type.String(),
-    subscription: Nullable(Type.String()),
-    value: Type.Number(),
-    timestamp: Type.Integer(),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'BillingMeterEvent' },
-);
 
 // Types are checked by the ingestion rules (invalid_payload for payload values), not here.
 const EventBody = Type.Object(

@@ -4,45 +4,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { DISPLAY_NAME_MAX, validatePayloadKey } from '../../domain/meter-events';
-import { createMeter, deactivateMeter, meterObject, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
-import { meterEventSummaries } from '../../activities/usage';
-import { authOf } from '../context';
+import { createMeter, deactivateMeter, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
+import { meterEventSummaries } from '../../services/usage-summaries';
+import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, Nullable, withErrors } from '../schemas/common';
-
-const Formula = Type.Union([Type.Literal('sum'), Type.Literal('count'), Type.Literal('last')]);
-
-export const BillingMeter = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('billing.meter'),
-    display_name: Type.String(),
-    event_name: Type.String(),
-    default_aggregation: Type.Object({ formula: Formula }),
-    customer_mapping: Type.Object({ type: Type.Literal('by_id'), event_payload_key: Type.String() }),
-    value_settings: Type.Object({ event_payload_key: Type.String() }),
-    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')]),
-    status_transitions: Type.Object({ deactivated_at: Nullable(Type.Integer()) }),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-    updated: Type.Integer(),
-  },
-  { $id: 'BillingMeter' },
-);
-
-export const BillingMeterEventSummary = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('billing.meter_event_summary'),
-    meter: Type.String(),
-    customer: Type.String(),
-    aggregated_value: Type.Number(),
-    start_time: Type.Integer(),
-    end_time: Type.Integer(),
-    livemode: Type.Boolean(),
-  },
-  { $id: 'BillingMeterEventSummary' },
-);
+import { IdParams, withErrors } from '../schemas/common';
+import { MeterFormula, meterObject } from '../schemas/meter';
 
 const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX, description: `1 to ${DISPLAY_NAME_MAX} characters; shown on the buyer's order line.` });
 
@@ -50,7 +17,7 @@ const CreateBody = Type.Object(
   {
     display_name: DisplayName,
     event_name: Type.String({ maxLength: 100, description: 'a-z, 0-9, _, . and -; up to 100 characters; unique in the store; immutable.' }),
-    default_aggregation: Type.Optional(Type.Object({ formula: Type.Optional(Formula) }, { additionalProperties: false })),
+    default_aggregation: Type.Optional(Type.Object({ formula: Type.Optional(MeterFormula) }, { additionalProperties: false })),
     customer_mapping: Type.Optional(
       Type.Object(
         {
@@ -87,8 +54,15 @@ const SummaryQuery = Type.Object(
 const MeterRef = Type.Ref('BillingMeter');
 
 const meterRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db } = app.deps;
+  createMeterRoute(app);
+  readMeterRoutes(app);
+  changeMeterRoutes(app);
+  eventSummaryRoute(app);
+};
 
+/** POST /billing/meters: customer_mapping by id only; payload keys checked before the write. */
+function createMeterRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.post(
     '/billing/meters',
     { schema: { tags: ['billing.meters'], summary: 'Create a meter', body: CreateBody, response: withErrors({ 201: MeterRef }) } },
@@ -115,7 +89,11 @@ const meterRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return meterObject(meter);
     },
   );
+}
 
+/** GET the list (status filter) and one meter. */
+function readMeterRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/billing/meters',
     { schema: { tags: ['billing.meters'], summary: 'List meters', querystring: ListQuery, response: withErrors({ 200: listEnvelope(MeterRef) }) } },
@@ -137,7 +115,11 @@ const meterRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { tags: ['billing.meters'], summary: 'Retrieve a meter', params: IdParams, response: withErrors({ 200: MeterRef }) } },
     async (request) => meterObject(await requireMeter(db, authOf(request).store._id, request.params.id)),
   );
+}
 
+/** POST a new display_name, or deactivate (no way back). */
+function changeMeterRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.post(
     '/billing/meters/:id',
     { schema: { tags: ['billing.meters'], summary: 'Update a meter (display_name only)', params: IdParams, body: UpdateBody, response: withErrors({ 200: MeterRef }) } },
@@ -154,7 +136,11 @@ const meterRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { tags: ['billing.meters'], summary: 'Deactivate a meter (there is no reactivation)', params: IdParams, response: withErrors({ 200: MeterRef }) } },
     async (request) => meterObject(await deactivateMeter(db, authOf(request).store._id, request.params.id)),
   );
+}
 
+/** GET a customer's sums per hour or day window. */
+function eventSummaryRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/billing/meters/:id/event_summaries',
     {
@@ -168,6 +154,6 @@ const meterRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => meterEventSummaries(db, authOf(request).store._id, request.params.id, request.query),
   );
-};
+}
 
 export default meterRoutes;

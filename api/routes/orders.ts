@@ -1,50 +1,13 @@
 // /v1/orders: read-only; filters customer, subscription, status and created ranges.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { orderObject, ordersCollection } from '../../store/orders';
+import { ordersCollection } from '../../store/orders';
 import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, MetadataOutput, Nullable, withErrors } from '../schemas/common';
-
-const NullableText = Nullable(Type.String());
-export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'canceled', 'refunded', 'partially_refunded', 'charged_back'] as const;
-
-export const Order = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('order'),
-    status: Type.String(),
-    paid: Type.Boolean(),
-    paid_at: Nullable(Type.Integer()),
-    currency: Type.String(),
-    amount_subtotal: Type.Integer(),
-    amount_discount: Type.Integer(),
-    amount_total: Type.Integer(),
-    billing_reason: Type.String(),
-    order_type: Type.String(),
-    recurrence: Type.String(),
-    subscription: NullableText,
-    customer: NullableText,
-    customer_email: NullableText,
-    offer: NullableText,
-    product: NullableText,
-    items: Type.Array(
-      Type.Object({ kind: Type.String(), description: Type.String(), quantity: Type.Integer(), unit_amount: Type.Integer(), amount: Type.Integer() }),
-    ),
-    payment_method_type: NullableText,
-    installments: Nullable(Type.Integer()),
-    external_order_id: NullableText,
-    status_source: Type.String(),
-    client_reference_id: NullableText,
-    checkout_session: NullableText,
-    metadata: MetadataOutput,
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'Order' },
-);
+import { IdParams, NoQuery, withErrors } from '../schemas/common';
+import { ORDER_STATUSES, orderObject } from '../schemas/order';
 
 const ListQuery = Type.Object(
   {

@@ -4,45 +4,18 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { startCharge, type StartChargeResult } from '../../activities/charges';
-import { chargesCollection, findCharge, subscriptionChargeObject } from '../../store/subscription-charges';
+import { startCharge, type StartChargeResult } from '../../services/charges';
+import { chargesCollection, findCharge } from '../../store/subscription-charges';
 import { findSubscription } from '../../store/subscriptions';
 import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX } from '../../domain/charges';
 import { ApiError, notFound } from '../../domain/errors';
-import { authOf } from '../context';
+import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
-import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
+import { CHARGE_STATUSES, subscriptionChargeObject } from '../schemas/subscription-charge';
 
-const NullableText = Nullable(Type.String());
-const CHARGE_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 const CHARGE_WAIT_MS = 45_000;
-
-const ChargeLineOutput = Type.Object({ description: Type.String(), quantity: Type.Integer(), unit_amount: Type.Integer(), amount: Type.Integer() });
-
-export const SubscriptionCharge = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('subscription_charge'),
-    status: Type.Union(CHARGE_STATUSES.map((s) => Type.Literal(s))),
-    subscription: Type.String(),
-    customer: NullableText,
-    amount: Type.Integer(),
-    currency: Type.String(),
-    description: NullableText,
-    lines: Type.Array(ChargeLineOutput),
-    order: NullableText,
-    transaction: NullableText,
-    failure_code: NullableText,
-    failure_message: NullableText,
-    source: Type.Union([Type.Literal('api'), Type.Literal('dashboard'), Type.Literal('usage')]),
-    metadata: MetadataOutput,
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-    settled_at: Nullable(Type.Integer()),
-  },
-  { $id: 'SubscriptionCharge' },
-);
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 
@@ -102,8 +75,13 @@ function answer(reply: FastifyReply, result: StartChargeResult) {
 }
 
 const subscriptionChargeRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, config, temporal } = app.deps;
+  createChargeRoute(app);
+  readChargeRoutes(app);
+};
 
+/** POST a charge of the saved card under the caller's Idempotency-Key (required). */
+function createChargeRoute(app: RouteApp): void {
+  const { db, config, temporal } = app.deps;
   app.post(
     '/subscriptions/:id/charges',
     {
@@ -149,7 +127,11 @@ const subscriptionChargeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return answer(reply, result);
     },
   );
+}
 
+/** GET a subscription's charges, and one charge. */
+function readChargeRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/subscriptions/:id/charges',
     {
@@ -187,6 +169,6 @@ const subscriptionChargeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return subscriptionChargeObject(doc);
     },
   );
-};
+}
 
 export default subscriptionChargeRoutes;

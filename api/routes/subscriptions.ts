@@ -6,18 +6,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { findOfferByIdOrSlug } from '../../store/offers';
-import { runSubscriptionAction } from '../../activities/subscriptions';
-import {
-  findSubscription,
-  subscriptionObject,
-  subscriptionsCollection,
-  updateSubscriptionReference,
-  type SubscriptionDoc,
-} from '../../store/subscriptions';
+import { runSubscriptionAction } from '../../services/subscriptions';
+import { findSubscription, subscriptionsCollection, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
 import { ApiError, invalid, notFound } from '../../domain/errors';
 import { encodeMetadata, normalizeMetadata } from '../../domain/metadata';
 import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES, type CancellationReason } from '../../domain/subscriptions';
-import { BILLING_CYCLES } from '../../domain/billing-periods';
 import {
   cancelUpdate,
   changeOfferUpdate,
@@ -26,49 +19,14 @@ import {
   resumeUpdate,
   scheduleCancellationUpdate,
 } from '../../workflows/subscription-messages';
-import { authOf, eventRequestOf } from '../context';
+import type { Db } from 'mongodb';
+import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, MetadataInput, MetadataOutput, Nullable, withErrors } from '../schemas/common';
+import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
+import { subscriptionObject } from '../schemas/subscription';
 
 const NullableText = Nullable(Type.String());
-const NullableInt = Nullable(Type.Integer());
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
-
-export const Subscription = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('subscription'),
-    status: literals(SUBSCRIPTION_STATUSES),
-    customer: NullableText,
-    customer_email: NullableText,
-    offer: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
-    product: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
-    billing_cycle: Nullable(literals(BILLING_CYCLES)),
-    custom_billing_days: NullableInt,
-    currency: NullableText,
-    amount: NullableInt,
-    current_period_start: NullableInt,
-    current_period_end: NullableInt,
-    next_billing_at: NullableInt,
-    trial_start: NullableInt,
-    trial_end: NullableInt,
-    cycles_completed: Type.Integer(),
-    cycle_limit: NullableInt,
-    cancel_at_period_end: Type.Boolean(),
-    canceled_at: NullableInt,
-    ended_at: NullableInt,
-    cancellation_details: Nullable(Type.Object({ reason: NullableText, comment: NullableText, source: Type.String() })),
-    default_payment_method: Nullable(Type.Object({ id: Type.String(), type: Type.Literal('card') })),
-    installments: NullableInt,
-    past_due_details: Nullable(Type.Object({ attempts: Type.Integer(), next_retry_at: NullableInt, since: Type.Integer() })),
-    checkout_session: NullableText,
-    client_reference_id: NullableText,
-    metadata: MetadataOutput,
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'Subscription' },
-);
 
 const SubscriptionRef = Type.Ref('Subscription');
 
@@ -119,21 +77,34 @@ async function emptyBodyAsObject(request: FastifyRequest) {
 }
 
 const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  readSubscriptionRoutes(app);
+  updateSubscriptionRoute(app);
+  cancelSubscriptionRoute(app);
+  pauseResumeRoutes(app);
+  reactivateRoute(app);
+  changeOfferRoute(app);
+};
+
+async function subscriptionOrNotFound(db: Db, storeId: string, id: string): Promise<SubscriptionDoc> {
+  const doc = await findSubscription(db, storeId, id);
+  if (!doc) throw notFound('subscription', id);
+  return doc;
+}
+
+/** Updates are identified by the request's Idempotency-Key when sent, so a retried call is one update. */
+function updateIdOf(request: FastifyRequest, name: string): string | undefined {
+  const key = request.idempotency?.key;
+  return key ? `${name}:${key}` : undefined;
+}
+
+function actionDepsOf(app: RouteApp) {
   const { db, config, temporal } = app.deps;
-  const actionDeps = { db, temporal, taskQueue: config.taskQueue };
+  return { db, temporal, taskQueue: config.taskQueue };
+}
 
-  async function load(storeId: string, id: string): Promise<SubscriptionDoc> {
-    const doc = await findSubscription(db, storeId, id);
-    if (!doc) throw notFound('subscription', id);
-    return doc;
-  }
-
-  /** Updates are identified by the request's Idempotency-Key when sent, so a retried call is one update. */
-  const updateIdOf = (request: FastifyRequest, name: string) => {
-    const key = request.idempotency?.key;
-    return key ? `${name}:${key}` : undefined;
-  };
-
+/** GET the list (customer and status filters) and one subscription. */
+function readSubscriptionRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/subscriptions',
     { schema: { tags: ['subscriptions'], summary: 'List subscriptions', querystring: ListQuery, response: withErrors({ 200: listEnvelope(SubscriptionRef) }) } },
@@ -152,10 +123,15 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { tags: ['subscriptions'], summary: 'Retrieve a subscription', params: IdParams, response: withErrors({ 200: SubscriptionRef }) } },
     async (request) => {
       const { store } = authOf(request);
-      return subscriptionObject(await load(store._id, request.params.id));
+      return subscriptionObject(await subscriptionOrNotFound(db, store._id, request.params.id));
     },
   );
+}
 
+/** POST reference and metadata (saved first), then a scheduled cancellation through the workflow. */
+function updateSubscriptionRoute(app: RouteApp): void {
+  const { db } = app.deps;
+  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id',
     {
@@ -174,7 +150,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw invalid('cancel_at_period_end', 'cancel_at_period_end false is not accepted: use POST /v1/subscriptions/{id}/reactivate to undo a scheduled cancellation.');
       }
       const metadata = body.metadata !== undefined ? encodeMetadata(normalizeMetadata(body.metadata)) : undefined;
-      const current = await load(store._id, request.params.id);
+      const current = await subscriptionOrNotFound(db, store._id, request.params.id);
       // The reference and metadata are saved first and stay saved if the scheduling is refused.
       const set: { client_reference_id?: string | null; metadata?: typeof metadata } = {};
       if (body.client_reference_id !== undefined) set.client_reference_id = body.client_reference_id;
@@ -194,7 +170,12 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
     },
   );
+}
 
+/** DELETE: cancel now, through the workflow. */
+function cancelSubscriptionRoute(app: RouteApp): void {
+  const { db } = app.deps;
+  const actionDeps = actionDepsOf(app);
   app.delete(
     '/subscriptions/:id',
     {
@@ -208,7 +189,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await load(store._id, request.params.id);
+      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       return runSubscriptionAction(
         actionDeps,
         doc,
@@ -218,7 +199,12 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
     },
   );
+}
 
+/** POST pause and resume, through the workflow. */
+function pauseResumeRoutes(app: RouteApp): void {
+  const { db } = app.deps;
+  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id/pause',
     {
@@ -227,7 +213,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await load(store._id, request.params.id);
+      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       return runSubscriptionAction(actionDeps, doc, pauseUpdate, { reason: request.body.reason ?? null, request: eventRequestOf(request) }, updateIdOf(request, 'pause'));
     },
   );
@@ -240,11 +226,16 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await load(store._id, request.params.id);
+      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       return runSubscriptionAction(actionDeps, doc, resumeUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'resume'));
     },
   );
+}
 
+/** POST reactivate: undo a scheduled cancellation, or charge a new cycle for an ended subscription. */
+function reactivateRoute(app: RouteApp): void {
+  const { db } = app.deps;
+  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id/reactivate',
     {
@@ -259,11 +250,16 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await load(store._id, request.params.id);
+      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       return runSubscriptionAction(actionDeps, doc, reactivateUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'reactivate'));
     },
   );
+}
 
+/** POST change_offer: another offer (by ofr_ id only) from the next renewal. */
+function changeOfferRoute(app: RouteApp): void {
+  const { db } = app.deps;
+  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id/change_offer',
     {
@@ -277,7 +273,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await load(store._id, request.params.id);
+      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       const offerId = request.body.offer;
       // Only an ofr_ id: a slug (or anything else) is an unknown offer.
       const offer = offerId.startsWith('ofr_') ? await findOfferByIdOrSlug(db, store._id, offerId) : null;
@@ -285,6 +281,6 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return runSubscriptionAction(actionDeps, doc, changeOfferUpdate, { offer: offer._id, request: eventRequestOf(request) }, updateIdOf(request, 'change_offer'));
     },
   );
-};
+}
 
 export default subscriptionRoutes;

@@ -3,70 +3,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TIERS_MAX, TIERS_MIN } from '../../domain/pricing';
-import { usageItemObject } from '../../store/usage';
 import { findUsageState } from '../../store/usage';
-import { listSubscriptionUsageItems, putUsageItem, removeUsageItem, subscriptionUsage } from '../../activities/usage';
+import { listSubscriptionUsageItems, putUsageItem, removeUsageItem } from '../../services/usage-items';
+import { subscriptionUsage } from '../../services/usage-periods';
 import { authOf } from '../context';
 import { listEnvelope } from '../pagination';
 import { IdParams, Nullable, withErrors } from '../schemas/common';
-
-const TierSchema = Type.Object({
-  up_to: Nullable(Type.Number()),
-  unit_amount: Type.Number(),
-  flat_amount: Type.Optional(Nullable(Type.Integer())),
-});
-
-export const UsageItem = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('usage_item'),
-    meter: Type.String(),
-    subscription: Type.String(),
-    offer: Nullable(Type.String()),
-    currency: Type.String(),
-    unit_amount: Type.Number(),
-    included_units: Type.Number(),
-    tiers: Nullable(Type.Array(TierSchema)),
-    rounding: Type.Union([Type.Literal('up'), Type.Literal('nearest')]),
-    billing_threshold: Nullable(Type.Integer()),
-    label: Nullable(Type.String()),
-    source: Type.String({ description: 'api for items set through the API; offer for items inherited from the offer.' }),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'UsageItem' },
-);
-
-export const UsagePeriod = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('usage_period'),
-    subscription: Type.String(),
-    status: Type.Union([Type.Literal('open'), Type.Literal('closed')]),
-    close_reason: Nullable(Type.Union([Type.Literal('period_end'), Type.Literal('threshold'), Type.Literal('subscription_ended')])),
-    period_start: Type.Integer(),
-    period_end: Type.Integer(),
-    currency: Type.String(),
-    lines: Type.Array(
-      Type.Object({
-        meter: Type.String(),
-        event_name: Type.String(),
-        quantity: Type.Number(),
-        included: Type.Number(),
-        billable: Type.Number(),
-        unit_amount: Nullable(Type.Number({ description: 'null with tiers (each tier has its own).' })),
-        amount: Type.Integer(),
-      }),
-    ),
-    amount_total: Type.Integer(),
-    charge: Nullable(Type.String()),
-    computed_at: Nullable(Type.Integer()),
-    closed_at: Nullable(Type.Integer()),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'UsagePeriod' },
-);
+import { usageItemObject } from '../schemas/usage-item';
 
 const TierInput = Type.Object(
   {

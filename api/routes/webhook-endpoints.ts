@@ -3,7 +3,6 @@
 // to this endpoint only) and the endpoint's deliveries (status filter, cursors).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import {
   CURRENT_CATALOG,
   EVENT_CATALOGS,
@@ -18,9 +17,7 @@ import {
   deleteDeliveriesOf,
   deleteEndpoint,
   deliveriesCollection,
-  deliveryObject,
   DELIVERY_STATUSES,
-  endpointObject,
   endpointsCollection,
   findEndpoint,
   insertEndpoint,
@@ -32,52 +29,18 @@ import {
 } from '../../store/webhooks';
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
 import { deliverEventTo } from '../../services/webhook-dispatch';
-import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
-import { authOf, eventRequestOf } from '../context';
+import { deliveryClient } from '../../services/delivery-client';
+import type { Db } from 'mongodb';
+import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, OLDEST_FIRST, paginate, PaginationQuery } from '../pagination';
 import { IdParams, Nullable, withErrors } from '../schemas/common';
+import type { CustomerObject } from '../schemas/customer';
+import { deliveryObject } from '../schemas/webhook-delivery';
+import { endpointObject } from '../schemas/webhook-endpoint';
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 const MAX_ENABLED_EVENTS = 100;
 const MAX_DESCRIPTION = 200;
-
-export const WebhookEndpoint = Type.Object(
-  {
-    id: Type.String({ description: 'UUID' }),
-    object: Type.Literal('webhook_endpoint'),
-    url: Type.String(),
-    description: Nullable(Type.String()),
-    enabled_events: Type.Array(Type.String(), { description: 'Types and patterns; [*] for every event of the catalog.' }),
-    api_version: literals(EVENT_CATALOGS),
-    status: literals(['enabled', 'disabled'] as const),
-    disabled_reason: Nullable(Type.String()),
-    consecutive_failures: Type.Integer(),
-    created_via: literals(['dashboard', 'api'] as const),
-    secret: Type.Optional(Type.String({ description: 'whsec_ signing secret: only in the create and rotate_secret responses.' })),
-    livemode: Type.Boolean(),
-    created: Type.Integer(),
-  },
-  { $id: 'WebhookEndpoint' },
-);
-
-export const WebhookDelivery = Type.Object(
-  {
-    id: Type.String({ description: 'UUID' }),
-    object: Type.Literal('webhook_delivery'),
-    event: Type.String(),
-    webhook_endpoint: Type.String(),
-    status: literals(DELIVERY_STATUSES),
-    attempts: Type.Integer(),
-    next_attempt_at: Nullable(Type.Integer()),
-    last_attempt_at: Nullable(Type.Integer()),
-    delivered_at: Nullable(Type.Integer()),
-    last_response_status: Nullable(Type.Integer()),
-    last_error: Nullable(Type.String()),
-    last_duration_ms: Nullable(Type.Integer()),
-    created: Type.Integer(),
-  },
-  { $id: 'WebhookDelivery' },
-);
 
 const fields = {
   url: Type.String({ maxLength: MAX_WEBHOOK_URL_LENGTH, description: 'https:// address of a public host, up to 2000 characters.' }),
@@ -135,14 +98,28 @@ export function checkEnabledEvents(catalog: EventCatalog, entries: string[] | un
 const EndpointRef = Type.Ref('WebhookEndpoint');
 
 const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, config } = app.deps;
-  const hostPolicy = (): HostPolicy => ({ allowedHosts: config.webhookAllowedHosts ?? [], resolver: config.webhookResolver });
-  const requireEndpoint = async (storeId: string, id: string) => {
-    const endpoint = await findEndpoint(db, storeId, id);
-    if (!endpoint) throw notFound('webhook endpoint', id);
-    return endpoint;
-  };
+  endpointListRoutes(app);
+  endpointRoutes(app);
+  deleteEndpointRoute(app);
+  rotateSecretRoute(app);
+  sendTestEventRoute(app);
+  listDeliveriesRoute(app);
+};
 
+function hostPolicyOf(app: RouteApp): HostPolicy {
+  const { config } = app.deps;
+  return { allowedHosts: config.webhookAllowedHosts ?? [], resolver: config.webhookResolver };
+}
+
+async function endpointOrNotFound(db: Db, storeId: string, id: string) {
+  const endpoint = await findEndpoint(db, storeId, id);
+  if (!endpoint) throw notFound('webhook endpoint', id);
+  return endpoint;
+}
+
+/** GET the endpoints (oldest first) and POST a new one (its URL checked against the host policy). */
+function endpointListRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/webhook_endpoints',
     { schema: { tags: ['webhook_endpoints'], summary: 'List webhook endpoints (oldest first)', querystring: ListQuery, response: withErrors({ 200: listEnvelope(EndpointRef) }) } },
@@ -166,7 +143,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const body = request.body;
       const catalog = (body.api_version as EventCatalog | undefined) ?? CURRENT_CATALOG;
       const enabledEvents = checkEnabledEvents(catalog, body.enabled_events);
-      const url = await checkWebhookUrl(body.url, hostPolicy());
+      const url = await checkWebhookUrl(body.url, hostPolicyOf(app));
       const doc = await insertEndpoint(db, {
         storeId: store._id,
         url,
@@ -178,13 +155,17 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return endpointObject(doc, { withSecret: true });
     },
   );
+}
 
+/** GET one endpoint and POST changes to the fields sent. */
+function endpointRoutes(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/webhook_endpoints/:id',
     { schema: { tags: ['webhook_endpoints'], summary: 'Retrieve a webhook endpoint', params: IdParams, response: withErrors({ 200: EndpointRef }) } },
     async (request) => {
       const { store } = authOf(request);
-      return endpointObject(await requireEndpoint(store._id, request.params.id));
+      return endpointObject(await endpointOrNotFound(db, store._id, request.params.id));
     },
   );
 
@@ -201,10 +182,10 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const current = await requireEndpoint(store._id, request.params.id);
+      const current = await endpointOrNotFound(db, store._id, request.params.id);
       const body = request.body;
       const enabledEvents = body.enabled_events !== undefined ? checkEnabledEvents(current.api_version, body.enabled_events) : undefined;
-      const url = body.url !== undefined ? await checkWebhookUrl(body.url, hostPolicy()) : undefined;
+      const url = body.url !== undefined ? await checkWebhookUrl(body.url, hostPolicyOf(app)) : undefined;
       const updated = await updateEndpoint(db, store._id, current._id, {
         url,
         description: body.description,
@@ -215,52 +196,53 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return endpointObject(updated);
     },
   );
+}
 
+/** DELETE an endpoint, its secret and deliveries (open ones cancelled first). */
+function deleteEndpointRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.delete(
     '/webhook_endpoints/:id',
     { schema: { tags: ['webhook_endpoints'], summary: 'Delete a webhook endpoint, its secret and deliveries', params: IdParams, response: withErrors({ 200: Deleted }) } },
     async (request) => {
       const { store } = authOf(request);
-      const endpoint = await requireEndpoint(store._id, request.params.id);
+      const endpoint = await endpointOrNotFound(db, store._id, request.params.id);
       await deleteEndpoint(db, store._id, endpoint._id);
       // Deliveries still to be tried stop now rather than at their next attempt.
       const open = await openDeliveriesOf(db, store._id, endpoint._id);
-      const temporal = app.deps.temporal;
-      if (temporal) {
-        await Promise.all(
-          open.map((delivery) =>
-            temporal.workflow
-              .getHandle(webhookDeliveryWorkflowId(delivery._id))
-              .cancel()
-              .catch((error: unknown) => {
-                if (!(error instanceof WorkflowNotFoundError)) throw error;
-              }),
-          ),
-        );
-      }
+      const deliveries = deliveryClient(app.deps.temporal, app.deps.config.taskQueue);
+      await Promise.all(open.map((delivery) => deliveries.cancel(delivery._id)));
       await deleteDeliveriesOf(db, store._id, endpoint._id);
       return { id: endpoint._id, object: 'webhook_endpoint' as const, deleted: true as const };
     },
   );
+}
 
+/** POST rotate_secret: the old secret signs for 24 more hours. */
+function rotateSecretRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.post(
     '/webhook_endpoints/:id/rotate_secret',
     { schema: { tags: ['webhook_endpoints'], summary: 'Rotate the signing secret (the old one signs for 24 more hours)', params: IdParams, response: withErrors({ 200: EndpointRef }) } },
     async (request) => {
       const { store } = authOf(request);
-      await requireEndpoint(store._id, request.params.id);
+      await endpointOrNotFound(db, store._id, request.params.id);
       const rotated = await rotateEndpointSecret(db, store._id, request.params.id);
       if (!rotated) throw new ApiError('parameter_invalid', 'The secret was rotated by another request at the same time; retry.', { param: 'id' });
       return endpointObject(rotated, { withSecret: true });
     },
   );
+}
 
+/** POST test: a test customer.created event to this endpoint only. */
+function sendTestEventRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.post(
     '/webhook_endpoints/:id/test',
     { schema: { tags: ['webhook_endpoints'], summary: 'Send a test customer.created event to this endpoint only', params: IdParams, response: withErrors({ 200: WebhookTest }) } },
     async (request) => {
       const { store } = authOf(request);
-      const endpoint = await requireEndpoint(store._id, request.params.id);
+      const endpoint = await endpointOrNotFound(db, store._id, request.params.id);
       const now = Date.now();
       const event = await recordEvent(
         db,
@@ -281,7 +263,11 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return { object: 'webhook_test' as const, webhook_endpoint: endpoint._id, event: event._id };
     },
   );
+}
 
+/** GET an endpoint's deliveries (newest first, status filter). */
+function listDeliveriesRoute(app: RouteApp): void {
+  const { db } = app.deps;
   app.get(
     '/webhook_endpoints/:id/deliveries',
     {
@@ -295,7 +281,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const endpoint = await requireEndpoint(store._id, request.params.id);
+      const endpoint = await endpointOrNotFound(db, store._id, request.params.id);
       const { status, ...page } = request.query;
       return paginate(deliveriesCollection(db), {
         storeId: store._id,
@@ -306,10 +292,10 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       });
     },
   );
-};
+}
 
 /** The customer a test event carries: shaped like a real one, marked as a test. */
-function sampleCustomer(country: string, now: number): Record<string, unknown> {
+function sampleCustomer(country: string, now: number): CustomerObject {
   return {
     id: newId('cust', now),
     object: 'customer',

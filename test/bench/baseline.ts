@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     console.log('(c) Temporal workflow starts and completions on the dev server...');
     const client = new Client({ connection });
     const taskQueue = `bench-${randomUUID()}`;
-    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db: mongo.db('bench_worker') });
+    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db: mongo.db('bench_worker'), temporal: client });
     const workflows = await worker.runUntil(async () => [
       await benchWorkflows(client, taskQueue, 'noopWorkflow', 'closed'),
       await benchWorkflows(client, taskQueue, 'pingWorkflow', 'closed'),

@@ -23,7 +23,7 @@ import { createApiKey, createStore } from '../../store/stores';
 import { createOffer, createProduct } from '../../store/catalog';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
-import { createSubscription } from '../../activities/subscriptions';
+import { recordSubscription } from '../../services/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
@@ -92,7 +92,8 @@ async function main(): Promise<void> {
       const { customer } = await insertCustomer(db, newCustomerDoc(store._id, { email: `bench${i}@example.com`, name: 'Bench Buyer' }, {}));
       const saved = await provider.saveCard({ storeId: store._id, customerId: customer._id, card: { number: '4242424242424242' } });
       if (!saved.ok) throw new Error(saved.message);
-      const sub = await createSubscription({ db, provider, temporal: null, taskQueue }, { store, customer, offer, product, paymentMethod: saved.card });
+      // Recorded without their workflows: the bench drives charges only.
+      const sub = await recordSubscription({ db }, { store, customer, offer, product, paymentMethod: saved.card });
       subscriptionIds.push(sub._id);
     }
 

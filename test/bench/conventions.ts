@@ -1,8 +1,8 @@
 // `npm run bench:conventions`: what the convention stack (auth, rate limit, request id, request log,
 // validation, serialization) costs on FerretDB. Authenticated GET /v1/customers/{id} beside a bare
 // Fastify app on the same database whose route makes only the reads the request needs (the key by `_id`,
-// then the customer by `{_id, store_id}`): goal ≥ 80% of its requests/s and p99 ≤ 2× its p99. Also the
-// list of 100 and form-encoded creates. Prints a table, writes results/conventions.json; asserts nothing.
+// then the customer by `_id`, its store compared): goal ≥ 80% of its requests/s and p99 ≤ 2× its p99.
+// Also the list of 100 and form-encoded creates. Prints a table, writes results/conventions.json.
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,22 +10,26 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
+import { Client, Connection } from '@temporalio/client';
 import { MongoClient, type Db } from 'mongodb';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
 import { collections } from '../../store/collections';
 import { ensureIndexes } from '../../store/indexes';
-import { customerObject, newCustomerDoc } from '../../store/customers';
+import { newCustomerDoc } from '../../store/customers';
+import { customerObject } from '../../api/schemas/customer';
 import { apiKeyIdOf, createApiKey, createStore } from '../../store/stores';
 import { parseApiKey } from '../../domain/api-keys';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { startFerretDb } from '../../temporal-dev/servers';
-import { machineInfo, printTable, round, saveResults, type HttpLoadSummary } from './lib';
+import { machineInfo, percentile, printTable, round, saveResults, type HttpLoadSummary } from './lib';
 
 const settings = {
   customers: 10_000,
   connections: 50,
   durationSeconds: Number(process.env.BENCH_SECONDS ?? 10),
+  /** The lookups by id run in alternating slices, so load from other work on the machine falls on each alike. */
+  byIdRounds: Number(process.env.BENCH_ROUNDS ?? 5),
   distinctIds: 1_000,
   warmupSeconds: 2,
   /** A list reads the whole collection on FerretDB v1: a longer run so enough of them complete. */
@@ -72,7 +76,9 @@ async function main() {
 
     // The full API with every convention; limits lifted so the windows are still counted but never refuse.
     const config = { ...loadApiConfig({ LOG_LEVEL: 'silent' }), keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
-    const app = await buildApp({ db, config, temporal: null, provider: createTestConnection({ db }) }, { logger: false });
+    // A client of no server: these routes never reach Temporal.
+    const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
+    const app = await buildApp({ db, config, temporal, provider: createTestConnection({ db }) }, { logger: false });
     const appUrl = await app.listen({ port: 0, host: '127.0.0.1' });
     const auth = { authorization: `Bearer ${key}` };
 
@@ -95,11 +101,15 @@ async function main() {
       });
     const only = process.env.BENCH_ONLY?.split(',');
     const want = (name: string) => !only || only.includes(name);
+    let byIdRounds: Array<Record<string, HttpLoadSummary>> = [];
     if (want('byId')) {
-      results.bareById = await load(bareUrl, idPaths(''), auth);
-      await drain();
-      results.apiById = await load(appUrl, idPaths('/v1'), auth);
-      await drain();
+      const slice = settings.durationSeconds / settings.byIdRounds;
+      byIdRounds = await interleave(settings.byIdRounds, drain, {
+        bareById: () => load(bareUrl, idPaths(''), auth, slice),
+        apiById: () => load(appUrl, idPaths('/v1'), auth, slice),
+        bareStoreInFilter: () => load(bareUrl, idPaths('/store-in-filter'), auth, slice),
+      });
+      Object.assign(results, mergeRounds(byIdRounds));
     }
     if (want('create')) {
       results.apiCreateForm = await benchCreate(appUrl, key);
@@ -146,9 +156,10 @@ async function main() {
     });
     console.log('\nyardstick ("bare") does:', YARDSTICK.does.map((line) => `\n  - ${line}`).join(''));
     console.log('yardstick does not:', YARDSTICK.doesNot.map((line) => `\n  - ${line}`).join(''));
-    printTable(`conventions on FerretDB (${settings.connections} connections, ${settings.durationSeconds} s each; load ${machine.loadAverage1m})`, [
+    printTable(`conventions on FerretDB (${settings.connections} connections, ${settings.durationSeconds} s each, lookups by id in ${settings.byIdRounds} alternating slices; load ${machine.loadAverage1m})`, [
       row('bare GET /customers/{id}', results.bareById),
       row('API  GET /v1/customers/{id}', results.apiById, results.bareById),
+      row('bare, customer by {_id, store_id} (reference)', results.bareStoreInFilter, results.bareById),
       row('bare GET /customers?limit=100', results.bareList100),
       row('API  GET /v1/customers?limit=100', results.apiList100, results.bareList100),
       row('API  POST /v1/customers (form, Idempotency-Key)', results.apiCreateForm),
@@ -156,7 +167,11 @@ async function main() {
     const goals = {
       byIdThroughputPercentOfBare: ratio(results.apiById, results.bareById),
       byIdP99TimesBare: p99Times(results.apiById, results.bareById),
+      /** The throughput ratio in each round: its spread says how far other load on the machine moved the figure. */
+      byIdPercentOfBareByRound: byIdRounds.map((r) => ratio(r.apiById, r.bareById)),
       listThroughputPercentOfBare: ratio(results.apiList100, results.bareList100),
+      /** The same lookup with `{_id, store_id}` as its filter: what that filter costs on this engine. */
+      storeInFilterVsBare: { throughputPercent: ratio(results.bareStoreInFilter, results.bareById), p99Times: p99Times(results.bareStoreInFilter, results.bareById) },
       met: {
         byIdThroughputAtLeast80Percent: ratio(results.apiById, results.bareById) >= 80,
         byIdP99AtMost2xBare: p99Times(results.apiById, results.bareById) <= 2,
@@ -171,6 +186,7 @@ async function main() {
       settings: { ...settings, seedSeconds },
       results,
       listSequential,
+      byIdRounds,
       yardstick: YARDSTICK,
       goals,
     });
@@ -182,12 +198,53 @@ async function main() {
   }
 }
 
+/** Runs each load once per round, in turn, draining after each; the summaries of every round. */
+async function interleave(rounds: number, drain: () => Promise<void>, loads: Record<string, () => Promise<HttpLoadSummary>>) {
+  const out: Array<Record<string, HttpLoadSummary>> = [];
+  for (let i = 0; i < rounds; i++) {
+    const summaries: Record<string, HttpLoadSummary> = {};
+    for (const [name, run] of Object.entries(loads)) {
+      summaries[name] = await run();
+      await drain();
+    }
+    out.push(summaries);
+  }
+  return out;
+}
+
+/** One summary per load over all rounds: throughput over the total time, latency percentiles as the median of the rounds'. */
+function mergeRounds(rounds: Array<Record<string, HttpLoadSummary>>): Record<string, HttpLoadSummary> {
+  const median = (values: number[]) => percentile(values, 50);
+  const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+  const merged: Record<string, HttpLoadSummary> = {};
+  for (const name of Object.keys(rounds[0] ?? {})) {
+    const all = rounds.map((r) => r[name]);
+    const requests = sum(all.map((r) => r.requests));
+    merged[name] = {
+      requestsPerSec: round(requests / sum(all.map((r) => r.durationSeconds))),
+      latencyMs: {
+        p50: median(all.map((r) => r.latencyMs.p50)),
+        p99: median(all.map((r) => r.latencyMs.p99)),
+        mean: round(sum(all.map((r) => r.latencyMs.mean * r.requests)) / requests, 2),
+        max: Math.max(...all.map((r) => r.latencyMs.max)),
+      },
+      requests,
+      non2xx: sum(all.map((r) => r.non2xx)),
+      errors: sum(all.map((r) => r.errors)),
+      timeouts: sum(all.map((r) => r.timeouts)),
+      durationSeconds: sum(all.map((r) => r.durationSeconds)),
+      connections: all[0].connections,
+    };
+  }
+  return merged;
+}
+
 /** What the yardstick does and leaves out, printed and saved beside its figures. */
 const YARDSTICK = {
   does: [
     'bare Fastify, no plugins, no schemas, same MongoClient and database as the API',
     'reads the Bearer key text and finds the API key by _id (one findOne)',
-    'finds the customer by {_id, store_id} (one findOne), 404 when absent',
+    "finds the customer by _id (one findOne) and compares its store_id with the key's, 404 otherwise",
     'answers customerObject(doc) as JSON',
   ],
   doesNot: [
@@ -208,6 +265,14 @@ async function startYardstick(db: Db) {
     return parsed ? apiKeys.findOne({ _id: apiKeyIdOf(parsed.keyId) }) : null;
   };
   bare.get<{ Params: { id: string } }>('/customers/:id', async (request, reply) => {
+    const key = await keyOf(request.headers.authorization);
+    if (!key) return reply.code(401).send({ error: 'invalid key' });
+    const doc = await customers.findOne({ _id: request.params.id });
+    if (!doc || doc.store_id !== key.store_id) return reply.code(404).send({ error: 'not found' });
+    return customerObject(doc);
+  });
+  // Reference only: the same lookup with the store in the filter, which the local engine serves by a scan.
+  bare.get<{ Params: { id: string } }>('/store-in-filter/customers/:id', async (request, reply) => {
     const key = await keyOf(request.headers.authorization);
     if (!key) return reply.code(401).send({ error: 'invalid key' });
     const doc = await customers.findOne({ _id: request.params.id, store_id: key.store_id });

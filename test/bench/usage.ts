@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { Client as TemporalClient } from '@temporalio/client';
 import { MongoClient, type Db } from 'mongodb';
 import { freePort, startFerretDb } from '../../temporal-dev/servers';
 import { waitFor } from '../../temporal-dev/wait';
@@ -26,10 +27,12 @@ import { createMeter } from '../../store/meters';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createOffer, createProduct } from '../../store/catalog';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import { createSubscription } from '../../activities/subscriptions';
+import { recordSubscription } from '../../services/subscriptions';
 import { contributionOf, customerKey, insertMeterEvents, meterEventId, meterEventsCollection, type MeterEventDoc } from '../../store/usage';
 import { readRollups, writeBatch } from '../../store/usage-rollups';
-import { createUsageActivities, ingestMeterEvents, putUsageItem } from '../../activities/usage';
+import { createUsageActivities } from '../../activities/usage';
+import { ingestMeterEvents } from '../../services/usage-ingestion';
+import { putUsageItem } from '../../services/usage-items';
 import { periodRollupKey } from '../../domain/usage-periods';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
@@ -48,6 +51,9 @@ const settings = {
     aggregate: process.env.USAGE_BENCH_AGGREGATE !== '0',
   },
 };
+
+/** No Temporal server here: the bench measures the database, so the usage workflow's signals go nowhere. */
+const offlineTemporal = { workflow: { signalWithStart: async () => undefined, start: async () => undefined } } as unknown as TemporalClient;
 
 const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
 
@@ -118,15 +124,12 @@ async function setup(db: Db) {
     prices: [{ currency: 'brl', amount: 4990, default: true }],
   });
   const provider = createTestConnection({ db });
-  const usageDeps = { db, temporal: null, taskQueue: 'bench' };
+  const usageDeps = { db, temporal: offlineTemporal, taskQueue: 'bench' };
   const subscribe = async (i: number) => {
     const { customer } = await insertCustomer(db, newCustomerDoc(store._id, { email: `bench${i}@example.com`, name: 'Bench Buyer', phone: '+5511999990000' }, {}));
     const saved = await provider.saveCard({ storeId: store._id, customerId: customer._id, card: { number: '4242424242424242' } });
     if (!saved.ok) throw new Error(saved.message);
-    const sub = await createSubscription(
-      { db, provider, temporal: null, taskQueue: 'bench' },
-      { store, customer, offer, product, paymentMethod: saved.card, firstPeriodPaid: true },
-    );
+    const sub = await recordSubscription({ db }, { store, customer, offer, product, paymentMethod: saved.card, firstPeriodPaid: true });
     await putUsageItem(usageDeps, store._id, sub._id, { meter: meter._id, unit_amount: 0.25, included_units: 1000 });
     return { customer: customer._id, subscription: sub._id };
   };
@@ -235,7 +238,7 @@ async function ingestionInProcess(db: Db, storeId: string, eventName: string, cl
           payload: { customer_id: client.customer, value: 1 },
         }));
         const t = performance.now();
-        const results = await ingestMeterEvents({ db, temporal: null, taskQueue: 'bench' }, storeId, events, { storedDuplicates: false });
+        const results = await ingestMeterEvents({ db, temporal: offlineTemporal, taskQueue: 'bench' }, storeId, events, { storedDuplicates: false });
         ms.push(performance.now() - t);
         accepted += results.filter((r) => r.status === 'accepted').length;
       }
@@ -248,7 +251,7 @@ async function ingestionInProcess(db: Db, storeId: string, eventName: string, cl
 async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, ferretPort: number) {
   const { events, seedBatch, runs } = settings.recompute;
   const { customer, subscription } = await env.subscribe(1000);
-  const activities = createUsageActivities({ db, temporal: null, taskQueue: 'bench' });
+  const activities = createUsageActivities({ db, temporal: offlineTemporal, taskQueue: 'bench' });
   const now = Math.floor(Date.now() / 1000);
   const prepared = await activities.prepareUsagePeriod({ storeId: env.store._id, subscriptionId: subscription, now });
   if (prepared.kind !== 'open') throw new Error(`no period opened (${prepared.kind})`);

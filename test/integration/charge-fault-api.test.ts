@@ -43,7 +43,7 @@ afterAll(async () => {
 
 it('the API dies mid-request; the retry with the same key on another API returns the same charge, charged once', async () => {
   const catalog = await seedCatalog(mongo.db, store.store._id);
-  const sub = await seedSubscription({ db: mongo.db, temporal: null, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+  const sub = await seedSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
 
   const port = await freePort();
   doomedApi = spawnGroup('doomed-api', `${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {

@@ -45,7 +45,7 @@ afterAll(async () => {
 it('a worker killed between the provider approval and the order write: after a new worker, exactly one charge, order and invoice.paid', async () => {
   const catalog = await seedCatalog(mongo.db, store.store._id);
   // Trialing and without its own workflow: only the charge runs on this task queue.
-  const sub = await seedSubscription({ db: mongo.db, temporal: null, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+  const sub = await seedSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
 
   let output = '';
   doomed = spawnGroup('fault-worker', `${root}node_modules/.bin/tsx`, [`${root}test/support/fault-worker.ts`], {

@@ -40,7 +40,7 @@ async function meter(extra: Record<string, unknown> = {}, key = store.key) {
 const send = (json: unknown, key = store.key) => call(api, key, 'POST', '/v1/billing/meter_events', { json });
 const batch = (events: unknown[], key = store.key) => call(api, key, 'POST', '/v1/billing/meter_events/batch', { json: { events } });
 
-const deps = () => ({ db: mongo.db, temporal: null, taskQueue: 'unused' });
+const deps = () => ({ db: mongo.db, taskQueue: 'unused' });
 
 async function subscriptionWithItem(meterId: string, customer?: Awaited<ReturnType<typeof seedCustomer>>) {
   const { subscription, customer: c } = await seedUsageSubscription(deps(), { store: store.store, offer, customer });

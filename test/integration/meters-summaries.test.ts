@@ -118,7 +118,7 @@ describe('formulas and attachment', () => {
 
   test('attached and unattached events are summed alike', async () => {
     const m = await meter();
-    const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, temporal: null, taskQueue: 'unused' }, { store: store.store, offer });
+    const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue: 'unused' }, { store: store.store, offer });
     await send(m, customer._id, [[D + HOUR, 5]]);
     await call(api, store.key, 'POST', `/v1/subscriptions/${subscription._id}/usage_items`, { json: { meter: m.id, unit_amount: 1 } });
     const attached = await call(api, store.key, 'POST', '/v1/billing/meter_events', { json: { event_name: m.event_name, payload: { customer_id: customer._id, value: 6 } } });

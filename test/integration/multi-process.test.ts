@@ -8,7 +8,7 @@ import { collections } from '../../store/collections';
 import { buildEventDoc, insertEvents, renderEventBody } from '../../store/events';
 import { findUsageState } from '../../store/usage';
 import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, findDelivery, insertDeliveries, newDeliveryDoc } from '../../store/webhooks';
-import { usageRoutineScheduleId } from '../../activities/usage';
+import { usageRoutineScheduleId } from '../../services/usage-routine';
 import { eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
 import { MAX_ATTEMPTS } from '../../domain/webhook-retry';
 import { usageWorkflowId } from '../../workflows/usage-periods-messages';
@@ -225,7 +225,7 @@ it('5,000 meter events (1,000 repeated identifiers) sent in concurrent batches o
   const { store, key } = await createTestStore(mongo.db);
   const meter = (await call(apis[0], key, 'POST', '/v1/billing/meters', { json: { display_name: 'API requests', event_name: 'api.requests' } })).body;
   const offer = await seedUsageOffer(mongo.db, store._id);
-  const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, temporal: null, taskQueue }, { store, offer });
+  const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store, offer });
   const item = await call(apis[1], key, 'POST', `/v1/subscriptions/${subscription._id}/usage_items`, { json: { meter: meter.id, unit_amount: 1 } });
   expect(item.status).toBe(201);
   workflowIds.push(usageWorkflowId(subscription._id));

@@ -41,7 +41,7 @@ afterAll(async () => {
 /** Every route the route modules register, as the document names it (`/v1/customers/{id}`). */
 async function registeredRoutes(): Promise<string[]> {
   const app = Fastify();
-  app.decorate('deps', { db: mongo.db, config: api.config, temporal: null, provider: createTestConnection({ db: mongo.db }) });
+  app.decorate('deps', { db: mongo.db, config: api.config, temporal: api.app.deps.temporal, provider: createTestConnection({ db: mongo.db }) });
   app.addSchema(ErrorResponse);
   for (const schema of componentSchemas) app.addSchema(schema);
   const found: string[] = [];

@@ -3,6 +3,7 @@
 // (402 with the charge), in review settled by the provider notice (admin CLI), refused before the
 // card (recorded under the key), permanent keys (replay after Temporal forgot the run), concurrent
 // requests under one key, and the charge reads.
+import { Client, Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestWorker } from '../support/worker';
@@ -12,11 +13,11 @@ import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
 import { runAdmin } from '../../admin/cli';
-import { startCharge } from '../../activities/charges';
+import { startCharge } from '../../services/charges';
 import { requestFingerprint } from '../../api/plugins/idempotency';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
 import { insertEndpoint } from '../../store/webhooks';
-import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
+import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { recordHistory } from '../support/histories';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
@@ -305,7 +306,8 @@ describe('approved', () => {
     expect(first.status).toBe(201);
     const path = `/v1/subscriptions/${sub._id}/charges`;
     const replay = await startCharge(
-      { db: mongo.db, temporal: null, taskQueue },
+      // A client of no server: the answer must come from MongoDB alone.
+      { db: mongo.db, temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }), taskQueue },
       {
         storeId: store.store._id,
         subscriptionId: sub._id,

@@ -9,7 +9,7 @@ import { collections } from '../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { insertEndpoint } from '../../store/webhooks';
-import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../activities/subscriptions';
+import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { runAdmin } from '../../admin/cli';
 import { subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';

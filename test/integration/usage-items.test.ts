@@ -33,7 +33,7 @@ async function meter(key = store.key) {
 }
 
 async function subscription(currency?: string) {
-  return (await seedUsageSubscription({ db: mongo.db, temporal: null, taskQueue: 'unused' }, { store: store.store, offer, currency })).subscription;
+  return (await seedUsageSubscription({ db: mongo.db, taskQueue: 'unused' }, { store: store.store, offer, currency })).subscription;
 }
 
 const post = (subId: string, json: unknown, key = store.key) => call(api, key, 'POST', `/v1/subscriptions/${subId}/usage_items`, { json });

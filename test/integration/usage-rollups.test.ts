@@ -5,7 +5,7 @@
 // batch holds up no other; concurrent ingestions of overlapping batches with repeated identifiers
 // count each distinct event once; concurrent additions to a customer's subscriptions all land.
 import { MongoClient, type Db } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, onTestFinished, test, vi } from 'vitest';
 import {
   journalsCollection,
   readRollups,
@@ -19,10 +19,11 @@ import {
 } from '../../store/usage-rollups';
 import { createMeter } from '../../store/meters';
 import { addCustomerSubscription, customerKey, customerSubscriptions, meterEventsCollection } from '../../store/usage';
-import { ingestMeterEvents, putUsageItem } from '../../activities/usage';
+import { ingestMeterEvents } from '../../services/usage-ingestion';
+import { putUsageItem } from '../../services/usage-items';
 import { DAY, dayRollupKey, periodRollupKey, windowStart } from '../../domain/usage-periods';
 import { createTestStore } from '../support/api';
-import { testMongo, waitFor, type TestMongo } from '../support/env';
+import { lazyTestClient, testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { seedCustomer, seedUsageOffer, seedUsageSubscription } from '../support/usage';
 
 let mongo: TestMongo;
@@ -176,8 +177,10 @@ describe('ingestion from several processes', () => {
     const { store } = await createTestStore(mongo.db);
     const offer = await seedUsageOffer(mongo.db, store._id);
     const meter = await createMeter(mongo.db, { storeId: store._id, displayName: 'Images', eventName: 'images.concurrent' });
-    const deps = { db: mongo.db, temporal: null, taskQueue: 'unused' };
-    const { subscription, customer } = await seedUsageSubscription(deps, { store, offer, now: Date.now() - 60 * 60_000 });
+    const lazy = lazyTestClient();
+    onTestFinished(() => lazy.close());
+    const deps = { db: mongo.db, temporal: lazy.client, taskQueue: uniqueTaskQueue('unpolled') };
+    const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue: deps.taskQueue }, { store, offer, now: Date.now() - 60 * 60_000 });
     await putUsageItem(deps, store._id, subscription._id, { meter: meter._id, unit_amount: 1 });
     const timestamp = Math.floor(Date.now() / 1000) - 60;
     const event = (k: number) => ({ event_name: meter.event_name, identifier: `e${k}`, timestamp, payload: { customer_id: customer._id, value: k } });

@@ -11,7 +11,10 @@ import { addOfferUsageRow } from '../../store/catalog';
 import type { OfferDoc } from '../../store/collections';
 import { customerKey, findUsageState } from '../../store/usage';
 import { JOURNAL_LEASE_MS, journalsCollection, type JournalDoc } from '../../store/usage-rollups';
-import { createUsageActivities, ensureUsageForSubscription, putUsageItem, runUsageRoutine } from '../../activities/usage';
+import { createUsageActivities } from '../../activities/usage';
+import { ensureUsageForSubscription } from '../../services/usage-shared';
+import { putUsageItem } from '../../services/usage-items';
+import { runUsageRoutine } from '../../services/usage-routine';
 import { CLOSE_GRACE_SECONDS } from '../../domain/usage-periods';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
@@ -57,7 +60,7 @@ async function meter(extra: Record<string, unknown> = {}) {
 
 /** An active subscription (its first period paid, its own workflow not started: nothing renews here). */
 async function subscription(customer?: Parameters<typeof seedUsageSubscription>[1]['customer']) {
-  return seedUsageSubscription({ db: mongo.db, temporal: null, taskQueue }, { store: store.store, offer, customer });
+  return seedUsageSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer, customer });
 }
 
 const openPeriod = (subId: string) =>
@@ -193,7 +196,7 @@ describe('offer inheritance', () => {
     await addOfferUsageRow(mongo.db, store.store._id, usageOffer._id, { ...row, meter: m1.id, currency: 'usd', unit_amount: 1 });
     await addOfferUsageRow(mongo.db, store.store._id, usageOffer._id, { ...row, meter: m2.id, currency: 'brl', unit_amount: 5 });
     const { subscription: usd } = await seedUsageSubscription(
-      { db: mongo.db, temporal: null, taskQueue },
+      { db: mongo.db, taskQueue },
       { store: store.store, offer: usageOffer, currency: 'usd', now: Date.now() - 120_000 },
     );
     // An item set through the API before the routine ran is kept as it is.
@@ -231,8 +234,8 @@ describe('offer inheritance', () => {
       label: null,
     });
     const deps = { db: mongo.db, temporal: temporal.client, taskQueue };
-    const { subscription: withoutRows } = await seedUsageSubscription({ ...deps, temporal: null }, { store: store.store, offer: plain });
-    const { subscription: withRows } = await seedUsageSubscription({ ...deps, temporal: null }, { store: store.store, offer: metered });
+    const { subscription: withoutRows } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: plain });
+    const { subscription: withRows } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: metered });
     expect(await ensureUsageForSubscription(deps, withoutRows)).toBe(false);
     expect(await ensureUsageForSubscription(deps, withRows)).toBe(true);
     await openPeriod(withRows._id);
@@ -247,11 +250,11 @@ describe('closing a period', () => {
     const m = await meter();
     const nowMs = Date.now();
     const { subscription: sub, customer } = await seedUsageSubscription(
-      { db: mongo.db, temporal: null, taskQueue },
+      { db: mongo.db, taskQueue },
       { store: store.store, offer, now: nowMs - 2 * 60 * 60_000 },
     );
-    // No workflow here: the activities run by hand, as the workflow would.
-    const deps = { db: mongo.db, temporal: null, taskQueue };
+    // No workflow here: the activities run by hand, as the workflow would (what they start goes to a queue nobody polls).
+    const deps = { db: mongo.db, temporal: temporal.client, taskQueue: uniqueTaskQueue('unpolled') };
     const usage = createUsageActivities(deps);
     await putUsageItem(deps, store.store._id, sub._id, { meter: m.id, unit_amount: 1 }, nowMs);
     const prepared = await usage.prepareUsagePeriod({ storeId: store.store._id, subscriptionId: sub._id, now: Math.floor(nowMs / 1000) });

@@ -25,6 +25,7 @@ test('pingWorkflow returns pong from the ping activity', async () => {
     namespace: temporal.namespace,
     taskQueue,
     db: mongo.db,
+    temporal: temporal.client,
   });
 
   const result = await worker.runUntil(

@@ -11,6 +11,7 @@ import { createApiKey, createStore } from '../../store/stores';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import { freePort } from '../../temporal-dev/servers';
+import { lazyTestClient, uniqueTaskQueue } from './env';
 
 export interface TestApi {
   app: FastifyInstance;
@@ -22,7 +23,8 @@ export interface TestApi {
 
 export async function startTestApi(options: {
   db: Db;
-  temporal?: Client | null;
+  /** Without one, a lazy client of the shared dev server and an unpolled task queue: nothing started runs. */
+  temporal?: Client;
   taskQueue?: string;
   provider?: PaymentProvider;
   config?: Partial<ApiConfig>;
@@ -35,13 +37,13 @@ export async function startTestApi(options: {
     ...base,
     // Tests simulate many client addresses through X-Forwarded-For.
     trustProxy: true,
-    taskQueue: options.taskQueue ?? base.taskQueue,
+    taskQueue: options.taskQueue ?? (options.temporal ? base.taskQueue : uniqueTaskQueue('unpolled')),
     ...options.config,
   };
-  const app = await buildApp(
-    { db: options.db, config, temporal: options.temporal ?? null, provider: options.provider ?? createTestConnection({ db: options.db }) },
-    { logger: false },
-  );
+  const lazy = options.temporal ? null : lazyTestClient();
+  const temporal = options.temporal ?? lazy!.client;
+  const app = await buildApp({ db: options.db, config, temporal, provider: options.provider ?? createTestConnection({ db: options.db }) }, { logger: false });
+  if (lazy) app.addHook('onClose', () => lazy.close());
   await app.listen({ port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   return { app, url, config, close: () => app.close() };

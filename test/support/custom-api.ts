@@ -8,6 +8,7 @@ import { ensureIndexes } from '../../store/indexes';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { freePort } from '../../temporal-dev/servers';
 import type { TestApi } from './api';
+import { lazyTestClient, uniqueTaskQueue } from './env';
 
 export async function startApiWithRoutes(options: {
   db: Db;
@@ -19,8 +20,11 @@ export async function startApiWithRoutes(options: {
   await ensureIndexes(options.db);
   const port = await freePort();
   const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
-  const config: ApiConfig = { ...base, trustProxy: true, ...options.config };
-  const app = await buildApp({ db: options.db, config, temporal: null, provider: createTestConnection({ db: options.db }) }, { logger: false });
+  const config: ApiConfig = { ...base, trustProxy: true, taskQueue: uniqueTaskQueue('unpolled'), ...options.config };
+  // No workflow runs behind these routes: a lazy client, on a queue nobody polls.
+  const lazy = lazyTestClient();
+  const app = await buildApp({ db: options.db, config, temporal: lazy.client, provider: createTestConnection({ db: options.db }) }, { logger: false });
+  app.addHook('onClose', () => lazy.close());
   await app.register(async (v1) => options.routes(v1), { prefix: '/v1' });
   if (options.pages) await app.register(async (root) => options.pages!(root));
   await app.listen({ port, host: '127.0.0.1' });

@@ -87,3 +87,12 @@ export async function testTemporal(): Promise<TestTemporal> {
 export function uniqueTaskQueue(name: string): string {
   return `${name}-${shortId()}`;
 }
+
+/**
+ * A client of the shared dev server that connects only when first used: for suites that run no
+ * workflow but whose API or services need a real client (what they start, on an unpolled queue, never runs).
+ */
+export function lazyTestClient(): { client: Client; close(): Promise<void> } {
+  const connection = Connection.lazy({ address: inject('temporalAddress') });
+  return { client: new Client({ connection, namespace: testNamespace }), close: () => connection.close() };
+}

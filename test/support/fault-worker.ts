@@ -2,6 +2,7 @@
 // no cleanup) right after the provider approved a saved-card charge: the moment between the money
 // being taken and the order being written. Configured by environment: MONGODB_URI, MONGODB_DB,
 // TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE. Prints "ready" once polling.
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { MongoClient } from 'mongodb';
 import { createTestConnection } from '../../adapters/provider/test-connection';
@@ -23,10 +24,12 @@ const dyingProvider: PaymentProvider = {
   },
 };
 const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+const temporal = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
 const worker = await createBillingWorker({
   connection,
   taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
   db,
+  temporal,
   activityDeps: { provider: dyingProvider },
 });
 const running = worker.run();

@@ -8,7 +8,7 @@ import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
-import { createSubscription } from '../../activities/subscriptions';
+import { createSubscription, recordSubscription } from '../../services/subscriptions';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 
 export interface TestCatalog {
@@ -61,7 +61,8 @@ let customerSeq = 0;
 
 export interface SubscriptionFixtureDeps {
   db: Db;
-  temporal: Client | null;
+  /** Starts the subscription's workflow when given. */
+  temporal?: Client;
   taskQueue: string;
   provider?: PaymentProvider;
 }
@@ -83,8 +84,7 @@ export async function seedSubscription(
     if (!saved.ok) throw new Error(saved.message);
     card = saved.card;
   }
-  return createSubscription(
-    { db: deps.db, provider, temporal: deps.temporal, taskQueue: deps.taskQueue },
-    { store: input.store, customer, offer: input.offer, product: input.product, currency: input.currency, paymentMethod: card, now: input.now },
-  );
+  const subscription = { store: input.store, customer, offer: input.offer, product: input.product, currency: input.currency, paymentMethod: card, now: input.now };
+  if (!deps.temporal) return recordSubscription({ db: deps.db }, subscription);
+  return createSubscription({ db: deps.db, provider, temporal: deps.temporal, taskQueue: deps.taskQueue }, subscription);
 }

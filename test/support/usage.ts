@@ -7,7 +7,7 @@ import { createOffer, createProduct } from '../../store/catalog';
 import type { OfferDoc, StoreDoc } from '../../store/collections';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import { createSubscription } from '../../activities/subscriptions';
+import { createSubscription, recordSubscription } from '../../services/subscriptions';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 import type { CustomerDoc } from '../../store/collections';
 
@@ -50,7 +50,7 @@ export interface UsageSubscriptionInput {
 
 /** A subscription with its first period paid from `now`; its workflow starts when `temporal` is given. */
 export async function seedUsageSubscription(
-  deps: { db: Db; temporal: Client | null; taskQueue: string },
+  deps: { db: Db; temporal?: Client; taskQueue: string },
   input: UsageSubscriptionInput,
 ): Promise<{ subscription: SubscriptionDoc; customer: CustomerDoc }> {
   const provider = createTestConnection({ db: deps.db });
@@ -62,18 +62,18 @@ export async function seedUsageSubscription(
     card = saved.card;
   }
   const product = { _id: input.offer.product_id, store_id: input.store._id, name: 'Image API', description: null, family: 'platform', active: true, created: 0 };
-  const subscription = await createSubscription(
-    { db: deps.db, provider, temporal: deps.temporal, taskQueue: deps.taskQueue },
-    {
-      store: input.store,
-      customer,
-      offer: input.offer,
-      product,
-      currency: input.currency,
-      paymentMethod: card,
-      now: input.now,
-      firstPeriodPaid: input.firstPeriodPaid ?? true,
-    },
-  );
+  const fields = {
+    store: input.store,
+    customer,
+    offer: input.offer,
+    product,
+    currency: input.currency,
+    paymentMethod: card,
+    now: input.now,
+    firstPeriodPaid: input.firstPeriodPaid ?? true,
+  };
+  const subscription = deps.temporal
+    ? await createSubscription({ db: deps.db, provider, temporal: deps.temporal, taskQueue: deps.taskQueue }, fields)
+    : await recordSubscription({ db: deps.db }, fields);
   return { subscription, customer };
 }

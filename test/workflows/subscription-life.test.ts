@@ -17,7 +17,7 @@ import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
-import { paymentMethodOf } from '../../activities/subscriptions';
+import { paymentMethodOf } from '../../services/subscriptions';
 import { addMonths, periodEnd } from '../../domain/billing-periods';
 import {
   changePaymentMethodUpdate,

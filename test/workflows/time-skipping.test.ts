@@ -26,7 +26,7 @@ afterAll(async () => {
 
 test('sleepWorkflow sleeping one day completes in under one second of wall time', async () => {
   const taskQueue = uniqueTaskQueue('time-skipping');
-  const worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db });
+  const worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db, temporal: env.client });
   const sleepFor = (ms: number, name: string) =>
     env.client.workflow.execute<typeof sleepWorkflow>('sleepWorkflow', { taskQueue, workflowId: `${name}-${taskQueue}`, args: [ms] });
 

@@ -1,0 +1,74 @@
+// The one way to reach a charge's workflow: start it, or attach to the running one, with the
+// outcome update (update-with-start) and wait for the provider's answer, up to a limit. Ids and
+// messages come from workflows/charge-messages.ts.
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { ApiError } from '../domain/errors';
+import type { SubscriptionDoc } from '../store/subscriptions';
+import { chargeOutcomeUpdate, chargeWorkflowId, type ChargeAnswer, type ChargeWorkflowInput } from '../workflows/charge-messages';
+import { subscriptionSearchAttributes } from './search-attributes';
+
+/** The charge's run has closed (Temporal refuses to run its id again): MongoDB holds the answer. */
+export type ChargeRunClosed = { kind: 'closed'; error: unknown };
+
+export const chargeStillRunning = () =>
+  new ApiError('idempotency_key_in_use', 'The charge is still being processed. Retry with the same Idempotency-Key to get its result.', {
+    param: 'Idempotency-Key',
+  });
+
+function isAlreadyStarted(error: unknown): boolean {
+  for (let e = error as { name?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.name === 'WorkflowExecutionAlreadyStartedError') return true;
+  }
+  return false;
+}
+
+/** Rejects with 409 idempotency_key_in_use past `maxWaitMs` (no limit when absent). */
+async function withinWait<T>(waiting: Promise<T>, maxWaitMs: number | undefined): Promise<T> {
+  if (maxWaitMs === undefined) return waiting;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      waiting,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(chargeStillRunning()), maxWaitMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function chargeClient(temporal: Client, taskQueue: string) {
+  /**
+   * Starts the charge (or attaches to its running workflow) and waits for its outcome. A closed run
+   * answers `closed`: requests under one key attach to the running charge, a finished one never runs again.
+   */
+  async function start(
+    input: ChargeWorkflowInput,
+    subscription: Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>,
+    maxWaitMs?: number,
+  ): Promise<ChargeAnswer | ChargeRunClosed> {
+    try {
+      const waiting = temporal.workflow.executeUpdateWithStart(chargeOutcomeUpdate, {
+        args: [{ fingerprint: input.fingerprint, requestId: input.requestId }],
+        startWorkflowOperation: new WithStartWorkflowOperation('chargeWorkflow', {
+          workflowId: chargeWorkflowId(input.storeId, input.key),
+          taskQueue,
+          args: [input],
+          // MongoDB answers for a closed run, and keeps answering after Temporal's retention drops it.
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: subscriptionSearchAttributes(subscription),
+        }),
+      });
+      // Past the wait limit the update goes on unobserved; its eventual failure is not ours to report.
+      waiting.catch(() => undefined);
+      return await withinWait(waiting, maxWaitMs);
+    } catch (error) {
+      if (error instanceof ApiError || !isAlreadyStarted(error)) throw error;
+      return { kind: 'closed', error };
+    }
+  }
+
+  return { start };
+}

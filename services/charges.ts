@@ -1,0 +1,147 @@
+// One-off subscription charges from the API's side (API, dashboard and usage): the checks in the
+// spec's order, then the charge workflow through its client. A key is permanent: the charge document
+// is unique per (store, key), so a replay answers from MongoDB whatever Temporal still remembers.
+import type { Db } from 'mongodb';
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { ApiError, notFound } from '../domain/errors';
+import { normalizeCharge, type ChargeLineInput } from '../domain/charges';
+import { newId } from '../domain/ids';
+import { normalizeMetadata } from '../domain/metadata';
+import { stableStringify } from '../domain/stable-json';
+import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
+import { findStore } from '../store/stores';
+import type { StoreDoc } from '../store/collections';
+import { findSubscription, type SubscriptionDoc } from '../store/subscriptions';
+import { findChargeByKey, type ChargeOutcomeKind, type ChargeSource, type SubscriptionChargeDoc } from '../store/subscription-charges';
+import { subscriptionChargeObject, type SubscriptionChargeObject } from '../api/schemas/subscription-charge';
+import type { ChargeWorkflowInput } from '../workflows/charge-messages';
+import { chargeClient } from './charge-client';
+
+export interface StartChargeInput {
+  storeId: string;
+  subscriptionId: string;
+  /** Idempotency-Key, or `usage:<period id>` for usage charges. Permanent. */
+  key: string;
+  amount: number;
+  currency?: string | null;
+  description?: string | null;
+  lines?: ChargeLineInput[] | null;
+  metadata?: unknown;
+  source: ChargeSource;
+  /** Order billing_reason: `manual` for API and dashboard charges, `usage` for usage charges. */
+  billingReason: 'manual' | 'usage' | string;
+  /** Identity of the request under the key; defaults to a hash of the charge's own fields. */
+  fingerprint?: string;
+  request?: { id: string | null; idempotency_key: string | null } | null;
+  /** The store when the caller already has it (the API's authentication); read otherwise. */
+  store?: StoreDoc;
+  /**
+   * How long to wait for the provider's answer; past it the charge goes on and the caller gets
+   * 409 idempotency_key_in_use (retrying with the key later returns the charge). No limit when absent.
+   */
+  maxWaitMs?: number;
+}
+
+export interface StartChargeResult {
+  charge: SubscriptionChargeObject;
+  outcome: ChargeOutcomeKind;
+  /** True when the charge already existed under the key (the answer is a replay). */
+  replayed: boolean;
+  originalRequestId: string | null;
+}
+
+const idempotencyReused = () =>
+  new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different method, path or body.', {
+    param: 'Idempotency-Key',
+  });
+
+function replayOf(doc: SubscriptionChargeDoc, fingerprint: string): StartChargeResult {
+  if (doc.fingerprint !== fingerprint) throw idempotencyReused();
+  return { charge: subscriptionChargeObject(doc), outcome: doc.outcome, replayed: true, originalRequestId: doc.request_id };
+}
+
+/** The request's identity under the key when the caller gives none: a hash of the charge's own fields. */
+function fingerprintOf(input: StartChargeInput): string {
+  if (input.fingerprint !== undefined) return input.fingerprint;
+  const fields = { subscription: input.subscriptionId, amount: input.amount, currency: input.currency ?? null, description: input.description ?? null, lines: input.lines ?? null, metadata: input.metadata ?? null };
+  return createHash('sha256').update(stableStringify(fields)).digest('hex');
+}
+
+/** The refusals before the provider, in the spec's order (the store's plan is checked last, by the caller). */
+function checkChargeable(sub: SubscriptionDoc | null, input: StartChargeInput): asserts sub is SubscriptionDoc {
+  if (!sub) throw notFound('subscription', input.subscriptionId);
+  // Usage rule 6: the usage consumed before a subscription ended is still charged to the saved
+  // card; only one-off charges (API, dashboard) need a chargeable status.
+  if (input.source !== 'usage' && !CHARGEABLE_STATUSES.includes(sub.status)) {
+    throw new ApiError('subscription_not_chargeable', `The subscription is ${sub.status}; only active, trialing and past_due subscriptions accept charges.`);
+  }
+  if (!sub.default_payment_method) {
+    throw new ApiError('no_payment_method', 'The subscription has no saved card (it pays by PIX or similar).');
+  }
+  if (!sub.default_payment_method.chargeable) {
+    throw new ApiError('payment_method_not_chargeable', 'The saved card is held by a provider that does not accept charges without the customer present.');
+  }
+}
+
+async function requireActiveStore(db: Db, input: StartChargeInput): Promise<void> {
+  const store = input.store ?? (await findStore(db, input.storeId));
+  if (!store || store.plan_overdue) {
+    throw new ApiError('project_inactive', "The store's own plan payment is overdue: charges are blocked until it is paid.");
+  }
+}
+
+function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string): ChargeWorkflowInput {
+  const charge = normalizeCharge({ amount: input.amount, currency: input.currency, description: input.description, lines: input.lines }, sub.currency);
+  const metadata = normalizeMetadata(input.metadata);
+  return {
+    chargeId: newId('sch'),
+    storeId: input.storeId,
+    subscriptionId: sub._id,
+    customerId: sub.customer,
+    subscription: {
+      paymentMethodId: sub.default_payment_method!.id,
+      customerEmail: sub.customer_email,
+      offerId: sub.offer.id,
+      productId: sub.product.id,
+      clientReferenceId: sub.client_reference_id,
+    },
+    key: input.key,
+    fingerprint,
+    amount: charge.amount,
+    currency: charge.currency,
+    description: charge.description,
+    lines: charge.lines,
+    metadata,
+    source: input.source,
+    billingReason: input.billingReason,
+    createdAt: Date.now(),
+    requestId: input.request?.id ?? null,
+    idempotencyKey: input.request?.idempotency_key ?? null,
+  };
+}
+
+/**
+ * Charges a subscription's saved card once per key. Throws ApiError for every refusal before the
+ * provider (in the spec's order); returns the charge (new, attached to a running one, or replayed)
+ * otherwise, declines and provider refusals included: the caller maps the outcome to HTTP.
+ */
+export async function startCharge(deps: { db: Db; temporal: Client; taskQueue: string }, input: StartChargeInput): Promise<StartChargeResult> {
+  const { db } = deps;
+  const fingerprint = fingerprintOf(input);
+  // A key is permanent: whatever happened since, it answers with its charge.
+  const [existing, sub] = await Promise.all([findChargeByKey(db, input.storeId, input.key), findSubscription(db, input.storeId, input.subscriptionId)]);
+  if (existing) return replayOf(existing, fingerprint);
+  checkChargeable(sub, input);
+  const workflowInput = chargeWorkflowInput(input, sub, fingerprint);
+  await requireActiveStore(db, input);
+
+  const answer = await chargeClient(deps.temporal, deps.taskQueue).start(workflowInput, sub, input.maxWaitMs);
+  if (answer.kind === 'closed') {
+    const done = await findChargeByKey(db, input.storeId, input.key);
+    if (!done) throw answer.error;
+    return replayOf(done, fingerprint);
+  }
+  if (answer.kind === 'reused') throw idempotencyReused();
+  return { charge: answer.charge, outcome: answer.outcome, replayed: answer.replayed, originalRequestId: answer.originalRequestId };
+}

@@ -1,0 +1,181 @@
+// What the checkout session workflow does to the world: complete, expire and settle the session
+// (conditional single-document writes, harmless when retried), write its order once (insert by the
+// id the page chose), emit its events, and hand a paid recurring purchase to the subscriptions area.
+import type { Db } from 'mongodb';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  findCheckoutSession,
+  markSessionComplete,
+  markSessionExpired,
+  markSessionSettled,
+  recordSessionDecline,
+  type CheckoutSessionDoc,
+} from '../store/checkout-sessions';
+import { checkoutSessionObject, type CheckoutSessionObject } from '../api/schemas/checkout-session';
+import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../store/orders';
+import type { PaymentProvider } from '../adapters/provider/types';
+import type { PaymentResultInput } from '../workflows/checkout-session-messages';
+import { startsWithTrial } from '../domain/checkout';
+import { emitEventOnce } from './emit-once';
+import type { EventDeps } from './events';
+import { emitOrderEvent } from './order-events';
+
+export interface CheckoutCompletionDeps extends EventDeps {
+  provider: PaymentProvider;
+}
+
+export interface CompleteSessionInput {
+  storeId: string;
+  sessionId: string;
+  result: PaymentResultInput;
+  paymentStatus: 'paid' | 'pending';
+  completedAt: number;
+}
+
+export interface SettleSessionInput {
+  storeId: string;
+  sessionId: string;
+  outcome: 'paid' | 'refused' | 'expired';
+  settledAt: number;
+}
+
+export async function sessionOrFail(deps: { db: Db }, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
+  const doc = await findCheckoutSession(deps.db, storeId, sessionId);
+  if (!doc) throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} not found in store ${storeId}`, 'session_missing');
+  return doc;
+}
+
+export function checkoutOrderDoc(
+  session: CheckoutSessionDoc,
+  result: PaymentResultInput,
+  paymentStatus: 'paid' | 'pending',
+  completedAt: number,
+  livemode: boolean,
+): OrderDoc {
+  const { amounts, outcome } = result;
+  const transactionId = 'transactionId' in outcome ? outcome.transactionId : null;
+  return {
+    _id: result.orderId,
+    store_id: session.store_id,
+    status: paymentStatus === 'paid' ? 'paid' : 'pending',
+    paid_at: paymentStatus === 'paid' ? completedAt : null,
+    currency: amounts.currency,
+    amount_subtotal: amounts.amount_subtotal,
+    amount_discount: amounts.amount_discount,
+    amount_total: amounts.amount_total,
+    billing_reason: 'purchase',
+    order_type: 'checkout',
+    recurrence: session.offer.type === 'recurring' ? 'scheduled' : 'one_off',
+    subscription: null,
+    customer: result.customerId,
+    customer_email: result.customerEmail,
+    offer: session.offer.id,
+    product: session.offer.product_id,
+    items: [
+      {
+        kind: 'product',
+        description: session.offer.name,
+        quantity: amounts.quantity,
+        unit_amount: amounts.unit_amount,
+        amount: amounts.unit_amount * amounts.quantity,
+      },
+    ],
+    payment_method_type: result.method,
+    installments: result.method === 'card' ? result.installments : null,
+    external_order_id: transactionId,
+    status_source: 'provider',
+    client_reference_id: session.client_reference_id,
+    checkout_session: session._id,
+    coupon: session.coupon?.code ?? null,
+    metadata: session.metadata,
+    livemode,
+    created: completedAt,
+  };
+}
+
+function paymentOf(result: PaymentResultInput) {
+  const { outcome } = result;
+  return {
+    method: result.method,
+    transaction_id: 'transactionId' in outcome ? outcome.transactionId : null,
+    installments: result.method === 'card' ? result.installments : null,
+    currency: result.amounts.currency,
+    amount_total: result.amounts.amount_total,
+    pix_code: outcome.status === 'pix_pending' ? outcome.pixCode : null,
+    pix_expires_at: outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null,
+    saved_card: result.savedCard,
+  };
+}
+
+/** open -> complete with its order (pending for PIX and review); repeatable. */
+export async function completeCheckoutSession(
+  deps: CheckoutCompletionDeps,
+  input: CompleteSessionInput,
+): Promise<{ order: string | null; session: CheckoutSessionObject }> {
+  const { storeId, sessionId, result, paymentStatus, completedAt } = input;
+  const session = await sessionOrFail(deps, storeId, sessionId);
+  const withOrder = !startsWithTrial(session.offer);
+  if (withOrder) await insertOrderOnce(deps.db, checkoutOrderDoc(session, result, paymentStatus, completedAt, deps.provider.livemode));
+  const updated = await markSessionComplete(deps.db, storeId, sessionId, {
+    payment_status: paymentStatus,
+    customer: result.customerId,
+    customer_email: result.customerEmail,
+    order: withOrder ? result.orderId : null,
+    completed_at: completedAt,
+    payment: paymentOf(result),
+  });
+  if (updated) return { order: updated.order, session: checkoutSessionObject(updated) };
+  // Already applied by an earlier try of this activity; anything else breaks the one-writer rule.
+  const current = await sessionOrFail(deps, storeId, sessionId);
+  if (current.status === 'complete' && current.completed_at === completedAt) {
+    return { order: current.order, session: checkoutSessionObject(current) };
+  }
+  throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} is ${current.status}; cannot complete it`, 'session_not_open');
+}
+
+/** open -> expired; repeatable. */
+export async function markCheckoutSessionExpired(deps: { db: Db }, input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
+  const updated = await markSessionExpired(deps.db, input.storeId, input.sessionId);
+  if (updated) return checkoutSessionObject(updated);
+  const current = await sessionOrFail(deps, input.storeId, input.sessionId);
+  if (current.status === 'expired') return checkoutSessionObject(current);
+  throw ApplicationFailure.nonRetryable(`checkout session ${input.sessionId} is ${current.status}; cannot expire it`, 'session_not_open');
+}
+
+/** A declined attempt: shown on the page, the session stays open. */
+export async function recordCheckoutDecline(deps: { db: Db }, input: { storeId: string; sessionId: string; error: { code: string; message: string } }): Promise<void> {
+  await recordSessionDecline(deps.db, input.storeId, input.sessionId, input.error);
+}
+
+/** complete/pending -> paid or unpaid, and its order with it; repeatable. */
+export async function settleCheckoutSession(deps: { db: Db }, input: SettleSessionInput): Promise<CheckoutSessionObject> {
+  const { storeId, sessionId, outcome, settledAt } = input;
+  const session = await sessionOrFail(deps, storeId, sessionId);
+  if (session.order) {
+    const status = outcome === 'paid' ? 'paid' : outcome === 'refused' ? 'failed' : 'canceled';
+    await ordersCollection(deps.db).updateOne(
+      { _id: session.order, store_id: storeId, status: 'pending' },
+      { $set: { status, paid_at: outcome === 'paid' ? settledAt : null } },
+    );
+  }
+  const updated = await markSessionSettled(deps.db, storeId, sessionId, outcome === 'paid' ? 'paid' : 'unpaid');
+  return checkoutSessionObject(updated ?? session);
+}
+
+/** One event per session move, once however often this is retried (keyed by session and type). */
+export async function emitCheckoutSessionEvent(deps: EventDeps, input: { storeId: string; sessionId: string; type: string; legacyType: string | null }): Promise<void> {
+  const session = await sessionOrFail(deps, input.storeId, input.sessionId);
+  await emitEventOnce(deps, `${session._id}:${input.type}`, {
+    storeId: input.storeId,
+    type: input.type,
+    object: checkoutSessionObject(session),
+    legacyType: input.legacyType,
+    request: null,
+  });
+}
+
+/** invoice.paid / invoice.payment_failed for the checkout's order, once (the order's status decides which). */
+export async function emitCheckoutOrderEvent(deps: EventDeps, input: { storeId: string; orderId: string }): Promise<void> {
+  const order = await findOrder(deps.db, input.storeId, input.orderId);
+  if (order) await emitOrderEvent(deps, order);
+}

@@ -1,0 +1,57 @@
+// The one way to reach a webhook delivery's workflow: start it once (a delivery runs once unless
+// resent) and resend (signal the running workflow, or start a new run when it has closed). Ids and
+// messages come from workflows/webhook-delivery-messages.ts.
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { WebhookDeliveryDoc } from '../store/webhooks';
+import type { webhookDeliveryWorkflow } from '../workflows/webhook-delivery';
+import { resendSignal, storeIdSearchAttribute, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId } from '../workflows/webhook-delivery-messages';
+
+export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'>;
+
+function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
+  return {
+    workflowId: webhookDeliveryWorkflowId(delivery._id),
+    taskQueue,
+    args: [{ deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend: false }] as Parameters<
+      typeof webhookDeliveryWorkflow
+    >,
+    typedSearchAttributes: [{ key: storeIdSearchAttribute, value: delivery.store_id }],
+  };
+}
+
+export function deliveryClient(temporal: Client, taskQueue: string) {
+  return {
+    /** Starts the delivery's workflow unless its id is running or has run. */
+    async start(delivery: DeliveryRef): Promise<void> {
+      try {
+        await temporal.workflow.start<typeof webhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
+          ...deliveryStart(delivery, taskQueue),
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+    },
+
+    /** Resend: signals the running workflow, or starts a new run (with the signal) when it has closed. */
+    async resend(delivery: DeliveryRef): Promise<void> {
+      await temporal.workflow.signalWithStart<typeof webhookDeliveryWorkflow, []>(WEBHOOK_DELIVERY_WORKFLOW, {
+        ...deliveryStart(delivery, taskQueue),
+        signal: resendSignal,
+        signalArgs: [],
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      });
+    },
+
+    /** Stops a delivery still to be tried (its endpoint was deleted); one already gone is fine. */
+    async cancel(deliveryId: string): Promise<void> {
+      await temporal.workflow
+        .getHandle(webhookDeliveryWorkflowId(deliveryId))
+        .cancel()
+        .catch((error: unknown) => {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        });
+    },
+  };
+}

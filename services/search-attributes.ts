@@ -1,0 +1,16 @@
+// The search attributes every workflow about a subscription carries, so an operator filters the
+// Temporal Web UI by store, customer or subscription (the dev server registers them at start).
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const StoreIdKey = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
+export const CustomerIdKey = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
+export const SubscriptionIdKey = defineSearchAttributeKey('SubscriptionId', SearchAttributeType.KEYWORD);
+
+/** Search attributes of every workflow about one subscription (subscription, charges, usage). */
+export function subscriptionSearchAttributes(doc: { store_id: string; customer: string | null; _id: string }) {
+  return [
+    { key: StoreIdKey, value: doc.store_id },
+    ...(doc.customer ? [{ key: CustomerIdKey, value: doc.customer }] : []),
+    { key: SubscriptionIdKey, value: doc._id },
+  ];
+}

@@ -1,0 +1,60 @@
+// The one way to reach a subscription's workflow: start it (idempotent), run an action on it as an
+// update (restarting a missing workflow once, a refusal becoming 400 provider_error) and the portal's
+// plain updates. Ids and messages come from workflows/subscription-messages.ts.
+import type { Client } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
+import { ApiError } from '../domain/errors';
+import type { SubscriptionObject } from '../api/schemas/subscription';
+import type { SubscriptionDoc } from '../store/subscriptions';
+import { subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
+import { subscriptionSearchAttributes } from './search-attributes';
+
+type SubscriptionRef = Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>;
+
+function causeChain(error: unknown): { name?: string; type?: string; message?: string }[] {
+  const chain: { name?: string; type?: string; message?: string; cause?: unknown }[] = [];
+  for (let e = error as { cause?: unknown } | undefined; e && chain.length < 8; e = e.cause as typeof e) chain.push(e as never);
+  return chain;
+}
+
+export function subscriptionClient(temporal: Client, taskQueue: string) {
+  /** Starts the subscription's workflow; a running one with that id is kept (starting twice is a no-op). */
+  async function start(doc: SubscriptionRef): Promise<void> {
+    const input: SubscriptionWorkflowInput = { storeId: doc.store_id, subscriptionId: doc._id };
+    await temporal.workflow.start('subscriptionWorkflow', {
+      workflowId: subscriptionWorkflowId(doc._id),
+      taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: subscriptionSearchAttributes(doc),
+    });
+  }
+
+  /**
+   * Runs an action and returns the updated subscription object. A refusal by the workflow (the action
+   * does not fit the state) becomes 400 provider_error with its reason. A subscription whose workflow
+   * is not running (never started, or lost) gets it started first: the workflow reads MongoDB.
+   */
+  async function act<A>(doc: SubscriptionRef, update: UpdateDefinition<SubscriptionObject, [A]>, arg: A, updateId?: string): Promise<SubscriptionObject> {
+    const handle = temporal.workflow.getHandle(subscriptionWorkflowId(doc._id));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await handle.executeUpdate(update, { args: [arg], ...(updateId ? { updateId } : {}) });
+      } catch (error) {
+        const chain = causeChain(error);
+        const refusal = chain.find((e) => e.type === 'provider_error');
+        if (refusal) throw new ApiError('provider_error', refusal.message ?? "The action does not fit the subscription's state.");
+        const notRunning = chain.some((e) => e.name === 'WorkflowNotFoundError');
+        if (!notRunning || attempt > 0) throw error;
+        await start(doc);
+      }
+    }
+  }
+
+  /** One update on a running workflow, its failure left to the caller (the portal words it for the buyer). */
+  async function update<A>(subscriptionId: string, definition: UpdateDefinition<SubscriptionObject, [A]>, arg: A): Promise<SubscriptionObject> {
+    return temporal.workflow.getHandle(subscriptionWorkflowId(subscriptionId)).executeUpdate(definition, { args: [arg] });
+  }
+
+  return { start, act, update };
+}

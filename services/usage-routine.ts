@@ -1,0 +1,60 @@
+// The usage routine (a Temporal schedule every 10 minutes): starts the usage workflow of every new
+// subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids.
+import type { Client } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import { collections } from '../store/collections';
+import { subscriptionsCollection } from '../store/subscriptions';
+import { ensureIntervalSchedule } from './schedules';
+import { usageClient } from './usage-client';
+import type { UsageDeps } from './usage-shared';
+
+const routineCursors = (db: Db) => db.collection<{ _id: string; last: string }>('usage_routine');
+
+/** Subscriptions younger than this are left to the next run (their insert may still be in flight). */
+const ROUTINE_LAG_MS = 60_000;
+
+async function offersWithUsage(db: Db): Promise<Set<string>> {
+  const offers = await collections(db).offers.find({}, { projection: { _id: 1, usage: 1 } }).toArray();
+  return new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
+}
+
+export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 'taskQueue'>, nowMs: number): Promise<{ started: number }> {
+  const { db } = deps;
+  const usage = usageClient(deps.temporal, deps.taskQueue);
+  const cursor = await routineCursors(db).findOne({ _id: 'subscriptions' });
+  const withUsage = await offersWithUsage(db);
+  const subs = await subscriptionsCollection(db)
+    .find(cursor ? { _id: { $gt: cursor.last } } : {})
+    .sort({ _id: 1 })
+    .toArray();
+  let started = 0;
+  let last = cursor?.last ?? null;
+  for (const sub of subs) {
+    if (sub.created * 1000 > nowMs - ROUTINE_LAG_MS) break;
+    if (sub.offer && withUsage.has(sub.offer.id)) {
+      await usage.signalRecompute(sub);
+      started++;
+    }
+    last = sub._id;
+  }
+  if (last !== null && last !== cursor?.last) {
+    await routineCursors(db).updateOne({ _id: 'subscriptions' }, { $set: { last } }, { upsert: true });
+  }
+  return { started };
+}
+
+export function usageRoutineScheduleId(taskQueue: string): string {
+  return `usage-routine/${taskQueue}`;
+}
+
+/** The schedule that runs the usage routine every 10 minutes; the worker ensures it at start. */
+export async function ensureUsageRoutineSchedule(client: Client, taskQueue: string, everyMs = 10 * 60_000): Promise<string> {
+  return ensureIntervalSchedule(client, {
+    scheduleId: usageRoutineScheduleId(taskQueue),
+    workflowType: 'usageRoutineWorkflow',
+    workflowId: `usage-routine/${taskQueue}`,
+    taskQueue,
+    everyMs,
+    args: [],
+  });
+}

@@ -1,0 +1,308 @@
+// What one run of the subscription workflow knows (the document's life, version and object, a charge
+// awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
+// and written through activities that compare-and-set the document's version.
+import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { ProviderNotice } from '../adapters/provider/types';
+import type { EventRequest } from '../store/events';
+import type { SubscriptionObject } from '../api/schemas/subscription';
+import * as rules from '../domain/subscriptions';
+import { EarlyNotices } from './lib/early-notices';
+import { Mutex } from './lib/mutex';
+import {
+  ACTION_REFUSED,
+  type CancelInput,
+  type ChangeOfferInput,
+  type PauseInput,
+  type SubscriptionWorkflowInput,
+  type SubscriptionWorkflowState,
+} from './subscription-messages';
+
+// MongoDB reads and writes: quick, retried until they succeed.
+const records = proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+// Provider charges: keyed, so a retry after a timeout asks the provider for the same charge again.
+const payments = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
+});
+
+/** How many notices for transactions not (yet) awaited are kept: enough for a charge in flight plus re-sent stale ones. */
+const EARLY_NOTICES_KEPT = 20;
+
+/** Workflow time in Unix seconds (Date is deterministic inside the workflow sandbox). */
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+function refused(reason: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: ACTION_REFUSED, message: reason, nonRetryable: true });
+}
+
+/** A cycle charge left in review: a renewal (period from periodStart) or the reactivation of an ended subscription. */
+interface AwaitedCharge {
+  transactionId: string;
+  orderId: string;
+  periodStart: number;
+  reactivation: boolean;
+}
+
+type Loaded = NonNullable<Awaited<ReturnType<Activities['loadSubscription']>>>;
+type WithRequest = { request?: EventRequest | null };
+
+export class LiveSubscription {
+  /** Serializes every action and timed step; the load holds it first. */
+  readonly mutex = new Mutex();
+  life: rules.SubscriptionLife = undefined as unknown as rules.SubscriptionLife;
+  version = -1;
+  object: SubscriptionObject = undefined as unknown as SubscriptionObject;
+  /** Set by every write: the main loop recomputes its next step. */
+  changed = false;
+  awaiting: AwaitedCharge | null = null;
+  notice: ProviderNotice | null = null;
+  /** The document was not found: every action is refused. */
+  missing = false;
+  /**
+   * Notices for transactions not awaited, oldest first: a charge's notice can arrive while its activity
+   * runs, and signals are handled before the activity's result in an activation. No charge is in flight
+   * at continueAsNew (it waits for handlers and is skipped while awaiting), so none is carried across it.
+   */
+  private readonly earlyNotices = new EarlyNotices(EARLY_NOTICES_KEPT);
+  private readonly workflowId = workflowInfo().workflowId;
+
+  constructor(private readonly input: SubscriptionWorkflowInput) {}
+
+  /** Reads the document under the mutex, so updates already waiting for this run see the loaded state. */
+  load() {
+    return this.mutex.runExclusive(() => records.loadSubscription(this.input));
+  }
+
+  adopt(loaded: Loaded): void {
+    this.life = loaded.life;
+    this.version = loaded.version;
+    this.object = loaded.object;
+  }
+
+  snapshot(): SubscriptionWorkflowState {
+    const { life, version, awaiting, object } = this;
+    return {
+      loaded: version >= 0,
+      life,
+      version,
+      next: version >= 0 ? rules.nextStep(life) : null,
+      awaitingSettlement: awaiting ? { transactionId: awaiting.transactionId, orderId: awaiting.orderId } : null,
+      object,
+    };
+  }
+
+  // The actions (updates), each decided on the state as it is once the mutex is held.
+  pause({ reason, request }: PauseInput) {
+    return this.action(() => rules.pause(this.life), request, reason ?? null);
+  }
+
+  resume({ request }: WithRequest) {
+    return this.action(() => rules.resume(this.life, nowSeconds()), request);
+  }
+
+  cancel({ reason, comment, source, request }: CancelInput) {
+    return this.action(
+      () => rules.cancelNow(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
+      request,
+      reason ?? null,
+    );
+  }
+
+  scheduleCancellation({ reason, comment, source, request }: CancelInput) {
+    return this.action(
+      () => rules.scheduleCancellation(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
+      request,
+      reason ?? null,
+    );
+  }
+
+  changeOffer({ offer, request }: ChangeOfferInput) {
+    return this.action(async () => {
+      const found = await records.offerTerms({ storeId: this.input.storeId, offerId: offer, currency: this.life.currency });
+      if (!found.ok) return { ok: false, reason: found.reason };
+      return rules.changeOffer(this.life, found.terms);
+    }, request);
+  }
+
+  changePaymentMethod({ payment_method, request }: { payment_method: rules.SubscriptionPaymentMethod } & WithRequest) {
+    return this.action(() => rules.changePaymentMethod(this.life, payment_method, nowSeconds()), request);
+  }
+
+  reactivate({ request }: WithRequest) {
+    return this.mutex.runExclusive(() => this.reactivateNow(request ?? null));
+  }
+
+  /** The provider's notice: taken if its charge is awaited, else kept for a charge whose result is still on its way. */
+  noticeArrived(settled: ProviderNotice): void {
+    if (this.awaiting && settled.transactionId === this.awaiting.transactionId) this.notice = settled;
+    else this.keepEarlyNotice(settled);
+  }
+
+  // The timed steps (the main loop takes the mutex around each).
+  /** A due step, re-decided: an action may have changed the state while the loop waited for the mutex. True when a cycle was paid. */
+  async takeDueStep(): Promise<boolean> {
+    const due = rules.nextStep(this.life);
+    if (due === null || due.at > nowSeconds() || this.awaiting) return false;
+    if (due.kind === 'end') {
+      await this.apply(rules.periodEnded(due.to, due.at), [{ type: 'customer.subscription.deleted' }], {
+        action: due.to === 'canceled' ? 'canceled_at_period_end' : 'expired_cycle_limit',
+        reason: null,
+      });
+      return false;
+    }
+    return this.chargeDue();
+  }
+
+  /** The provider's notice for a renewal in review arrived: settle its order, then the subscription. */
+  async settleAwaited(): Promise<boolean> {
+    const pending = this.awaiting!;
+    const settled = this.notice!;
+    this.awaiting = null;
+    this.notice = null;
+    const status = await records.settleSubscriptionCycleOrder({ storeId: this.input.storeId, orderId: pending.orderId, notice: settled });
+    if (pending.reactivation) {
+      // Paid: the reactivation completes now, its period starting when the money arrived; refused: it stays ended.
+      if (status !== 'paid' || !rules.isEnded(this.life.status)) return false;
+      await this.reactivated(nowSeconds(), null);
+      return true;
+    }
+    // An action may have ended or paused the subscription meanwhile: then only the order settles.
+    if (!rules.CHARGEABLE_STATUSES.includes(this.life.status)) return false;
+    if (status === 'paid') {
+      await this.cycleApproved(pending.periodStart);
+      return true;
+    }
+    await this.cycleFailed(settled.code);
+    return false;
+  }
+
+  /** An action: decided on the state as it is once the mutex is held; refusals are 400 provider_error. */
+  private action(decide: () => rules.ActionResult | Promise<rules.ActionResult>, request: EventRequest | null | undefined, reason: string | null = null) {
+    return this.mutex.runExclusive(async () => {
+      if (this.missing) throw refused('The subscription no longer exists.');
+      const result = await decide();
+      if (!result.ok) throw refused(result.reason);
+      return this.apply(result.change, result.events, { action: result.historyAction, reason }, request ?? null);
+    });
+  }
+
+  private async reactivateNow(request: EventRequest | null): Promise<SubscriptionObject> {
+    if (this.missing) throw refused('The subscription no longer exists.');
+    const undo = rules.undoScheduledCancellation(this.life);
+    if (undo) {
+      if (!undo.ok) throw refused(undo.reason);
+      return this.apply(undo.change, undo.events, { action: undo.historyAction, reason: null }, request);
+    }
+    const offer = rules.isEnded(this.life.status)
+      ? await records.offerTerms({ storeId: this.input.storeId, offerId: this.life.offer.id, currency: this.life.currency })
+      : null;
+    const refusal = rules.reactivationRefusal(this.life, offer?.ok === true && offer.active);
+    if (refusal) throw refused(refusal);
+    // One payment in review at a time: a second one would replace the first in `awaiting` and lose its notice.
+    if (this.awaiting) throw refused('A payment of this subscription is in review at the provider; reactivate once it has settled.');
+    // A new cycle is charged at once under a key unique to this update; a decline changes nothing.
+    const at = nowSeconds();
+    const key = `reactivate:${this.input.subscriptionId}:${currentUpdateInfo()?.id ?? `v${this.version}`}`;
+    const result = await this.chargeCycle(key, false);
+    if (result.outcome === 'review') {
+      // Money may still move: the pending renewal order waits for the provider's notice, which
+      // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true });
+      this.changed = true;
+      return this.object;
+    }
+    if (result.outcome !== 'approved') {
+      const why = result.message ?? 'the card was declined';
+      throw refused(`The provider refused the reactivation: ${why}${result.code ? ` (${result.code})` : ''}.`);
+    }
+    return this.reactivated(at, request);
+  }
+
+  /** A due charge (renewal, trial end, dunning retry): true when a cycle was paid. */
+  private async chargeDue(): Promise<boolean> {
+    const periodStart = this.life.next_billing_at ?? nowSeconds();
+    const result = await this.chargeCycle(this.cycleKey('cycle'), true);
+    if (result.outcome === 'approved') {
+      await this.cycleApproved(periodStart);
+      return true;
+    }
+    if (result.outcome === 'review') {
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false });
+      return false;
+    }
+    await this.cycleFailed(result.code);
+    return false;
+  }
+
+  private async apply(
+    change: rules.LifeChange,
+    events: rules.LifeEvent[],
+    history: { action: string; reason: string | null } | null,
+    request: EventRequest | null = null,
+  ): Promise<SubscriptionObject> {
+    const result = await records.applySubscriptionChange({
+      storeId: this.input.storeId,
+      subscriptionId: this.input.subscriptionId,
+      expectedVersion: this.version,
+      set: change,
+      events,
+      history,
+      at: nowSeconds(),
+      request,
+    });
+    this.life = result.life;
+    this.version = result.version;
+    this.object = result.object;
+    this.changed = true;
+    return this.object;
+  }
+
+  /** A charge was left in review: wait for its notice, taking it at once if it already arrived. */
+  private awaitSettlement(pending: AwaitedCharge): void {
+    this.awaiting = pending;
+    this.notice = this.earlyNotices.take(pending.transactionId);
+  }
+
+  private keepEarlyNotice(settled: ProviderNotice): void {
+    // Runs started before this change dropped such notices; their replay must keep doing so.
+    if (!patched('keep-early-provider-notices')) return;
+    this.earlyNotices.keepLatest(settled);
+  }
+
+  private cycleKey(prefix: string): string {
+    return `${prefix}:${this.input.subscriptionId}:${this.life.cycles_completed + 1}:v${this.version}`;
+  }
+
+  private chargeCycle(key: string, recordDeclinedOrder: boolean) {
+    return payments.chargeSubscriptionCycle({
+      storeId: this.input.storeId,
+      subscriptionId: this.input.subscriptionId,
+      key,
+      at: nowSeconds(),
+      recordDeclinedOrder,
+      notifyRef: this.workflowId,
+    });
+  }
+
+  private async reactivated(at: number, request: EventRequest | null): Promise<SubscriptionObject> {
+    return this.apply(
+      rules.reactivated(this.life, at),
+      [{ type: 'customer.subscription.updated', legacyType: 'subscription.reactivated' }],
+      { action: 'reactivated', reason: null },
+      request,
+    );
+  }
+
+  private async cycleApproved(periodStart: number): Promise<void> {
+    await this.apply(rules.chargeApproved(this.life, periodStart), [{ type: 'customer.subscription.updated' }], { action: 'renewed', reason: null });
+  }
+
+  private async cycleFailed(code: string | null): Promise<void> {
+    const declined = rules.chargeDeclined(this.life, nowSeconds());
+    await this.apply(declined.change, declined.events, { action: declined.change.status === 'expired' ? 'expired_unpaid' : 'charge_failed', reason: code });
+  }
+}
