@@ -16,8 +16,8 @@ package main
 // delete takes a lock on its namespace (database.collection) from the moment it is forwarded until the
 // reply to it (responseTo = its requestID) has been relayed back, so those commands run one at a time per
 // collection, as whole commands, like MongoDB's document-level atomicity promises. Everything else
-// (inserts, finds, hello, OP_QUERY, OP_COMPRESSED, fire-and-forget requests with moreToCome) passes
-// straight through. Each direction is its own goroutine, so exhaust replies (several per request) work.
+// (inserts, finds (some rewritten, see pinned.go), hello, OP_QUERY, OP_COMPRESSED, fire-and-forget
+// requests with moreToCome) passes straight through. Each direction is its own goroutine, so exhaust replies (several per request) work.
 // Drivers send one request at a time per connection, so a connection holds at most one lock.
 //
 // In the replies to those commands the relay also turns FerretDB's InternalError for a broken unique index
@@ -147,9 +147,13 @@ type conn struct {
 }
 
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
-// and, in that lock, answering or narrowing the filter of those that pin one document (see pinned.go).
+// and, in that lock, answering or narrowing the filter of those that pin one document, and rewriting a find
+// that pins one document as an aggregate (see pinned.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
+		if find, ok := pinnedFind(msg); ok {
+			return find, nil // a read: no lock
+		}
 		ns, ok := lockedNamespace(msg)
 		if !ok {
 			return msg, nil

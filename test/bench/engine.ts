@@ -3,7 +3,8 @@
 // 10 MongoClients (as 10 processes would) with 5 operations in flight each:
 // (a) 2,000 updateOne $inc on one document, (b) 2,000 updateOne $inc spread over 100 documents,
 // (c) 2,000 insertOne, (d) 2,000 findOne by _id, (e) 1,000 conditional updateOne {_id, status: 'pending'}
-// $inc spread over a collection of 5,000 documents (the relay's fast path for filters that pin one _id).
+// $inc spread over a collection of 5,000 documents (the relay's fast path for filters that pin one _id),
+// (f) 2,000 findOne {_id, store_id} over a collection of 5,000 documents (the relay's find-to-aggregate rewrite).
 // Each prints ops/s and p50/p99 ms, and the updates also how many increments the document(s) kept
 // (fewer than ops = lost updates).
 // Starts its own FerretDB (or measures the server at MONGODB_URI, e.g. another build or a real MongoDB);
@@ -27,6 +28,12 @@ interface Counter {
 
 interface Job extends Counter {
   status: 'pending' | 'done';
+}
+
+interface Scoped {
+  _id: string;
+  store_id: string;
+  n: number;
 }
 
 interface Figures {
@@ -67,6 +74,9 @@ async function run(dbs: Db[]): Promise<Figures[]> {
   await dbs[0]
     .collection<Job>('jobs')
     .insertMany(Array.from({ length: conditionalDocs }, (_, i) => ({ _id: jobId(i), status: 'pending' as const, n: 0 })));
+  await dbs[0]
+    .collection<Scoped>('scoped')
+    .insertMany(Array.from({ length: conditionalDocs }, (_, i) => ({ _id: jobId(i), store_id: 'store_1', n: i })));
 
   // Fills every client's pool and warms FerretDB's metadata caches outside the measurement.
   await measure(dbs, warmupOps, (db, i) => db.collection<Counter>('reads').findOne({ _id: docId(i) }));
@@ -79,6 +89,10 @@ async function run(dbs: Db[]): Promise<Figures[]> {
   const conditional = await measure(dbs, conditionalOps, (db, i) =>
     db.collection<Job>('jobs').updateOne({ _id: jobId(i * 7), status: 'pending' }, { $inc: { n: 1 } }),
   );
+  const scoped = await measure(dbs, ops, async (db, i) => {
+    const doc = await db.collection<Scoped>('scoped').findOne({ _id: jobId(i * 7), store_id: 'store_1' });
+    if (!doc) throw new Error(`findOne {_id, store_id} found nothing for ${jobId(i * 7)}`);
+  });
 
   return [
     { workload: 'updateOne $inc, one doc', ...one, kept: await keptIncrements(dbs[0], 'one') },
@@ -90,6 +104,7 @@ async function run(dbs: Db[]): Promise<Figures[]> {
       ...conditional,
       kept: await keptIncrements(dbs[0], 'jobs'),
     },
+    { workload: `findOne {_id, store_id} on ${conditionalDocs} docs`, ...scoped },
   ];
 }
 

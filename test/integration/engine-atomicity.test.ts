@@ -2,7 +2,7 @@
 // findAndModify and delete atomically under concurrent clients, and a write that breaks a unique index fails with code 11000.
 // Writes whose filter is {_id, <more conditions>} take the relay's fast path (temporal-dev/ferretdb/pinned.go): they give
 // MongoDB's results whether or not the document matches, and the guarded decrement and compare-and-set probes cover it under
-// concurrency.
+// concurrency. Finds with such a filter are rewritten to an aggregate and must give the same results as MongoDB's find.
 import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { uniqueDbName } from '../support/env';
@@ -170,24 +170,26 @@ describe('a write that breaks a unique index', () => {
   });
 });
 
+// A document and a sibling with the same fields, and conditions besides _id that the pinned one matches or not.
+const item: Item = { _id: 'pinned', field: 'value', n: 2, arr: ['x', 'y'] };
+const sibling: Item = { _id: 'sibling', field: 'value', n: 2, arr: ['x', 'y'] };
+const conditions: Array<{ name: string; matching: object; notMatching: object }> = [
+  { name: 'field: value', matching: { field: 'value' }, notMatching: { field: 'other' } },
+  { name: 'n: {$gte}', matching: { n: { $gte: 1 } }, notMatching: { n: { $gte: 3 } } },
+  { name: 'arr contains', matching: { arr: 'x' }, notMatching: { arr: 'z' } },
+  { name: '$exists: false', matching: { missing: { $exists: false } }, notMatching: { field: { $exists: false } } },
+  {
+    name: '$or',
+    matching: { $or: [{ field: 'other' }, { n: 2 }] },
+    notMatching: { $or: [{ field: 'other' }, { n: 3 }] },
+  },
+];
+const cases = conditions.flatMap(({ name, matching, notMatching }) => [
+  { name: `${name}, matching`, condition: matching, matches: true },
+  { name: `${name}, not matching`, condition: notMatching, matches: false },
+]);
+
 describe('a write whose filter is {_id, <more conditions>}', () => {
-  const item: Item = { _id: 'pinned', field: 'value', n: 2, arr: ['x', 'y'] };
-  const sibling: Item = { _id: 'sibling', field: 'value', n: 2, arr: ['x', 'y'] };
-  const conditions: Array<{ name: string; matching: object; notMatching: object }> = [
-    { name: 'field: value', matching: { field: 'value' }, notMatching: { field: 'other' } },
-    { name: 'n: {$gte}', matching: { n: { $gte: 1 } }, notMatching: { n: { $gte: 3 } } },
-    { name: 'arr contains', matching: { arr: 'x' }, notMatching: { arr: 'z' } },
-    { name: '$exists: false', matching: { missing: { $exists: false } }, notMatching: { field: { $exists: false } } },
-    {
-      name: '$or',
-      matching: { $or: [{ field: 'other' }, { n: 2 }] },
-      notMatching: { $or: [{ field: 'other' }, { n: 3 }] },
-    },
-  ];
-  const cases = conditions.flatMap(({ name, matching, notMatching }) => [
-    { name: `${name}, matching`, condition: matching, matches: true },
-    { name: `${name}, not matching`, condition: notMatching, matches: false },
-  ]);
   let collections = 0;
 
   /** A fresh collection holding the item and a sibling the write must never touch (from another client than the write's). */
@@ -297,5 +299,51 @@ describe('a write whose filter is {_id, <more conditions>}', () => {
     expect({ matched: one.matchedCount, modified: one.modifiedCount }).toEqual({ matched: 1, modified: 1 });
 
     await expectDocs(read, [touched, sibling]);
+  });
+});
+
+describe('a find whose filter is {_id, <more conditions>} (rewritten to an aggregate by the relay)', () => {
+  let collections = 0;
+
+  /** A fresh collection holding the item and its sibling, written by one client and read by another. */
+  async function seeded(): Promise<{ name: string; read: Collection<Item> }> {
+    const name = `pinned_find_${collections++}`;
+    await dbs[0].collection<Item>(name).insertMany([{ ...item }, { ...sibling }]);
+    return { name, read: dbs[2].collection<Item>(name) };
+  }
+
+  const projections: Array<{ name: string; projection?: Record<string, 0 | 1 | boolean>; expected: Partial<Item> }> = [
+    { name: 'no projection', expected: item },
+    { name: 'inclusion', projection: { field: 1, n: true }, expected: { _id: item._id, field: item.field, n: item.n } },
+    { name: 'inclusion without _id', projection: { _id: 0, n: 1 }, expected: { n: item.n } },
+    { name: 'exclusion', projection: { arr: 0, n: false }, expected: { _id: item._id, field: item.field } },
+  ];
+  const readCases = cases.flatMap((c) => projections.map((p) => ({ ...c, ...p, name: `${c.name}, ${p.name}` })));
+
+  it.each(readCases)('findOne and find().toArray() with $name', async ({ condition, matches, projection, expected }) => {
+    const { read } = await seeded();
+    const filter = { _id: item._id, ...condition };
+
+    expect(await read.findOne(filter, { projection })).toEqual(matches ? expected : null);
+    expect(await read.find(filter, { projection }).toArray()).toEqual(matches ? [expected] : []);
+    expect(await read.find(filter, { projection, limit: 1, batchSize: 1, sort: { n: -1 } }).toArray()).toEqual(matches ? [expected] : []);
+  });
+
+  it("answers with the find's cursor: ns db.collection, id 0", async () => {
+    const { name } = await seeded();
+    const db = dbs[2];
+
+    const reply = await db.command({ find: name, filter: { _id: item._id, field: 'value' }, batchSize: 1 });
+
+    expect(reply.cursor).toEqual({ firstBatch: [item], id: 0, ns: `${db.databaseName}.${name}` });
+  });
+
+  it('passes a find with skip or hint through to FerretDB, which still answers it', async () => {
+    const { read } = await seeded();
+
+    expect(await read.find({ _id: item._id, field: 'value' }, { skip: 1 }).toArray()).toEqual([]);
+    expect(await read.find({ _id: item._id, field: 'value' }, { skip: 0 }).toArray()).toEqual([item]);
+    expect(await read.find({ _id: item._id, field: 'value' }).hint({ _id: 1 }).toArray()).toEqual([item]);
+    expect(await read.find({ _id: item._id, field: 'value' }, { projection: { 'arr.0': 1 } }).toArray()).toHaveLength(1);
   });
 });
