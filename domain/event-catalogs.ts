@@ -108,18 +108,41 @@ export function isPattern(entry: string): boolean {
   return entry.includes('*');
 }
 
-/** A `*` stands for any run of characters, dots included: `invoice.*`, `customer.subscription.*`, `*`. */
-export function patternToRegExp(pattern: string): RegExp {
-  const escaped = pattern
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${escaped}$`);
+/** The longest enabled_events entry or `type` filter accepted. */
+export const EVENT_PATTERN_MAX_LENGTH = 100;
+
+/**
+ * Whether `type` matches `pattern`, where a `*` stands for any run of characters, dots included
+ * (`invoice.*`, `customer.subscription.*`, `*`). No RegExp is built from user text: a greedy scan that
+ * backtracks only to the last `*` takes at most pattern x type steps, whatever the pattern.
+ */
+export function typeMatches(pattern: string, type: string): boolean {
+  let p = 0;
+  let t = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < type.length) {
+    if (p < pattern.length && pattern[p] !== '*' && pattern[p] === type[t]) {
+      p += 1;
+      t += 1;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = t;
+    } else if (star >= 0) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[p] === '*') p += 1;
+  return p === pattern.length;
 }
 
-export function typeMatches(entry: string, type: string): boolean {
-  if (entry === '*') return true;
-  return isPattern(entry) ? patternToRegExp(entry).test(type) : entry === type;
+/** The types of both catalogs a pattern (or exact name) matches: what GET /v1/events filters by. */
+export function typesMatching(pattern: string): string[] {
+  const all = new Set(EVENT_CATALOGS.flatMap((catalog) => eventTypesOf(catalog)));
+  return [...all].filter((type) => typeMatches(pattern, type));
 }
 
 /** Whether an endpoint listening to `enabledEvents` receives `type` (`[*]` or an empty list: all). */

@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Db } from 'mongodb';
-import { CURRENT_CATALOG, isPattern, patternToRegExp } from '../../domain/event-catalogs';
+import { CURRENT_CATALOG, EVENT_PATTERN_MAX_LENGTH, isPattern, typesMatching } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import type { EventDoc } from '../../store/collections';
 import { collections } from '../../store/collections';
@@ -18,7 +18,7 @@ import { IdParams, Nullable, withErrors } from '../schemas/common';
 
 const ListQuery = Type.Object(
   {
-    type: Type.Optional(Type.String({ maxLength: 200, description: 'Exact type, or a pattern with * such as invoice.* (both catalogs).' })),
+    type: Type.Optional(Type.String({ maxLength: EVENT_PATTERN_MAX_LENGTH, description: 'Exact type, or a pattern with * such as invoice.* (both catalogs).' })),
     created: CreatedRangeQuery,
     ...PaginationQuery,
   },
@@ -54,7 +54,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { store } = authOf(request);
       const { type, created, ...page } = request.query;
       const filter: Record<string, unknown> = { test: false, ...createdFilter(created) };
-      if (type !== undefined) filter.type = isPattern(type) ? { $regex: patternToRegExp(type).source } : type;
+      if (type !== undefined) filter.type = isPattern(type) ? { $in: typesMatching(type) } : type;
       const list = await paginate(collections(db).events, { storeId: store._id, filter, query: page, url: '/v1/events', toApi: (doc) => doc });
       const pending = await pendingWebhooks(db, store._id, list.data);
       const items = list.data.map((doc) => renderEventBody(doc, pending.get(doc._id) ?? 0));

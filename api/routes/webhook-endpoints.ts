@@ -6,6 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   CURRENT_CATALOG,
   EVENT_CATALOGS,
+  EVENT_PATTERN_MAX_LENGTH,
   normalizeEnabledEvents,
   unknownEventEntry,
   type EventCatalog,
@@ -45,7 +46,7 @@ const MAX_DESCRIPTION = 200;
 const fields = {
   url: Type.String({ maxLength: MAX_WEBHOOK_URL_LENGTH, description: 'https:// address of a public host, up to 2000 characters.' }),
   description: Nullable(Type.String({ maxLength: MAX_DESCRIPTION })),
-  enabled_events: Type.Array(Type.String({ minLength: 1 }), {
+  enabled_events: Type.Array(Type.String({ minLength: 1, maxLength: EVENT_PATTERN_MAX_LENGTH }), {
     maxItems: MAX_ENABLED_EVENTS,
     description: 'Up to 100 types of the catalog or patterns with *; omitted, empty or [*]: all.',
   }),

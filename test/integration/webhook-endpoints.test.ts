@@ -220,6 +220,14 @@ describe('refusals', () => {
     );
   });
 
+  it('a pattern of 40 stars then x (which froze the API) is refused at once as invalid_event_type; an entry over 100 characters too', async () => {
+    expectError(await create({ url: 'https://hooks.example.com/e', enabled_events: [`${'*'.repeat(40)}x`] }), 400, 'invalid_request_error', 'invalid_event_type', 'enabled_events[0]');
+    const long = await create({ url: 'https://hooks.example.com/e', enabled_events: [`invoice.${'a'.repeat(100)}`] });
+    expect(long.status).toBe(400);
+    expect(long.body.error).toMatchObject({ type: 'invalid_request_error' });
+    expect(long.body.error.param).toMatch(/^enabled_events/);
+  });
+
   it('limits: description over 200, over 100 enabled_events, unknown api_version or status: 400 parameter_invalid', async () => {
     expectError(await create({ url: 'https://hooks.example.com/l', description: 'x'.repeat(201) }), 400, 'invalid_request_error', 'parameter_invalid', 'description');
     expectError(
