@@ -7,12 +7,11 @@ import { ApiError, notFound } from '../domain/errors';
 import { normalizeCustomerInput, type CustomerInput } from '../domain/customers';
 import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/metadata';
 import type { PaymentProvider } from '../adapters/provider/types';
-import type { CustomerDoc, StoreDoc } from '../store/collections';
+import { isDuplicateKeyError, type CustomerDoc, type StoreDoc } from '../store/collections';
 import {
   findClaimedCustomer,
   findCustomer,
   insertCustomer,
-  isDuplicateKeyError,
   newCustomerDoc,
   updateCustomer,
 } from '../store/customers';

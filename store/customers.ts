@@ -6,7 +6,7 @@ import type { Db } from 'mongodb';
 import { encodeMetadata, type Metadata } from '../domain/metadata';
 import { newId } from '../domain/ids';
 import type { NormalizedCustomerFields } from '../domain/customers';
-import { collections, type CustomerDoc } from './collections';
+import { collections, type CustomerDoc, isDuplicateKeyError } from './collections';
 import { findOwnedById } from './owned';
 
 export async function findCustomer(db: Db, storeId: string, id: string): Promise<CustomerDoc | null> {
@@ -73,11 +73,6 @@ export function newCustomerDoc(
     livemode: true,
     created: Math.floor(now / 1000),
   };
-}
-
-/** A unique index refused the write (DuplicateKey). */
-export function isDuplicateKeyError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
 }
 
 /** Inserts the customer, or returns the one that already holds the email (created: false). */

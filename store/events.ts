@@ -65,10 +65,6 @@ export async function findEvent(db: Db, storeId: string, id: string): Promise<Ev
   return findOwnedById(collections(db).events, storeId, id);
 }
 
-export async function markEventDispatched(db: Db, storeId: string, id: string): Promise<void> {
-  await collections(db).events.updateOne({ _id: id, store_id: storeId }, { $set: { dispatched: true } });
-}
-
 /**
  * The dispatch outbox: one small document per event whose deliveries are not known to be created and
  * started, removed once they are. The sweeper reads this collection, not the events: it holds only

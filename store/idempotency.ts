@@ -3,7 +3,7 @@
 // died mid-way is free again once the lease runs out), and every later change is a compare-and-set on
 // the run that was seen, so of any number of racing processes exactly one wins.
 import type { Db, Filter } from 'mongodb';
-import { collections, type IdempotencyDoc } from './collections';
+import { collections, type IdempotencyDoc, isDuplicateKeyError } from './collections';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
@@ -19,10 +19,6 @@ export type ClaimResult =
   | { kind: 'replay'; doc: IdempotencyDoc }
   | { kind: 'in_use' }
   | { kind: 'reused' };
-
-function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
-}
 
 /** The answer to a claim, or which run to replace (compare-and-set on it) and the creation to keep. */
 type Decision = ClaimResult | { takeover: Filter<IdempotencyDoc>; created: number };
@@ -64,7 +60,7 @@ export async function claimIdempotencyKey(
       await idempotency.insertOne({ _id: id, ...run(now) });
       return claimed;
     } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+      if (!isDuplicateKeyError(error)) throw error;
     }
     const existing = await idempotency.findOne({ _id: id });
     if (!existing) continue;

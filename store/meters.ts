@@ -5,6 +5,7 @@ import type { Db } from 'mongodb';
 import { newId } from '../domain/ids';
 import { ApiError, notFound } from '../domain/errors';
 import { DISPLAY_NAME_MAX, validateEventName, type MeterFormula } from '../domain/meter-events';
+import { isDuplicateKeyError } from './collections';
 
 export interface MeterDoc {
   _id: string;
@@ -30,8 +31,6 @@ export interface NewMeter {
   customerPayloadKey?: string;
   valuePayloadKey?: string;
 }
-
-const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /** Creates a meter; an event_name already used in the store is 400 event_name_taken. */
@@ -56,7 +55,7 @@ export async function createMeter(db: Db, input: NewMeter, now = Date.now()): Pr
   try {
     await metersCollection(db).insertOne(doc);
   } catch (error) {
-    if (isDuplicateKey(error)) {
+    if (isDuplicateKeyError(error)) {
       throw new ApiError('event_name_taken', `A meter with event_name '${input.eventName}' already exists in this store.`, { param: 'event_name' });
     }
     throw error;

@@ -3,7 +3,7 @@
 // than `limit` requests pass per window however many processes serve the subject. A counter carries
 // its window's end as a Date for the TTL index (and the sweep where that index is unavailable).
 import type { Db } from 'mongodb';
-import { collections } from './collections';
+import { collections, isDuplicateKeyError } from './collections';
 
 export interface WindowHit {
   allowed: boolean;
@@ -20,10 +20,6 @@ export function blockSizeFor(limit: number): number {
   return Math.max(1, Math.floor(limit / 20));
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
-}
-
 /** Adds `n` to a window's counter, creating it on first use; the count after the addition. */
 async function addToWindow(db: Db, id: string, n: number, expiresAt: Date): Promise<number> {
   const add = () =>
@@ -34,7 +30,7 @@ async function addToWindow(db: Db, id: string, n: number, expiresAt: Date): Prom
     );
   // Two upserts racing to create the document: the loser retries once and then finds it.
   const doc = await add().catch((error: unknown) => {
-    if (isDuplicateKey(error)) return add();
+    if (isDuplicateKeyError(error)) return add();
     throw error;
   });
   return doc!.count;

@@ -2,7 +2,7 @@
 // The API buffers entries and writes them in batches; each carries `expires_at` (a Date) for the TTL
 // index, and expired entries are also swept as a fallback where the TTL index is unavailable.
 import type { Db } from 'mongodb';
-import { collections, type RequestLogDoc } from './collections';
+import { collections, isDuplicateKeyError, type RequestLogDoc } from './collections';
 
 export const REQUEST_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -13,7 +13,7 @@ export async function writeRequestLogs(db: Db, entries: RequestLogDoc[]): Promis
     await collections(db).requestLogs.insertMany(expiring, { ordered: false });
   } catch (error) {
     // A batch retried after a partial write only repeats ids that are already stored.
-    if ((error as { code?: number }).code !== 11000) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
   }
 }
 

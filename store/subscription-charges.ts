@@ -3,6 +3,7 @@
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { ChargeLine } from '../domain/charges';
+import { isDuplicateKeyError } from './collections';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
 export type ChargeSource = 'api' | 'dashboard' | 'usage';
@@ -51,17 +52,13 @@ export async function findChargeByKey(db: Db, storeId: string, key: string): Pro
   return chargesCollection(db).findOne({ store_id: storeId, key });
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
-}
-
 /** Inserts the charge once; a retry (or a second writer under the key) gets the stored one. */
 export async function insertChargeOnce(db: Db, doc: SubscriptionChargeDoc): Promise<SubscriptionChargeDoc> {
   try {
     await chargesCollection(db).insertOne(doc);
     return doc;
   } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
     const existing = await findChargeByKey(db, doc.store_id, doc.key);
     if (!existing) throw error;
     return existing;

@@ -5,6 +5,7 @@
 // id, so the first to apply counts it and any replay (any process, any time) matches nothing.
 import type { AnyBulkWriteOperation, Db, UpdateFilter } from 'mongodb';
 import { randomBase62 } from '../domain/ids';
+import { isDuplicateKeyError } from './collections';
 
 /** Totals of a set of events; `last` is `<timestamp, 12 digits>|<event id>|<value>` ($max keeps the latest). */
 export interface RollupTotals {
@@ -162,12 +163,10 @@ const journalWritesOf = (db: Db) => {
   return writes;
 };
 
-const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
-
 /** True when every write of a failed (bulk) write hit an existing `_id`. */
 function onlyDuplicateKeys(error: unknown): boolean {
   const writeErrors = (error as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
-  if (!writeErrors) return isDuplicateKey(error);
+  if (!writeErrors) return isDuplicateKeyError(error);
   return (Array.isArray(writeErrors) ? writeErrors : [writeErrors]).every((e) => e.code === 11000);
 }
 

@@ -8,8 +8,7 @@ import { derivedId, hashedId } from '../domain/ids';
 import type { Rounding, Tier } from '../domain/pricing';
 import { dayHourRollupKey, periodRollupKey, type CloseReason } from '../domain/usage-periods';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
-
-const isDuplicateKey = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
+import { isDuplicateKeyError } from './collections';
 
 // ---------------------------------------------------------------------------------------------
 // Meter events
@@ -129,7 +128,7 @@ export async function saveUsageItem(db: Db, doc: UsageItemDoc): Promise<void> {
     await usageItemsCollection(db).replaceOne({ _id: doc._id }, doc, { upsert: true });
   } catch (error) {
     // Lost the race to insert the first item of that meter: replace the one that won.
-    if (!isDuplicateKey(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
     await usageItemsCollection(db).replaceOne({ _id: doc._id }, doc);
   }
 }
@@ -140,7 +139,7 @@ export async function insertInheritedItem(db: Db, doc: UsageItemDoc): Promise<bo
     await usageItemsCollection(db).insertOne(doc);
     return true;
   } catch (error) {
-    if (isDuplicateKey(error)) return false;
+    if (isDuplicateKeyError(error)) return false;
     throw error;
   }
 }
@@ -201,7 +200,7 @@ export async function ensureUsageState(db: Db, doc: UsageStateDoc): Promise<Usag
     await usageStatesCollection(db).insertOne(doc);
     return doc;
   } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
     return (await usageStatesCollection(db).findOne({ _id: doc._id }))!;
   }
 }
@@ -240,7 +239,7 @@ export async function addCustomerSubscription(db: Db, storeId: string, customerI
     await add();
   } catch (error) {
     // Lost the race to create the customer's document: the upsert now finds the winner's.
-    if (!isDuplicateKey(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
     await add();
   }
 }
@@ -302,7 +301,7 @@ export async function insertUsagePeriod(db: Db, doc: UsagePeriodDoc): Promise<Us
     await usagePeriodsCollection(db).insertOne(doc);
     return doc;
   } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
     return (await usagePeriodsCollection(db).findOne({ _id: doc._id }))!;
   }
 }
@@ -332,7 +331,7 @@ export async function claimErrorReport(db: Db, storeId: string, meterId: string,
     await errorReportsCollection(db).insertOne({ _id: `${meterId}|${hourStart}`, store_id: storeId, count, created: hourStart, expires_at });
     return true;
   } catch (error) {
-    if (isDuplicateKey(error)) return false;
+    if (isDuplicateKeyError(error)) return false;
     throw error;
   }
 }

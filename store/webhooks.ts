@@ -5,7 +5,7 @@ import type { Collection, Db, Filter } from 'mongodb';
 import type { EventCatalog } from '../domain/event-catalogs';
 import { derivedTimeOrderedUuid, idTimeMs, newTimeOrderedUuid, randomBase62 } from '../domain/ids';
 import { type EventDoc } from './collections';
-import { isDuplicateKeyError } from './customers';
+import { isDuplicateKeyError } from './collections';
 import { renderEventBody } from './events';
 import { findOwnedById } from './owned';
 

@@ -6,6 +6,7 @@ import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
 import { behaviourOf, brandOf, type TestCardBehaviour } from './test-cards';
 import type { ChargeOutcome, SavedCard, TransactionInfo, TransactionState } from './types';
+import { isDuplicateKeyError } from '../../store/collections';
 
 export interface TestCardDoc {
   _id: string;
@@ -50,10 +51,6 @@ export interface LedgerRequest {
   amount: number;
   currency: string;
   notifyRef?: string | null;
-}
-
-function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: number }).code === 11000;
 }
 
 export function fingerprintOf(parts: Record<string, unknown>): string {
@@ -138,7 +135,7 @@ export class TestLedger {
       await this.charges().insertOne(doc);
       return doc;
     } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+      if (!isDuplicateKeyError(error)) throw error;
       const existing = await this.charges().findOne({ _id: doc._id });
       if (!existing) throw error;
       return existing;
