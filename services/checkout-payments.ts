@@ -334,10 +334,12 @@ async function saveTrialCard({ deps, session, input, terms, buyer }: Attempt): P
 
 async function chargeCard(attempt: Attempt): Promise<ProviderAnswer> {
   const { deps, session, input, terms, buyer } = attempt;
+  const tokenized = await deps.provider.tokenizeCard({ storeId: session.store_id, card: { ...input.card!, number: terms.cardNumber! } });
+  if (!tokenized.ok) return { outcome: { status: 'declined', code: tokenized.code, message: tokenized.message }, savedCard: null };
   const charged = await deps.provider.chargeCard({
     storeId: session.store_id,
     idempotencyKey: idempotencyKeyOf(attempt),
-    card: { ...input.card!, number: terms.cardNumber! },
+    cardToken: tokenized.token,
     amount: terms.amounts.amount_total,
     currency: terms.amounts.currency,
     description: session.offer.name,

@@ -4,10 +4,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
-import { behaviourOf, cardDecision, digitsOf, luhnValid, outcomeFor } from './test-cards';
-import { fingerprintOf, replayOf, TestLedger, type TestChargeDoc } from './test-ledger';
+import { cardDecision, digitsOf, luhnValid, outcomeFor } from './test-cards';
+import { fingerprintOf, replayOf, TestLedger, traitsOf, type CardTraits, type TestChargeDoc } from './test-ledger';
 import type {
   ChargeCardInput,
+  ChargeLookup,
   ChargeOutcome,
   ChargeSavedCardInput,
   CheckoutChargeOutcome,
@@ -15,16 +16,18 @@ import type {
   PaymentProvider,
   PixOutcome,
   ProviderNotice,
+  RefundResult,
   RegisterCustomerResult,
   SaveCardResult,
   SavedCard,
   SettlementStatus,
   SettleResult,
+  TokenizeResult,
   TransactionState,
 } from './types';
 
 export { TEST_CARDS, type TestCardBehaviour } from './test-cards';
-export { TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, type TestCardDoc, type TestChargeDoc } from './test-ledger';
+export { TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION, type TestCardDoc, type TestChargeDoc } from './test-ledger';
 
 export const REJECTED_EMAIL_DOMAIN = 'reject.test';
 /** Any currency: refused before the card with provider_error. */
@@ -43,6 +46,7 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
   return {
     livemode: false,
     registerCustomer: async (input) => registerCustomer(input),
+    tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),
     chargeSavedCard: (input) => chargeSavedCard(ledger, input),
     chargeCard: (input) => chargeCard(ledger, input),
@@ -52,6 +56,8 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
       const doc = await ledger.findByTransaction(storeId, transactionId);
       return doc ? ledger.transactionInfo(doc) : null;
     },
+    lookupCharge: (input) => lookupCharge(ledger, input),
+    refundCharge: (input) => refundCharge(ledger, input),
   };
 }
 
@@ -75,10 +81,26 @@ function providerId(prefix: string, seed: string): string {
   return `${prefix}_${createHash('sha256').update(seed).digest('hex').slice(0, 24)}`;
 }
 
-async function saveCard(ledger: TestLedger, { storeId, customerId, card }: Parameters<PaymentProvider['saveCard']>[0]): Promise<SaveCardResult> {
+const INVALID_NUMBER = { ok: false as const, code: 'invalid_number', message: 'The card number is not a valid card number.' };
+
+async function tokenizeCard(ledger: TestLedger, { storeId, card }: Parameters<PaymentProvider['tokenizeCard']>[0]): Promise<TokenizeResult> {
   const digits = digitsOf(card.number);
-  if (!luhnValid(digits)) return { ok: false, code: 'invalid_number', message: 'The card number is not a valid card number.' };
-  return { ok: true, card: await ledger.saveCard(storeId, customerId, digits) };
+  if (!luhnValid(digits)) return INVALID_NUMBER;
+  const token = await ledger.saveToken(storeId, traitsOf(digits));
+  return { ok: true, token: token._id, brand: token.brand, last4: token.last4 };
+}
+
+/** A card by its number (checked here) or by a token the fields made; null when neither names a valid card. */
+async function traitsFor(ledger: TestLedger, storeId: string, source: { card: { number: string } } | { cardToken: string }): Promise<CardTraits | null> {
+  if ('cardToken' in source) return ledger.findToken(storeId, source.cardToken);
+  const digits = digitsOf(source.card.number);
+  return luhnValid(digits) ? traitsOf(digits) : null;
+}
+
+async function saveCard(ledger: TestLedger, input: Parameters<PaymentProvider['saveCard']>[0]): Promise<SaveCardResult> {
+  const traits = await traitsFor(ledger, input.storeId, input);
+  if (!traits) return INVALID_NUMBER;
+  return { ok: true, card: await ledger.saveCard(input.storeId, input.customerId, traits) };
 }
 
 /**
@@ -101,29 +123,26 @@ async function chargeSavedCard(ledger: TestLedger, input: ChargeSavedCardInput):
 }
 
 async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<CheckoutChargeOutcome> {
-  const digits = digitsOf(input.card.number);
-  // Only the last four digits take part in the fingerprint: the number itself is never kept.
-  const fingerprint = fingerprintOf({ kind: 'card', last4: digits.slice(-4), amount: input.amount, currency: input.currency });
   const existing = await ledger.findByKey(input.storeId, input.idempotencyKey);
+  const token = await ledger.findToken(input.storeId, input.cardToken);
+  // Only the last four digits take part in the fingerprint: the number itself is never kept.
+  const fingerprint = fingerprintOf({ kind: 'card', last4: token?.last4 ?? null, amount: input.amount, currency: input.currency });
   if (existing) return { ...replayOf(existing, fingerprint), card: await ledger.cardOf(existing) };
 
-  const { outcome, saved } = await chargeNewCard(ledger, input, digits);
+  const { outcome, saved } = await chargeNewCard(ledger, input, token);
   const doc = await ledger.record(ledger.entry(input, 'card', fingerprint, outcome, { payment_method: saved?.paymentMethodId ?? null }));
   return { ...replayOf(doc, fingerprint), card: await ledger.cardOf(doc) };
 }
 
 /** A card charged for the first time under its key, saved when asked and the charge went through (or is in review). */
-async function chargeNewCard(ledger: TestLedger, input: ChargeCardInput, digits: string): Promise<{ outcome: ChargeOutcome; saved: SavedCard | null }> {
+async function chargeNewCard(ledger: TestLedger, input: ChargeCardInput, token: CardTraits | null): Promise<{ outcome: ChargeOutcome; saved: SavedCard | null }> {
   if (input.amount === REFUSED_AMOUNT) return { outcome: refusedAmount(), saved: null };
-  if (!luhnValid(digits)) {
-    return {
-      outcome: { status: 'declined', transactionId: newId('tx', ledger.now()), code: 'invalid_number', message: 'The card number is not a valid card number.' },
-      saved: null,
-    };
+  if (!token) {
+    return { outcome: { status: 'refused', transactionId: null, code: 'provider_error', message: 'The provider does not know this card token.' }, saved: null };
   }
-  const outcome = outcomeFor(cardDecision(behaviourOf(digits), true), newId('tx', ledger.now()));
+  const outcome = outcomeFor(cardDecision(token.behaviour, true), newId('tx', ledger.now()));
   const keep = input.saveCard && (outcome.status === 'approved' || outcome.status === 'review');
-  return { outcome, saved: keep ? await ledger.saveCard(input.storeId, input.customerId ?? null, digits) : null };
+  return { outcome, saved: keep ? await ledger.saveCard(input.storeId, input.customerId ?? null, token) : null };
 }
 
 async function createPix(ledger: TestLedger, input: CreatePixInput): Promise<PixOutcome> {
@@ -176,4 +195,43 @@ async function settle(ledger: TestLedger, { storeId, transactionId, outcome }: P
 
 function noticeOf(doc: TestChargeDoc, state: TransactionState, settledAt: number, code: string | null, message: string | null): ProviderNotice {
   return { transactionId: doc.transaction_id!, status: state as SettlementStatus, code, message, notifyRef: doc.notify_ref, settledAt };
+}
+
+async function lookupCharge(ledger: TestLedger, { storeId, idempotencyKey }: { storeId: string; idempotencyKey: string }): Promise<ChargeLookup | null> {
+  const doc = await ledger.findByKey(storeId, idempotencyKey);
+  if (!doc) return null;
+  const state = ledger.stateOf(doc);
+  return {
+    idempotencyKey,
+    outcome: doc.outcome,
+    state,
+    card: await ledger.cardOf(doc),
+    amount: doc.amount,
+    currency: doc.currency,
+    settledAt: doc.settled_at ?? (state === 'expired' ? doc.expires_at : null),
+  };
+}
+
+/** What giving the money back makes of each state: pending ones are voided, captured ones refunded. */
+const GIVEN_BACK: Partial<Record<TransactionState, 'voided' | 'refunded'>> = {
+  review: 'voided',
+  pix_pending: 'voided',
+  approved: 'refunded',
+  paid: 'refunded',
+};
+
+/** Voids or refunds the charge under `chargeKey`; asking again answers the same (compare-and-set on its state). */
+async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeId: string; chargeKey: string }): Promise<RefundResult> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const doc = await ledger.findByKey(storeId, chargeKey);
+    if (!doc || !doc.transaction_id) return { ok: false, reason: `nothing was charged under ${chargeKey}` };
+    const state = ledger.stateOf(doc);
+    if (state === 'voided' || state === 'refunded') return { ok: true, status: state, transactionId: doc.transaction_id };
+    const to = state ? GIVEN_BACK[state] : undefined;
+    if (!to) return { ok: false, reason: `transaction ${doc.transaction_id} is ${state}: nothing to give back` };
+    const at = ledger.seconds();
+    const updated = await ledger.charges().findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, refunded_at: at, settled_at: doc.settled_at ?? at } });
+    if (updated) return { ok: true, status: to, transactionId: doc.transaction_id };
+  }
+  return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };
 }

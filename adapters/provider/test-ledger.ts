@@ -38,11 +38,35 @@ export interface TestChargeDoc {
   code: string | null;
   message: string | null;
   settled_at: number | null;
+  /** Unix seconds the money was given back (voided while pending, refunded once captured). */
+  refunded_at?: number | null;
+  created: number;
+}
+
+/** A card as the test connection's fields tokenized it: what the number told, never the number. */
+export interface TestTokenDoc {
+  _id: string;
+  store_id: string;
+  brand: string;
+  last4: string;
+  behaviour: TestCardBehaviour;
   created: number;
 }
 
 export const TEST_CHARGES_COLLECTION = 'provider_test_charges';
 export const TEST_CARDS_COLLECTION = 'provider_test_cards';
+export const TEST_TOKENS_COLLECTION = 'provider_test_tokens';
+
+/** What a card number tells the test connection: all it keeps of it. */
+export interface CardTraits {
+  brand: string;
+  last4: string;
+  behaviour: TestCardBehaviour;
+}
+
+export function traitsOf(digits: string): CardTraits {
+  return { brand: brandOf(digits), last4: digits.slice(-4), behaviour: behaviourOf(digits) };
+}
 
 /** What a ledger entry is filed under and for how much. */
 export interface LedgerRequest {
@@ -93,19 +117,33 @@ export class TestLedger {
     return this.database().collection<TestCardDoc>(TEST_CARDS_COLLECTION);
   }
 
+  tokens() {
+    return this.database().collection<TestTokenDoc>(TEST_TOKENS_COLLECTION);
+  }
+
+  async saveToken(storeId: string, traits: CardTraits): Promise<TestTokenDoc> {
+    const doc: TestTokenDoc = { _id: newId('tok', this.now()), store_id: storeId, ...traits, created: this.seconds() };
+    await this.tokens().insertOne(doc);
+    return doc;
+  }
+
+  findToken(storeId: string, token: string): Promise<TestTokenDoc | null> {
+    return this.tokens().findOne({ _id: token, store_id: storeId });
+  }
+
   private database(): Db {
     if (!this.db) throw new Error('the test payment connection needs a database for cards and charges (createTestConnection({ db }))');
     return this.db;
   }
 
-  async saveCard(storeId: string, customerId: string | null, digits: string): Promise<SavedCard> {
+  async saveCard(storeId: string, customerId: string | null, traits: CardTraits): Promise<SavedCard> {
     const doc: TestCardDoc = {
       _id: newId('pm', this.now()),
       store_id: storeId,
       customer_id: customerId,
-      brand: brandOf(digits),
-      last4: digits.slice(-4),
-      behaviour: behaviourOf(digits),
+      brand: traits.brand,
+      last4: traits.last4,
+      behaviour: traits.behaviour,
       created: this.seconds(),
     };
     await this.cards().insertOne(doc);
@@ -168,11 +206,16 @@ export class TestLedger {
     };
   }
 
+  /** The state now; an unpaid PIX past its validity reads as expired (the provider's notice would say so). */
+  stateOf(doc: TestChargeDoc): TransactionState | null {
+    if (doc.state === 'refused_before_card') return null;
+    if (doc.state === 'pix_pending' && doc.expires_at !== null && doc.expires_at <= this.seconds()) return 'expired';
+    return doc.state;
+  }
+
   transactionInfo(doc: TestChargeDoc): TransactionInfo | null {
-    if (!doc.transaction_id) return null;
-    let state = doc.state as TransactionState;
-    // An unpaid PIX past its validity reads as expired (the provider's notice would say so).
-    if (state === 'pix_pending' && doc.expires_at !== null && doc.expires_at <= this.seconds()) state = 'expired';
+    const state = this.stateOf(doc);
+    if (!doc.transaction_id || state === null) return null;
     return {
       transactionId: doc.transaction_id,
       storeId: doc.store_id,

@@ -1,7 +1,7 @@
 // The payment provider interface. Real providers plug in behind it; the built-in test connection
-// (test-connection.ts) implements DESIGN.md's table of test inputs. Card numbers only ever pass
-// through `saveCard` and `chargeCard` (in memory); what comes back and is stored is a pm_ id with
-// brand and last4.
+// (test-connection.ts) implements DESIGN.md's table of test inputs. A card number only ever passes
+// through `tokenizeCard` (the provider's own fields, in memory) and `saveCard`; charges name the card by
+// its token or saved pm_ id, and what is stored is a pm_ id with brand and last4.
 
 export type RegisterCustomerResult = { ok: true; providerCustomerId: string } | { ok: false; reason: string };
 
@@ -29,6 +29,9 @@ export interface SavedCard {
 }
 
 export type SaveCardResult = { ok: true; card: SavedCard } | { ok: false; code: string; message: string };
+
+/** A card number turned into the provider's token (what its client-side fields do): the number stays there. */
+export type TokenizeResult = { ok: true; token: string; brand: string; last4: string } | { ok: false; code: string; message: string };
 
 /**
  * The result of one charge attempt. The same idempotency key always yields the same outcome and
@@ -61,7 +64,8 @@ export interface ChargeSavedCardInput {
 export interface ChargeCardInput {
   storeId: string;
   idempotencyKey: string;
-  card: CardInput;
+  /** The card as the provider's token (tokenizeCard): the number never reaches our workflows. */
+  cardToken: string;
   amount: number;
   currency: string;
   description: string | null;
@@ -113,7 +117,28 @@ export interface ProviderNotice {
   settledAt: number;
 }
 
-export type TransactionState = 'approved' | 'review' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired';
+export type TransactionState = 'approved' | 'review' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired' | 'voided' | 'refunded';
+
+/**
+ * What the provider holds under an idempotency key: the first answer (what a repeat would get) and
+ * the transaction's state now. Null from lookupCharge means no request under the key ever reached it.
+ */
+export interface ChargeLookup {
+  idempotencyKey: string;
+  /** The answer the request got (a repeat with the key gets the same). */
+  outcome: ChargeOutcome;
+  /** Now: a review or PIX may have settled, an approval been refunded. Null when refused before the card. */
+  state: TransactionState | null;
+  /** The card a checkout charge kept, if any. */
+  card: SavedCard | null;
+  amount: number;
+  currency: string;
+  /** Unix seconds when settled; null while pending. */
+  settledAt: number | null;
+}
+
+/** Money given back: a pending transaction voided (never captured) or a captured one refunded. */
+export type RefundResult = { ok: true; status: 'voided' | 'refunded'; transactionId: string } | { ok: false; reason: string };
 
 export interface TransactionInfo {
   transactionId: string;
@@ -137,8 +162,10 @@ export interface PaymentProvider {
   readonly livemode: boolean;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: { storeId: string; customerId: string; email: string; name: string | null }): Promise<RegisterCustomerResult>;
-  /** Keeps a card for later charges without charging it. */
-  saveCard(input: { storeId: string; customerId: string | null; providerCustomerId?: string | null; card: CardInput }): Promise<SaveCardResult>;
+  /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */
+  tokenizeCard(input: { storeId: string; card: CardInput }): Promise<TokenizeResult>;
+  /** Keeps a card for later charges without charging it: its number (server-side callers) or its token. */
+  saveCard(input: { storeId: string; customerId: string | null; providerCustomerId?: string | null } & ({ card: CardInput } | { cardToken: string })): Promise<SaveCardResult>;
   /** Charges a saved card without the buyer present (subscription, usage and renewal charges). */
   chargeSavedCard(input: ChargeSavedCardInput): Promise<ChargeOutcome>;
   /** Charges a card the buyer just typed (checkout), optionally keeping it. */
@@ -152,4 +179,11 @@ export interface PaymentProvider {
   settle(input: { storeId: string; transactionId: string; outcome: SettlementStatus }): Promise<SettleResult>;
   /** Current state of a transaction (reconciliation; an overdue PIX reads as expired). */
   getTransaction(input: { storeId: string; transactionId: string }): Promise<TransactionInfo | null>;
+  /** What became of the request under this key, asked before another attempt, an expiry, or while in review. */
+  lookupCharge(input: { storeId: string; idempotencyKey: string }): Promise<ChargeLookup | null>;
+  /**
+   * Gives the money of the transaction charged under `chargeKey` back: voids it while pending, refunds
+   * it once captured. Idempotent: asking again answers the same; a declined or refused charge has nothing to give back.
+   */
+  refundCharge(input: { storeId: string; chargeKey: string }): Promise<RefundResult>;
 }

@@ -1,7 +1,7 @@
 // What this tests: every row of DESIGN.md's test payment connection table against FerretDB, and that
 // one idempotency key charges once (concurrently, and with a fresh connection object as after a restart).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
+import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import { ensureIndexes } from '../../store/indexes';
 import { testMongo, type TestMongo } from '../support/env';
@@ -25,6 +25,13 @@ async function savedCard(number: string) {
   const saved = await provider.saveCard({ storeId, customerId: 'cust_x', card: { number } });
   if (!saved.ok) throw new Error(saved.message);
   return saved.card;
+}
+
+/** The provider's card fields: the number becomes a token before any checkout charge. */
+async function tokenOf(number: string): Promise<string> {
+  const tokenized = await provider.tokenizeCard({ storeId, card: { number } });
+  if (!tokenized.ok) throw new Error(tokenized.message);
+  return tokenized.token;
 }
 
 const charge = (paymentMethodId: string, amount = 5000, idempotencyKey = key()) =>
@@ -80,6 +87,59 @@ describe('saved cards (charges without the buyer)', () => {
   });
 });
 
+describe('card tokens (the provider\'s fields)', () => {
+  it('a valid number becomes a tok_ with brand and last4; an invalid one is refused with invalid_number before any charge', async () => {
+    expect(await provider.tokenizeCard({ storeId, card: { number: '4242 4242 4242 4242' } })).toEqual({ ok: true, token: expect.stringMatching(/^tok_/), brand: 'visa', last4: '4242' });
+    expect(await provider.tokenizeCard({ storeId, card: { number: '4242424242424241' } })).toMatchObject({ ok: false, code: 'invalid_number' });
+  });
+
+  it('a token of another store, or an unknown one, is refused with provider_error and charges nothing', async () => {
+    const foreign = await createTestConnection({ db: mongo.db }).tokenizeCard({ storeId: 'acct_other', card: { number: '4242424242424242' } });
+    const result = await provider.chargeCard({ storeId, idempotencyKey: key(), cardToken: (foreign as { token: string }).token, amount: 5000, currency: 'brl', description: null });
+    expect(result).toMatchObject({ status: 'refused', transactionId: null, code: 'provider_error' });
+  });
+
+  it('a saved card can be made from a token (trial checkout)', async () => {
+    const saved = await provider.saveCard({ storeId, customerId: null, cardToken: await tokenOf('4000000000000341') });
+    expect(saved).toMatchObject({ ok: true, card: { brand: 'visa', last4: '0341', chargeable: true } });
+  });
+});
+
+describe('lookup by key and money given back', () => {
+  it('an unknown key looks up as null; a charged one as its first answer and its state now', async () => {
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: key() })).toBeNull();
+    const k = key();
+    const result = await provider.chargeCard({ storeId, idempotencyKey: k, cardToken: await tokenOf('4000000000004954'), amount: 800, currency: 'brl', description: null, saveCard: true });
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'review' }, state: 'review', amount: 800, card: { last4: '4954' }, settledAt: null });
+    await provider.settle({ storeId, transactionId: result.transactionId!, outcome: 'paid' });
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'review' }, state: 'paid', settledAt: expect.any(Number) });
+  });
+
+  it('a refusal before the card looks up with no state (nothing charged)', async () => {
+    const k = key();
+    await provider.chargeCard({ storeId, idempotencyKey: k, cardToken: await tokenOf('4242424242424242'), amount: 424242, currency: 'brl', description: null });
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'refused' }, state: null });
+  });
+
+  it('an approval is refunded, a review voided (its later notice refused), each once however often asked; a decline has nothing to give back', async () => {
+    const approvedKey = key();
+    await provider.chargeCard({ storeId, idempotencyKey: approvedKey, cardToken: await tokenOf('4242424242424242'), amount: 900, currency: 'brl', description: null });
+    const refunds = await Promise.all([1, 2, 3].map(() => provider.refundCharge({ storeId, chargeKey: approvedKey })));
+    expect(refunds.map((r) => r.ok && r.status)).toEqual(['refunded', 'refunded', 'refunded']);
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: approvedKey })).toMatchObject({ state: 'refunded' });
+
+    const reviewKey = key();
+    const review = await provider.chargeCard({ storeId, idempotencyKey: reviewKey, cardToken: await tokenOf('4000000000004954'), amount: 900, currency: 'brl', description: null });
+    expect(await provider.refundCharge({ storeId, chargeKey: reviewKey })).toMatchObject({ ok: true, status: 'voided' });
+    expect(await provider.settle({ storeId, transactionId: review.transactionId!, outcome: 'paid' })).toMatchObject({ ok: false });
+
+    const declinedKey = key();
+    await provider.chargeCard({ storeId, idempotencyKey: declinedKey, cardToken: await tokenOf('4000000000000002'), amount: 900, currency: 'brl', description: null });
+    expect(await provider.refundCharge({ storeId, chargeKey: declinedKey })).toMatchObject({ ok: false });
+    expect(await provider.refundCharge({ storeId, chargeKey: key() })).toMatchObject({ ok: false });
+  });
+});
+
 describe('idempotency of charges', () => {
   it('20 concurrent charges with one key give one transaction and one ledger entry', async () => {
     const card = await savedCard('4242424242424242');
@@ -111,7 +171,7 @@ describe('idempotency of charges', () => {
 describe('charges with the buyer present (checkout) and PIX', () => {
   it('0341 is approved at checkout and saved; its later unattended charge declines card_declined', async () => {
     const result = await provider.chargeCard({
-      storeId, idempotencyKey: key(), card: { number: '4000000000000341' }, amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId, idempotencyKey: key(), cardToken: await tokenOf('4000000000000341'), amount: 5000, currency: 'brl', description: null, saveCard: true,
     });
     expect(result).toMatchObject({ status: 'approved', card: { brand: 'visa', last4: '0341', chargeable: true } });
     expect(await charge(result.card!.paymentMethodId)).toMatchObject({ status: 'declined', code: 'card_declined' });
@@ -119,14 +179,14 @@ describe('charges with the buyer present (checkout) and PIX', () => {
 
   it('3184 is approved at checkout with the buyer present', async () => {
     const result = await provider.chargeCard({
-      storeId, idempotencyKey: key(), card: { number: '4000002760003184' }, amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId, idempotencyKey: key(), cardToken: await tokenOf('4000002760003184'), amount: 5000, currency: 'brl', description: null, saveCard: true,
     });
     expect(result).toMatchObject({ status: 'approved', card: { last4: '3184', chargeable: false } });
   });
 
   it('0002 and 9995 decline at checkout, 4954 goes to review, 424242 is refused', async () => {
-    const at = (number: string, amount = 5000) =>
-      provider.chargeCard({ storeId, idempotencyKey: key(), card: { number }, amount, currency: 'brl', description: null });
+    const at = async (number: string, amount = 5000) =>
+      provider.chargeCard({ storeId, idempotencyKey: key(), cardToken: await tokenOf(number), amount, currency: 'brl', description: null });
     expect(await at('4000000000000002')).toMatchObject({ status: 'declined', code: 'card_declined', card: null });
     expect(await at('4000000000009995')).toMatchObject({ status: 'declined', code: 'insufficient_funds' });
     expect(await at('4000000000004954')).toMatchObject({ status: 'review' });
@@ -135,9 +195,9 @@ describe('charges with the buyer present (checkout) and PIX', () => {
 
   it('the card number is kept nowhere in the database: only pm_ id, brand and last4', async () => {
     await provider.chargeCard({
-      storeId, idempotencyKey: key(), card: { number: '4242424242424242' }, amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId, idempotencyKey: key(), cardToken: await tokenOf('4242424242424242'), amount: 5000, currency: 'brl', description: null, saveCard: true,
     });
-    for (const name of [TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION]) {
+    for (const name of [TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION]) {
       const docs = await mongo.db.collection(name).find({}).toArray();
       expect(JSON.stringify(docs)).not.toContain('4242424242424242');
     }
