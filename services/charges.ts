@@ -143,5 +143,6 @@ export async function startCharge(deps: { db: Db; temporal: Client; taskQueue: s
     return replayOf(done, fingerprint);
   }
   if (answer.kind === 'reused') throw idempotencyReused();
+  if (answer.kind === 'refused') throw new ApiError(answer.code, answer.message);
   return { charge: answer.charge, outcome: answer.outcome, replayed: answer.replayed, originalRequestId: answer.originalRequestId };
 }

@@ -46,7 +46,9 @@ export interface ChargeDecision {
 
 export type ChargeAnswer =
   | { kind: 'charge'; charge: SubscriptionChargeObject; outcome: ChargeOutcomeKind; replayed: boolean; originalRequestId: string | null }
-  | { kind: 'reused' };
+  | { kind: 'reused' }
+  /** The subscription's own workflow refused before the provider (e.g. paused): the API answers 400 with this code. */
+  | { kind: 'refused'; code: 'subscription_not_chargeable' | 'no_payment_method' | 'payment_method_not_chargeable'; message: string };
 
 /** Waits for the provider's answer (approved, declined, refused, or left in review) and returns the charge. */
 export const chargeOutcomeUpdate = defineUpdate<ChargeAnswer, [{ fingerprint: string; requestId: string | null }]>('outcome');
