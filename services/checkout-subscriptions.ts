@@ -1,25 +1,33 @@
 // The hand-off from a paid recurring checkout to the subscriptions area: one subscription per
-// session, created through createSubscription (which emits customer.subscription.created and starts
-// its workflow), then recorded on the session and on the checkout's order. A retry after a crash
-// finds the subscription by its checkout session instead of creating a second one.
+// session, its id derived from the session's, created through createSubscription (which emits
+// customer.subscription.created and starts its workflow), then recorded on the session and on the
+// checkout's order. A retry, even one overlapping a timed-out attempt still running, inserts the
+// same id: the unique _id refuses the second and the retry finishes what the first started.
 import { ApplicationFailure } from '@temporalio/activity';
 import { decodeMetadata } from '../domain/metadata';
 import { collections } from '../store/collections';
 import { setSessionSubscription, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { ordersCollection } from '../store/orders';
-import { subscriptionsCollection } from '../store/subscriptions';
+import { findSubscription } from '../store/subscriptions';
+import { derivedId } from '../domain/ids';
 import { subscriptionObject } from '../api/schemas/subscription';
 import { createSubscription, type SubscriptionDeps } from './subscriptions';
 import { subscriptionClient } from './subscription-client';
 import { emitEventOnce } from './emit-once';
 import { startsWithTrial } from '../domain/checkout';
 
+/** The subscription a checkout session becomes: the same id however often the hand-off runs. */
+export function checkoutSubscriptionId(session: Pick<CheckoutSessionDoc, '_id' | 'store_id' | 'created'>): string {
+  return derivedId('sub', session.created * 1000, `checkout:${session.store_id}:${session._id}`);
+}
+
 export async function createSubscriptionForCheckout(deps: SubscriptionDeps, session: CheckoutSessionDoc): Promise<string | null> {
   if (session.subscription) return session.subscription;
   const { db } = deps;
   const storeId = session.store_id;
 
-  let subscription = await subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: session._id });
+  const id = checkoutSubscriptionId(session);
+  let subscription = await findSubscription(db, storeId, id);
   if (subscription) {
     // Created by an earlier try that stopped before recording it: finish what it started (both no-ops if done).
     await emitEventOnce(deps, `${subscription._id}:created`, {
@@ -56,6 +64,7 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
       // The checkout's order paid the first cycle (a trial charges nothing now).
       firstPeriodPaid: !startsWithTrial(session.offer),
       request: null,
+      id,
     });
   }
 

@@ -1,7 +1,8 @@
 // Emitting an event once per fact, however often the activity emitting it is retried. Without a key
 // (one execution emits the fact) a retry first looks for the event it may have written before dying;
-// with a key (several executions may try) a claim document per fact is taken before emitting and
-// marked done after, its `created` Date letting a TTL index drop it once no retry can come.
+// with a key (several executions may try, even at once) the first claim document fixes the fact's
+// time, the event ids derive from key and time, and the unique _id lets only one writer's events in;
+// the claim's `created` Date lets a TTL index drop it once no retry can come.
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { collections } from '../store/collections';
@@ -53,18 +54,9 @@ async function emitKeyed(deps: EventDeps, key: string, input: EmitEventInput): P
   const claims = claimsOf(deps.db);
   const id = `${input.storeId}:${key}`;
   const fresh = { store_id: input.storeId, state: 'emitting' as const, event_id: null, created: new Date() };
-  // The claim as it was before this call: null when this call created it.
-  const claim = await claims.findOneAndUpdate({ _id: id }, { $setOnInsert: fresh }, { upsert: true, returnDocument: 'before' });
-  if (claim) {
-    if (claim.state === 'done') return;
-    // An earlier attempt claimed the fact and did not finish: it may have emitted before dying.
-    const already = await findEmitted(deps.db, input, secondsBefore(claim.created));
-    if (already) {
-      await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: already } });
-      return;
-    }
-  }
-  const event = await emitEvent(deps, input);
+  const claim = await claims.findOneAndUpdate({ _id: id }, { $setOnInsert: fresh }, { upsert: true, returnDocument: 'after' });
+  if (!claim || claim.state === 'done') return;
+  const event = await emitEvent(deps, { ...input, fact: { key: id, ms: claim.created.getTime() } });
   await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: event._id } });
 }
 

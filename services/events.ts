@@ -6,7 +6,7 @@ import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import type { EventDoc } from '../store/collections';
-import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, renderEventBody, type EventRequest } from '../store/events';
+import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, insertEventsOnce, renderEventBody, type EventRequest } from '../store/events';
 import { endpointsForFanOut, insertDeliveries, newDeliveryDoc, type FanOutEndpoint } from '../store/webhooks';
 import { startDeliveryWorkflow, taskQueueOf } from './webhook-dispatch';
 
@@ -30,6 +30,8 @@ export interface EmitEventInput {
    * null when the fact has no original-catalog event; omitted to use the catalog's mapping.
    */
   legacyType?: string | null;
+  /** A fact several executions may emit: its events' ids derive from this key and time, so they are written once. */
+  fact?: { key: string; ms: number };
 }
 
 function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: string): string[] {
@@ -45,9 +47,9 @@ function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: str
  * to fail.
  */
 export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise<EventDoc> {
-  const now = Date.now();
+  const now = input.fact?.ms ?? Date.now();
   const endpoints = await endpointsForFanOut(deps.db, input.storeId);
-  const base = { storeId: input.storeId, object: input.object, request: input.request };
+  const base = { storeId: input.storeId, object: input.object, request: input.request, factKey: input.fact?.key };
   const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type) }, now)];
   const legacyType = legacyNameOf(input.type, input.legacyType);
   if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
@@ -56,7 +58,12 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
   const toDispatch = written.filter((event) => !event.dispatched);
   // The outbox entry goes first: an event never exists undispatched without one.
   await addToOutbox(deps.db, toDispatch);
-  await insertEvents(deps.db, written);
+  // Another writer of the same fact got there first: its events stand, the sweeper dispatches them if it died.
+  if (input.fact) {
+    if (!(await insertEventsOnce(deps.db, written))) return written[0];
+  } else {
+    await insertEvents(deps.db, written);
+  }
   if (toDispatch.length === 0 || !deps.temporal) return written[0];
 
   const client = deps.temporal;

@@ -9,7 +9,7 @@ import { encodeMetadata, type Metadata } from '../domain/metadata';
 import type { SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
 import type { PaymentProvider, SavedCard } from '../adapters/provider/types';
 import type { CustomerDoc, OfferDoc, ProductDoc, StoreDoc } from '../store/collections';
-import { insertSubscription, type SubscriptionDoc } from '../store/subscriptions';
+import { insertSubscriptionOnce, type SubscriptionDoc } from '../store/subscriptions';
 import type { EventRequest } from '../store/events';
 import { subscriptionObject, type SubscriptionObject } from '../api/schemas/subscription';
 import { emitEventOnce } from './emit-once';
@@ -47,6 +47,8 @@ export interface NewSubscription {
   request?: EventRequest | null;
   /** Milliseconds; defaults to now. */
   now?: number;
+  /** An id derived from what the subscription comes from (checkout): a repeated insert finds the first. */
+  id?: string;
 }
 
 /** Builds the document of a new subscription (pure apart from the id). */
@@ -92,7 +94,7 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
   }
   return {
     ...life,
-    _id: newId('sub', nowMs),
+    _id: input.id ?? newId('sub', nowMs),
     store_id: input.store._id,
     customer: input.customer._id,
     customer_email: input.customer.email,
@@ -109,8 +111,7 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
 
 /** Inserts the subscription and emits customer.subscription.created; its workflow is not started. */
 export async function recordSubscription(deps: Pick<SubscriptionDeps, 'db'> & EventDeps, input: NewSubscription): Promise<SubscriptionDoc> {
-  const doc = newSubscriptionDoc(input);
-  await insertSubscription(deps.db, doc);
+  const doc = await insertSubscriptionOnce(deps.db, newSubscriptionDoc(input));
   // Keyed: a caller recovering from a crash (checkout) may emit the same fact from another execution.
   await emitEventOnce(deps, `${doc._id}:created`, {
     storeId: doc.store_id,

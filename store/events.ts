@@ -3,8 +3,8 @@
 // The body an endpoint receives is rendered from the document, byte for byte the same every time.
 import type { Db } from 'mongodb';
 import { CURRENT_CATALOG, type EventCatalog } from '../domain/event-catalogs';
-import { newId } from '../domain/ids';
-import { collections, type EventDoc } from './collections';
+import { derivedId, newId } from '../domain/ids';
+import { collections, isDuplicateKeyError, type EventDoc } from './collections';
 import { findOwnedById } from './owned';
 
 export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
@@ -25,6 +25,8 @@ export interface RecordEventInput {
   targets?: string[];
   /** A webhook endpoint test event: kept out of GET /v1/events, livemode false. */
   test?: boolean;
+  /** The fact's own key: the id derives from it, so a second writer of the fact finds the first's event. */
+  factKey?: string;
 }
 
 /** The event document as it will be stored (ids are time-ordered; nothing is written here). */
@@ -32,7 +34,7 @@ export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventD
   const targets = input.targets ?? [];
   const test = input.test ?? false;
   return {
-    _id: newId('evt', now),
+    _id: input.factKey ? derivedId('evt', now, `${input.factKey}:${input.apiVersion ?? CURRENT_CATALOG}`) : newId('evt', now),
     store_id: input.storeId,
     type: input.type,
     api_version: input.apiVersion ?? CURRENT_CATALOG,
@@ -50,6 +52,17 @@ export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventD
 export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
   if (docs.length === 1) await collections(db).events.insertOne(docs[0]);
   else if (docs.length > 1) await collections(db).events.insertMany(docs);
+}
+
+/** Inserts a keyed fact's events; false when another writer of the fact inserted them first. */
+export async function insertEventsOnce(db: Db, docs: EventDoc[]): Promise<boolean> {
+  try {
+    await collections(db).events.insertMany(docs, { ordered: false });
+    return true;
+  } catch (error) {
+    if (isDuplicateKeyError(error)) return false;
+    throw error;
+  }
 }
 
 /** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
@@ -82,8 +95,13 @@ export function outboxCollection(db: Db) {
 
 export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_id' | 'created'>[]): Promise<void> {
   const docs = events.map((e) => ({ _id: e._id, store_id: e.store_id, created: e.created }));
-  if (docs.length === 1) await outboxCollection(db).insertOne(docs[0]);
-  else if (docs.length > 1) await outboxCollection(db).insertMany(docs, { ordered: false });
+  try {
+    if (docs.length === 1) await outboxCollection(db).insertOne(docs[0]);
+    else if (docs.length > 1) await outboxCollection(db).insertMany(docs, { ordered: false });
+  } catch (error) {
+    // A keyed fact's second writer: the entry is there already.
+    if (!isDuplicateKeyError(error)) throw error;
+  }
 }
 
 /** The events' deliveries exist and were started: marked dispatched, out of the outbox. */

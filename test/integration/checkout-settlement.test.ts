@@ -11,6 +11,9 @@ import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-mess
 import type { TestStore } from '../support/api';
 import { createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
+import { createSubscriptionForCheckout } from '../../services/checkout-subscriptions';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import { newId } from '../../domain/ids';
 
 let stack: CheckoutStack;
 let store: TestStore;
@@ -152,6 +155,25 @@ describe('subscriptions from checkout', () => {
     await waitFor(async () => (await eventsOf('customer.subscription.created', sub._id)) === 1);
     const result = await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(s.id)).result();
     expect(result.subscription).toBe(sub._id);
+  });
+
+  test('the hand-off retried after a timeout (three retries overlapping, the first never recorded): one subscription, one event, one workflow', async () => {
+    const s = await newSession({ offer: catalog.monthly._id });
+    await post(`/c/${s.id}/pay`, buyer({ method: 'card', card_number: CARD_OK }));
+    const paid = await waitFor(async () => ((await session(s.id)).subscription ? session(s.id) : null));
+    // A paid session whose hand-off has not run yet: the first try times out mid-insert and its retries overlap it.
+    const handOff = { ...paid, _id: newId('cs'), subscription: null, order: null };
+    await checkoutSessionsCollection(stack.mongo.db).insertOne(handOff);
+    const deps = { db: stack.mongo.db, provider: createTestConnection({ db: stack.mongo.db }), temporal: stack.temporal.client, taskQueue: stack.taskQueue };
+    const ids = await Promise.all([1, 2, 3].map(() => createSubscriptionForCheckout(deps, handOff)));
+    const again = await createSubscriptionForCheckout(deps, handOff);
+    expect(new Set([...ids, again]).size).toBe(1);
+    expect(await subscriptionsCollection(stack.mongo.db).countDocuments({ store_id: store.store._id, checkout_session: handOff._id })).toBe(1);
+    expect((await session(handOff._id)).subscription).toBe(again);
+    await waitFor(async () => (await eventsOf('customer.subscription.created', again!)) >= 1);
+    expect(await eventsOf('customer.subscription.created', again!)).toBe(1);
+    const runs = await stack.temporal.client.workflow.count(`WorkflowId = 'subscription/${again}'`);
+    expect(runs.count).toBe(1);
   });
 
   test('a recurring offer without subscription_data gives the subscription the session metadata', async () => {

@@ -1,5 +1,5 @@
-// Keyed once-only events: a fact emitted again by key writes one event, an attempt that died after
-// emitting is not emitted twice, one that died before emitting is, and each claim carries `created`
+// Keyed once-only events: a fact emitted again by key (in turn or at once) writes one event, an attempt
+// that died after emitting is not emitted twice, one that died before emitting is, and each claim carries `created`
 // (a Date, what the claims' TTL index deletes by).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEventOnce } from '../../services/emit-once';
@@ -41,11 +41,17 @@ describe('emitEventOnce by key', () => {
   it('a retry after an attempt that emitted and died before marking its claim done emits nothing new', async () => {
     const created = new Date(Date.now() - 5_000);
     await claims().insertOne({ _id: `${store.store._id}:cus_died_after:updated`, state: 'emitting', event_id: null, created });
-    const emitted = await emitEvent({ db: mongo.db }, input('cus_died_after'));
+    // The attempt that died wrote the fact's events under the ids its claim fixes.
+    const emitted = await emitEvent({ db: mongo.db }, { ...input('cus_died_after'), fact: { key: `${store.store._id}:cus_died_after:updated`, ms: created.getTime() } });
     await emitEventOnce({ db: mongo.db }, 'cus_died_after:updated', input('cus_died_after'));
     expect((await eventsAbout('cus_died_after')).map((e) => e._id)).toEqual([emitted._id]);
     const claim = await claims().findOne({ _id: `${store.store._id}:cus_died_after:updated` });
     expect([claim?.state, claim?.event_id, claim?.created]).toEqual(['done', emitted._id, created]);
+  });
+
+  it('ten executions emitting one fact at the same moment write one event (the subscription hand-off retried while its first try still runs)', async () => {
+    await Promise.all(Array.from({ length: 10 }, () => emitEventOnce({ db: mongo.db }, 'cus_racing:updated', input('cus_racing'))));
+    expect(await eventsAbout('cus_racing')).toHaveLength(1);
   });
 
   it('a retry after an attempt that died before emitting emits the event once', async () => {
