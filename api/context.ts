@@ -40,8 +40,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Pages and documents served without an API key. */
     public?: boolean;
-    /** Routes that manage their own (permanent) idempotency, such as subscription charges. */
-    ownIdempotency?: boolean;
+    /**
+     * Keys that never expire (subscription charges): a stored success is answered by the route from
+     * its own permanent record (the charge as it is now); refusals replay like everywhere else.
+     */
+    permanentIdempotency?: boolean;
   }
 }
 

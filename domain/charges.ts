@@ -81,3 +81,13 @@ export function chargeOrderItems(charge: { amount: number; description: string |
   if (charge.lines.length > 0) return charge.lines.map((line) => ({ kind: 'charge', ...line }));
   return [{ kind: 'charge', description: charge.description ?? 'Charge', quantity: 1, unit_amount: charge.amount, amount: charge.amount }];
 }
+
+/**
+ * The namespaced keys one-off charges are filed under (charge document, `charge/<store>/<key>`
+ * workflow, provider key): a merchant's Idempotency-Key always lands under `api/`, so it can never
+ * equal a usage charge's key or any internal one (`renewal/`, `reactivation/`, `checkout/`).
+ */
+export const merchantChargeKey = (idempotencyKey: string) => `api/${idempotencyKey}`;
+export const usageChargeKey = (periodId: string) => `usage/${periodId}`;
+/** What a usage charge shows as its Idempotency-Key (spec: `usage:<period id>`). */
+export const usageIdempotencyKey = (periodId: string) => `usage:${periodId}`;

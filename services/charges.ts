@@ -21,7 +21,7 @@ import { chargeClient } from './charge-client';
 export interface StartChargeInput {
   storeId: string;
   subscriptionId: string;
-  /** Idempotency-Key, or `usage:<period id>` for usage charges. Permanent. */
+  /** The namespaced charge key (domain/charges.ts: `api/<Idempotency-Key>`, `usage/<period id>`). Permanent. */
   key: string;
   amount: number;
   currency?: string | null;

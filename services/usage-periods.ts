@@ -4,6 +4,7 @@
 import type { Db } from 'mongodb';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
+import { usageChargeKey, usageIdempotencyKey } from '../domain/charges';
 import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../domain/pricing';
 import { CLOSE_GRACE_SECONDS, cycleOf, DAY, periodRollupKey, usageChargeDescription, usageChargeLines, type CloseReason } from '../domain/usage-periods';
 import { periodEnd, isBillingCycle } from '../domain/billing-periods';
@@ -292,7 +293,7 @@ async function chargeClosedPeriod(deps: UsageDeps, period: UsagePeriodDoc): Prom
     const result = await startCharge(deps, {
       storeId: period.store_id,
       subscriptionId: period.subscription,
-      key: `usage:${period._id}`,
+      key: usageChargeKey(period._id),
       amount: period.amount_total,
       currency: period.currency,
       description: usageChargeDescription(period.period_start, period.period_end),
@@ -300,6 +301,7 @@ async function chargeClosedPeriod(deps: UsageDeps, period: UsagePeriodDoc): Prom
       metadata: { kind: 'usage', usage_period: period._id },
       source: 'usage',
       billingReason: 'usage',
+      request: { id: null, idempotency_key: usageIdempotencyKey(period._id) },
     });
     await updateUsagePeriod(deps.db, period._id, { charge: result.charge.id, charge_state: 'charged' });
     return { charge: result.charge.id, state: 'charged', outcome: result.outcome, refusal: null };

@@ -120,8 +120,8 @@ export interface IdempotencyDoc {
   request_id: string;
   response: { status: number; body: string; headers: Record<string, string> } | null;
   created: number;
-  /** created + 24 hours: the TTL index deletes the key then. */
-  expires_at: Date;
+  /** created + 24 hours: the TTL index deletes the key then; null for a key that never expires (charges). */
+  expires_at: Date | null;
 }
 
 export interface RateCounterDoc {

@@ -1,12 +1,14 @@
-// Idempotency keys of ordinary POST/DELETE calls: valid 24 hours within a store. The key's document is
-// its own lock: the first request inserts it, a running request holds a lease (so a key whose process
-// died mid-way is free again once the lease runs out), and every later change is a compare-and-set on
-// the run that was seen, so of any number of racing processes exactly one wins.
+// Idempotency keys of POST/DELETE calls: valid 24 hours within a store, or forever for a permanent one
+// (subscription charges); one key space for every endpoint. The key's document is its own lock: the
+// first request inserts it, a running request holds a lease (so a key whose process died mid-way is
+// free again once the lease runs out), and every later change is a compare-and-set on the run that
+// was seen, so of any number of racing processes exactly one wins.
 import type { Db, Filter } from 'mongodb';
 import { collections, type IdempotencyDoc, isDuplicateKeyError } from './collections';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
+/** Longer than any route waits for its work (the charge route: 20 s), so only a dead process's key is taken over. */
+export const IDEMPOTENCY_LEASE_MS = 30 * 1000;
 
 /** The key a request holds: the key's document id and the request id of this very run. */
 export interface IdempotencyClaim {
@@ -24,7 +26,7 @@ export type ClaimResult =
 type Decision = ClaimResult | { takeover: Filter<IdempotencyDoc>; created: number };
 
 function decide(existing: IdempotencyDoc, fingerprint: string, now: number): Decision {
-  const expired = existing.created + IDEMPOTENCY_TTL_MS <= now;
+  const expired = existing.expires_at !== null && existing.created + IDEMPOTENCY_TTL_MS <= now;
   if (!expired && existing.fingerprint !== fingerprint) return { kind: 'reused' };
   if (existing.state === 'done') {
     return expired ? { takeover: { _id: existing._id, created: existing.created }, created: now } : { kind: 'replay', doc: existing };
@@ -37,7 +39,7 @@ function decide(existing: IdempotencyDoc, fingerprint: string, now: number): Dec
 
 export async function claimIdempotencyKey(
   db: Db,
-  input: { storeId: string; key: string; fingerprint: string; requestId: string },
+  input: { storeId: string; key: string; fingerprint: string; requestId: string; permanent?: boolean },
   now = Date.now(),
 ): Promise<ClaimResult> {
   const { idempotency } = collections(db);
@@ -51,7 +53,7 @@ export async function claimIdempotencyKey(
     request_id: input.requestId,
     response: null,
     created,
-    expires_at: new Date(created + IDEMPOTENCY_TTL_MS),
+    expires_at: input.permanent ? null : new Date(created + IDEMPOTENCY_TTL_MS),
   });
   const claimed = { kind: 'claimed' as const, id, run: input.requestId };
   // Each lost race changes what is stored, so the next pass decides on the newer state.

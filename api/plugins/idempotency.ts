@@ -1,6 +1,7 @@
-// Idempotency-Key on every POST and DELETE: same key and same request replays the stored response
-// (4xx included, 5xx never stored), a different request under the key is refused, and a concurrent
-// duplicate gets 409 while the first still runs.
+// Idempotency-Key on every POST and DELETE, one key space for all of them: same key and same request
+// replays the stored response (4xx included, 5xx never stored), a different request under the key is
+// refused, and a concurrent duplicate gets 409 at once while the first still runs. Charge keys never
+// expire, and a replayed successful charge is answered by its route as the charge is now.
 import fp from 'fastify-plugin';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -37,15 +38,17 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
 
   app.addHook('preValidation', async (request, reply) => {
     if (request.method !== 'POST' && request.method !== 'DELETE') return;
-    if (!request.auth || request.routeOptions.config?.ownIdempotency) return;
+    if (!request.auth) return;
     const key = readIdempotencyKey(request.headers);
     if (key === null) return;
 
+    const permanent = request.routeOptions.config?.permanentIdempotency === true;
     const claim = await claimIdempotencyKey(db, {
       storeId: request.auth.store._id,
       key,
       fingerprint: requestFingerprint(request.method, request.url, request.body),
       requestId: request.id,
+      permanent,
     });
     switch (claim.kind) {
       case 'claimed':
@@ -62,6 +65,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
       case 'replay': {
         const stored = claim.doc.response!;
         request.idempotency = { id: claim.doc._id, run: '', key, replayed: true };
+        if (permanent && stored.status < 300) return;
         reply.headers(stored.headers);
         reply.header('Idempotent-Replayed', 'true');
         reply.header('Original-Request-Id', claim.doc.request_id);
@@ -75,7 +79,8 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
     const state = request.idempotency;
     if (!state || state.replayed) return payload;
     try {
-      if (reply.statusCode >= 500) {
+      // A route's own 409 (its work still running elsewhere) is no answer to keep: a retry asks again.
+      if (reply.statusCode >= 500 || reply.statusCode === 409) {
         await releaseIdempotencyKey(db, state);
       } else {
         const headers: Record<string, string> = {};

@@ -1,13 +1,13 @@
 // /v1/subscriptions/{id}/charges and /v1/subscription_charges/{id}: one-off charges on the saved
-// card. The Idempotency-Key is mandatory and permanent (this route opts out of the generic 24-hour
-// idempotency): the charge itself, found by (store, key), is the stored answer.
+// card. The Idempotency-Key is mandatory and permanent: refusals replay through the common
+// idempotency layer, and a charge, found by its namespaced key, answers every later request as it is now.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { startCharge, type StartChargeResult } from '../../services/charges';
 import { chargesCollection, findCharge } from '../../store/subscription-charges';
 import { findSubscription } from '../../store/subscriptions';
-import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX } from '../../domain/charges';
+import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX, merchantChargeKey } from '../../domain/charges';
 import { ApiError, notFound } from '../../domain/errors';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
@@ -15,7 +15,8 @@ import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
 import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
 import { CHARGE_STATUSES, subscriptionChargeObject } from '../schemas/subscription-charge';
 
-const CHARGE_WAIT_MS = 45_000;
+/** Below the idempotency lease (30 s): a charge still running past it answers 409 and goes on. */
+const CHARGE_WAIT_MS = 20_000;
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 
@@ -85,7 +86,7 @@ function createChargeRoute(app: RouteApp): void {
   app.post(
     '/subscriptions/:id/charges',
     {
-      config: { ownIdempotency: true },
+      config: { permanentIdempotency: true },
       // Rule 1: the key is checked before anything else, the body included.
       preValidation: async (request) => {
         if (readIdempotencyKey(request.headers) === null) {
@@ -109,7 +110,7 @@ function createChargeRoute(app: RouteApp): void {
         {
           storeId: store._id,
           subscriptionId: request.params.id,
-          key,
+          key: merchantChargeKey(key),
           amount: body.amount,
           currency: body.currency,
           description: body.description,

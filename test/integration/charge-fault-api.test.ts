@@ -11,6 +11,7 @@ import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
+import { merchantChargeKey } from '../../domain/charges';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { seedCatalog, seedSubscription } from '../support/subscriptions';
@@ -63,7 +64,7 @@ it('the API dies mid-request; the retry with the same key on another API returns
   const first = call(doomedUrl, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } }).catch(
     (error: unknown) => error,
   );
-  const workflow = temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key));
+  const workflow = temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key)));
   await waitFor(async () => (await workflow.describe()).status.name === 'RUNNING', { timeoutMs: 30_000, description: 'charge workflow started' });
   const firstRunId = (await workflow.describe()).runId;
   await doomedApi.stop({ signal: 'SIGKILL' });
@@ -72,15 +73,23 @@ it('the API dies mid-request; the retry with the same key on another API returns
   worker = await createTestWorker(mongo, temporal, taskQueue);
   running = worker.run();
   api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  const retry = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
+  const retryCharge = () => call(api!, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
+  // The dead request still holds its key until its lease runs out: a retry meanwhile is told so at once.
+  const early = await retryCharge();
+  expect([early.status, early.body.error?.code]).toEqual([409, 'idempotency_key_in_use']);
+  const retry = await waitFor(async () => {
+    const answer = await retryCharge();
+    if (answer.status === 409) return null;
+    return answer;
+  }, { timeoutMs: 60_000, intervalMs: 1_000, description: 'the dead request\'s lease to run out' });
 
   // The first (dead) request started the charge, so the retry is a replay of it.
   expect(retry.status).toBe(200);
   expect(retry.headers.get('idempotent-replayed')).toBe('true');
   expect(retry.body).toMatchObject({ status: 'succeeded', amount: 5555, description: 'Mid-request' });
-  const stored = await chargesCollection(mongo.db).find({ key }).toArray();
+  const stored = await chargesCollection(mongo.db).find({ key: merchantChargeKey(key) }).toArray();
   expect(stored.map((c) => c._id)).toEqual([retry.body.id]);
-  expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key })).toBe(1);
+  expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(1);
   // The retry attached to the run the dead API started; no second run exists.
   expect((await workflow.describe()).runId).toBe(firstRunId);

@@ -2,6 +2,7 @@
 // provider approved and before the order and charge were written. A new worker retries the charge
 // activity: one provider charge, one order, one charge document, one invoice.paid, and the waiting
 // HTTP request answers 201 with that charge.
+import { merchantChargeKey } from '../../domain/charges';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -63,8 +64,8 @@ it('a worker killed between the provider approval and the order write: after a n
   expect(exit.signal ?? (output.includes('dying') ? 'SIGKILL' : null)).toBe('SIGKILL');
   expect(output).toContain('approved tx_');
   // The money was taken; nothing else was written.
-  expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key })).toBe(1);
-  expect(await chargesCollection(mongo.db).countDocuments({ key })).toBe(0);
+  expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
+  expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(0);
   expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(0);
 
   survivor = await createTestWorker(mongo, temporal, taskQueue);
@@ -73,10 +74,10 @@ it('a worker killed between the provider approval and the order write: after a n
 
   expect(res.status).toBe(201);
   expect(res.body).toMatchObject({ status: 'succeeded', amount: 4321, order: expect.stringMatching(/^ord_/) });
-  const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ key }).toArray();
+  const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ key: merchantChargeKey(key) }).toArray();
   expect(ledger).toHaveLength(1);
   expect(res.body.transaction).toBe(ledger[0].transaction_id);
-  expect(await chargesCollection(mongo.db).countDocuments({ key })).toBe(1);
+  expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(1);
   await waitFor(
     async () => (await collections(mongo.db).events.countDocuments({ store_id: store.store._id, type: 'subscription_charge.succeeded' })) === 1,

@@ -16,6 +16,7 @@ import { runAdmin } from '../../admin/cli';
 import { startCharge } from '../../services/charges';
 import { requestFingerprint } from '../../api/plugins/idempotency';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
+import { merchantChargeKey } from '../../domain/charges';
 import { insertEndpoint } from '../../store/webhooks';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
@@ -240,11 +241,11 @@ describe('approved', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('original-request-id')).toBe(res.headers.get('request-id'));
     expect(again.body).toEqual(res.body);
-    expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key })).toBe(1);
+    expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
 
     const reused = await charge(sub, { amount: 2600 }, key);
     expectError(reused, 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
-    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, key), 'charge-approved');
+    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, merchantChargeKey(key)), 'charge-approved');
   });
 
   it('an active subscription (first cycle paid) is charged like a trialing one: 201 succeeded with a paid order', async () => {
@@ -260,7 +261,7 @@ describe('approved', () => {
     const sub = await subscription();
     const key = newKey();
     expect((await charge(sub, { amount: 600 }, key)).status).toBe(201);
-    const description = await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key)).describe();
+    const description = await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key))).describe();
     expect(description.typedSearchAttributes.get(StoreIdKey)).toBe(store.store._id);
     expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(sub.customer);
     expect(description.typedSearchAttributes.get(SubscriptionIdKey)).toBe(sub._id);
@@ -311,7 +312,7 @@ describe('approved', () => {
       {
         storeId: store.store._id,
         subscriptionId: sub._id,
-        key,
+        key: merchantChargeKey(key),
         amount: 900,
         source: 'api',
         billingReason: 'manual',
@@ -322,15 +323,21 @@ describe('approved', () => {
     expect(replay.charge).toEqual(first.body);
   });
 
-  it('ten concurrent requests with one key: one provider charge, one order, one 201 and nine 200 with the same charge', async () => {
+  it('ten concurrent requests with one key: one provider charge, one order, one 201; the others 409 idempotency_key_in_use while it runs (or 200 replays after); a retry then replays it', async () => {
     const sub = await subscription();
     const key = newKey();
     const results = await Promise.all(Array.from({ length: 10 }, () => charge(sub, { amount: 1200 }, key)));
-    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
-    expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
-    expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key })).toBe(1);
+    const created = results.filter((r) => r.status === 201);
+    expect(created).toHaveLength(1);
+    for (const other of results.filter((r) => r.status !== 201)) {
+      if (other.status === 409) expect(other.body.error).toMatchObject({ type: 'idempotency_error', code: 'idempotency_key_in_use' });
+      else expect([other.status, other.body.id]).toEqual([200, created[0].body.id]);
+    }
+    const retry = await charge(sub, { amount: 1200 }, key);
+    expect([retry.status, retry.body.id, retry.headers.get('idempotent-replayed')]).toEqual([200, created[0].body.id, 'true']);
+    expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
     expect(await ordersCollection(mongo.db).countDocuments({ external_order_id: results[0].body.id })).toBe(1);
-    expect(await chargesCollection(mongo.db).countDocuments({ key })).toBe(1);
+    expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   });
 });
 
@@ -349,7 +356,7 @@ describe('declined', () => {
     expectError(again, 402, 'card_error', 'card_declined');
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body.error.subscription_charge.id).toBe(failed.id);
-    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, key), 'charge-declined');
+    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, merchantChargeKey(key)), 'charge-declined');
   });
 
   it('9995: 402 card_error insufficient_funds', async () => {
@@ -416,7 +423,7 @@ describe('in review', () => {
     };
     await replayOf();
     // Also once the charge workflow has closed and MongoDB alone answers.
-    await waitFor(async () => (await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, key)).describe()).status.name === 'COMPLETED', { description: 'charge workflow closed' });
+    await waitFor(async () => (await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key))).describe()).status.name === 'COMPLETED', { description: 'charge workflow closed' });
     await replayOf();
   });
 });

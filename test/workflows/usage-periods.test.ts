@@ -176,7 +176,8 @@ describe('a month of usage, closed at period end', () => {
     const [charge] = charges;
     expect(charge).toMatchObject({
       _id: closed.charge,
-      key: `usage:${closed._id}`,
+      key: `usage/${closed._id}`,
+      idempotency_key: `usage:${closed._id}`,
       status: 'succeeded',
       amount: 1983,
       currency: 'brl',
