@@ -1,8 +1,9 @@
 // The customer portal at the store's portal address ({portal_url}/{slug}, or its custom domain's
-// root): the sign-in link (works once, within 15 minutes) opens a portal session kept in an
-// HttpOnly cookie; the account page lists the customer's subscriptions and orders and lets them
-// cancel at period end, keep a subscription whose cancellation is scheduled, and replace the card.
-// Forms carry an anti-forgery token derived from the portal session.
+// root): the sign-in link (works once, within 15 minutes) shows whose account it opens and, on one
+// click, opens a portal session kept in an HttpOnly cookie (Secure when the portal is served over
+// https); the account page lists the customer's subscriptions and orders and lets them cancel at
+// period end, keep a subscription whose cancellation is scheduled, and replace the card. Forms carry
+// an anti-forgery token derived from the portal session; a store that turns its portal off closes it at once.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Db } from 'mongodb';
@@ -18,6 +19,7 @@ import {
   openPortalLogin,
   portalLinksCollection,
   sweepPortalDocs,
+  type PortalLinkDoc,
   type PortalLoginDoc,
 } from '../../store/portal-sessions';
 import {
@@ -87,8 +89,8 @@ async function storeAt(request: FastifyRequest, slug: string | undefined): Promi
   return slug ? stores.findOne({ slug }) : stores.findOne({ custom_domain: hostOf(request) });
 }
 
-function cookieHeader(request: FastifyRequest, value: string, maxAge: number): string {
-  const secure = request.protocol === 'https' ? '; Secure' : '';
+function cookieHeader(site: PortalSite, request: FastifyRequest, value: string, maxAge: number): string {
+  const secure = site.https || request.protocol === 'https' ? '; Secure' : '';
   return `${PORTAL_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
 }
 
@@ -154,11 +156,18 @@ interface PortalSite {
   deps: PortalDeps;
   /** Sign-in links are built from PORTAL_URL (portalAddress), so the routes follow its path. */
   path: string;
+  /** PORTAL_URL is https (a TLS proxy in front): cookies are Secure even though this hop is http. */
+  https: boolean;
 }
 
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
   const { db, provider, temporal, config } = app.deps;
-  const site: PortalSite = { db, deps: { db, provider, temporal, taskQueue: config.taskQueue }, path: portalRoutePath(config.portalUrl) };
+  const site: PortalSite = {
+    db,
+    deps: { db, provider, temporal, taskQueue: config.taskQueue },
+    path: portalRoutePath(config.portalUrl),
+    https: new URL(config.portalUrl).protocol === 'https:',
+  };
 
   const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
   sweeper.unref();
@@ -167,7 +176,8 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
   // Under {portal_url}/{slug}, and at the root of a store's custom domain.
   for (const prefix of [`${site.path}/:slug`, '']) {
     const config = { public: true };
-    app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn.bind(null, site));
+    app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, confirmSignIn.bind(null, site));
+    app.post(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn.bind(null, site));
     app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account.bind(null, site));
     app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act.bind(null, site));
     app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut.bind(null, site));
@@ -189,19 +199,65 @@ async function loginOf(site: PortalSite, request: FastifyRequest, store: StoreDo
   return login && login.store_id === store._id ? login : null;
 }
 
+/** A link that still works at this store's address, looked up without using it. */
+async function usableLink(site: PortalSite, store: StoreDoc | null, token: string): Promise<PortalLinkDoc | null> {
+  const link = await portalLinksCollection(site.db).findOne({ token_hash: hashToken(token) });
+  const now = Math.floor(Date.now() / 1000);
+  return store && link && link.store_id === store._id && link.used_at === null && link.expires_at > now ? link : null;
+}
+
+function maskedEmail(email: string): string {
+  const [user, domain] = email.split('@');
+  return domain ? `${user.slice(0, 1)}***@${domain}` : '***';
+}
+
+const invalidLink = (reply: FastifyReply) =>
+  reply.status(410).type(HTML).send(messagePage('en', t('en', 'signin_invalid_title'), t('en', 'signin_invalid_text'), 'signin-invalid'));
+
+const portalOff = (reply: FastifyReply) =>
+  reply.status(403).type(HTML).send(messagePage('en', t('en', 'portal_unavailable_title'), t('en', 'portal_unavailable_text'), 'portal-unavailable'));
+
+/**
+ * Opening the link only shows whose account it opens: a link someone else planted (login CSRF) cannot
+ * sign a visitor into that account without their click on "Continue as a***@…".
+ */
+async function confirmSignIn(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
+  const store = await storeAt(request, request.params.slug);
+  if (store && !store.portal_enabled) return portalOff(reply);
+  const link = await usableLink(site, store, request.params.token);
+  if (!store || !link) return invalidLink(reply);
+  const customer = await findCustomer(site.db, store._id, link.customer);
+  const lang = pageLanguage(customer?.locale);
+  const email = maskedEmail(customer?.email ?? '');
+  const body = html`<main class="wrap"><section class="panel center" data-testid="signin-confirm"><h1>${t(lang, 'signin_confirm_title', { store: store.name })}</h1>
+  <p>${t(lang, 'signin_confirm_text', { email })}</p>
+  <form method="post" data-once><button type="submit" data-testid="signin-continue">${t(lang, 'signin_continue', { email })}</button></form></section></main>`;
+  return reply.type(HTML).send(layout({ lang, title: t(lang, 'signin_confirm_title', { store: store.name }), body, script: true }));
+}
+
+/** A browser says where a form was sent from; one sent from another site is not the customer's click. */
+function fromAnotherSite(request: FastifyRequest): boolean {
+  if (request.headers['sec-fetch-site'] === 'cross-site') return true;
+  const origin = request.headers.origin;
+  if (!origin || origin === 'null') return origin === 'null';
+  try {
+    return new URL(origin).host.toLowerCase() !== (request.headers.host ?? '').toLowerCase();
+  } catch {
+    return true;
+  }
+}
+
 async function signIn(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
   const { slug, token } = request.params;
   const store = await storeAt(request, slug);
-  // Looked up before it is used, so a link opened at another store's address is not burnt.
-  const link = await portalLinksCollection(site.db).findOne({ token_hash: hashToken(token) });
-  const lang = 'en';
-  const claimed = store && link && link.store_id === store._id ? await claimPortalLink(site.db, token) : null;
-  if (!claimed) {
-    return reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
-  }
+  if (store && !store.portal_enabled) return portalOff(reply);
+  // Looked up before it is used, so a link opened at another store's address (or posted from another site) is not burnt.
+  if (fromAnotherSite(request) || !(await usableLink(site, store, token))) return invalidLink(reply);
+  const claimed = await claimPortalLink(site.db, token);
+  if (!claimed) return invalidLink(reply);
   const base = basePath(site, slug);
   const { cookie } = await openPortalLogin(site.db, { storeId: claimed.store_id, customer: claimed.customer, basePath: base });
-  reply.header('Set-Cookie', cookieHeader(request, cookie, PORTAL_SESSION_TTL_SECONDS));
+  reply.header('Set-Cookie', cookieHeader(site, request, cookie, PORTAL_SESSION_TTL_SECONDS));
   return reply.redirect(`${base}/account`, 303);
 }
 
@@ -209,6 +265,7 @@ async function account(site: PortalSite, request: FastifyRequest<{ Params: { slu
   const { db } = site;
   const { slug } = request.params;
   const store = await storeAt(request, slug);
+  if (store && !store.portal_enabled) return portalOff(reply);
   const login = await loginOf(site, request, store);
   if (!store || !login) {
     const lang = 'en';
@@ -246,6 +303,7 @@ async function act(
   const { deps } = site;
   const { slug, id, action } = request.params;
   const store = await storeAt(request, slug);
+  if (store && !store.portal_enabled) return portalOff(reply);
   const login = await loginOf(site, request, store);
   const base = basePath(site, slug);
   if (!store || !login || !csrfValid(login, request.body.csrf)) return reply.redirect(`${base}/account`, 303);
@@ -264,7 +322,7 @@ async function signOut(site: PortalSite, request: FastifyRequest<{ Params: { slu
   const login = await loginOf(site, request, store);
   const cookie = readCookie(request, PORTAL_COOKIE);
   if (login && cookie && csrfValid(login, request.body.csrf)) await closePortalLogin(site.db, cookie);
-  reply.header('Set-Cookie', cookieHeader(request, '', 0));
+  reply.header('Set-Cookie', cookieHeader(site, request, '', 0));
   return reply.type(HTML).send(messagePage('en', t('en', 'sign_out'), t('en', 'signed_out'), 'signed-out'));
 }
 

@@ -58,6 +58,10 @@ test('the sign-in link works once, the portal lists the subscription and order, 
   try {
     const page = await context.newPage();
     await page.goto(link.body.url);
+    // The link says whose account it opens and signs in on one click.
+    await page.getByTestId('signin-confirm').waitFor();
+    await screenshot(page, '09-portal-continue-as');
+    await page.getByTestId('signin-continue').click();
     await page.waitForURL(/\/account$/);
     const subscription = page.getByTestId('subscription');
     await expect.poll(() => subscription.textContent()).toContain(catalog.monthly.name);

@@ -1,8 +1,10 @@
 // What this tests: POST /v1/billing_portal/sessions (object, portal address by slug or custom
 // domain, portal_disabled, portal_unavailable, resource_missing) and the portal pages over real HTTP:
-// the sign-in link works once within 15 minutes and sets an HttpOnly session cookie; the account
+// the sign-in link shows whose account it opens, signs in on one click from the portal itself (not from
+// another site), works once within 15 minutes and sets an HttpOnly (Secure behind https) session cookie; the account
 // page lists subscriptions and orders; cancel at period end, reactivate and card replacement go
-// through the subscription workflow; forged forms and other customers' subscriptions change nothing.
+// through the subscription workflow; forged forms and other customers' subscriptions change nothing;
+// a store that turns its portal off closes sign-in, the account and its actions at once.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { collections } from '../../store/collections';
 import { findCheckoutSession } from '../../store/checkout-sessions';
@@ -25,14 +27,21 @@ async function get(path: string, cookie?: string) {
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-async function post(path: string, form: Record<string, string>, cookie?: string) {
-  const res = await fetch(`${stack.api.url}${path}`, {
+async function post(path: string, form: Record<string, string>, cookie?: string, headers: Record<string, string> = {}) {
+  const res = await fetch(path.startsWith('http') ? path : `${stack.api.url}${path}`, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}), ...headers },
     body: new URLSearchParams(form).toString(),
   });
-  return { status: res.status, location: res.headers.get('location'), text: await res.text() };
+  return { status: res.status, headers: res.headers, location: res.headers.get('location'), text: await res.text() };
+}
+
+/** The link's page, then its "Continue as ..." button (a form posted back to the link from the portal's own origin). */
+async function openAndContinue(url: string) {
+  const page = await get(url);
+  const local = url.startsWith('http') ? `${stack.api.url}${new URL(url).pathname}` : url;
+  return { page, signedIn: await post(local, {}, undefined, { origin: stack.api.url }) };
 }
 
 /** A customer with a subscription bought through the hosted checkout (card 4242). */
@@ -61,10 +70,9 @@ async function portalLink(customer = customerId, key = store.key) {
 
 async function signIn(): Promise<string> {
   const link = await portalLink();
-  const res = await get(link.url);
-  expect(res.status).toBe(303);
-  const cookie = res.headers.get('set-cookie')!;
-  return cookie.split(';')[0];
+  const { signedIn } = await openAndContinue(link.url);
+  expect(signedIn.status).toBe(303);
+  return signedIn.headers.get('set-cookie')!.split(';')[0];
 }
 
 function csrfOf(html: string): string {
@@ -138,31 +146,45 @@ describe('POST /v1/billing_portal/sessions', () => {
 });
 
 describe('sign-in link', () => {
-  test('works once: the first open sets an HttpOnly portal cookie and goes to the account; the second is refused', async () => {
+  test('opening it shows whose account it opens and sets nothing; one click signs in with an HttpOnly cookie and goes to the account; it works once', async () => {
     const link = await portalLink();
-    const first = await get(link.url);
-    expect(first.status).toBe(303);
-    expect(first.headers.get('location')).toBe(`/portal/${slug}/account`);
-    const cookie = first.headers.get('set-cookie')!;
-    expect(cookie).toMatch(/^portal_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+/);
-    const second = await get(link.url);
-    expect(second.status).toBe(410);
-    expect(second.text).toContain('data-testid="signin-invalid"');
-    expect(second.headers.get('set-cookie')).toBeNull();
+    const { page, signedIn } = await openAndContinue(link.url);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('set-cookie')).toBeNull();
+    expect(page.text).toContain('data-testid="signin-confirm"');
+    expect(page.text).toMatch(/Continue as p\*\*\*@example\.com/);
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.location).toBe(`/portal/${slug}/account`);
+    expect(signedIn.headers.get('set-cookie')!).toMatch(/^portal_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
+    const again = await openAndContinue(link.url);
+    expect([again.page.status, again.signedIn.status]).toEqual([410, 410]);
+    expect(again.page.text).toContain('data-testid="signin-invalid"');
+    expect(again.signedIn.headers.get('set-cookie')).toBeNull();
+  });
+
+  test('a sign-in posted from another site (login CSRF) is refused and the link stays usable by its customer', async () => {
+    const link = await portalLink();
+    const path = new URL(link.url).pathname;
+    const forged = await post(path, {}, undefined, { origin: 'https://attacker.example' });
+    expect([forged.status, forged.headers.get('set-cookie')]).toEqual([410, null]);
+    const crossSite = await post(path, {}, undefined, { 'sec-fetch-site': 'cross-site' });
+    expect(crossSite.status).toBe(410);
+    expect((await openAndContinue(link.url)).signedIn.status).toBe(303);
   });
 
   test('stops working after 15 minutes', async () => {
     const link = await portalLink();
     await portalLinksCollection(stack.mongo.db).updateOne({ _id: link.id }, { $set: { expires_at: Math.floor(Date.now() / 1000) - 1 } });
     expect((await get(link.url)).status).toBe(410);
+    expect((await openAndContinue(link.url)).signedIn.status).toBe(410);
   });
 
   test("opened at another store's portal address it is refused and stays usable at its own", async () => {
     const other = await createTestStore(stack.mongo.db, { slug: `other-${Date.now()}` });
     const link = await portalLink();
     const wrong = link.url.replace(`/portal/${slug}/`, `/portal/${other.store.slug}/`);
-    expect((await get(wrong)).status).toBe(410);
-    expect((await get(link.url)).status).toBe(303);
+    expect((await openAndContinue(wrong)).signedIn.status).toBe(410);
+    expect((await openAndContinue(link.url)).signedIn.status).toBe(303);
   });
 });
 
@@ -178,8 +200,10 @@ describe('portal address', () => {
       const res = await call(custom, store.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customerId } });
       expect(res.body.url).toMatch(new RegExp(`^https://billing\\.example\\.com/customers/portal/${slug}/session/[A-Za-z0-9_-]{20,}$`));
       const base = `/customers/portal/${slug}`;
-      const signedIn = await fetch(`${custom.url}${new URL(res.body.url).pathname}`, { redirect: 'manual' });
+      const signedIn = await fetch(`${custom.url}${new URL(res.body.url).pathname}`, { method: 'POST', redirect: 'manual', headers: { origin: custom.url } });
       expect({ status: signedIn.status, location: signedIn.headers.get('location') }).toEqual({ status: 303, location: `${base}/account` });
+      // The portal is served over https (a TLS proxy in front of this http hop): the cookie is Secure.
+      expect(signedIn.headers.get('set-cookie')).toMatch(/; Secure$/);
       const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
       const account = await fetch(`${custom.url}${base}/account`, { headers: { cookie } });
       const text = await account.text();
@@ -253,6 +277,26 @@ describe('the portal', () => {
     const foreign = await post(`/portal/${slug}/account/subscriptions/${stranger.subscription}/cancel`, { csrf }, cookie);
     expect(foreign.location).toContain('failed=');
     expect((await subscriptionsCollection(stack.mongo.db).findOne({ _id: stranger.subscription! }))!.cancel_at_period_end).toBe(false);
+  });
+
+  test('a store that turns its portal off closes it at once: sign-in, the account and actions answer the unavailable page and change nothing', async () => {
+    const link = await portalLink();
+    const cookie = await signIn();
+    const csrf = csrfOf((await get(`/portal/${slug}/account`, cookie)).text);
+    const before = await subscription();
+    await collections(stack.mongo.db).stores.updateOne({ _id: store.store._id }, { $set: { portal_enabled: false } });
+    try {
+      const opened = await openAndContinue(link.url);
+      expect([opened.page.status, opened.signedIn.status, opened.signedIn.headers.get('set-cookie')]).toEqual([403, 403, null]);
+      const account = await get(`/portal/${slug}/account`, cookie);
+      expect([account.status, account.text.includes('data-testid="portal-unavailable"')]).toEqual([403, true]);
+      const canceled = await post(`/portal/${slug}/account/subscriptions/${subscriptionId}/cancel`, { csrf }, cookie);
+      expect(canceled.status).toBe(403);
+      expect((await subscription()).version).toBe(before.version);
+    } finally {
+      await collections(stack.mongo.db).stores.updateOne({ _id: store.store._id }, { $set: { portal_enabled: true } });
+    }
+    expect((await openAndContinue(link.url)).signedIn.status).toBe(303);
   });
 
   test('sign out ends the portal session', async () => {
