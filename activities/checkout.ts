@@ -1,7 +1,17 @@
-// The checkout session workflow's activities: each one a call into services/checkout-completion.ts,
-// services/checkout-subscriptions.ts or the provider.
-import type { TransactionState } from '../adapters/provider/types';
+// The checkout session workflow's activities: each one a call into services/checkout-attempts.ts (the
+// provider, under the attempt's key), services/checkout-completion.ts or services/checkout-subscriptions.ts.
+import type { RefundResult } from '../adapters/provider/types';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
+import type { CustomerDoc } from '../store/collections';
+import type { AttemptResult } from '../workflows/checkout-session-messages';
+import {
+  chargeCheckoutAttempt,
+  lookupCheckoutAttempt,
+  refundCheckoutAttempt,
+  type AttemptLookup,
+  type ChargeAttemptInput,
+  type LookupAttemptInput,
+} from '../services/checkout-attempts';
 import {
   completeCheckoutSession,
   emitCheckoutOrderEvent,
@@ -10,6 +20,7 @@ import {
   recordCheckoutDecline,
   sessionOrFail,
   settleCheckoutSession,
+  writeCheckoutBuyer,
   type CompleteSessionInput,
   type SettleSessionInput,
 } from '../services/checkout-completion';
@@ -18,6 +29,22 @@ import type { SubscriptionDeps } from '../services/subscriptions';
 
 export function createCheckoutActivities(deps: SubscriptionDeps) {
   return {
+    /** One payment attempt at the provider under its key (a retry gets the first answer). */
+    async chargeCheckoutAttempt(input: ChargeAttemptInput): Promise<AttemptResult> {
+      return chargeCheckoutAttempt(deps, input);
+    },
+    /** What the provider holds under the attempt's key; null when it never received it. */
+    async lookupCheckoutAttempt(input: LookupAttemptInput): Promise<AttemptLookup | null> {
+      return lookupCheckoutAttempt(deps, input);
+    },
+    /** Voids or refunds the attempt's payment (an approval on a closed session, a review past its window). */
+    async refundCheckoutAttempt(input: { storeId: string; key: string }): Promise<RefundResult> {
+      return refundCheckoutAttempt(deps, input);
+    },
+    /** The new buyer's customer, written once the payment is taken (customer.created once). */
+    async writeCheckoutBuyer(input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {
+      return writeCheckoutBuyer(deps, input);
+    },
     /** open -> complete with its order (pending for PIX and review); repeatable. */
     async completeCheckoutSession(input: CompleteSessionInput): Promise<{ order: string | null; session: CheckoutSessionObject }> {
       return completeCheckoutSession(deps, input);
@@ -41,10 +68,6 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
     /** invoice.paid / invoice.payment_failed for the checkout's order, once. */
     async emitCheckoutOrderEvent(input: { storeId: string; orderId: string }): Promise<void> {
       return emitCheckoutOrderEvent(deps, input);
-    },
-    /** The provider's view of a pending transaction (a lost notice, or a PIX past its validity). */
-    async checkCheckoutTransaction(input: { storeId: string; transactionId: string }): Promise<TransactionState | null> {
-      return (await deps.provider.getTransaction(input))?.state ?? null;
     },
     /** The paid recurring purchase becomes a subscription (its own workflow starts); returns sub_. */
     async createCheckoutSubscription(input: { storeId: string; sessionId: string }): Promise<string | null> {

@@ -28,6 +28,10 @@ export interface ApiConfig {
   logLevel: string;
   /** WEBHOOK_ALLOWED_HOSTS: hosts a webhook URL may name although private (local receivers); none by default. */
   webhookAllowedHosts: string[];
+  /** CHECKOUT_PAY_WAIT_MS: how long the hosted page waits for a payment's outcome before showing "processing". */
+  checkoutPayWaitMs: number;
+  /** CHECKOUT_ATTEMPT_HOLD_MS: how long a session's expiry waits for a payment in flight before asking the provider. */
+  checkoutAttemptHoldMs: number;
   /** Name resolution for webhook URL checks; the system resolver unless a test injects one. */
   webhookResolver?: HostResolver;
 }
@@ -61,5 +65,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     development: env.NODE_ENV !== 'production',
     logLevel: env.LOG_LEVEL ?? 'info',
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
+    checkoutPayWaitMs: int(env.CHECKOUT_PAY_WAIT_MS, 20_000),
+    checkoutAttemptHoldMs: int(env.CHECKOUT_ATTEMPT_HOLD_MS, 120_000),
   };
 }

@@ -1,6 +1,7 @@
 // What the checkout session workflow does to the world: complete, expire and settle the session
-// (conditional single-document writes, harmless when retried), write its order once (insert by the
-// id the page chose), emit its events, and hand a paid recurring purchase to the subscriptions area.
+// (conditional single-document writes, harmless when retried), write its order once (its id derives
+// from the attempt's key), write a new buyer once the payment is taken, emit its events, and hand a
+// paid recurring purchase to the subscriptions area.
 import type { Db } from 'mongodb';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -16,6 +17,10 @@ import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { PaymentResultInput } from '../workflows/checkout-session-messages';
 import { startsWithTrial } from '../domain/checkout';
+import { derivedId } from '../domain/ids';
+import type { CustomerDoc } from '../store/collections';
+import { insertCustomer } from '../store/customers';
+import { customerObject } from '../api/schemas/customer';
 import { emitEventOnce } from './emit-once';
 import type { EventDeps } from './events';
 import { emitOrderEvent } from './order-events';
@@ -45,6 +50,11 @@ export async function sessionOrFail(deps: { db: Db }, storeId: string, sessionId
   return doc;
 }
 
+/** The order of the attempt that completed the session: a retried completion inserts the same id. */
+export function checkoutOrderId(storeId: string, attemptKey: string, completedAt: number): string {
+  return derivedId('ord', completedAt * 1000, `checkout-order:${storeId}:${attemptKey}`);
+}
+
 export function checkoutOrderDoc(
   session: CheckoutSessionDoc,
   result: PaymentResultInput,
@@ -55,7 +65,7 @@ export function checkoutOrderDoc(
   const { amounts, outcome } = result;
   const transactionId = 'transactionId' in outcome ? outcome.transactionId : null;
   return {
-    _id: result.orderId,
+    _id: checkoutOrderId(session.store_id, result.attemptKey, completedAt),
     store_id: session.store_id,
     status: paymentStatus === 'paid' ? 'paid' : 'pending',
     paid_at: paymentStatus === 'paid' ? completedAt : null,
@@ -120,7 +130,7 @@ export async function completeCheckoutSession(
     payment_status: paymentStatus,
     customer: result.customerId,
     customer_email: result.customerEmail,
-    order: withOrder ? result.orderId : null,
+    order: withOrder ? checkoutOrderId(storeId, result.attemptKey, completedAt) : null,
     completed_at: completedAt,
     payment: paymentOf(result),
   });
@@ -160,6 +170,21 @@ export async function settleCheckoutSession(deps: { db: Db }, input: SettleSessi
   }
   const updated = await markSessionSettled(deps.db, storeId, sessionId, outcome === 'paid' ? 'paid' : 'unpaid');
   return checkoutSessionObject(updated ?? session);
+}
+
+/**
+ * The new buyer the page prepared, written once the payment is taken: a retry, or an attempt of
+ * another session racing it with the same e-mail (same derived id), finds the one written, and
+ * customer.created is emitted once, keyed by the customer.
+ */
+export async function writeCheckoutBuyer(deps: EventDeps, input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {
+  const prepared = { ...input.customer, created: Math.floor(Date.now() / 1000) };
+  const { customer } = await insertCustomer(deps.db, prepared);
+  if (customer._id === prepared._id) {
+    const event = { storeId: customer.store_id, type: 'customer.created', object: customerObject(customer), request: null };
+    await emitEventOnce(deps, `customer.created:${customer._id}`, event);
+  }
+  return { customerId: customer._id, customerEmail: customer.email };
 }
 
 /** One event per session move, once however often this is retried (keyed by session and type). */

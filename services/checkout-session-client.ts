@@ -1,49 +1,81 @@
 // The one way to reach a checkout session's workflow: start it (with its search attributes), take it
-// back when its document was not stored, expire it, and the hosted page's payment updates. Ids and
-// messages come from workflows/checkout-session-messages.ts.
+// back when its document was not stored, expire it, the hosted page's `pay` update (answered within a
+// bound, else "not yet") and whether an attempt is in flight. Ids and messages come from
+// workflows/checkout-session-messages.ts.
 import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import {
-  beginPaymentUpdate,
   CHECKOUT_SESSION_WORKFLOW,
   checkoutSessionWorkflowId,
   CUSTOMER_ID_ATTRIBUTE,
   expireUpdate,
   NOT_OPEN_FAILURE,
-  recordPaymentResultUpdate,
+  payUpdate,
   STORE_ID_ATTRIBUTE,
-  type BeginPaymentResult,
+  stateQuery,
   type CheckoutWorkflowInput,
-  type PaymentResultAnswer,
-  type PaymentResultInput,
+  type PayAnswer,
+  type PayInput,
 } from '../workflows/checkout-session-messages';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 
 /** True when the workflow refused an action because the session is no longer open. */
 export function isNotOpenRefusal(error: unknown): boolean {
-  if (!(error instanceof WorkflowUpdateFailedError)) return false;
-  const cause = error.cause as { type?: string } | undefined;
-  return cause?.type === NOT_OPEN_FAILURE;
+  return refusalType(error) === NOT_OPEN_FAILURE;
 }
 
-/** The hosted page's payment updates on one session's workflow; update ids make a repeated call return the first answer. */
-export interface CheckoutSessionHandle {
-  workflowId: string;
-  beginPayment(attemptId: string, updateId: string): Promise<BeginPaymentResult>;
-  recordPaymentResult(result: PaymentResultInput, updateId: string): Promise<PaymentResultAnswer>;
+/** The workflow's refusal type (NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE...), or null for any other error. */
+function refusalType(error: unknown): string | null {
+  if (!(error instanceof WorkflowUpdateFailedError)) return null;
+  return (error.cause as { type?: string } | undefined)?.type ?? null;
+}
+
+/** The pay update as the page sees it: answered, refused by the validator, or no answer within the bound. */
+export type PayReply = { kind: 'answered'; answer: PayAnswer } | { kind: 'refused'; type: string; message: string } | { kind: 'unanswered' };
+
+/** `promise`'s value within `ms`, else `fallback`; a later failure of `promise` is ignored. */
+async function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function checkoutSessionClient(temporal: Client, taskQueue: string) {
   const handle = (sessionId: string): WorkflowHandle => temporal.workflow.getHandle(checkoutSessionWorkflowId(sessionId));
 
   return {
-    /** One session's payment updates. */
-    session(sessionId: string): CheckoutSessionHandle {
-      const workflow = handle(sessionId);
-      return {
-        workflowId: workflow.workflowId,
-        beginPayment: (attemptId, updateId) => workflow.executeUpdate(beginPaymentUpdate, { args: [{ attemptId }], updateId }),
-        recordPaymentResult: (result, updateId) => workflow.executeUpdate(recordPaymentResultUpdate, { args: [result], updateId }),
-      };
+    /**
+     * One payment attempt through the workflow. Temporal away or a slow provider is `unanswered`
+     * after `waitMs`: the workflow, if it took the update, finishes the attempt on its own.
+     */
+    async pay(sessionId: string, input: PayInput, waitMs: number): Promise<PayReply> {
+      const update = handle(sessionId)
+        .executeUpdate(payUpdate, { args: [input] })
+        .then(
+          (answer): PayReply => ({ kind: 'answered', answer }),
+          (error: unknown): PayReply => {
+            const type = refusalType(error);
+            return type ? { kind: 'refused', type, message: ((error as Error).cause as Error | undefined)?.message ?? '' } : { kind: 'unanswered' };
+          },
+        );
+      return within(update, waitMs, { kind: 'unanswered' });
+    },
+
+    /** True when an attempt is charging, false when none is, null when the workflow could not be asked in time. */
+    async attemptInFlight(sessionId: string, waitMs: number): Promise<boolean | null> {
+      const asked = handle(sessionId)
+        .query(stateQuery)
+        .then(
+          (state) => state.attempts.some((attempt) => attempt.status === 'charging'),
+          () => null,
+        );
+      return within(asked, waitMs, null);
     },
 
     /** Starts the session's workflow; a start that finds the id running attaches, a closed one is refused. */

@@ -1,6 +1,7 @@
 // Checkout sessions from the API's side: create (validate against the offer, store and catalog,
 // write the session, start its workflow) and expire (through the workflow's update, so it
-// serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts.
+// serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts, the
+// charge the workflow runs in checkout-attempts.ts.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import { ApiError, invalid, missing, notFound } from '../domain/errors';
@@ -37,8 +38,10 @@ export interface CheckoutDeps {
   checkoutUrl: string;
   /** Accept http://localhost redirect URLs. */
   development: boolean;
-  /** How long the page waits for one provider call (default PROVIDER_CALL_TIMEOUT_MS); tests shorten it. */
-  providerCallTimeoutMs?: number;
+  /** How long the page waits for a payment's outcome before showing "processing" (default PAY_WAIT_MS). */
+  payWaitMs?: number;
+  /** How long an expiry waits for a payment in flight before asking the provider (default ATTEMPT_HOLD_MS). */
+  attemptHoldMs?: number;
 }
 
 export interface CreateCheckoutSessionInput {
@@ -274,6 +277,7 @@ function sessionDocument(
 /** The session and its workflow: the workflow reads the session only when it is paid or due, so both writes go out together. */
 async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSessionDoc, offer: OfferDoc): Promise<void> {
   const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt: doc.expires_at, recurring: offer.type === 'recurring' };
+  if (deps.attemptHoldMs !== undefined) input.attemptHoldMs = deps.attemptHoldMs;
   const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
   const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc.customer)]);
   if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;

@@ -1,11 +1,12 @@
 // The checkout session workflow's id and messages, shared by the workflow, the API and operators
-// (`temporal workflow update|signal|query`): updates expire, beginPayment, recordPaymentResult;
-// signal providerSettled (a PIX or review notice); query state.
+// (`temporal workflow update|signal|query`): updates pay (one attempt, run by the workflow) and expire;
+// signal providerSettled (a PIX or review notice); query state (with every attempt and its provider key).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PaymentStatus, SessionStatus } from '../domain/checkout';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
+import type { CustomerDoc } from '../store/collections';
 
 export const CHECKOUT_SESSION_WORKFLOW = 'checkoutSessionWorkflow';
 
@@ -17,23 +18,19 @@ export function checkoutSessionWorkflowId(sessionId: string): string {
 export const STORE_ID_ATTRIBUTE = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
 export const CUSTOMER_ID_ATTRIBUTE = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
 
-/** How long a payment attempt may hold the session before its result must have arrived. */
-export const PAYMENT_HOLD_MS = 2 * 60 * 1000;
+/** Default hold: how long an expiry waits for an attempt in flight before asking the provider by key. */
+export const ATTEMPT_HOLD_MS = 2 * 60 * 1000;
 
-/**
- * How long the page waits for one provider call. Twice this (the call and one repeat with the same
- * idempotency key) stays below PAYMENT_HOLD_MS, so a live page always reports before the hold ends.
- */
-export const PROVIDER_CALL_TIMEOUT_MS = 45 * 1000;
+/** The provider idempotency key of attempt `n` (1-based) of a session: the same on every retry. */
+export function checkoutAttemptKey(sessionId: string, n: number): string {
+  return `checkout/${sessionId}/${n}`;
+}
 
-/**
- * The `failed` outcome's code when the provider did not answer within the bound: the charge may
- * still land, so the attempt keeps holding the session until its late answer or the hold's end.
- */
-export const PROVIDER_TIMEOUT_CODE = 'provider_timeout';
-
-/** Failure type of the refusals (ApplicationFailure.type), mapped to the API's error code. */
+/** Failure types of the refusals (ApplicationFailure.type), mapped to the API's and the page's errors. */
 export const NOT_OPEN_FAILURE = 'checkout_session_not_open';
+export const PAYMENT_IN_PROGRESS_FAILURE = 'payment_in_progress';
+/** The code of an attempt the provider never received (asked by key): nothing was charged. */
+export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
 
 export interface CheckoutWorkflowInput {
   storeId: string;
@@ -42,6 +39,22 @@ export interface CheckoutWorkflowInput {
   expiresAt: number;
   /** Recurring offers get a subscription once paid. */
   recurring: boolean;
+  /** How long an expiry waits for an attempt in flight (default ATTEMPT_HOLD_MS); tests shorten it. */
+  attemptHoldMs?: number;
+}
+
+export type AttemptStatus = 'charging' | 'approved' | 'review' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
+
+/** One payment attempt as the workflow ran it (no card data): what support looks up at the provider by `key`. */
+export interface CheckoutAttempt {
+  n: number;
+  key: string;
+  method: 'card' | 'pix';
+  amount: number;
+  currency: string;
+  status: AttemptStatus;
+  code: string | null;
+  transaction_id: string | null;
 }
 
 export interface CheckoutWorkflowState {
@@ -54,23 +67,17 @@ export interface CheckoutWorkflowState {
   transaction_id: string | null;
   /** Unix seconds; set while a PIX waits to be paid. */
   pix_expires_at: number | null;
-  /** The attempt holding the session (between beginPayment and its result). */
-  attempt: string | null;
+  /** Every attempt, oldest first; at most one is `charging`. */
+  attempts: CheckoutAttempt[];
   last_error: { code: string; message: string } | null;
   /** How the pending payment ended: paid, refused or expired. */
   settlement: 'paid' | 'refused' | 'expired' | null;
   /**
-   * A provider check or the subscription hand-off that failed after its retries and is being tried
+   * A provider lookup or the subscription hand-off that failed after its retries and is being tried
    * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
    */
   problem: { step: 'check_transaction' | 'create_subscription'; type: string | null; message: string; nonRetryable: boolean; failures: number } | null;
 }
-
-export interface BeginPaymentInput {
-  attemptId: string;
-}
-
-export type BeginPaymentResult = { ok: true } | { ok: false; reason: 'not_open' | 'expired' | 'in_progress'; state: CheckoutWorkflowState };
 
 /** What the buyer is charged, computed by the page from the session (pack, currency, coupon). */
 export interface PaymentAmounts {
@@ -82,36 +89,63 @@ export interface PaymentAmounts {
   amount_total: number;
 }
 
+/** The card kept for the subscription (never the number). */
+export type SavedCardRef = { id: string; brand: string; last4: string; chargeable: boolean };
+
+/** The `pay` update: one attempt as the page prepared it. The card is a provider token, never a number. */
+export interface PayInput {
+  method: 'card' | 'pix';
+  cardToken: string | null;
+  amounts: PaymentAmounts;
+  installments: number | null;
+  description: string;
+  customerId: string;
+  customerEmail: string;
+  providerCustomerId: string | null;
+  /** A new buyer, prepared by the page and written only once the payment is taken. */
+  newBuyer: CustomerDoc | null;
+  /** A trial saves the card without charging it. */
+  trial: boolean;
+  /** Keep the card at the provider (recurring offers). */
+  saveCard: boolean;
+}
+
 export type PaymentAttemptOutcome =
   | { status: 'approved'; transactionId: string | null }
   | { status: 'review'; transactionId: string }
   | { status: 'pix_pending'; transactionId: string; pixCode: string; pixExpiresAt: number }
   | { status: 'declined'; code: string; message: string }
-  /** The provider could not be reached or failed: the hold is released, nothing was charged. */
+  /** The provider never received the attempt (asked by key): nothing was charged. */
   | { status: 'failed'; code: string; message: string };
 
+/** What the provider answered for one attempt (the charge activity, or a lookup by its key). */
+export interface AttemptResult {
+  outcome: PaymentAttemptOutcome;
+  savedCard: SavedCardRef | null;
+}
+
+/** What completes the session: the attempt's outcome and its buyer. */
 export interface PaymentResultInput {
-  attemptId: string;
-  /** Generated by the page for this attempt, so a retried activity writes one order. */
-  orderId: string;
+  /** The attempt's provider key; the order id derives from it. */
+  attemptKey: string;
   method: 'card' | 'pix';
   outcome: PaymentAttemptOutcome;
   amounts: PaymentAmounts;
   installments: number | null;
   customerId: string;
   customerEmail: string;
-  /** The card kept for the subscription (never the number). */
-  savedCard: { id: string; brand: string; last4: string; chargeable: boolean } | null;
+  savedCard: SavedCardRef | null;
 }
 
-export interface PaymentResultAnswer {
-  /** False when the session was no longer open: the outcome was not applied. */
-  applied: boolean;
-  state: CheckoutWorkflowState;
+/** The `pay` update's answer: the attempt as it ended and the session's status then. */
+export interface PayAnswer {
+  attempt: CheckoutAttempt;
+  session: SessionStatus;
+  /** The provider's message for a declined or failed attempt. */
+  message: string | null;
 }
 
 export const expireUpdate = defineUpdate<CheckoutSessionObject, []>('expire');
-export const beginPaymentUpdate = defineUpdate<BeginPaymentResult, [BeginPaymentInput]>('beginPayment');
-export const recordPaymentResultUpdate = defineUpdate<PaymentResultAnswer, [PaymentResultInput]>('recordPaymentResult');
+export const payUpdate = defineUpdate<PayAnswer, [PayInput]>('pay');
 export const providerSettledSignal = defineSignal<[ProviderNotice]>('providerSettled');
 export const stateQuery = defineQuery<CheckoutWorkflowState>('state');

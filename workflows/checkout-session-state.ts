@@ -1,26 +1,29 @@
-// What one checkout session workflow knows (its queryable state, the attempt holding it, the provider's
-// notice) and one method per transition, each taken under the mutex: begin a payment, record its
-// result, expire, settle a pending payment, hand a paid recurring session to its subscription.
-import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+// What one checkout session workflow knows (its queryable state with every payment attempt, the
+// provider's notice) and one method per transition: run an attempt (one keyed charge activity, then
+// the provider asked by key until its outcome is known), land it (complete, decline, or give an
+// approval on a closed session back), expire, settle a pending payment, hand off to a subscription.
+import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ProviderNotice } from '../adapters/provider/types';
+import type { ProviderNotice, TransactionState } from '../adapters/provider/types';
+import { nextReviewCheckMs, reviewWindowOver } from '../domain/reviews';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
 import {
+  ATTEMPT_HOLD_MS,
+  checkoutAttemptKey,
   CUSTOMER_ID_ATTRIBUTE,
   NOT_OPEN_FAILURE,
-  PAYMENT_HOLD_MS,
-  PROVIDER_TIMEOUT_CODE,
-  type BeginPaymentInput,
-  type BeginPaymentResult,
+  PAYMENT_IN_PROGRESS_FAILURE,
+  PROVIDER_UNAVAILABLE_CODE,
+  type AttemptResult,
+  type CheckoutAttempt,
   type CheckoutWorkflowInput,
   type CheckoutWorkflowState,
-  type PaymentResultAnswer,
-  type PaymentResultInput,
+  type PayAnswer,
+  type PayInput,
+  type PaymentAttemptOutcome,
 } from './checkout-session-messages';
 
-/** A review has no deadline: ask the provider once a day in case its notice was lost. */
-const REVIEW_RECHECK = '1 day';
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Notices kept while the session's transaction is unknown: one per attempt, and a session has few. */
 const EARLY_NOTICES_KEPT = 20;
@@ -30,12 +33,17 @@ export function retryDelayMs(failures: number): number {
   return Math.min(5 * 60 * 1000 * 2 ** Math.min(failures - 1, 10), DAY_MS);
 }
 
-// Database writes: retried until they succeed (each is a conditional, repeatable update).
+// Database writes and giving money back: retried until they succeed (each is keyed or conditional).
 const records = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
 });
-// Provider reads and the subscription hand-off: bounded; a failure is logged and tried again later (outsideStep).
+// The charge itself: a few tries under the attempt's key; then the provider is asked by key instead.
+const charges = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 4 },
+});
+// Provider lookups and the subscription hand-off: bounded; a failure is logged and tried again later (outsideStep).
 const outside = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10 },
@@ -43,13 +51,30 @@ const outside = proxyActivities<Activities>({
 
 type Settlement = 'paid' | 'refused' | 'expired';
 
-function notOpen(state: CheckoutWorkflowState): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: NOT_OPEN_FAILURE,
-    message: `The checkout session is ${state.status}, not open.`,
-    nonRetryable: true,
-  });
+function refusal(type: string, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
+
+function notOpen(state: CheckoutWorkflowState): ApplicationFailure {
+  return refusal(NOT_OPEN_FAILURE, `The checkout session is ${state.status === 'open' ? 'closing' : state.status}, not open.`);
+}
+
+/** The provider took the payment (or holds it pending): the session completes with it. */
+function takesPayment(outcome: PaymentAttemptOutcome): boolean {
+  return outcome.status === 'approved' || outcome.status === 'review' || outcome.status === 'pix_pending';
+}
+
+/** The charge needs the buyer's ids only: a new buyer's record is written once the payment is taken. */
+function withoutNewBuyer(input: PayInput): Omit<PayInput, 'newBuyer'> {
+  const request: Partial<PayInput> = { ...input };
+  delete request.newBuyer;
+  return request as Omit<PayInput, 'newBuyer'>;
+}
+
+const NOTHING_CHARGED: AttemptResult = {
+  outcome: { status: 'failed', code: PROVIDER_UNAVAILABLE_CODE, message: 'The payment provider could not be reached. Nothing was charged; try again.' },
+  savedCard: null,
+};
 
 export class LiveCheckoutSession {
   /** One transition at a time: handlers and the main path take it around their writes. */
@@ -63,62 +88,170 @@ export class LiveCheckoutSession {
     method: null,
     transaction_id: null,
     pix_expires_at: null,
-    attempt: null,
+    attempts: [],
     last_error: null,
     settlement: null,
     problem: null,
   };
-  private attemptStartedAt = 0;
   private notice: ProviderNotice | null = null;
   /** A notice can overtake the attempt's result: kept until the transaction id is known. */
   private readonly early = new EarlyNotices(EARLY_NOTICES_KEPT);
   private readonly storeId: string;
   private readonly sessionId: string;
+  private readonly deadlineMs: number;
+  private readonly holdMs: number;
+  /** An expiry (deadline or update) has begun: no new attempt may start. */
+  private closing = false;
+  /** The attempt that completed the session, and when (the review window starts there). */
+  private paying: CheckoutAttempt | null = null;
+  private paidAtMs = 0;
+  /** What each attempt was asked with (the lookup at expiry needs it to apply an approval). */
+  private readonly requests = new Map<number, PayInput>();
 
   constructor(input: CheckoutWorkflowInput) {
     this.storeId = input.storeId;
     this.sessionId = input.sessionId;
+    this.deadlineMs = input.expiresAt * 1000;
+    this.holdMs = input.attemptHoldMs ?? ATTEMPT_HOLD_MS;
   }
 
-  /** No attempt holds the session (any more), or it is no longer open. */
-  readonly attemptLanded = () => this.state.attempt === null || this.state.status !== 'open';
+  /** The attempt whose outcome is not known yet, if any. */
+  inFlight(): CheckoutAttempt | undefined {
+    return this.state.attempts.find((attempt) => attempt.status === 'charging');
+  }
 
-  beginPayment(request: BeginPaymentInput, deadlineMs: number): Promise<BeginPaymentResult> {
-    return this.mutex.runExclusive(async () => {
-      const { state } = this;
-      if (state.status !== 'open') return { ok: false as const, reason: 'not_open' as const, state };
-      if (Date.now() >= deadlineMs) return { ok: false as const, reason: 'expired' as const, state };
-      if (state.attempt !== null && state.attempt !== request.attemptId && !this.attemptStale()) {
-        return { ok: false as const, reason: 'in_progress' as const, state };
-      }
-      state.attempt = request.attemptId;
-      this.attemptStartedAt = Date.now();
-      return { ok: true as const };
+  /** The pay update's validator: an open session, before its deadline, with no attempt in flight. */
+  validatePay(input: PayInput): void {
+    if (this.state.status !== 'open' || this.closing || Date.now() >= this.deadlineMs) throw notOpen(this.state);
+    if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
+    if (input.method === 'card' && !input.cardToken) throw refusal('parameter_missing', 'A card payment needs a card token.');
+  }
+
+  /**
+   * The pay update: the attempt is recorded before the first await (a second update in the same
+   * activation finds it in flight), charged under its key, and landed; the page gets its outcome.
+   */
+  pay(input: PayInput): Promise<PayAnswer> {
+    const n = this.state.attempts.length + 1;
+    const attempt: CheckoutAttempt = {
+      n,
+      key: checkoutAttemptKey(this.sessionId, n),
+      method: input.method,
+      amount: input.amounts.amount_total,
+      currency: input.amounts.currency,
+      status: 'charging',
+      code: null,
+      transaction_id: null,
+    };
+    this.state.attempts.push(attempt);
+    this.requests.set(n, input);
+    return this.runAttempt(attempt, input);
+  }
+
+  private async runAttempt(attempt: CheckoutAttempt, input: PayInput): Promise<PayAnswer> {
+    const result = await this.chargeUntilKnown(attempt, input);
+    await this.mutex.runExclusive(() => this.land(attempt, input, result));
+    const message = attempt.status === 'declined' || attempt.status === 'failed' ? (this.state.last_error?.message ?? null) : null;
+    return { attempt: { ...attempt }, session: this.state.status, message };
+  }
+
+  /** The charge activity; when it fails past its retries, the provider asked by the attempt's key until it answers. */
+  private async chargeUntilKnown(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
+    try {
+      return await charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      log.warn('checkout charge failed after its retries; asking the provider by key', { sessionId: this.sessionId, key: attempt.key, message: error.cause?.message });
+    }
+    return (await this.lookupUntilKnown(attempt)) ?? NOTHING_CHARGED;
+  }
+
+  /** The provider's record of the attempt (null: it never received it), asked until it answers. */
+  private async lookupUntilKnown(attempt: CheckoutAttempt): Promise<AttemptResult | null> {
+    for (;;) {
+      const found = await this.lookup(attempt);
+      if (found !== undefined) return found && found.result;
+      await sleep(retryDelayMs(this.state.problem!.failures));
+    }
+  }
+
+  private lookup(attempt: CheckoutAttempt) {
+    const input = this.requests.get(attempt.n);
+    return this.outsideStep('check_transaction', () =>
+      outside.lookupCheckoutAttempt({
+        storeId: this.storeId,
+        sessionId: this.sessionId,
+        key: attempt.key,
+        method: attempt.method,
+        amount: attempt.amount,
+        currency: attempt.currency,
+        description: input?.description ?? null,
+      }),
+    );
+  }
+
+  /** The attempt's outcome lands once: on an open session it completes or declines it; on a closed one an approval is given back. */
+  private async land(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
+    if (attempt.status !== 'charging') return;
+    const { outcome } = result;
+    if (this.state.status !== 'open') return this.giveBack(attempt, outcome);
+    attempt.status = outcome.status;
+    attempt.code = 'code' in outcome ? outcome.code : null;
+    attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
+    if (takesPayment(outcome)) return this.complete(attempt, input, result);
+    const error = { code: attempt.code!, message: 'message' in outcome ? outcome.message : '' };
+    this.state.last_error = error;
+    await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error });
+  }
+
+  /** An outcome that arrived after the session closed: nothing is applied, and money taken goes back. */
+  private async giveBack(attempt: CheckoutAttempt, outcome: PaymentAttemptOutcome): Promise<void> {
+    attempt.status = outcome.status;
+    attempt.code = 'code' in outcome ? outcome.code : null;
+    attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
+    if (!takesPayment(outcome)) return;
+    log.error('a payment landed on a closed checkout session; giving it back', { sessionId: this.sessionId, key: attempt.key, outcome: outcome.status });
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key });
+    if (back.ok) attempt.status = back.status;
+    else log.error('the late payment could not be given back; an operator must look at it', { sessionId: this.sessionId, key: attempt.key, reason: back.reason });
+  }
+
+  private async complete(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
+    const { storeId, sessionId, state } = this;
+    const { outcome } = result;
+    const buyer = input.newBuyer
+      ? await records.writeCheckoutBuyer({ storeId, customer: input.newBuyer })
+      : { customerId: input.customerId, customerEmail: input.customerEmail };
+    const pending = outcome.status === 'review' || outcome.status === 'pix_pending';
+    const completed = await records.completeCheckoutSession({
+      storeId,
+      sessionId,
+      result: { attemptKey: attempt.key, method: input.method, outcome, amounts: input.amounts, installments: input.installments, ...buyer, savedCard: result.savedCard },
+      paymentStatus: pending ? 'pending' : 'paid',
+      completedAt: Math.floor(Date.now() / 1000),
     });
+    state.status = 'complete';
+    state.payment_status = pending ? 'pending' : 'paid';
+    state.order = completed.order;
+    state.customer = buyer.customerId;
+    state.method = input.method;
+    state.transaction_id = attempt.transaction_id;
+    state.pix_expires_at = outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null;
+    state.last_error = null;
+    this.paying = attempt;
+    this.paidAtMs = Date.now();
+    if (pending) this.notice = this.early.take(state.transaction_id!);
+    upsertSearchAttributes([{ key: CUSTOMER_ID_ATTRIBUTE, value: buyer.customerId }]);
+    // checkout.session.* exist only in 2026-11-01; a 2026-09-01 endpoint hears of the purchase as
+    // order.paid, which the catalog derives from the paid order's invoice.paid (so it carries the order).
+    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.completed', legacyType: null });
+    if (!pending && completed.order) await records.emitCheckoutOrderEvent({ storeId, orderId: completed.order });
   }
 
-  recordPaymentResult(result: PaymentResultInput): Promise<PaymentResultAnswer> {
-    return this.mutex.runExclusive(async () => {
-      const { state } = this;
-      if (state.status !== 'open') {
-        // Only possible after a hold ran out (PAYMENT_HOLD_MS): the operator must look at it.
-        if (result.outcome.status !== 'declined' && result.outcome.status !== 'failed') {
-          log.error('payment result arrived after the session closed', { sessionId: this.sessionId, attemptId: result.attemptId, outcome: result.outcome.status });
-        }
-        return { applied: false, state };
-      }
-      // A provider that did not answer in time may still charge: its attempt keeps the hold (deadline,
-      // expire and other attempts wait) until the late answer arrives or the hold runs out.
-      const unconfirmed = result.outcome.status === 'failed' && result.outcome.code === PROVIDER_TIMEOUT_CODE;
-      if (state.attempt === result.attemptId && !unconfirmed) state.attempt = null;
-      await this.applyPaymentResult(result);
-      return { applied: true, state };
-    });
-  }
-
-  /** The expire update: a payment in flight lands first; the expiry then finds the session complete and refuses. */
+  /** The expire update: an attempt in flight lands first (or is looked up); the expiry then refuses if it completed the session. */
   async expire() {
-    await condition(this.attemptLanded, PAYMENT_HOLD_MS);
+    this.closing = true;
+    await this.settleAttemptInFlight();
     return this.mutex.runExclusive(async () => {
       if (this.state.status !== 'open') throw notOpen(this.state);
       return this.expireNow();
@@ -130,11 +263,34 @@ export class LiveCheckoutSession {
     if (this.state.status !== 'open') throw notOpen(this.state);
   }
 
-  /** The deadline passed: expires the session unless a payment (begun before it) completed it. */
-  expireIfStillOpen(): Promise<void> {
-    return this.mutex.runExclusive(async () => {
+  /** The deadline passed: an attempt in flight lands or is looked up, then the session expires unless it completed. */
+  async expireAtDeadline(): Promise<void> {
+    this.closing = true;
+    await this.settleAttemptInFlight();
+    await this.mutex.runExclusive(async () => {
       if (this.state.status === 'open') await this.expireNow();
     });
+  }
+
+  /**
+   * Waits up to the hold for the attempt in flight; then asks the provider by its key: a payment it
+   * took completes the session now, anything else lets the expiry go ahead (a later approval is given back).
+   */
+  private async settleAttemptInFlight(): Promise<void> {
+    if (await condition(() => this.inFlight() === undefined, this.holdMs)) return;
+    const attempt = this.inFlight()!;
+    const found = await this.lookupUntilKnown(attempt);
+    if (found && takesPayment(found.outcome)) {
+      await this.mutex.runExclusive(() => (this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, found) : Promise.resolve()));
+    }
+  }
+
+  private async expireNow() {
+    const { storeId, sessionId } = this;
+    const session = await records.markCheckoutSessionExpired({ storeId, sessionId });
+    this.state.status = 'expired';
+    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.expired', legacyType: null });
+    return session;
   }
 
   noticeArrived(incoming: ProviderNotice): void {
@@ -147,7 +303,7 @@ export class LiveCheckoutSession {
     if (incoming.transactionId === this.state.transaction_id) this.notice = incoming;
   }
 
-  /** A pending PIX or review: waits for the provider's notice (or asks the provider), then settles the session. */
+  /** A pending PIX or review: waits for the provider's notice (or asks the provider by key), then settles the session. */
   async awaitSettlement(): Promise<void> {
     let outcome: Settlement | null = null;
     while (outcome === null) {
@@ -191,68 +347,43 @@ export class LiveCheckoutSession {
     return this.outsideStep('create_subscription', () => outside.createCheckoutSubscription({ storeId: this.storeId, sessionId: this.sessionId }));
   }
 
-  private attemptStale(): boolean {
-    return this.state.attempt !== null && Date.now() - this.attemptStartedAt >= PAYMENT_HOLD_MS;
-  }
-
-  private async expireNow() {
-    const { storeId, sessionId } = this;
-    const session = await records.markCheckoutSessionExpired({ storeId, sessionId });
-    this.state.status = 'expired';
-    this.state.attempt = null;
-    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.expired', legacyType: null });
-    return session;
-  }
-
-  private async applyPaymentResult(result: PaymentResultInput) {
-    const { storeId, sessionId, state } = this;
-    const { outcome } = result;
-    if (outcome.status === 'declined' || outcome.status === 'failed') {
-      state.last_error = { code: outcome.code, message: outcome.message };
-      await records.recordCheckoutDecline({ storeId, sessionId, error: state.last_error });
-      return;
-    }
-    const pending = outcome.status === 'review' || outcome.status === 'pix_pending';
-    const completed = await records.completeCheckoutSession({ storeId, sessionId, result, paymentStatus: pending ? 'pending' : 'paid', completedAt: Math.floor(Date.now() / 1000) });
-    state.status = 'complete';
-    state.payment_status = pending ? 'pending' : 'paid';
-    state.order = completed.order;
-    state.customer = result.customerId;
-    state.method = result.method;
-    state.transaction_id = outcome.transactionId;
-    state.pix_expires_at = outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null;
-    state.last_error = null;
-    if (pending) this.notice = this.early.take(state.transaction_id!);
-    upsertSearchAttributes([{ key: CUSTOMER_ID_ATTRIBUTE, value: result.customerId }]);
-    // checkout.session.* exist only in 2026-11-01; a 2026-09-01 endpoint hears of the purchase as
-    // order.paid, which the catalog derives from the paid order's invoice.paid (so it carries the order).
-    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.completed', legacyType: null });
-    if (!pending && completed.order) await records.emitCheckoutOrderEvent({ storeId, orderId: completed.order });
-  }
-
-  /** A pending PIX: its notice until the code expires; then paid only if the provider says so, expired otherwise. */
+  /** A pending PIX: its notice until the code expires; then paid only if the provider says so (by key), expired otherwise. */
   private async awaitPix(pixExpiresAt: number): Promise<Settlement | null> {
     const left = pixExpiresAt * 1000 - Date.now();
     if (left > 0) await condition(() => this.notice !== null, left);
     if (this.notice) return this.notice.status;
-    const tx = await this.checkTransaction();
-    if (tx !== undefined) return tx === 'paid' ? 'paid' : tx === 'refused' ? 'refused' : 'expired';
+    const found = await this.lookup(this.paying!);
+    if (found !== undefined) return found?.state === 'paid' ? 'paid' : found?.state === 'refused' ? 'refused' : 'expired';
     // The provider's answer or its notice, whichever comes first, decides.
     await condition(() => this.notice !== null, retryDelayMs(this.state.problem!.failures));
     return null;
   }
 
-  /** A review: its notice, or the provider's answer when asked daily (sooner after a failed check). */
+  /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */
   private async awaitReview(): Promise<Settlement | null> {
-    const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : REVIEW_RECHECK;
-    const arrived = await condition(() => this.notice !== null, wait);
+    const now = Date.now();
+    const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
+    const arrived = await condition(() => this.notice !== null, Math.max(wait, 1));
     if (arrived && this.notice) return this.notice.status;
-    const tx = await this.checkTransaction();
-    return tx === 'paid' || tx === 'refused' || tx === 'expired' ? tx : null;
+    const found = await this.lookup(this.paying!);
+    if (found === undefined) return null;
+    const settled = settlementOf(found?.state ?? null);
+    if (settled) return settled;
+    return reviewWindowOver(this.paidAtMs, Date.now()) ? this.endReview() : null;
   }
 
-  private checkTransaction() {
-    return this.outsideStep('check_transaction', () => outside.checkCheckoutTransaction({ storeId: this.storeId, transactionId: this.state.transaction_id! }));
+  /** The review window ran out: the payment counts as refused and is voided, unless the provider captured it meanwhile. */
+  private async endReview(): Promise<Settlement | null> {
+    const attempt = this.paying!;
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key });
+    if (back.ok) {
+      attempt.status = back.status;
+      log.warn('review window over: payment refused and given back', { sessionId: this.sessionId, key: attempt.key, status: back.status });
+      return 'refused';
+    }
+    // Nothing to give back: it settled just now; the provider's record says how.
+    const found = await this.lookup(attempt);
+    return settlementOf(found?.state ?? null);
   }
 
   private async settle(outcome: Settlement): Promise<void> {
@@ -271,3 +402,12 @@ export class LiveCheckoutSession {
     if (state.order) await records.emitCheckoutOrderEvent({ storeId, orderId: state.order });
   }
 }
+
+/** A pending payment's settlement from the provider's state now; null while still pending. */
+function settlementOf(state: TransactionState | null): Settlement | null {
+  if (state === 'paid' || state === 'approved') return 'paid';
+  if (state === 'refused' || state === 'declined' || state === 'voided' || state === 'refunded') return 'refused';
+  if (state === 'expired') return 'expired';
+  return null;
+}
+

@@ -1,35 +1,22 @@
 // The checkout session workflow `checkout-session/<cs_id>`: the one writer of a session. Open until
-// paid, its deadline (a timer at expires_at) or the `expire` update; a payment attempt holds the
-// session (beginPayment) until its result arrives, so a payment racing the deadline or an expire
-// completes or expires the session exactly once. A pending PIX or review then waits for the
-// provider's notice and never reopens; failed provider checks and subscription hand-offs are retried later.
+// paid, its deadline (a timer at expires_at) or the `expire` update. Each `pay` update is one attempt
+// the workflow runs itself (keyed `checkout/<cs_id>/<n>` at the provider); an expiry waits for an
+// attempt in flight up to the hold, then asks the provider by key, and an approval that lands on a
+// closed session is given back. A pending PIX or review then waits for the provider's notice (asked
+// by key daily) and never reopens; failed lookups and subscription hand-offs are retried later.
 import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './checkout-session-state';
-import {
-  beginPaymentUpdate,
-  expireUpdate,
-  PAYMENT_HOLD_MS,
-  providerSettledSignal,
-  recordPaymentResultUpdate,
-  stateQuery,
-  type CheckoutWorkflowInput,
-  type CheckoutWorkflowState,
-} from './checkout-session-messages';
+import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './checkout-session-messages';
 
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
-  const deadlineMs = input.expiresAt * 1000;
   const session = new LiveCheckoutSession(input);
   const { state } = session;
-  registerHandlers(session, deadlineMs);
+  registerHandlers(session);
 
   // Open: until paid, the deadline, or expire.
-  const untilDeadline = deadlineMs - Date.now();
+  const untilDeadline = input.expiresAt * 1000 - Date.now();
   if (untilDeadline > 0) await condition(() => state.status !== 'open', untilDeadline);
-  if (state.status === 'open') {
-    // The deadline passed; an attempt begun before it may still be landing.
-    await condition(session.attemptLanded, PAYMENT_HOLD_MS);
-    await session.expireIfStillOpen();
-  }
+  if (state.status === 'open') await session.expireAtDeadline();
 
   if (state.status === 'complete' && state.payment_status === 'pending') {
     await session.awaitSettlement();
@@ -43,16 +30,14 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
     state.subscription = subscription;
   }
 
+  // An attempt still charging on a closed session is finished (and given back) before the run ends.
   await condition(allHandlersFinished);
   return state;
 }
 
-function registerHandlers(session: LiveCheckoutSession, deadlineMs: number): void {
+function registerHandlers(session: LiveCheckoutSession): void {
   setHandler(stateQuery, () => session.state);
-  setHandler(beginPaymentUpdate, (request) => session.beginPayment(request, deadlineMs), {
-    validator: (request) => void request.attemptId.length,
-  });
-  setHandler(recordPaymentResultUpdate, (result) => session.recordPaymentResult(result));
+  setHandler(payUpdate, (request) => session.pay(request), { validator: (request) => session.validatePay(request) });
   setHandler(expireUpdate, () => session.expire(), { validator: () => session.refuseUnlessOpen() });
   setHandler(providerSettledSignal, (incoming) => session.noticeArrived(incoming));
 }

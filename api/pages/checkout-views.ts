@@ -1,6 +1,6 @@
-// The hosted checkout's pages as HTML: the payment form, the thank-you page, the pending PIX and
-// review pages, the failed-payment page and the unavailable-link page. Pure rendering from the
-// session (and its order); every user-provided text is escaped by html``.
+// The hosted checkout's pages as HTML: the payment form, the thank-you page, the processing page (a
+// payment still running), the pending PIX and review pages, the failed-payment page and the
+// unavailable-link page. Pure rendering from the session (and its order); user text is escaped by html``.
 import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
 import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import { DOCUMENT_TYPES } from '../../domain/documents';
@@ -55,7 +55,7 @@ function isTrial(session: CheckoutSessionDoc): boolean {
 
 function errorText(lang: PageLanguage, error: FormError): string {
   const specific = `err_${error.code}` as MessageKey;
-  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'provider_timeout', 'payment_in_progress', 'customer_rejected'];
+  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'payment_in_progress', 'customer_rejected'];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
   return `${t(lang, 'err_declined')} (${error.message})`;
@@ -261,6 +261,20 @@ export function renderPendingPage(lang: PageLanguage, session: CheckoutSessionDo
   <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
   ${orderLines(lang, order)}
   ${testConnection ? testButtons(lang, session) : ''}
+</section>
+</main>`;
+  const head = html`<noscript><meta http-equiv="refresh" content="5"></noscript>`;
+  return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
+}
+
+/** A payment the workflow is still running: the buyer waits here (polling) instead of paying again. */
+export function renderProcessingPage(lang: PageLanguage, session: CheckoutSessionDoc): string {
+  const body = html`${topBar(lang, session)}
+<main class="wrap">
+<section class="panel" aria-labelledby="processing-title" data-poll="/c/${session._id}/status" data-state="processing/${session.payment_status}" data-testid="processing">
+  <h1 id="processing-title">${t(lang, 'pending_title')}</h1>
+  <p>${t(lang, 'err_payment_in_progress')}</p>
+  <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
 </section>
 </main>`;
   const head = html`<noscript><meta http-equiv="refresh" content="5"></noscript>`;

@@ -1,12 +1,13 @@
 // The hosted checkout at {checkout_url}/c/{id}: the payment form (open), the thank-you page (paid,
 // then success_url after redirect_delay), the PIX / review page that waits (pending), the failed
 // page, and expired sessions sent to cancel_url or the unavailable-link page. The form posts here;
-// the handler runs the payment through the session workflow and answers once it is applied.
+// the session workflow runs the payment; the page waits for its outcome up to a bound, else shows
+// "processing" (?processing=1), which polls until the attempt has landed.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
-import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
@@ -16,13 +17,18 @@ import {
   renderCheckoutPage,
   renderFailedPage,
   renderPendingPage,
+  renderProcessingPage,
   renderThankYouPage,
   renderUnavailablePage,
   type FormValues,
 } from './checkout-views';
 
 const SessionParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const PageQuery = Type.Object({ currency: Type.Optional(Type.String({ maxLength: 10 })), done: Type.Optional(Type.String({ maxLength: 5 })) });
+const PageQuery = Type.Object({
+  currency: Type.Optional(Type.String({ maxLength: 10 })),
+  done: Type.Optional(Type.String({ maxLength: 5 })),
+  processing: Type.Optional(Type.String({ maxLength: 5 })),
+});
 const Text = Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 500 })]));
 // The buyer's form: every field optional here, checked by the payment rules (errors render on the page).
 const PayForm = Type.Object({
@@ -64,11 +70,19 @@ const HTML = 'text/html; charset=utf-8';
 
 function checkoutDepsOf(app: RouteApp): CheckoutDeps {
   const { db, config, temporal, provider } = app.deps;
-  return { db, provider, temporal, taskQueue: config.taskQueue, checkoutUrl: config.checkoutUrl, development: config.development };
+  return {
+    db,
+    provider,
+    temporal,
+    taskQueue: config.taskQueue,
+    checkoutUrl: config.checkoutUrl,
+    development: config.development,
+    payWaitMs: config.checkoutPayWaitMs,
+  };
 }
 
 /** The page a session shows now: the form while open, else its outcome (or the cancel URL once expired). */
-async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, options: { currency?: string; done?: boolean }) {
+async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, options: { currency?: string; done?: boolean; processing?: boolean }) {
   const lang = pageLanguage(session.locale);
   const status = effectiveStatus(session, nowSeconds());
   if (status === 'expired') {
@@ -78,6 +92,8 @@ async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, op
     return { status: 410, body: renderUnavailablePage(lang) };
   }
   if (status === 'open') {
+    // After a submit: while the workflow still charges (or cannot be asked), the buyer waits instead of paying again.
+    if (options.processing && (await attemptInFlight(deps, session._id)) !== false) return { status: 200, body: renderProcessingPage(lang, session) };
     return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
@@ -99,7 +115,8 @@ function sessionPageRoute(app: RouteApp): void {
     async (request, reply) => {
       const session = await findCheckoutSessionForPage(db, request.params.id);
       if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
-      const page = await renderSession(deps, session, { currency: request.query.currency, done: request.query.done === '1' });
+      const { currency, done, processing } = request.query;
+      const page = await renderSession(deps, session, { currency, done: done === '1', processing: processing === '1' });
       if ('redirect' in page) return reply.redirect(page.redirect!, 303);
       return reply.status(page.status).type(HTML).send(page.body);
     },
@@ -132,6 +149,7 @@ function payRoute(app: RouteApp): void {
       });
       if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
       if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
+      if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
       // Declined or a field to fix: the same form again with the message; the card number is not echoed.
       const values: FormValues = {
         email: form.email,
@@ -153,9 +171,10 @@ function payRoute(app: RouteApp): void {
   );
 }
 
-/** GET /c/:id/status: what the waiting page polls. */
+/** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
 function statusRoute(app: RouteApp): void {
-  const { db } = app.deps;
+  const deps = checkoutDepsOf(app);
+  const { db } = deps;
   app.get(
     '/c/:id/status',
     { config: { public: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
@@ -164,7 +183,8 @@ function statusRoute(app: RouteApp): void {
       if (!session) return reply.status(404).send({ status: 'expired', payment_status: 'unpaid', next: `/c/${request.params.id}` });
       const status = effectiveStatus(session, nowSeconds());
       const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
-      return { status, payment_status: session.payment_status, next };
+      const processing = status === 'open' && (await attemptInFlight(deps, session._id)) !== false;
+      return { status: processing ? 'processing' : status, payment_status: session.payment_status, next };
     },
   );
 }

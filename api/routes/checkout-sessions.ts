@@ -73,6 +73,7 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     taskQueue: config.taskQueue,
     checkoutUrl: config.checkoutUrl,
     development: config.development,
+    attemptHoldMs: config.checkoutAttemptHoldMs,
   };
 
   app.post(

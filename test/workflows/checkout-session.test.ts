@@ -1,10 +1,12 @@
 // What this tests: the checkout session workflow on the time-skipping server with its activities
-// running for real (FerretDB, the test payment connection): the session expires exactly at its
-// deadline; a PIX expires 30 minutes after it was generated; a session completes exactly once when
-// a payment races the deadline or POST expire; a provider slower than the page's bound still
-// completes the session with its late approval; provider checks and the subscription hand-off that
-// fail past their retries are tried again later instead of failing the workflow. Tests run serially
-// (time is global to the server).
+// running for real (FerretDB, the test payment connection behind a fault wrapper): the session expires
+// exactly at its deadline; a PIX expires 30 minutes after it was generated; an attempt in flight at the
+// deadline or at POST expire lands first (or is looked up by key after the hold) and completes the
+// session once; an approval that lands after the session expired is refunded with no order; a charge
+// the provider never received fails and the buyer's next attempt (a new key) pays; three updates at
+// once, even in one activation, make one attempt; a review is asked about by key daily (a lost notice
+// resolves by lookup) and counts as refused and voided at the window's end; lookups and the
+// subscription hand-off that fail past their retries are tried again later. Tests run serially.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -23,22 +25,26 @@ import { createCheckoutSession, type CheckoutDeps } from '../../services/checkou
 import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import {
-  beginPaymentUpdate,
+  checkoutAttemptKey,
   checkoutSessionWorkflowId,
   expireUpdate,
   NOT_OPEN_FAILURE,
-  PROVIDER_TIMEOUT_CODE,
-  recordPaymentResultUpdate,
+  PAYMENT_IN_PROGRESS_FAILURE,
+  payUpdate,
   stateQuery,
-  type PaymentResultInput,
+  type PayInput,
 } from '../../workflows/checkout-session-messages';
-import { newId } from '../../domain/ids';
+import { REVIEW_WINDOW_MS } from '../../domain/reviews';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
+import { gate, type Gate } from '../support/gate';
 
 const MINUTE_MS = 60_000;
+const DAY_MS = 24 * 60 * MINUTE_MS;
+const CARD_OK = { method: 'card' as const, card: { number: '4242 4242 4242 4242' } };
+const CARD_REVIEW = { method: 'card' as const, card: { number: '4000 0000 0000 4954' } };
 
 let env: TestWorkflowEnvironment;
 let mongo: TestMongo;
@@ -48,40 +54,44 @@ let store: StoreDoc;
 let catalog: CheckoutCatalog;
 let customerId: string;
 const taskQueue = uniqueTaskQueue('checkout-session');
-/** Transaction id -> how many more times the worker's provider fails to answer getTransaction. */
-const failingChecks = new Map<string, number>();
 
-/** The worker's provider: the test connection, unreachable for the transactions in failingChecks. */
-function flakyProvider(): PaymentProvider {
-  const base = createTestConnection({ db: mongo.db });
-  return {
-    ...base,
-    async getTransaction(input) {
-      const left = failingChecks.get(input.transactionId) ?? 0;
-      if (left > 0) {
-        failingChecks.set(input.transactionId, left - 1);
-        throw new Error('test provider unreachable');
-      }
-      return base.getTransaction(input);
-    },
-  };
+/** The worker provider's faults, by provider key (`checkout/<cs_id>/<n>`). */
+const faults = {
+  /** How many more lookups of the key fail (the provider unreachable). */
+  failingLookups: new Map<string, number>(),
+  /** How many more charges under the key fail before reaching the provider. */
+  failingCharges: new Map<string, number>(),
+  /** Charges held before the provider records them (a slow network on the way there). */
+  beforeCharge: new Map<string, Gate>(),
+  /** Charges recorded (money taken) whose answer is held (a slow network on the way back). */
+  afterCharge: new Map<string, Gate>(),
+  /** The provider's clock, pinned to the test server's time where a test needs it (PIX validity). */
+  now: null as number | null,
+};
+
+function countDown(map: Map<string, number>, key: string): boolean {
+  const left = map.get(key) ?? 0;
+  if (left > 0) map.set(key, left - 1);
+  return left > 0;
 }
 
-/** A provider whose card charges wait until open() is called (a provider slower than the page's bound). */
-function slowProvider() {
-  const base = createTestConnection({ db: mongo.db });
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  let calls = 0;
-  const provider: PaymentProvider = {
+/** The worker's provider: the test connection, with the faults above. */
+function faultyProvider(): PaymentProvider {
+  const base = createTestConnection({ db: mongo.db, now: () => faults.now ?? Date.now() });
+  return {
     ...base,
     async chargeCard(input) {
-      calls += 1;
-      await gate;
-      return base.chargeCard(input);
+      if (countDown(faults.failingCharges, input.idempotencyKey)) throw new Error('test provider unreachable');
+      await faults.beforeCharge.get(input.idempotencyKey)?.promise;
+      const outcome = await base.chargeCard(input);
+      await faults.afterCharge.get(input.idempotencyKey)?.promise;
+      return outcome;
+    },
+    async lookupCharge(input) {
+      if (countDown(faults.failingLookups, input.idempotencyKey)) throw new Error('test provider unreachable');
+      return base.lookupCharge(input);
     },
   };
-  return { provider, open, calls: () => calls };
 }
 
 beforeAll(async () => {
@@ -101,7 +111,7 @@ beforeAll(async () => {
     taskQueue,
     db: mongo.db,
     temporal: env.client,
-    activityDeps: { provider: flakyProvider() },
+    activityDeps: { provider: faultyProvider() },
   });
   running = worker.run();
 });
@@ -113,42 +123,38 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-/** The API side's dependencies; the provider's clock can be pinned to the test server's time. */
-function deps(providerNow?: () => number): CheckoutDeps {
+/** The API side's dependencies; the page waits `payWaitMs` for an outcome, an expiry `attemptHoldMs` for an attempt. */
+function deps(options: { payWaitMs?: number; attemptHoldMs?: number } = {}): CheckoutDeps {
   return {
     db: mongo.db,
-    provider: createTestConnection({ db: mongo.db, now: providerNow }),
+    provider: createTestConnection({ db: mongo.db }),
     temporal: env.client,
     taskQueue,
     checkoutUrl: 'https://pay.example.com',
     development: true,
+    payWaitMs: options.payWaitMs ?? 60_000,
+    attemptHoldMs: options.attemptHoldMs,
   };
 }
 
 /** A session created the API's way, dated in the test server's time (it runs ahead as tests skip). */
-async function openSession(expiresInMs: number, offer = catalog.oneOff._id) {
+async function openSession(expiresInMs: number, options: { offer?: string; attemptHoldMs?: number } = {}) {
   const now = await env.currentTimeMs();
-  const session = await createCheckoutSession(deps(), store, { offer, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) }, now);
-  return { session, handle: env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id)) };
-}
-
-function approvedResult(attemptId: string): PaymentResultInput {
-  return {
-    attemptId,
-    orderId: newId('ord'),
-    method: 'card',
-    outcome: { status: 'approved', transactionId: `tx_${attemptId}` },
-    amounts: { currency: 'brl', quantity: 1, unit_amount: 19700, amount_subtotal: 19700, amount_discount: 0, amount_total: 19700 },
-    installments: 1,
-    customerId,
-    customerEmail: 'clock@example.com',
-    savedCard: null,
-  };
+  const session = await createCheckoutSession(
+    deps({ attemptHoldMs: options.attemptHoldMs }),
+    store,
+    { offer: options.offer ?? catalog.oneOff._id, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) },
+    now,
+  );
+  return { session, handle: env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id)), key: (n: number) => checkoutAttemptKey(session._id, n) };
 }
 
 async function eventCount(sessionId: string, type: string): Promise<number> {
   return collections(mongo.db).events.countDocuments({ store_id: store._id, type, data_json: { $regex: sessionId } });
 }
+
+const ledger = () => mongo.db.collection('provider_test_charges');
+const ordersOf = (sessionId: string) => collections(mongo.db).db.collection('orders').countDocuments({ checkout_session: sessionId });
 
 describe.sequential('checkout session workflow', () => {
   test('an untouched session is open one second before its deadline and expired exactly at it, with one checkout.session.expired', async () => {
@@ -171,10 +177,15 @@ describe.sequential('checkout session workflow', () => {
     const { session, handle } = await openSession(2 * 60 * MINUTE_MS);
     const generatedAt = await env.currentTimeMs();
     // The provider dates the code by the server's clock, as it would by the wall clock in production.
-    const result = await payCheckoutSession(deps(() => generatedAt), session, { method: 'pix' }, generatedAt);
-    expect(result).toEqual({ kind: 'done' });
+    faults.now = generatedAt;
+    try {
+      expect(await payCheckoutSession(deps(), session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
+    } finally {
+      faults.now = null;
+    }
     const pending = await handle.query(stateQuery);
     expect(pending).toMatchObject({ status: 'complete', payment_status: 'pending', method: 'pix' });
+    expect(pending.attempts).toEqual([expect.objectContaining({ n: 1, key: checkoutAttemptKey(session._id, 1), method: 'pix', status: 'pix_pending', amount: 19700 })]);
     const pixDeadlineMs = pending.pix_expires_at! * 1000;
     expect(pixDeadlineMs - generatedAt).toBeGreaterThan(30 * MINUTE_MS - 1000);
     expect(pixDeadlineMs - generatedAt).toBeLessThanOrEqual(30 * MINUTE_MS);
@@ -193,36 +204,42 @@ describe.sequential('checkout session workflow', () => {
     await recordHistory(env.client, handle.workflowId, 'checkout-session-pix-expired');
   });
 
-  test('a payment begun before the deadline and answered after it completes the session once; the deadline does not expire it', async () => {
-    const { session, handle } = await openSession(30 * MINUTE_MS);
+  test('an attempt begun before the deadline and answered after it completes the session once; the deadline does not expire it', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
     await env.sleep(session.expires_at * 1000 - (await env.currentTimeMs()) - 2000);
-    const begun = await handle.executeUpdate(beginPaymentUpdate, { args: [{ attemptId: 'late-answer' }] });
-    expect(begun).toEqual({ ok: true });
-    // The deadline passes while the provider "answers".
+    const answer = gate();
+    faults.afterCharge.set(key(1), answer);
+    // The page stops waiting at once: the workflow has the attempt.
+    expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+    await waitFor(async () => (await ledger().countDocuments({ key: key(1) })) === 1, { description: 'the provider to record the charge' });
+    // The deadline passes while the provider's answer is on its way.
     await env.sleep(10_000);
-    expect((await handle.query(stateQuery)).status).toBe('open');
+    expect(await handle.query(stateQuery)).toMatchObject({ status: 'open', attempts: [expect.objectContaining({ status: 'charging' })] });
 
-    const answer = await handle.executeUpdate(recordPaymentResultUpdate, { args: [approvedResult('late-answer')] });
-    expect(answer.applied).toBe(true);
-    expect(answer.state).toMatchObject({ status: 'complete', payment_status: 'paid' });
+    answer.open();
     const final = await handle.result();
-    expect(final.status).toBe('complete');
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ n: 1, status: 'approved' })] });
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
     await recordHistory(env.client, handle.workflowId, 'checkout-session-paid-after-deadline');
   });
 
   test('POST expire racing an approved payment in flight: the payment lands, expire is refused, completed exactly once', async () => {
-    const { session, handle } = await openSession(30 * MINUTE_MS);
-    expect(await handle.executeUpdate(beginPaymentUpdate, { args: [{ attemptId: 'race' }] })).toEqual({ ok: true });
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
+    const answer = gate();
+    faults.afterCharge.set(key(1), answer);
+    const paying = payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs());
+    await waitFor(async () => (await ledger().countDocuments({ key: key(1) })) === 1, { description: 'the provider to record the charge' });
     const expiring = handle.executeUpdate(expireUpdate).then(
       () => 'expired',
       (error: unknown) => (error instanceof WorkflowUpdateFailedError && (error.cause as { type?: string })?.type === NOT_OPEN_FAILURE ? 'refused' : String(error)),
     );
-    const paying = handle.executeUpdate(recordPaymentResultUpdate, { args: [approvedResult('race')] });
+    // A second buyer tab during the expiry is refused: the session is closing.
+    expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'closed' });
+    answer.open();
     const [expireOutcome, payAnswer] = await Promise.all([expiring, paying]);
     expect(expireOutcome).toBe('refused');
-    expect(payAnswer.applied).toBe(true);
+    expect(payAnswer).toEqual({ kind: 'done' });
     expect((await handle.result()).status).toBe('complete');
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
@@ -234,66 +251,142 @@ describe.sequential('checkout session workflow', () => {
     const { session, handle } = await openSession(30 * MINUTE_MS);
     await handle.executeUpdate(expireUpdate);
     // The page still holds the session as it was when the buyer opened it.
-    const result = await payCheckoutSession(deps(), session, { method: 'card', card: { number: '4242 4242 4242 4242' } }, await env.currentTimeMs());
-    expect(result).toEqual({ kind: 'closed' });
+    expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'closed' });
     expect((await handle.result()).status).toBe('expired');
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(0);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
-    expect(await collections(mongo.db).db.collection('orders').countDocuments({ checkout_session: session._id })).toBe(0);
-    expect(await mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: session._id } })).toBe(0);
+    expect(await ordersOf(session._id)).toBe(0);
+    expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(0);
   });
 
-  test('a provider slower than the page bound: provider_timeout within the hold, the attempt keeps the session past its deadline, the late approval completes it once', async () => {
-    const { session, handle } = await openSession(30 * MINUTE_MS);
-    await env.sleep(session.expires_at * 1000 - (await env.currentTimeMs()) - 20_000);
-    const slow = slowProvider();
-    const pageDeps = { ...deps(), provider: slow.provider, providerCallTimeoutMs: 300 };
-    const card = { method: 'card' as const, card: { number: '4242 4242 4242 4242' } };
-    const first = await payCheckoutSession(pageDeps, session, card, await env.currentTimeMs());
-    expect(first).toMatchObject({ kind: 'error', code: PROVIDER_TIMEOUT_CODE, field: 'payment' });
-    // Asked once more with the same idempotency key before giving up.
-    expect(slow.calls()).toBe(2);
-    // The buyer trying again waits for the unanswered attempt instead of risking a second charge.
-    const again = await payCheckoutSession(pageDeps, session, card, await env.currentTimeMs());
-    expect(again).toMatchObject({ kind: 'error', code: 'payment_in_progress' });
-    expect(slow.calls()).toBe(2);
-
-    // The deadline passes while the provider is still working: the held session does not expire.
-    await env.sleep(30_000);
-    expect(await handle.query(stateQuery)).toMatchObject({ status: 'open', attempt: expect.any(String) });
-
-    slow.open();
-    await waitFor(async () => (await handle.query(stateQuery)).status === 'complete', { description: 'the late approval to complete the session' });
-    expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid' });
-    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
-    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('paid');
-    expect(await mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: session._id } })).toBe(1);
+  test('an answer slower than the hold at the deadline: the provider is asked by key, its approval completes the session once, one charge', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { attemptHoldMs: 20_000 });
+    await env.sleep(session.expires_at * 1000 - (await env.currentTimeMs()) - 2000);
+    const answer = gate();
+    faults.afterCharge.set(key(1), answer);
+    expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+    await waitFor(async () => (await ledger().countDocuments({ key: key(1) })) === 1, { description: 'the provider to record the charge' });
+    // Past the deadline and the hold (below the charge's 30 s timeout: the activity is still waiting).
+    await env.sleep(25_000);
+    await waitFor(async () => (await handle.query(stateQuery)).status === 'complete', { description: 'the lookup by key to complete the session' });
+    answer.open();
+    expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ status: 'approved' })] });
+    expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
+    expect(await ordersOf(session._id)).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-completed-by-lookup-at-deadline');
   });
 
-  test('a PIX check failing past its retry policy (12 failures) is tried again later: the workflow does not fail and the PIX expires once', async () => {
-    const { session, handle } = await openSession(2 * 60 * MINUTE_MS);
+  test('an approval that reaches the provider only after POST expire and the hold is refunded: no order, no checkout.session.completed, the attempt refunded', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { attemptHoldMs: 10_000 });
+    const slow = gate();
+    faults.beforeCharge.set(key(1), slow);
+    expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+    const expiring = handle.executeUpdate(expireUpdate);
+    await env.sleep(12_000);
+    expect((await expiring).status).toBe('expired');
+    slow.open();
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'expired', order: null, attempts: [expect.objectContaining({ n: 1, key: key(1), status: 'refunded' })] });
+    expect((await createTestConnection({ db: mongo.db }).lookupCharge({ storeId: store._id, idempotencyKey: key(1) }))!.state).toBe('refunded');
+    expect(await ordersOf(session._id)).toBe(0);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(0);
+    expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-late-approval-refunded');
+  });
+
+  test('a charge the provider never received (unreachable past the retries) fails with nothing charged; the next attempt, under a new key, pays', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
+    faults.failingCharges.set(key(1), 4);
+    const failed = await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs());
+    expect(failed).toMatchObject({ kind: 'error', code: 'provider_unavailable', field: 'payment' });
+    expect((await handle.query(stateQuery)).attempts).toEqual([expect.objectContaining({ n: 1, status: 'failed', code: 'provider_unavailable' })]);
+    expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'done' });
+    const final = await handle.result();
+    expect(final.attempts.map((a: { key: string; status: string }) => [a.key, a.status])).toEqual([
+      [key(1), 'failed'],
+      [key(2), 'approved'],
+    ]);
+    expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
+  });
+
+  test('three pay updates at once: one attempt runs, the others are refused as payment in progress (or find the session complete); one charge, one order', async () => {
+    const { session, handle } = await openSession(30 * MINUTE_MS);
+    const now = await env.currentTimeMs();
+    const results = await Promise.all([1, 2, 3].map(() => payCheckoutSession(deps(), session, CARD_OK, now)));
+    expect(results.filter((r) => r.kind === 'done')).toHaveLength(1);
+    expect(results.every((r) => r.kind === 'done' || r.kind === 'processing' || r.kind === 'closed')).toBe(true);
+    expect((await handle.result()).attempts).toHaveLength(1);
+    expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
+    expect(await ordersOf(session._id)).toBe(1);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
+  });
+
+  test('three pay updates sent before any worker runs the session (delivered together): the validator lets one through, the others are refused as payment_in_progress', async () => {
+    const laterQueue = uniqueTaskQueue('checkout-one-activation');
+    const now = await env.currentTimeMs();
+    const session = await createCheckoutSession(
+      { ...deps(), taskQueue: laterQueue },
+      store,
+      { offer: catalog.oneOff._id, customer: customerId, expires_at: Math.floor((now + 30 * MINUTE_MS) / 1000) },
+      now,
+    );
+    const handle = env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id));
+    const tokenized = await createTestConnection({ db: mongo.db }).tokenizeCard({ storeId: store._id, card: { number: '4242424242424242' } });
+    if (!tokenized.ok) throw new Error('tokenize failed');
+    const request: PayInput = {
+      method: 'card',
+      cardToken: tokenized.token,
+      amounts: { currency: 'brl', quantity: 1, unit_amount: 19700, amount_subtotal: 19700, amount_discount: 0, amount_total: 19700 },
+      installments: 1,
+      description: catalog.oneOff.name,
+      customerId,
+      customerEmail: 'clock@example.com',
+      providerCustomerId: null,
+      newBuyer: null,
+      trial: false,
+      saveCard: false,
+    };
+    const outcomes = [1, 2, 3].map(() =>
+      handle.executeUpdate(payUpdate, { args: [request] }).then(
+        (answer) => answer.attempt.status,
+        (error: unknown) => (error instanceof WorkflowUpdateFailedError ? (error.cause as { type?: string })?.type : String(error)),
+      ),
+    );
+    // The three are sent before a worker exists (bundling its workflow code takes a while), so the
+    // workflow's first task carries them together: validators and handlers run job after job.
+    const late = await createBillingWorker({ connection: env.nativeConnection, taskQueue: laterQueue, db: mongo.db, temporal: env.client, activityDeps: { provider: faultyProvider() } });
+    const results = await late.runUntil(Promise.all(outcomes));
+    expect(results.sort()).toEqual(['approved', PAYMENT_IN_PROGRESS_FAILURE, PAYMENT_IN_PROGRESS_FAILURE]);
+    expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
+    expect(await ordersOf(session._id)).toBe(1);
+  });
+
+  test('a PIX lookup failing past its retry policy (12 failures) is tried again later: the workflow does not fail and the PIX expires once', async () => {
+    const { session, handle, key } = await openSession(2 * 60 * MINUTE_MS);
     const generatedAt = await env.currentTimeMs();
-    expect(await payCheckoutSession(deps(() => generatedAt), session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
-    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    faults.now = generatedAt;
+    try {
+      expect(await payCheckoutSession(deps(), session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
+    } finally {
+      faults.now = null;
+    }
     // The activity tries 10 times: the first round fails, the workflow waits, the second round succeeds.
-    failingChecks.set(transactionId, 12);
+    faults.failingLookups.set(key(1), 12);
 
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'expired', problem: null });
-    expect(failingChecks.get(transactionId)).toBe(0);
+    expect(faults.failingLookups.get(key(1))).toBe(0);
     expect(await eventCount(session._id, 'checkout.session.async_payment_failed')).toBe(1);
   });
 
-  test('a review whose daily provider check keeps failing stays pending and waiting: the provider notice still settles it as paid', async () => {
-    const { session, handle } = await openSession(2 * 60 * MINUTE_MS);
-    const result = await payCheckoutSession(deps(), session, { method: 'card', card: { number: '4000 0000 0000 4954' } }, await env.currentTimeMs());
-    expect(result).toEqual({ kind: 'done' });
-    const transactionId = (await handle.query(stateQuery)).transaction_id!;
-    failingChecks.set(transactionId, 1_000_000);
+  test('a review whose daily lookup keeps failing stays pending and waiting: the provider notice still settles it as paid', async () => {
+    const { session, handle, key } = await openSession(2 * 60 * MINUTE_MS);
+    expect(await payCheckoutSession(deps(), session, CARD_REVIEW, await env.currentTimeMs())).toEqual({ kind: 'done' });
+    faults.failingLookups.set(key(1), 1_000_000);
 
-    await env.sleep(24 * 60 * MINUTE_MS + 30 * MINUTE_MS);
+    await env.sleep(DAY_MS + 30 * MINUTE_MS);
     const waiting = await handle.query(stateQuery);
     expect(waiting).toMatchObject({ status: 'complete', payment_status: 'pending', problem: { step: 'check_transaction', nonRetryable: false } });
     expect(waiting.problem!.failures).toBeGreaterThanOrEqual(1);
@@ -301,19 +394,54 @@ describe.sequential('checkout session workflow', () => {
     const pending = (await findCheckoutSession(mongo.db, store._id, session._id))!;
     expect(await settleFromHostedPage(deps(), pending, 'paid')).toBe(true);
     expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid' });
-    failingChecks.delete(transactionId);
+    faults.failingLookups.delete(key(1));
     expect(await eventCount(session._id, 'checkout.session.async_payment_succeeded')).toBe(1);
     await recordHistory(env.client, handle.workflowId, 'checkout-session-review-paid-by-notice');
   });
 
+  test('a review whose notice is lost is settled by the daily lookup by key: paid within a day of the provider settling it', async () => {
+    const { session, handle, key } = await openSession(2 * 60 * MINUTE_MS);
+    expect(await payCheckoutSession(deps(), session, CARD_REVIEW, await env.currentTimeMs())).toEqual({ kind: 'done' });
+    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    // The provider settles it, but its notice never arrives.
+    expect((await createTestConnection({ db: mongo.db }).settle({ storeId: store._id, transactionId, outcome: 'paid' })).ok).toBe(true);
+    const settledFrom = await env.currentTimeMs();
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'review' })] });
+    expect((await handle.describe()).closeTime!.getTime() - settledFrom).toBeLessThanOrEqual(DAY_MS + MINUTE_MS);
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('paid');
+    expect(await eventCount(session._id, 'checkout.session.async_payment_succeeded')).toBe(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-review-paid-by-lookup');
+  });
+
+  test('a review left unsettled for the whole window counts as refused at its end: voided at the provider, order failed, async_payment_failed', async () => {
+    const { session, handle, key } = await openSession(2 * 60 * MINUTE_MS);
+    expect(await payCheckoutSession(deps(), session, CARD_REVIEW, await env.currentTimeMs())).toEqual({ kind: 'done' });
+    const startedAt = await env.currentTimeMs();
+    await env.sleep(REVIEW_WINDOW_MS - DAY_MS / 2);
+    expect((await handle.query(stateQuery)).payment_status).toBe('pending');
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'refused', attempts: [expect.objectContaining({ key: key(1), status: 'voided' })] });
+    const closedAt = (await handle.describe()).closeTime!.getTime();
+    expect(closedAt - startedAt).toBeGreaterThanOrEqual(REVIEW_WINDOW_MS - MINUTE_MS);
+    expect(closedAt - startedAt).toBeLessThan(REVIEW_WINDOW_MS + 10 * MINUTE_MS);
+    expect((await createTestConnection({ db: mongo.db }).lookupCharge({ storeId: store._id, idempotencyKey: key(1) }))!.state).toBe('voided');
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('failed');
+    expect(await eventCount(session._id, 'checkout.session.async_payment_failed')).toBe(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-review-window-refused');
+  });
+
   test('a subscription hand-off refused on a data problem (offer missing) is surfaced, not fatal, and succeeds once the data is back', async () => {
     const offers = collections(mongo.db).offers;
-    const { session, handle } = await openSession(30 * MINUTE_MS, catalog.monthly._id);
+    const { session, handle } = await openSession(30 * MINUTE_MS, { offer: catalog.monthly._id });
     // The offer disappears from the store after the session was created (an operator's mistake).
     await offers.updateOne({ _id: catalog.monthly._id }, { $set: { store_id: 'st_elsewhere' } });
     try {
-      const result = await payCheckoutSession(deps(), session, { method: 'card', card: { number: '4242 4242 4242 4242' } }, await env.currentTimeMs());
-      expect(result).toEqual({ kind: 'done' });
+      expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'done' });
       const stuck = await waitFor(async () => {
         const state = await handle.query(stateQuery);
         return state.problem?.type === 'subscription_inputs_missing' ? state : null;
