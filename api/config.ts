@@ -1,5 +1,6 @@
 // API process configuration, read once from the environment (README lists every variable).
 import { parseAllowedHosts } from '../adapters/webhooks/config';
+import { isProduction } from '../adapters/provider';
 import type { HostResolver } from '../adapters/webhooks/host-policy';
 
 export interface ApiConfig {
@@ -23,7 +24,7 @@ export interface ApiConfig {
   keyRateWindowMs: number;
   ipRateLimit: number;
   ipRateWindowMs: number;
-  /** Accept http://localhost success/cancel URLs (development). */
+  /** Accept http://localhost success/cancel URLs: NODE_ENV development or test (`npm start` sets development); production otherwise. */
   development: boolean;
   logLevel: string;
   /** WEBHOOK_ALLOWED_HOSTS: hosts a webhook URL may name although private (local receivers); none by default. */
@@ -62,7 +63,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     keyRateWindowMs: int(env.RATE_LIMIT_KEY_WINDOW_MS, 2000),
     ipRateLimit: int(env.RATE_LIMIT_PER_IP, 10),
     ipRateWindowMs: int(env.RATE_LIMIT_IP_WINDOW_MS, 60_000),
-    development: env.NODE_ENV !== 'production',
+    development: !isProduction(env),
     logLevel: env.LOG_LEVEL ?? 'info',
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
     checkoutPayWaitMs: int(env.CHECKOUT_PAY_WAIT_MS, 20_000),

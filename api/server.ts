@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { ensureIndexes } from '../store/indexes';
-import { createTestConnection } from '../adapters/provider/test-connection';
+import { createPaymentProvider } from '../adapters/provider';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { isEntryPoint } from '../adapters/entry-point';
 
@@ -19,7 +19,7 @@ export async function startApiServer(config = loadApiConfig()) {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(
-    { db, config, temporal, provider: createTestConnection({ db }) },
+    { db, config, temporal, provider: createPaymentProvider(db) },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {

@@ -226,6 +226,8 @@ async function main(): Promise<void> {
   const apiPort = await portFor('API', 'PORT', defaultPorts.api);
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
+    // The local stack is development (http://localhost URLs, the test payment connection); production is the processes' default.
+    NODE_ENV: process.env.NODE_ENV ?? 'development',
     MONGODB_URI: mongoUri,
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: namespace,

@@ -14,7 +14,7 @@ import {
 import { MongoClient, type Db } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
-import { createTestConnection } from '../adapters/provider/test-connection';
+import { createPaymentProvider } from '../adapters/provider';
 import { ensureEventSweeperSchedule } from '../services/event-sweeper-schedule';
 import { ensureUsageRoutineSchedule } from '../services/usage-routine';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
@@ -52,7 +52,7 @@ export async function createBillingWorker({
     namespace,
     taskQueue,
     workflowsPath,
-    activities: createActivities({ db, provider: createTestConnection({ db }), temporal, taskQueue, ...activityDeps }),
+    activities: createActivities({ db, provider: createPaymentProvider(db), temporal, taskQueue, ...activityDeps }),
   });
 }
 

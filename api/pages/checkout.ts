@@ -5,6 +5,7 @@
 // "processing" (?processing=1), which polls until the attempt has landed.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
 import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
@@ -68,6 +69,25 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
 
 const HTML = 'text/html; charset=utf-8';
 
+function hostnameOf(url: string): string | null {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The session, when this request came to its checkout host: {checkout_url}'s, or the store's custom
+ * domain it was created under. Another host (the API's, a look-alike) gets the unavailable page.
+ */
+async function sessionServedHere(deps: CheckoutDeps, request: FastifyRequest, id: string): Promise<CheckoutSessionDoc | null> {
+  const session = await findCheckoutSessionForPage(deps.db, id);
+  if (!session) return null;
+  const host = request.hostname.split(':')[0].toLowerCase();
+  return host === hostnameOf(deps.checkoutUrl) || host === hostnameOf(session.checkout_base) ? session : null;
+}
+
 function checkoutDepsOf(app: RouteApp): CheckoutDeps {
   const { db, config, temporal, provider } = app.deps;
   return {
@@ -113,7 +133,7 @@ function sessionPageRoute(app: RouteApp): void {
     '/c/:id',
     { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
     async (request, reply) => {
-      const session = await findCheckoutSessionForPage(db, request.params.id);
+      const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
       const { currency, done, processing } = request.query;
       const page = await renderSession(deps, session, { currency, done: done === '1', processing: processing === '1' });
@@ -131,7 +151,7 @@ function payRoute(app: RouteApp): void {
     '/c/:id/pay',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
     async (request, reply) => {
-      const session = await findCheckoutSessionForPage(db, request.params.id);
+      const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
       const form = request.body;
       const method = form.method === 'pix' ? 'pix' : 'card';
@@ -179,7 +199,7 @@ function statusRoute(app: RouteApp): void {
     '/c/:id/status',
     { config: { public: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
     async (request, reply) => {
-      const session = await findCheckoutSessionForPage(db, request.params.id);
+      const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return reply.status(404).send({ status: 'expired', payment_status: 'unpaid', next: `/c/${request.params.id}` });
       const status = effectiveStatus(session, nowSeconds());
       const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
@@ -197,7 +217,7 @@ function testSettleRoute(app: RouteApp): void {
     '/c/:id/test/settle',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
-      const session = await findCheckoutSessionForPage(db, request.params.id);
+      const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
       if (!deps.provider.livemode) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);

@@ -155,6 +155,8 @@ async function startApiProcess(mongoUri: string, dbName: string): Promise<{ url:
       TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
       LOG_LEVEL: 'warn',
       NODE_ENV: 'production',
+      // The bench measures ingestion only; the test connection runs in production on purpose here.
+      ALLOW_TEST_PAYMENTS: '1',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -5,6 +5,7 @@
 // for a 2026-09-01 endpoint, buyer-field errors, and that card numbers reach no log and no stored
 // document. PIX, expiry and subscriptions are in checkout-settlement.test.ts.
 import { Writable } from 'node:stream';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildApp } from '../../api/app';
 import { collections } from '../../store/collections';
@@ -114,6 +115,30 @@ describe('the page', () => {
     const fixedPage = await page(`/c/${fixed.id}`);
     expect(fixedPage.text).not.toContain('?currency=');
     expect(fixedPage.text).toContain('$39.00');
+  });
+
+  test("/c/{id} answers only on the checkout host or the store's custom domain; any other host gets the unavailable page", async () => {
+    const s = await newSession({ offer: catalog.oneOff._id });
+    const port = new URL(stack.api.url).port;
+    // fetch cannot set Host: a plain request names the host the browser would have asked for.
+    const at = (host: string, id = s.id) =>
+      new Promise<number>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port, path: `/c/${id}`, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        }).on('error', reject);
+      });
+    expect(await at(`127.0.0.1:${port}`)).toBe(200);
+    expect(await at('look-alike.example')).toBe(404);
+    // A store on its own domain: its sessions answer there (and on the checkout host), others' do not.
+    const domain = `pay-${Date.now()}.shop.example`;
+    const other = await createTestStore(stack.mongo.db);
+    await collections(stack.mongo.db).stores.updateOne({ _id: other.store._id }, { $set: { custom_domain: domain } });
+    const otherCatalog = await seedCheckoutCatalog(stack.mongo.db, other.store._id);
+    const onDomain = (await createSession(stack.api, other, { offer: otherCatalog.oneOff._id })).body;
+    expect(onDomain.url).toBe(`https://${domain}/c/${onDomain.id}`);
+    expect(await at(domain, onDomain.id)).toBe(200);
+    expect(await at(domain, s.id)).toBe(404);
   });
 
   test('an unknown session id shows the unavailable-link page with 404', async () => {
