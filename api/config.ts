@@ -33,6 +33,11 @@ export interface ApiConfig {
   checkoutPayWaitMs: number;
   /** CHECKOUT_ATTEMPT_HOLD_MS: how long a session's expiry waits for a payment in flight before asking the provider. */
   checkoutAttemptHoldMs: number;
+  /** CHECKOUT_MAX_CARD_DECLINES: declined cards after which a session takes PIX only (card testing). */
+  checkoutMaxCardDeclines: number;
+  /** PAGE_POST_RATE_LIMIT per PAGE_POST_RATE_WINDOW_MS: payment and card-change submits of the hosted pages per address. */
+  pagePostRateLimit: number;
+  pagePostRateWindowMs: number;
   /** Name resolution for webhook URL checks; the system resolver unless a test injects one. */
   webhookResolver?: HostResolver;
 }
@@ -68,5 +73,8 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
     checkoutPayWaitMs: int(env.CHECKOUT_PAY_WAIT_MS, 20_000),
     checkoutAttemptHoldMs: int(env.CHECKOUT_ATTEMPT_HOLD_MS, 120_000),
+    checkoutMaxCardDeclines: int(env.CHECKOUT_MAX_CARD_DECLINES, 5),
+    pagePostRateLimit: int(env.PAGE_POST_RATE_LIMIT, 20),
+    pagePostRateWindowMs: int(env.PAGE_POST_RATE_WINDOW_MS, 10 * 60_000),
   };
 }

@@ -153,8 +153,11 @@ export async function markCheckoutSessionExpired(deps: { db: Db }, input: { stor
 }
 
 /** A declined attempt: shown on the page, the session stays open. */
-export async function recordCheckoutDecline(deps: { db: Db }, input: { storeId: string; sessionId: string; error: { code: string; message: string } }): Promise<void> {
-  await recordSessionDecline(deps.db, input.storeId, input.sessionId, input.error);
+export async function recordCheckoutDecline(
+  deps: { db: Db },
+  input: { storeId: string; sessionId: string; error: { code: string; message: string }; cardLocked?: boolean },
+): Promise<void> {
+  await recordSessionDecline(deps.db, input.storeId, input.sessionId, input.error, input.cardLocked === true);
 }
 
 /** complete/pending -> paid or unpaid, and its order with it; repeatable. */

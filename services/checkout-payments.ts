@@ -16,7 +16,14 @@ import type { SettlementStatus } from '../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './checkout-sessions';
 import { checkoutSessionClient } from './checkout-session-client';
 import { deliverProviderNotice } from './provider-notices';
-import { NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, type PayAnswer, type PayInput } from '../workflows/checkout-session-messages';
+import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, type PayAnswer, type PayInput } from '../workflows/checkout-session-messages';
+
+const cardLocked = (): HostedPaymentResult => ({
+  kind: 'error',
+  code: CARD_LOCKED_FAILURE,
+  message: 'Too many cards were declined on this checkout; pay by PIX or ask the store for a new link.',
+  field: 'method',
+});
 
 /** How long the page waits for the workflow's answer before telling the buyer "processing". */
 export const PAY_WAIT_MS = 20_000;
@@ -85,6 +92,8 @@ export async function payCheckoutSession(
   if (effectiveStatus(session, Math.floor(now / 1000)) !== 'open') return { kind: 'closed' };
   const trial = startsWithTrial(session.offer);
   if (input.method === 'pix' && trial) return { kind: 'error', code: 'method_unavailable', message: 'PIX is not available for this offer.', field: 'method' };
+  // The workflow refuses too; this spares a tokenization the buyer cannot use.
+  if (input.method === 'card' && session.card_locked) return cardLocked();
 
   const store = await findStore(deps.db, session.store_id);
   if (!store) return { kind: 'closed' };
@@ -204,6 +213,7 @@ function pageAnswer(answer: PayAnswer): HostedPaymentResult {
 
 async function refusedAnswer(deps: CheckoutDeps, session: CheckoutSessionDoc, type: string, message: string): Promise<HostedPaymentResult> {
   if (type === PAYMENT_IN_PROGRESS_FAILURE) return { kind: 'processing' };
+  if (type === CARD_LOCKED_FAILURE) return cardLocked();
   if (type === NOT_OPEN_FAILURE) {
     // Refused at the deadline before the timer marked it: the workflow expires it now.
     if (effectiveStatus(session, Math.floor(Date.now() / 1000)) === 'expired') void requestOverdueExpiry(deps, session._id);

@@ -42,6 +42,8 @@ export interface CheckoutDeps {
   payWaitMs?: number;
   /** How long an expiry waits for a payment in flight before asking the provider (default ATTEMPT_HOLD_MS). */
   attemptHoldMs?: number;
+  /** Declined cards after which a session takes PIX only (default MAX_CARD_DECLINES). */
+  maxCardDeclines?: number;
 }
 
 export interface CreateCheckoutSessionInput {
@@ -278,6 +280,7 @@ function sessionDocument(
 async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSessionDoc, offer: OfferDoc): Promise<void> {
   const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt: doc.expires_at, recurring: offer.type === 'recurring' };
   if (deps.attemptHoldMs !== undefined) input.attemptHoldMs = deps.attemptHoldMs;
+  if (deps.maxCardDeclines !== undefined) input.maxCardDeclines = deps.maxCardDeclines;
   const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
   const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc.customer)]);
   if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;

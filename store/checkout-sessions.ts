@@ -73,6 +73,8 @@ export interface CheckoutSessionDoc {
   payment: SessionPayment | null;
   /** The last declined attempt, shown on the page; cleared by a successful one. */
   last_error: { code: string; message: string } | null;
+  /** Too many cards declined (card testing): the page offers PIX only. */
+  card_locked?: boolean;
   livemode: boolean;
   created: number;
 }
@@ -137,8 +139,9 @@ export async function markSessionSettled(db: Db, storeId: string, id: string, pa
   );
 }
 
-export async function recordSessionDecline(db: Db, storeId: string, id: string, error: { code: string; message: string }): Promise<void> {
-  await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId, status: 'open' }, { $set: { last_error: error } });
+export async function recordSessionDecline(db: Db, storeId: string, id: string, error: { code: string; message: string }, cardLocked = false): Promise<void> {
+  const set = cardLocked ? { last_error: error, card_locked: true } : { last_error: error };
+  await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId, status: 'open' }, { $set: set });
 }
 
 export async function setSessionSubscription(db: Db, storeId: string, id: string, subscriptionId: string): Promise<void> {

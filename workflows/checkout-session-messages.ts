@@ -29,6 +29,8 @@ export function checkoutAttemptKey(sessionId: string, n: number): string {
 /** Failure types of the refusals (ApplicationFailure.type), mapped to the API's and the page's errors. */
 export const NOT_OPEN_FAILURE = 'checkout_session_not_open';
 export const PAYMENT_IN_PROGRESS_FAILURE = 'payment_in_progress';
+/** Too many declined cards on this session: only PIX is accepted now. */
+export const CARD_LOCKED_FAILURE = 'card_payments_locked';
 /** The code of an attempt the provider never received (asked by key): nothing was charged. */
 export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
 
@@ -41,7 +43,11 @@ export interface CheckoutWorkflowInput {
   recurring: boolean;
   /** How long an expiry waits for an attempt in flight (default ATTEMPT_HOLD_MS); tests shorten it. */
   attemptHoldMs?: number;
+  /** Declined cards after which card payments are locked (card testing); PIX stays open. Default MAX_CARD_DECLINES. */
+  maxCardDeclines?: number;
 }
+
+export const MAX_CARD_DECLINES = 5;
 
 export type AttemptStatus = 'charging' | 'approved' | 'review' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
 

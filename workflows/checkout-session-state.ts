@@ -14,6 +14,8 @@ import {
   CUSTOMER_ID_ATTRIBUTE,
   NOT_OPEN_FAILURE,
   PAYMENT_IN_PROGRESS_FAILURE,
+  CARD_LOCKED_FAILURE,
+  MAX_CARD_DECLINES,
   PROVIDER_UNAVAILABLE_CODE,
   type AttemptResult,
   type CheckoutAttempt,
@@ -100,6 +102,7 @@ export class LiveCheckoutSession {
   private readonly sessionId: string;
   private readonly deadlineMs: number;
   private readonly holdMs: number;
+  private readonly maxCardDeclines: number;
   /** An expiry (deadline or update) has begun: no new attempt may start. */
   private closing = false;
   /** The attempt that completed the session, and when (the review window starts there). */
@@ -113,6 +116,7 @@ export class LiveCheckoutSession {
     this.sessionId = input.sessionId;
     this.deadlineMs = input.expiresAt * 1000;
     this.holdMs = input.attemptHoldMs ?? ATTEMPT_HOLD_MS;
+    this.maxCardDeclines = input.maxCardDeclines ?? MAX_CARD_DECLINES;
   }
 
   /** The attempt whose outcome is not known yet, if any. */
@@ -120,10 +124,18 @@ export class LiveCheckoutSession {
     return this.state.attempts.find((attempt) => attempt.status === 'charging');
   }
 
-  /** The pay update's validator: an open session, before its deadline, with no attempt in flight. */
+  /** Cards declined on this session so far (card testing is stopped at maxCardDeclines). */
+  cardDeclines(): number {
+    return this.state.attempts.filter((attempt) => attempt.method === 'card' && attempt.status === 'declined').length;
+  }
+
+  /** The pay update's validator: an open session, before its deadline, with no attempt in flight, cards not locked. */
   validatePay(input: PayInput): void {
     if (this.state.status !== 'open' || this.closing || Date.now() >= this.deadlineMs) throw notOpen(this.state);
     if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
+    if (input.method === 'card' && this.cardDeclines() >= this.maxCardDeclines) {
+      throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
+    }
     if (input.method === 'card' && !input.cardToken) throw refusal('parameter_missing', 'A card payment needs a card token.');
   }
 
@@ -201,7 +213,8 @@ export class LiveCheckoutSession {
     if (takesPayment(outcome)) return this.complete(attempt, input, result);
     const error = { code: attempt.code!, message: 'message' in outcome ? outcome.message : '' };
     this.state.last_error = error;
-    await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error });
+    const cardLocked = this.cardDeclines() >= this.maxCardDeclines;
+    await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
   }
 
   /** An outcome that arrived after the session closed: nothing is applied, and money taken goes back. */

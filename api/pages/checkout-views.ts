@@ -55,7 +55,7 @@ function isTrial(session: CheckoutSessionDoc): boolean {
 
 function errorText(lang: PageLanguage, error: FormError): string {
   const specific = `err_${error.code}` as MessageKey;
-  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'payment_in_progress', 'customer_rejected'];
+  const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'payment_in_progress', 'customer_rejected', 'card_payments_locked'];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
   return `${t(lang, 'err_declined')} (${error.message})`;
@@ -109,7 +109,9 @@ export function renderCheckoutPage(
   const error = options.error ?? (session.last_error ? { ...session.last_error, field: 'payment' } : null);
   const trial = isTrial(session);
   const pix = options.pixAvailable && price.currency === 'brl' && !trial;
-  const method = pix && values.method === 'pix' ? 'pix' : 'card';
+  // Too many declined cards (card testing): only PIX is taken now.
+  const cardLocked = session.card_locked === true;
+  const method = pix && (values.method === 'pix' || cardLocked) ? 'pix' : 'card';
   const emailLocked = session.customer_email !== null;
   const maxInstallments = !trial && session.offer.max_installments && session.offer.max_installments > 1 ? session.offer.max_installments : 1;
   const invalid = (field: string) => (error?.field === field ? html` aria-invalid="true" aria-describedby="form-error"` : '');
@@ -147,8 +149,9 @@ ${summary(lang, session, price)}
     }
     <fieldset>
       <legend>${t(lang, 'payment_method')}</legend>
+      ${cardLocked ? html`<p class="alert" role="status" data-testid="card-locked">${t(lang, pix ? 'card_locked_pix' : 'card_locked')}</p>` : ''}
       <div class="choices">
-        <label class="choice"><input type="radio" name="method_choice" value="card"${method === 'card' ? html` checked` : ''}> ${t(lang, 'card')}</label>
+        <label class="choice"><input type="radio" name="method_choice" value="card"${method === 'card' ? html` checked` : ''}${cardLocked ? html` disabled` : ''}> ${t(lang, 'card')}</label>
         ${pix ? html`<label class="choice"><input type="radio" name="method_choice" value="pix"${method === 'pix' ? html` checked` : ''}> ${t(lang, 'pix')}</label>` : ''}
       </div>
     </fieldset>

@@ -8,6 +8,7 @@ import portalPages from './portal';
 import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
 import { html, layout } from './html';
+import { SharedRateWindows } from '../../store/rate-counters';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -19,6 +20,27 @@ export const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+/** Submits that reach a card: a checkout payment and a portal card change. */
+const PAYMENT_SUBMIT = /^(\/c\/[^/]+\/pay|.*\/account\/subscriptions\/[^/]+\/card)$/;
+
+/**
+ * Card testing through the pages is bounded per address (PAGE_POST_RATE_LIMIT per window), across
+ * every API process; beyond it a page says when to come back (429, Retry-After).
+ */
+function limitPaymentSubmits(app: FastifyInstance): void {
+  const { config, db } = app.deps;
+  const windows = new SharedRateWindows(db);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'POST' || !PAYMENT_SUBMIT.test(request.url.split('?')[0])) return;
+    const hit = await windows.hit(`page-pay:${request.ip}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
+    if (hit.allowed) return;
+    const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
+    const body = html`<main class="wrap"><section class="panel center" data-testid="too-many-attempts"><h1>Too many attempts</h1>
+<p>Too many payment attempts came from your address. Please try again in ${Math.ceil(retryAfter / 60)} minutes.</p></section></main>`;
+    return reply.status(429).header('Retry-After', String(retryAfter)).type('text/html; charset=utf-8').send(layout({ lang: 'en', title: 'Too many attempts', body }));
+  });
+}
 
 export default async function pages(app: FastifyInstance): Promise<void> {
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -50,6 +72,7 @@ export default async function pages(app: FastifyInstance): Promise<void> {
   app.get('/assets/pages.css', { config: { public: true }, schema: { hide: true } }, asset(PAGES_CSS, 'text/css; charset=utf-8'));
   app.get('/assets/pages.js', { config: { public: true }, schema: { hide: true } }, asset(PAGES_JS, 'text/javascript; charset=utf-8'));
 
+  limitPaymentSubmits(app);
   await app.register(checkoutPages);
   await app.register(portalPages);
   await app.register(docsPage);

@@ -74,6 +74,7 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     checkoutUrl: config.checkoutUrl,
     development: config.development,
     attemptHoldMs: config.checkoutAttemptHoldMs,
+    maxCardDeclines: config.checkoutMaxCardDeclines,
   };
 
   app.post(

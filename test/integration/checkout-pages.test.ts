@@ -239,6 +239,54 @@ describe('card payments', () => {
     expect(again.location).toBe(`/c/${s.id}`);
   });
 
+  test('five declined cards lock card payments on the session (card testing): the sixth card is refused before the provider, the page says so and offers PIX, which still pays', async () => {
+    const s = await newSession({ offer: catalog.oneOff._id });
+    const form = buyer({ method: 'card' });
+    for (let i = 0; i < 5; i++) expect((await post(`/c/${s.id}/pay`, { ...form, card_number: CARD_DECLINED })).status).toBe(402);
+    const ledgerBefore = await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } });
+    expect(ledgerBefore).toBe(5);
+    const sixth = await post(`/c/${s.id}/pay`, { ...form, card_number: CARD_OK });
+    expect(sixth.status).toBe(400);
+    expect(sixth.text).toContain('card payments are locked');
+    expect(await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } })).toBe(5);
+    const shown = await page(`/c/${s.id}`);
+    expect(shown.text).toContain('data-testid="card-locked"');
+    expect(shown.text).toMatch(/value="card"[^>]* disabled/);
+    const pix = await post(`/c/${s.id}/pay`, { ...form, method: 'pix' });
+    expect(pix.location).toBe(`/c/${s.id}?done=1`);
+    expect((await session(s.id)).payment_status).toBe('pending');
+  });
+
+  test('payment submits are limited per address across the pages (PAGE_POST_RATE_LIMIT): past it, 429 with Retry-After and nothing reaches the provider', async () => {
+    const limited = await startTestApi({
+      db: stack.mongo.db,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      config: { pagePostRateLimit: 3, pagePostRateWindowMs: 60_000, ipRateLimit: 100_000 },
+    });
+    try {
+      const s = await newSession({ offer: catalog.oneOff._id });
+      const form = { ...buyer({ method: 'card' }), card_number: CARD_DECLINED };
+      const from = (ip: string) => fetch(`${limited.url}/c/${s.id}/pay`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        body: new URLSearchParams(form).toString(),
+      });
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await from('203.0.113.7')).status);
+      expect(statuses).toEqual([402, 402, 402, 429]);
+      const refused = await from('203.0.113.7');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await refused.text()).toContain('data-testid="too-many-attempts"');
+      expect(await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } })).toBe(3);
+      // Another address is not held back by this one.
+      expect((await from('203.0.113.8')).status).toBe(402);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('a declined card keeps the session open with the message, and a retry with an approved card completes it', async () => {
     const s = await newSession({ offer: catalog.oneOff._id, locale: 'es' });
     const form = buyer({ method: 'card' });

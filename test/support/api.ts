@@ -37,6 +37,8 @@ export async function startTestApi(options: {
     ...base,
     // Tests simulate many client addresses through X-Forwarded-For.
     trustProxy: true,
+    // Suites pay many times from one address; the page submit limit has its own test.
+    pagePostRateLimit: 100_000,
     taskQueue: options.taskQueue ?? (options.temporal ? base.taskQueue : uniqueTaskQueue('unpolled')),
     ...options.config,
   };
