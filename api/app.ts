@@ -15,6 +15,8 @@ import { ErrorResponse } from './schemas/common';
 import { componentSchemas, routeModules } from './routes';
 import pages from './pages';
 
+import { redactedRequest } from './redact';
+
 export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     genReqId: () => newRequestId(),
@@ -32,6 +34,10 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       },
     },
     ...options,
+    // Whoever configures the log, a request's path is written redacted (sign-in tokens).
+    ...(typeof options.logger === 'object' && options.logger !== null
+      ? { logger: { ...options.logger, serializers: { req: redactedRequest, ...(options.logger as { serializers?: object }).serializers } } }
+      : {}),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('deps', deps);

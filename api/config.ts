@@ -1,6 +1,8 @@
 // API process configuration, read once from the environment (README lists every variable).
 import { parseAllowedHosts } from '../adapters/webhooks/config';
 import { isProduction } from '../adapters/provider';
+import { readFileSync } from 'node:fs';
+import { newSecretsKey } from './sealing';
 import type { HostResolver } from '../adapters/webhooks/host-policy';
 
 export interface ApiConfig {
@@ -38,6 +40,11 @@ export interface ApiConfig {
   /** PAGE_POST_RATE_LIMIT per PAGE_POST_RATE_WINDOW_MS: payment and card-change submits of the hosted pages per address. */
   pagePostRateLimit: number;
   pagePostRateWindowMs: number;
+  /**
+   * SECRETS_KEY (base64, 32 bytes) or the file SECRETS_KEY_FILE names: seals stored responses that carry
+   * a secret. Required in production; elsewhere a key per process is made up (replays then work within it).
+   */
+  secretsKey: string;
   /** Name resolution for webhook URL checks; the system resolver unless a test injects one. */
   webhookResolver?: HostResolver;
 }
@@ -45,6 +52,13 @@ export interface ApiConfig {
 function int(value: string | undefined, fallback: number): number {
   const n = value === undefined || value === '' ? NaN : Number(value);
   return Number.isFinite(n) ? n : fallback;
+}
+
+function secretsKeyOf(env: NodeJS.ProcessEnv): string {
+  const configured = env.SECRETS_KEY ?? (env.SECRETS_KEY_FILE ? readFileSync(env.SECRETS_KEY_FILE, 'utf8').trim() : undefined);
+  if (configured) return configured;
+  if (isProduction(env)) throw new Error('SECRETS_KEY (or SECRETS_KEY_FILE) is required in production: it seals stored responses that carry secrets');
+  return newSecretsKey();
 }
 
 export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
@@ -76,5 +90,6 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     checkoutMaxCardDeclines: int(env.CHECKOUT_MAX_CARD_DECLINES, 5),
     pagePostRateLimit: int(env.PAGE_POST_RATE_LIMIT, 20),
     pagePostRateWindowMs: int(env.PAGE_POST_RATE_WINDOW_MS, 10 * 60_000),
+    secretsKey: secretsKeyOf(env),
   };
 }

@@ -45,6 +45,8 @@ declare module 'fastify' {
      * its own permanent record (the charge as it is now); refusals replay like everywhere else.
      */
     permanentIdempotency?: boolean;
+    /** The response carries a secret (a signing secret, a sign-in URL): kept for replay sealed, never in plain text. */
+    secretResponse?: boolean;
   }
 }
 

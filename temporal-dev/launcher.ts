@@ -3,7 +3,8 @@
 // MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, then the worker and the API, then the demo store;
 // Ctrl-C stops it all in order.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { killAllGroups, spawnGroup, stopAllGroups, type ChildGroup } from './processes';
@@ -12,6 +13,16 @@ import { projectRoot } from './tools';
 import { waitFor } from './wait';
 
 const dataDir = resolve(projectRoot, process.env.DATA_DIR ?? '.data');
+
+/** The key that seals stored secrets (SECRETS_KEY): made once in the data folder, kept across restarts. */
+function secretsKeyFile(): string {
+  const file = join(dataDir, 'secrets.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600 });
+  }
+  return file;
+}
 const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017 };
 
 /** A path as the banner shows it: relative inside the project, absolute elsewhere. */
@@ -228,6 +239,7 @@ async function main(): Promise<void> {
     ...process.env,
     // The local stack is development (http://localhost URLs, the test payment connection); production is the processes' default.
     NODE_ENV: process.env.NODE_ENV ?? 'development',
+    ...(process.env.SECRETS_KEY || process.env.SECRETS_KEY_FILE ? {} : { SECRETS_KEY_FILE: secretsKeyFile() }),
     MONGODB_URI: mongoUri,
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: namespace,

@@ -9,6 +9,7 @@ import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
 import { html, layout } from './html';
 import { SharedRateWindows } from '../../store/rate-counters';
+import { redactPath } from '../redact';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -54,7 +55,7 @@ export default async function pages(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = (error as { statusCode?: number }).statusCode;
     if (status && status >= 400 && status < 500) {
-      request.log.info({ code: (error as { code?: string }).code, url: request.url }, 'page request refused');
+      request.log.info({ code: (error as { code?: string }).code, url: redactPath(request.url) }, 'page request refused');
     } else {
       // The error only: page bodies (card fields) are never logged.
       request.log.error({ err: { message: error.message, stack: error.stack }, requestId: request.id }, 'page failed');

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../domain/errors';
+import { sealerFor } from '../sealing';
 import { stableStringify } from '../../domain/stable-json';
 import {
   claimIdempotencyKey,
@@ -33,7 +34,8 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
 }
 
 export default fp(async function idempotencyPlugin(app: FastifyInstance) {
-  const { db } = app.deps;
+  const { db, config } = app.deps;
+  const sealer = sealerFor(config.secretsKey);
   app.decorateRequest('idempotency', null);
 
   app.addHook('preValidation', async (request, reply) => {
@@ -70,7 +72,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
         reply.header('Idempotent-Replayed', 'true');
         reply.header('Original-Request-Id', claim.doc.request_id);
         reply.status(stored.status).type('application/json; charset=utf-8');
-        return reply.send(stored.body);
+        return reply.send(sealer.open(stored.body));
       }
     }
   });
@@ -86,11 +88,9 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
         const headers: Record<string, string> = {};
         const location = reply.getHeader('location');
         if (typeof location === 'string') headers.location = location;
-        await completeIdempotencyKey(db, state, {
-          status: reply.statusCode,
-          body: typeof payload === 'string' ? payload : JSON.stringify(payload),
-          headers,
-        });
+        const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+        const secret = request.routeOptions.config?.secretResponse === true;
+        await completeIdempotencyKey(db, state, { status: reply.statusCode, body: secret ? sealer.seal(body) : body, headers });
       }
     } catch (err) {
       // The work is done; the client still gets its answer. The key's lease runs out and a retry runs again.

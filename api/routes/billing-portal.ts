@@ -24,6 +24,8 @@ const billingPortalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/billing_portal/sessions',
     {
+      // The answer carries the sign-in URL (a credential for 15 minutes): a replay copy is kept sealed.
+      config: { secretResponse: true },
       schema: {
         tags: ['billing_portal'],
         summary: 'Create a customer portal sign-in link',

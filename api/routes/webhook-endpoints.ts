@@ -138,7 +138,8 @@ function endpointListRoutes(app: RouteApp): void {
 
   app.post(
     '/webhook_endpoints',
-    { schema: { tags: ['webhook_endpoints'], summary: 'Create a webhook endpoint', body: CreateBody, response: withErrors({ 201: EndpointRef }) } },
+    // The answer carries the signing secret: a replay copy is kept sealed.
+    { config: { secretResponse: true }, schema: { tags: ['webhook_endpoints'], summary: 'Create a webhook endpoint', body: CreateBody, response: withErrors({ 201: EndpointRef }) } },
     async (request, reply) => {
       const { store } = authOf(request);
       const body = request.body;
@@ -224,7 +225,10 @@ function rotateSecretRoute(app: RouteApp): void {
   const { db } = app.deps;
   app.post(
     '/webhook_endpoints/:id/rotate_secret',
-    { schema: { tags: ['webhook_endpoints'], summary: 'Rotate the signing secret (the old one signs for 24 more hours)', params: IdParams, response: withErrors({ 200: EndpointRef }) } },
+    {
+      config: { secretResponse: true },
+      schema: { tags: ['webhook_endpoints'], summary: 'Rotate the signing secret (the old one signs for 24 more hours)', params: IdParams, response: withErrors({ 200: EndpointRef }) },
+    },
     async (request) => {
       const { store } = authOf(request);
       await endpointOrNotFound(db, store._id, request.params.id);

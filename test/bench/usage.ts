@@ -157,6 +157,7 @@ async function startApiProcess(mongoUri: string, dbName: string): Promise<{ url:
       NODE_ENV: 'production',
       // The bench measures ingestion only; the test connection runs in production on purpose here.
       ALLOW_TEST_PAYMENTS: '1',
+      SECRETS_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

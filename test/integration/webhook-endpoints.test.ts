@@ -72,6 +72,22 @@ describe('create, retrieve, list', () => {
     expect(fetched.body).toEqual(withoutSecret);
   });
 
+  it('a replayed create and rotate_secret return the secret, and what the idempotency store keeps is sealed (no whsec_ at rest)', async () => {
+    const key = `create-${Date.now()}`;
+    const first = await call(api, store.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/sealed' }, headers: { 'idempotency-key': key } });
+    const replay = await call(api, store.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/sealed' }, headers: { 'idempotency-key': key } });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body.secret).toBe(first.body.secret);
+    const rotateKey = `rotate-${Date.now()}`;
+    const rotated = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, { headers: { 'idempotency-key': rotateKey } });
+    const rotatedAgain = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, { headers: { 'idempotency-key': rotateKey } });
+    expect(rotatedAgain.body.secret).toBe(rotated.body.secret);
+    const stored = await mongo.db.collection('idempotency_keys').find({ store_id: store.store._id, key: { $in: [key, rotateKey] } }).toArray();
+    expect(stored).toHaveLength(2);
+    expect(JSON.stringify(stored)).not.toContain('whsec_');
+    expect(stored.every((doc) => String(doc.response.body).startsWith('sealed:v1:'))).toBe(true);
+  });
+
   it('accepts a form body with enabled_events[] and the original catalog', async () => {
     const res = await call(api, store.key, 'POST', '/v1/webhook_endpoints', {
       form: 'url=https://hooks.example.com/form&enabled_events[]=order.paid&enabled_events[]=subscription.*&api_version=2026-09-01',

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Db } from 'mongodb';
 import { createPaymentProvider, isProduction } from '../../adapters/provider';
 import { loadApiConfig } from '../../api/config';
+import { newSecretsKey } from '../../api/sealing';
 
 const db = {} as Db;
 
@@ -14,8 +15,13 @@ describe('production by default', () => {
   });
 
   it('the API accepts http://localhost success URLs only outside production', () => {
-    expect(loadApiConfig({}).development).toBe(false);
+    expect(loadApiConfig({ SECRETS_KEY: newSecretsKey() }).development).toBe(false);
     expect(loadApiConfig({ NODE_ENV: 'development' }).development).toBe(true);
+  });
+
+  it('production needs SECRETS_KEY (it seals stored responses that carry secrets); development makes one up', () => {
+    expect(() => loadApiConfig({})).toThrow(/SECRETS_KEY/);
+    expect(Buffer.from(loadApiConfig({ NODE_ENV: 'development' }).secretsKey, 'base64')).toHaveLength(32);
   });
 });
 
