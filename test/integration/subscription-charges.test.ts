@@ -16,7 +16,8 @@ import { runAdmin } from '../../admin/cli';
 import { startCharge } from '../../services/charges';
 import { requestFingerprint } from '../../api/plugins/idempotency';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
-import { merchantChargeKey } from '../../domain/charges';
+import { merchantChargeKey, usageChargeKey, usageIdempotencyKey } from '../../domain/charges';
+import { newId } from '../../domain/ids';
 import { insertEndpoint } from '../../store/webhooks';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
@@ -166,6 +167,73 @@ describe('the error table, in its order of checks', () => {
     expectError(await charge(sub, { amount: 5100, lines }), 400, 'invalid_request_error', 'parameter_invalid', 'lines');
     expectError(await charge(sub, { amount: 5100, lines: [] }), 400, 'invalid_request_error', 'parameter_invalid', 'lines');
     expectError(await charge(sub, { amount: 500, description: 'd'.repeat(141) }), 400, 'invalid_request_error', 'parameter_invalid', 'description');
+  });
+});
+
+describe('idempotency by the common rules', () => {
+  it('each refusal is stored under its key and replayed as it was (Idempotent-Replayed, Original-Request-Id), even once the cause is gone', async () => {
+    const paused = await subscription();
+    expect((await call(api, store.key, 'POST', `/v1/subscriptions/${paused._id}/pause`)).status).toBe(200);
+    const overdue = await createTestStore(mongo.db);
+    await collections(mongo.db).stores.updateOne({ _id: overdue.store._id }, { $set: { plan_overdue: true } });
+    const overdueSub = await subscription('4242424242424242', overdue);
+    const cases: [string, { _id: string }, unknown, number, string, string][] = [
+      ['404', { _id: 'sub_unknown' }, { amount: 500 }, 404, 'resource_missing', store.key],
+      ['paused', paused, { amount: 500 }, 400, 'subscription_not_chargeable', store.key],
+      ['too small', await subscription(), { amount: 50 }, 400, 'amount_too_small', store.key],
+      ['declined', await subscription('4000000000000002'), { amount: 500 }, 402, 'card_declined', store.key],
+      ['overdue', overdueSub, { amount: 500 }, 403, 'project_inactive', overdue.key],
+    ];
+    for (const [name, sub, body, status, code, apiKey] of cases) {
+      const key = newKey();
+      const first = await charge(sub, body, key, apiKey);
+      expect([name, first.status, first.body.error?.code]).toEqual([name, status, code]);
+      const again = await charge(sub, body, key, apiKey);
+      expect([name, again.status, again.body]).toEqual([name, status, first.body]);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('original-request-id')).toBe(first.headers.get('request-id'));
+    }
+    // Refused while paused, then resumed: the key still answers its stored refusal and charges nothing.
+    const refusedKey = newKey();
+    expect((await charge(paused, { amount: 700 }, refusedKey)).status).toBe(400);
+    expect((await call(api, store.key, 'POST', `/v1/subscriptions/${paused._id}/resume`)).status).toBe(200);
+    expect((await charge(paused, { amount: 700 }, refusedKey)).status).toBe(400);
+    expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(refusedKey) })).toBe(0);
+  });
+
+  it('one key space across endpoints: a key first used on POST /customers is reused on a charge, and a charge key on POST /customers', async () => {
+    const sub = await subscription();
+    const customerKey = newKey();
+    const created = await call(api, store.key, 'POST', '/v1/customers', {
+      json: { email: `k${Date.now()}@example.com`, name: 'Key Owner', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } },
+      headers: { 'idempotency-key': customerKey },
+    });
+    expect(created.status).toBe(201);
+    expectError(await charge(sub, { amount: 500 }, customerKey), 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
+    const chargeKey = newKey();
+    expect((await charge(sub, { amount: 500 }, chargeKey)).status).toBe(201);
+    const customer = await call(api, store.key, 'POST', '/v1/customers', {
+      json: { email: `c${Date.now()}@example.com`, name: 'Other Owner', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } },
+      headers: { 'idempotency-key': chargeKey },
+    });
+    expectError(customer, 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
+    expectError(await charge(sub, { amount: 501 }, chargeKey), 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
+  });
+
+  it('a merchant key equal to an internal one charges on its own: `usage:<period>` beside that usage charge, and a renewal-shaped key', async () => {
+    const sub = await subscription();
+    const periodId = newId('usp');
+    const usage = await startCharge(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { storeId: store.store._id, subscriptionId: sub._id, key: usageChargeKey(periodId), amount: 700, source: 'usage', billingReason: 'usage', request: { id: null, idempotency_key: usageIdempotencyKey(periodId) } },
+    );
+    const merchant = await charge(sub, { amount: 700 }, usageIdempotencyKey(periodId));
+    expect(merchant.status).toBe(201);
+    expect(merchant.body.id).not.toBe(usage.charge.id);
+    const renewalShaped = await charge(sub, { amount: 800 }, `renewal/${sub._id}/1/0`);
+    expect(renewalShaped.status).toBe(201);
+    const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ store_id: store.store._id, amount: { $in: [700, 800] }, payment_method: sub.default_payment_method!.id }).toArray();
+    expect(ledger.map((entry) => entry.key).sort()).toEqual([`api/renewal/${sub._id}/1/0`, `api/usage:${periodId}`, `usage/${periodId}`].sort());
   });
 });
 
