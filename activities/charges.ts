@@ -1,6 +1,7 @@
 // The charge workflow's activities: each one a call into services/charge-settlement.ts.
 import { Context } from '@temporalio/activity';
-import type { ProviderNotice } from '../adapters/provider/types';
+import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
+import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitChargeEvents, executeSubscriptionCharge, settleSubscriptionCharge, type ChargeSettlementDeps } from '../services/charge-settlement';
 
@@ -26,6 +27,14 @@ export function createChargeActivities(deps: ChargeSettlementDeps) {
     /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */
     async settleSubscriptionCharge(input: { storeId: string; chargeId: string; notice: ProviderNotice }): Promise<ChargeDecision> {
       return settleSubscriptionCharge(deps, input);
+    },
+    /** A review's notice as the provider's record under its key says (null: still in review). */
+    async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {
+      return noticeByLookup(deps.provider, input);
+    },
+    /** The review window ran out: void the payment at the provider. */
+    async voidReview(input: { storeId: string; idempotencyKey: string }): Promise<RefundResult> {
+      return voidReview(deps.provider, input);
     },
     /** The events of a settled charge, each once; nothing while pending. */
     async emitChargeEvents(input: { storeId: string; chargeId: string }): Promise<void> {

@@ -5,7 +5,9 @@ import {
   applySubscriptionChange,
   chargeSubscriptionCycle,
   loadSubscriptionState,
+  lookupCycleCharge,
   offerTerms,
+  refundSubscriptionCycle,
   settleSubscriptionCycleOrder,
   type CycleChargeInput,
   type CycleChargeResult,
@@ -33,6 +35,14 @@ export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
     /** A cycle charge in review was settled by the provider's notice: the order becomes paid or failed. */
     async settleSubscriptionCycleOrder(input: { storeId: string; orderId: string; notice: ProviderNotice }): Promise<'paid' | 'failed'> {
       return settleSubscriptionCycleOrder(deps, input);
+    },
+    /** What the provider holds under a cycle charge's key (before a new attempt at the cycle). */
+    async lookupCycleCharge(input: { storeId: string; idempotencyKey: string }): Promise<'refused' | 'taken' | null> {
+      return lookupCycleCharge(deps, input);
+    },
+    /** A renewal paid after the subscription ended: refunded at the provider, order refunded, order.refunded. */
+    async refundSubscriptionCycle(input: { storeId: string; subscriptionId: string; orderId: string; key: string }): Promise<void> {
+      return refundSubscriptionCycle(deps, input);
     },
     /** The terms a subscription in `currency` would get from an offer (change_offer, reactivate). */
     async offerTerms(input: { storeId: string; offerId: string; currency: string }): Promise<OfferTermsResult> {

@@ -7,7 +7,8 @@ import { isBillingCycle } from '../domain/billing-periods';
 import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type SubscriptionLife } from '../domain/subscriptions';
 import type { PaymentProvider, ProviderNotice } from '../adapters/provider/types';
 import { collections } from '../store/collections';
-import { insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
+import { insertOrderOnce, markOrderRefunded, settlePendingOrder, type OrderDoc } from '../store/orders';
+import { orderObject } from '../api/schemas/order';
 import { findSubscription, lifeOf, writeSubscriptionLife, type SubscriptionDoc } from '../store/subscriptions';
 import type { EventRequest } from '../store/events';
 import { subscriptionObject, type SubscriptionObject } from '../api/schemas/subscription';
@@ -214,4 +215,31 @@ export async function offerTerms(db: Db, input: { storeId: string; offerId: stri
       cycle_limit: offer.cycle_limit,
     },
   };
+}
+
+/**
+ * What the provider holds under a cycle charge's key: `refused` when that attempt ended without money
+ * (declined, refused, voided, expired: the next attempt needs a new key), `taken` otherwise, null when
+ * the provider never received it.
+ */
+export async function lookupCycleCharge(deps: SubscriptionLifeDeps, input: { storeId: string; idempotencyKey: string }): Promise<'refused' | 'taken' | null> {
+  const found = await deps.provider.lookupCharge(input);
+  if (!found) return null;
+  const ended = found.state === null || found.state === 'declined' || found.state === 'refused' || found.state === 'voided' || found.state === 'expired';
+  return ended ? 'refused' : 'taken';
+}
+
+/**
+ * A renewal paid after its subscription ended: the money goes back through the provider (keyed by the
+ * charge's own key, so a retry refunds once), the order becomes refunded and order.refunded is emitted once.
+ */
+export async function refundSubscriptionCycle(
+  deps: SubscriptionLifeDeps,
+  input: { storeId: string; subscriptionId: string; orderId: string; key: string },
+): Promise<void> {
+  const back = await deps.provider.refundCharge({ storeId: input.storeId, chargeKey: input.key });
+  if (!back.ok) throw new Error(`renewal ${input.key} of ${input.subscriptionId} could not be refunded: ${back.reason}`);
+  const order = await markOrderRefunded(deps.db, input.storeId, input.orderId);
+  if (!order) throw new Error(`order ${input.orderId} not found`);
+  await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId: order.store_id, type: 'order.refunded', object: orderObject(order), request: null });
 }

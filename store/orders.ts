@@ -82,3 +82,9 @@ export async function settlePendingOrder(
   );
   return updated ?? findOrder(db, storeId, id);
 }
+
+/** paid -> refunded (the money went back); the order as it is when it was already refunded. */
+export async function markOrderRefunded(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
+  const updated = await ordersCollection(db).findOneAndUpdate({ _id: id, store_id: storeId, status: 'paid' }, { $set: { status: 'refunded' } }, { returnDocument: 'after' });
+  return updated ?? findOrder(db, storeId, id);
+}

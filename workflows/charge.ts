@@ -1,7 +1,8 @@
 // One subscription charge (`charge/<store>/<key>`): the provider charge, its order and the charge
 // document in one keyed activity, then its events; a charge left in review waits for the provider's
-// notice and settles. Every request under the key attaches to this run through the `outcome` update.
-import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+// notice (or asks the provider by key daily, and is voided as refused at the window's end) and settles. Every request under the key attaches to this run through the `outcome` update.
+import { allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { settledReview } from './lib/reviews';
 import type { Activities } from '../activities';
 import type { ProviderNotice } from '../adapters/provider/types';
 import {
@@ -56,9 +57,18 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
 
   if (decision.outcome === 'review') {
     phase = 'awaiting_settlement';
-    const transaction = decision.charge.transaction;
-    await condition(() => notice !== null && notice.transactionId === transaction);
-    decision = await records.settleSubscriptionCharge({ storeId: input.storeId, chargeId: decision.charge.id, notice: notice! });
+    const transaction = decision.charge.transaction!;
+    const noticed = () => (notice !== null && notice.transactionId === transaction ? notice : null);
+    let settled: ProviderNotice;
+    // Runs that began before lookups waited for the notice alone; their replay must keep doing so.
+    if (patched('review-lookups')) {
+      const reviewWait = { storeId: input.storeId, idempotencyKey: input.key, transactionId: transaction, notifyRef: workflowInfo().workflowId, startedMs: Date.now(), noticed };
+      settled = await settledReview(reviewWait);
+    } else {
+      await condition(() => noticed() !== null);
+      settled = noticed()!;
+    }
+    decision = await records.settleSubscriptionCharge({ storeId: input.storeId, chargeId: decision.charge.id, notice: settled });
     await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
   }
   phase = 'settled';

@@ -1,7 +1,8 @@
 // What one run of the subscription workflow knows (the document's life, version and object, a charge
 // awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
 // and written through activities that compare-and-set the document's version.
-import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { settledReview } from './lib/reviews';
 import type { Activities } from '../activities';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
@@ -45,6 +46,9 @@ interface AwaitedCharge {
   orderId: string;
   periodStart: number;
   reactivation: boolean;
+  /** The provider key it was charged under and when its review began (runs from before lookups have neither). */
+  key?: string;
+  startedMs?: number;
 }
 
 type Loaded = NonNullable<Awaited<ReturnType<Activities['loadSubscription']>>>;
@@ -170,6 +174,7 @@ export class LiveSubscription {
       await this.reactivated(nowSeconds(), null);
       return true;
     }
+    if (status === 'paid' && patched('paid-review-credits-its-period')) return this.creditPaidReview(pending);
     // An action may have ended or paused the subscription meanwhile: then only the order settles.
     if (!rules.CHARGEABLE_STATUSES.includes(this.life.status)) return false;
     if (status === 'paid') {
@@ -178,6 +183,43 @@ export class LiveSubscription {
     }
     await this.cycleFailed(settled.code);
     return false;
+  }
+
+  /**
+   * A renewal paid after review pays for its period whatever happened meanwhile: credited (a paused
+   * subscription stays paused with that period paid, so resuming never charges it again); an ended
+   * one gives the money back (keyed refund, order refunded).
+   */
+  private async creditPaidReview(pending: AwaitedCharge): Promise<boolean> {
+    if (rules.isEnded(this.life.status)) {
+      await records.refundSubscriptionCycle({ storeId: this.input.storeId, subscriptionId: this.input.subscriptionId, orderId: pending.orderId, key: pending.key! });
+      return false;
+    }
+    if (this.life.status === 'paused') {
+      await this.apply({ ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' }, [{ type: 'customer.subscription.updated' }], { action: 'renewed', reason: 'paid after review while paused' });
+      return true;
+    }
+    await this.cycleApproved(pending.periodStart);
+    return true;
+  }
+
+  /** The notice of the charge in review; lost notices are looked up by key and a review past its window is voided. */
+  async awaitNotice(): Promise<void> {
+    const pending = this.awaiting!;
+    if (!pending.key || !patched('review-lookups')) {
+      await condition(() => this.notice !== null);
+      return;
+    }
+    const noticed = () => this.notice;
+    const notice = await settledReview({
+      storeId: this.input.storeId,
+      idempotencyKey: pending.key,
+      transactionId: pending.transactionId,
+      notifyRef: this.workflowId,
+      startedMs: pending.startedMs ?? Date.now(),
+      noticed,
+    });
+    this.notice = notice;
   }
 
   /** An action: decided on the state as it is once the mutex is held; refusals are 400 provider_error. */
@@ -206,12 +248,13 @@ export class LiveSubscription {
     if (this.awaiting) throw refused('A payment of this subscription is in review at the provider; reactivate once it has settled.');
     // A new cycle is charged at once under a key unique to this update; a decline changes nothing.
     const at = nowSeconds();
-    const key = `reactivate:${this.input.subscriptionId}:${currentUpdateInfo()?.id ?? `v${this.version}`}`;
+    const updateId = currentUpdateInfo()?.id ?? `v${this.version}`;
+    const key = patched('renewal-keys-by-cycle') ? `reactivation/${this.input.subscriptionId}/${updateId}` : `reactivate:${this.input.subscriptionId}:${updateId}`;
     const result = await this.chargeCycle(key, false);
     if (result.outcome === 'review') {
       // Money may still move: the pending renewal order waits for the provider's notice, which
       // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true });
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true, key, startedMs: Date.now() });
       this.changed = true;
       return this.object;
     }
@@ -225,13 +268,14 @@ export class LiveSubscription {
   /** A due charge (renewal, trial end, dunning retry): true when a cycle was paid. */
   private async chargeDue(): Promise<boolean> {
     const periodStart = this.life.next_billing_at ?? nowSeconds();
-    const result = await this.chargeCycle(this.cycleKey('cycle'), true);
+    const key = patched('renewal-keys-by-cycle') ? await this.renewalKey() : this.cycleKey('cycle');
+    const result = await this.chargeCycle(key, true);
     if (result.outcome === 'approved') {
       await this.cycleApproved(periodStart);
       return true;
     }
     if (result.outcome === 'review') {
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false });
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false, key, startedMs: Date.now() });
       return false;
     }
     await this.cycleFailed(result.code);
@@ -271,6 +315,20 @@ export class LiveSubscription {
     // Runs started before this change dropped such notices; their replay must keep doing so.
     if (!patched('keep-early-provider-notices')) return;
     this.earlyNotices.keepLatest(settled);
+  }
+
+  /**
+   * The provider key of the next attempt at this cycle: `renewal/<sub>/<cycle>/<k>`, k from the failed
+   * attempts so far; a key the provider has already refused for good (a review refused while paused)
+   * is skipped after asking it, so a version change never makes a new key for a cycle already charged.
+   */
+  private async renewalKey(): Promise<string> {
+    const cycle = this.life.cycles_completed + 1;
+    for (let k = this.life.past_due_details?.attempts ?? 0; ; k++) {
+      const key = `renewal/${this.input.subscriptionId}/${cycle}/${k}`;
+      const found = await records.lookupCycleCharge({ storeId: this.input.storeId, idempotencyKey: key });
+      if (found !== 'refused') return key;
+    }
   }
 
   private cycleKey(prefix: string): string {

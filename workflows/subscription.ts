@@ -37,7 +37,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   for (;;) {
     let cyclePaid = false;
     if (subscription.awaiting) {
-      await condition(() => subscription.notice !== null);
+      await subscription.awaitNotice();
       cyclePaid = await subscription.mutex.runExclusive(() => subscription.settleAwaited());
     } else {
       subscription.changed = false;

@@ -1,8 +1,10 @@
 // What this tests: the subscription workflow owning time on the time-skipping server, with its
 // activities running for real against FerretDB and the test payment connection: a year of monthly
 // renewals, trial end approved and declined, dunning retries then recovery or expiry, scheduled
-// cancellation, cycle limit, pause and resume, and a charge in review whose provider notice arrives
-// before the charge activity has returned.
+// cancellation, cycle limit, pause and resume, renewals in review (paid while paused, paid after a
+// cancellation, a lost notice looked up by key, the window's end) and a one-off charge's lost notice,
+// and a charge in review whose provider notice arrives before the charge activity has returned (last:
+// its worker stops, and time no longer skips past its workflow).
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal as proto } from '@temporalio/proto';
 import type { Worker } from '@temporalio/worker';
@@ -19,7 +21,11 @@ import { findSubscription, type SubscriptionDoc } from '../../store/subscription
 import { ordersCollection } from '../../store/orders';
 import { paymentMethodOf } from '../../services/subscriptions';
 import { addMonths, periodEnd } from '../../domain/billing-periods';
+import { startCharge } from '../../services/charges';
+import { chargesCollection } from '../../store/subscription-charges';
+import { merchantChargeKey } from '../../domain/charges';
 import {
+  cancelUpdate,
   changePaymentMethodUpdate,
   pauseUpdate,
   resumeUpdate,
@@ -261,6 +267,90 @@ describe('pause and resume', () => {
     expect(state.life.cycles_completed).toBe(3);
     expect(state.next).toMatchObject({ kind: 'charge' });
     await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-paused-resumed');
+  });
+});
+
+describe('renewals in review', () => {
+  const ledger = (subscriptionId: string) => mongo.db.collection('provider_test_charges').find({ store_id: store._id, key: { $regex: `^renewal/${subscriptionId}/` } }).sort({ created: 1 }).toArray();
+  const provider = () => createTestConnection({ db: mongo.db });
+
+  /** A monthly subscription whose first cycle is paid by a card the test then swaps for one that goes to review. */
+  async function renewingInReview() {
+    const sub = await subscribe('monthly');
+    const paid = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    const saved = await provider().saveCard({ storeId: store._id, customerId: sub.customer, card: { number: '4000000000004954' } });
+    if (!saved.ok) throw new Error('card not saved');
+    await handle(sub._id).executeUpdate(changePaymentMethodUpdate, { args: [{ payment_method: paymentMethodOf(saved.card)! }] });
+    await env.sleep(paid.current_period_end! * 1000 - (await env.currentTimeMs()) + 60_000);
+    await waitFor(async () => (await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement, { description: 'renewal in review' });
+    const [entry] = (await ledger(sub._id)).filter((e) => e.state === 'review');
+    return { sub, paid, entry };
+  }
+
+  it('review, pause, paid settlement, resume: the period is credited while paused and the cycle is charged once', async () => {
+    const { sub, paid, entry } = await renewingInReview();
+    expect(entry.key).toBe(`renewal/${sub._id}/2/0`);
+    await handle(sub._id).executeUpdate(pauseUpdate, { args: [{ reason: 'during review' }] });
+    const settled = await provider().settle({ storeId: store._id, transactionId: entry.transaction_id, outcome: 'paid' });
+    if (!settled.ok) throw new Error(settled.reason);
+    await handle(sub._id).signal(subscriptionProviderSettledSignal, settled.notice);
+    const credited = await until(sub._id, (d) => d.cycles_completed === 2, 'period credited while paused');
+    expect(credited).toMatchObject({ status: 'paused', current_period_start: paid.current_period_end });
+    await handle(sub._id).executeUpdate(resumeUpdate, { args: [{}] });
+    await env.sleep(DAY_MS);
+    const resumed = await reload(sub._id);
+    expect({ status: resumed.status, cycles: resumed.cycles_completed }).toEqual({ status: 'active', cycles: 2 });
+    // One provider charge per cycle: the first, and the one paid after review; nothing at resume.
+    expect((await ledger(sub._id)).map((e) => e.key)).toEqual([`renewal/${sub._id}/1/0`, `renewal/${sub._id}/2/0`]);
+    expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['paid', 'paid']);
+  });
+
+  it('canceled during the review, then paid: the money is refunded at the provider and the order is refunded (order.refunded)', async () => {
+    const { sub, entry } = await renewingInReview();
+    await handle(sub._id).executeUpdate(cancelUpdate, { args: [{ reason: 'other' }] });
+    const settled = await provider().settle({ storeId: store._id, transactionId: entry.transaction_id, outcome: 'paid' });
+    if (!settled.ok) throw new Error(settled.reason);
+    await handle(sub._id).signal(subscriptionProviderSettledSignal, settled.notice);
+    await waitFor(async () => (await ordersOf(sub._id)).at(-1)?.status === 'refunded', { description: 'renewal order refunded' });
+    expect((await provider().lookupCharge({ storeId: store._id, idempotencyKey: entry.key }))?.state).toBe('refunded');
+    const after = await reload(sub._id);
+    expect({ status: after.status, cycles: after.cycles_completed }).toEqual({ status: 'canceled', cycles: 1 });
+    await waitFor(async () => (await eventTypesOf(sub._id)).includes('order.refunded'), { description: 'order.refunded' });
+  });
+
+  it('a lost notice: the renewal is settled at the provider but never signalled; the daily lookup by key resolves it', async () => {
+    const { sub, entry } = await renewingInReview();
+    const settled = await provider().settle({ storeId: store._id, transactionId: entry.transaction_id, outcome: 'paid' });
+    expect(settled.ok).toBe(true);
+    await env.sleep(DAY_MS + 60_000);
+    const renewed = await until(sub._id, (d) => d.cycles_completed === 2, 'renewal resolved by lookup');
+    expect(renewed.status).toBe('active');
+    expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['paid', 'paid']);
+  });
+
+  it('a review nobody settles counts as refused at the end of its window: voided at the provider, the subscription past_due', async () => {
+    const { sub, entry } = await renewingInReview();
+    await env.sleep(7 * DAY_MS + 60_000);
+    const failed = await until(sub._id, (d) => d.status === 'past_due', 'refused at the window end');
+    expect(failed.past_due_details?.attempts).toBe(1);
+    expect((await provider().lookupCharge({ storeId: store._id, idempotencyKey: entry.key }))?.state).toBe('voided');
+    expect((await ordersOf(sub._id)).map((o) => o.status)).toEqual(['paid', 'failed']);
+  });
+});
+
+describe('one-off charges in review', () => {
+  it('a lost notice: the charge settled at the provider but never signalled resolves by the daily lookup by key', async () => {
+    const sub = await subscribe('monthly', '4000000000004954');
+    const review = await startCharge(deps(), { storeId: store._id, subscriptionId: sub._id, key: merchantChargeKey(`lost-${Date.now()}`), amount: 1500, source: 'api', billingReason: 'manual' });
+    expect(review.outcome).toBe('review');
+    const settled = await createTestConnection({ db: mongo.db }).settle({ storeId: store._id, transactionId: review.charge.transaction!, outcome: 'paid' });
+    expect(settled.ok).toBe(true);
+    await env.sleep(DAY_MS + 60_000);
+    const charge = await waitFor(async () => {
+      const doc = await chargesCollection(mongo.db).findOne({ _id: review.charge.id });
+      return doc?.status === 'succeeded' ? doc : null;
+    }, { description: 'charge settled by lookup' });
+    expect(charge.settled_at).toEqual(expect.any(Number));
   });
 });
 
