@@ -1,7 +1,10 @@
-// The charge workflow's activities: each one a call into services/charge-settlement.ts.
+// The charge workflow's activities: each one a call into services/charge-settlement.ts, the provider's
+// review lookups (services/provider-reviews.ts) or the subscription's workflow (one-off charges).
 import { Context } from '@temporalio/activity';
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
 import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
+import { subscriptionClient } from '../services/subscription-client';
+import type { Client } from '@temporalio/client';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitChargeEvents, executeSubscriptionCharge, settleSubscriptionCharge, type ChargeSettlementDeps } from '../services/charge-settlement';
 
@@ -18,7 +21,7 @@ function beat(): void {
   }
 }
 
-export function createChargeActivities(deps: ChargeSettlementDeps) {
+export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: Client; taskQueue: string }) {
   return {
     /** The provider charge, its order and the charge document; every step keyed, so retries complete the same charge. */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
@@ -27,6 +30,11 @@ export function createChargeActivities(deps: ChargeSettlementDeps) {
     /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */
     async settleSubscriptionCharge(input: { storeId: string; chargeId: string; notice: ProviderNotice }): Promise<ChargeDecision> {
       return settleSubscriptionCharge(deps, input);
+    },
+    /** A one-off charge through the subscription's workflow, which refuses it or charges it under its mutex. */
+    async chargeThroughSubscription(input: ChargeWorkflowInput): Promise<ChargeDecision> {
+      beat();
+      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {

@@ -81,6 +81,20 @@ export function isSubscriptionStatus(value: unknown): value is SubscriptionStatu
 
 export const isEnded = (status: SubscriptionStatus) => status === 'canceled' || status === 'expired';
 
+export type OneOffRefusalCode = 'subscription_not_chargeable' | 'no_payment_method' | 'payment_method_not_chargeable';
+
+/** Why a one-off charge (API, dashboard) is refused before the provider, in the spec's order; null when it may go ahead. */
+export function oneOffChargeRefusal(life: Pick<SubscriptionLife, 'status' | 'default_payment_method'>): { code: OneOffRefusalCode; message: string } | null {
+  if (!CHARGEABLE_STATUSES.includes(life.status)) {
+    return { code: 'subscription_not_chargeable', message: `The subscription is ${life.status}; only active, trialing and past_due subscriptions accept charges.` };
+  }
+  if (!life.default_payment_method) return { code: 'no_payment_method', message: 'The subscription has no saved card (it pays by PIX or similar).' };
+  if (!life.default_payment_method.chargeable) {
+    return { code: 'payment_method_not_chargeable', message: 'The saved card is held by a provider that does not accept charges without the customer present.' };
+  }
+  return null;
+}
+
 const refuse = (reason: string): ActionResult => ({ ok: false, reason });
 
 /** What the workflow does next and when. */

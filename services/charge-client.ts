@@ -70,5 +70,15 @@ export function chargeClient(temporal: Client, taskQueue: string) {
     }
   }
 
-  return { start };
+  /** The refusal a closed run ended with (the subscription's workflow refused the charge), while Temporal keeps the run. */
+  async function closedRefusal(storeId: string, key: string): Promise<Extract<ChargeAnswer, { kind: 'refused' }> | null> {
+    try {
+      const result: unknown = await temporal.workflow.getHandle(chargeWorkflowId(storeId, key)).result();
+      return result && typeof result === 'object' && (result as { kind?: string }).kind === 'refused' ? (result as Extract<ChargeAnswer, { kind: 'refused' }>) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  return { start, closedRefusal };
 }

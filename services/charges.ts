@@ -9,7 +9,7 @@ import { normalizeCharge, type ChargeLineInput } from '../domain/charges';
 import { newId } from '../domain/ids';
 import { normalizeMetadata } from '../domain/metadata';
 import { stableStringify } from '../domain/stable-json';
-import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
+import { oneOffChargeRefusal } from '../domain/subscriptions';
 import { findStore } from '../store/stores';
 import type { StoreDoc } from '../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../store/subscriptions';
@@ -69,19 +69,15 @@ function fingerprintOf(input: StartChargeInput): string {
 }
 
 /** The refusals before the provider, in the spec's order (the store's plan is checked last, by the caller). */
+/**
+ * A fast answer from the document; the subscription's workflow checks again where a pause cannot race
+ * it. Usage rule 6: usage consumed before a subscription ended is still charged to the saved card, so
+ * only one-off charges (API, dashboard) need a chargeable status.
+ */
 function checkChargeable(sub: SubscriptionDoc | null, input: StartChargeInput): asserts sub is SubscriptionDoc {
   if (!sub) throw notFound('subscription', input.subscriptionId);
-  // Usage rule 6: the usage consumed before a subscription ended is still charged to the saved
-  // card; only one-off charges (API, dashboard) need a chargeable status.
-  if (input.source !== 'usage' && !CHARGEABLE_STATUSES.includes(sub.status)) {
-    throw new ApiError('subscription_not_chargeable', `The subscription is ${sub.status}; only active, trialing and past_due subscriptions accept charges.`);
-  }
-  if (!sub.default_payment_method) {
-    throw new ApiError('no_payment_method', 'The subscription has no saved card (it pays by PIX or similar).');
-  }
-  if (!sub.default_payment_method.chargeable) {
-    throw new ApiError('payment_method_not_chargeable', 'The saved card is held by a provider that does not accept charges without the customer present.');
-  }
+  const refusal = oneOffChargeRefusal(input.source === 'usage' ? { ...sub, status: 'active' } : sub);
+  if (refusal) throw new ApiError(refusal.code, refusal.message);
 }
 
 async function requireActiveStore(db: Db, input: StartChargeInput): Promise<void> {
@@ -136,11 +132,15 @@ export async function startCharge(deps: { db: Db; temporal: Client; taskQueue: s
   const workflowInput = chargeWorkflowInput(input, sub, fingerprint);
   await requireActiveStore(db, input);
 
-  const answer = await chargeClient(deps.temporal, deps.taskQueue).start(workflowInput, sub, input.maxWaitMs);
+  const charges = chargeClient(deps.temporal, deps.taskQueue);
+  const answer = await charges.start(workflowInput, sub, input.maxWaitMs);
   if (answer.kind === 'closed') {
     const done = await findChargeByKey(db, input.storeId, input.key);
-    if (!done) throw answer.error;
-    return replayOf(done, fingerprint);
+    if (done) return replayOf(done, fingerprint);
+    // No charge under the key: the subscription's workflow refused it (the stored 400 was lost).
+    const refused = await charges.closedRefusal(input.storeId, input.key);
+    if (refused) throw new ApiError(refused.code, refused.message);
+    throw answer.error;
   }
   if (answer.kind === 'reused') throw idempotencyReused();
   if (answer.kind === 'refused') throw new ApiError(answer.code, answer.message);

@@ -6,7 +6,9 @@ import type { UpdateDefinition } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import type { SubscriptionObject } from '../api/schemas/subscription';
 import type { SubscriptionDoc } from '../store/subscriptions';
-import { subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
+import { oneOffChargeUpdate, subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
+import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
+import { ApplicationFailure } from '@temporalio/common';
 import { subscriptionSearchAttributes } from './search-attributes';
 
 type SubscriptionRef = Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>;
@@ -56,5 +58,25 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
     return temporal.workflow.getHandle(subscriptionWorkflowId(subscriptionId)).executeUpdate(definition, { args: [arg] });
   }
 
-  return { start, act, update };
+  /**
+   * A one-off charge decided and made by the subscription's own workflow (started first when missing).
+   * Its refusal becomes a non-retryable failure of the calling activity, typed with the spec's code.
+   */
+  async function charge(input: ChargeWorkflowInput, doc: SubscriptionRef): Promise<ChargeDecision> {
+    const handle = temporal.workflow.getHandle(subscriptionWorkflowId(input.subscriptionId));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // The update id is the charge's key: a retried activity attaches to the first request.
+        return await handle.executeUpdate(oneOffChargeUpdate, { args: [input], updateId: `charge/${input.key}` });
+      } catch (error) {
+        const chain = causeChain(error);
+        const refusal = chain.find((e) => e.type === 'subscription_not_chargeable' || e.type === 'no_payment_method' || e.type === 'payment_method_not_chargeable');
+        if (refusal) throw ApplicationFailure.nonRetryable(refusal.message ?? 'The subscription does not accept charges.', refusal.type);
+        if (!chain.some((e) => e.name === 'WorkflowNotFoundError') || attempt > 0) throw error;
+        await start(doc);
+      }
+    }
+  }
+
+  return { start, act, update, charge };
 }

@@ -1,7 +1,9 @@
 // One subscription charge (`charge/<store>/<key>`): the provider charge, its order and the charge
-// document in one keyed activity, then its events; a charge left in review waits for the provider's
-// notice (or asks the provider by key daily, and is voided as refused at the window's end) and settles. Every request under the key attaches to this run through the `outcome` update.
-import { allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+// document in one keyed activity (a one-off charge decided by the subscription's own workflow), then
+// its events; a charge left in review waits for the provider's notice (asking the provider by key
+// daily, voided as refused at the window's end) and settles. Every request under the key attaches to
+// this run through the `outcome` update.
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
 import type { Activities } from '../activities';
 import type { ProviderNotice } from '../adapters/provider/types';
@@ -9,6 +11,7 @@ import {
   chargeOutcomeUpdate,
   chargeProviderSettledSignal,
   chargeStateQuery,
+  type ChargeAnswer,
   type ChargeDecision,
   type ChargeWorkflowInput,
   type ChargeWorkflowState,
@@ -31,14 +34,43 @@ const records = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
-export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<ChargeDecision> {
+// A one-off charge goes through its subscription's workflow, which may take its time (a renewal
+// holding its mutex); a refusal there fails at once (non-retryable, the spec's code as its type).
+const subscriptionWorkflow = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
+const REFUSAL_CODES: readonly string[] = ['subscription_not_chargeable', 'no_payment_method', 'payment_method_not_chargeable'];
+
+/**
+ * The provider charge, once: a one-off charge through the subscription's workflow (so a pause and a
+ * charge never both win), a usage charge directly (usage rule 6: charged whatever the status).
+ */
+async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
+  // Runs that began before the subscription's check charged directly; their replay must keep doing so.
+  if (input.source === 'usage' || !patched('charge-checked-by-subscription')) return payments.executeSubscriptionCharge(input);
+  try {
+    return await subscriptionWorkflow.chargeThroughSubscription(input);
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? error.cause : null;
+    if (!(cause instanceof ApplicationFailure) || !REFUSAL_CODES.includes(cause.type ?? '')) throw error;
+    return { kind: 'refused', code: cause.type as Refusal['code'], message: cause.message };
+  }
+}
+
+export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
   let decision: ChargeDecision | null = null;
+  let refusal: Refusal | null = null;
   let notice: ProviderNotice | null = null;
   let phase: ChargeWorkflowState['phase'] = 'charging';
 
   setHandler(chargeOutcomeUpdate, async ({ fingerprint, requestId }) => {
     if (fingerprint !== input.fingerprint) return { kind: 'reused' as const };
-    await condition(() => decision !== null);
+    await condition(() => decision !== null || refusal !== null);
+    if (refusal) return refusal;
     return {
       kind: 'charge' as const,
       charge: decision!.charge,
@@ -52,7 +84,14 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   });
   setHandler(chargeStateQuery, () => ({ phase, charge: decision?.charge ?? null, outcome: decision?.outcome ?? null }));
 
-  decision = await payments.executeSubscriptionCharge(input);
+  const charged = await chargeOnce(input);
+  if ('kind' in charged) {
+    refusal = charged;
+    phase = 'settled';
+    await condition(allHandlersFinished);
+    return refusal;
+  }
+  decision = charged;
   await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
 
   if (decision.outcome === 'review') {

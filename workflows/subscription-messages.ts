@@ -5,6 +5,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { SubscriptionObject } from '../api/schemas/subscription';
 import type { EventRequest } from '../store/events';
+import type { ChargeDecision, ChargeWorkflowInput } from './charge-messages';
 import type { CancellationReason, CancellationSource, NextStep, SubscriptionLife, SubscriptionPaymentMethod } from '../domain/subscriptions';
 
 export const subscriptionWorkflowId = (subscriptionId: string) => `subscription/${subscriptionId}`;
@@ -48,6 +49,12 @@ export const scheduleCancellationUpdate = defineUpdate<SubscriptionObject, [Canc
 export const changePaymentMethodUpdate = defineUpdate<SubscriptionObject, [{ payment_method: SubscriptionPaymentMethod } & WithRequest]>(
   'change_payment_method',
 );
+
+/**
+ * A one-off charge (API, dashboard), asked by its charge workflow: decided under the subscription's
+ * mutex (so a pause and a charge never both win) and charged there; refusals fail with the spec's code.
+ */
+export const oneOffChargeUpdate = defineUpdate<ChargeDecision, [ChargeWorkflowInput]>('charge');
 
 /** The provider settled a renewal left in review. */
 export const subscriptionProviderSettledSignal = defineSignal<[ProviderNotice]>('providerSettled');

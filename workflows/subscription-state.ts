@@ -7,6 +7,7 @@ import type { Activities } from '../activities';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
 import type { SubscriptionObject } from '../api/schemas/subscription';
+import type { ChargeDecision, ChargeWorkflowInput } from './charge-messages';
 import * as rules from '../domain/subscriptions';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
@@ -134,6 +135,16 @@ export class LiveSubscription {
 
   changePaymentMethod({ payment_method, request }: { payment_method: rules.SubscriptionPaymentMethod } & WithRequest) {
     return this.action(() => rules.changePaymentMethod(this.life, payment_method, nowSeconds()), request);
+  }
+
+  /** A one-off charge under the mutex: refused (spec's code) unless the subscription accepts charges now; charged on its card now. */
+  chargeOneOff(input: ChargeWorkflowInput): Promise<ChargeDecision> {
+    return this.mutex.runExclusive(async () => {
+      const refusal = this.missing ? { code: 'subscription_not_chargeable', message: 'The subscription no longer exists.' } : rules.oneOffChargeRefusal(this.life);
+      if (refusal) throw ApplicationFailure.create({ type: refusal.code, message: refusal.message, nonRetryable: true });
+      const card = this.life.default_payment_method!.id;
+      return payments.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
+    });
   }
 
   reactivate({ request }: WithRequest) {

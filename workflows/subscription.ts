@@ -9,6 +9,7 @@ import {
   cancelUpdate,
   changeOfferUpdate,
   changePaymentMethodUpdate,
+  oneOffChargeUpdate,
   pauseUpdate,
   reactivateUpdate,
   resumeUpdate,
@@ -67,6 +68,7 @@ function registerHandlers(subscription: LiveSubscription): void {
   setHandler(changeOfferUpdate, (input) => subscription.changeOffer(input));
   setHandler(reactivateUpdate, (input) => subscription.reactivate(input));
   setHandler(changePaymentMethodUpdate, (input) => subscription.changePaymentMethod(input));
+  setHandler(oneOffChargeUpdate, (input) => subscription.chargeOneOff(input));
   setHandler(subscriptionProviderSettledSignal, (settled) => subscription.noticeArrived(settled));
   setHandler(subscriptionStateQuery, () => subscription.snapshot());
 }
