@@ -7,6 +7,9 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
+// Benchmarks run the local stack like `npm start` does: development (the test payment connection).
+process.env.NODE_ENV ??= 'development';
+
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
 
 /** Nearest-rank percentile (p in 0..100) of unsorted values; NaN when there are none. */
