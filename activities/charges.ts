@@ -33,8 +33,14 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
     },
     /** A one-off charge through the subscription's workflow, which refuses it or charges it under its mutex. */
     async chargeThroughSubscription(input: ChargeWorkflowInput): Promise<ChargeDecision> {
+      // Beats while it waits, so a dead worker is noticed in seconds; a retry attaches to the same update (its id is the key).
       beat();
-      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
+      const beating = setInterval(beat, 2_000);
+      try {
+        return await subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
+      } finally {
+        clearInterval(beating);
+      }
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {

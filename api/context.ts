@@ -6,6 +6,7 @@ import type { ApiConfig } from './config';
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { CheckoutDeps } from '../services/checkout-sessions';
 
 export interface AppDeps {
   db: Db;
@@ -64,3 +65,19 @@ export function eventRequestOf(request: { id: string; headers: Record<string, st
 
 /** The instance a route plugin registers its routes on, typed by the TypeBox provider. */
 export type RouteApp = Parameters<FastifyPluginAsyncTypebox>[0];
+
+/** What the checkout services need from the API's settings: the same for the session routes and the hosted page. */
+export function checkoutDepsOf(deps: AppDeps): CheckoutDeps {
+  const { db, config, temporal, provider } = deps;
+  return {
+    db,
+    provider,
+    temporal,
+    taskQueue: config.taskQueue,
+    checkoutUrl: config.checkoutUrl,
+    development: config.development,
+    payWaitMs: config.checkoutPayWaitMs,
+    attemptHoldMs: config.checkoutAttemptHoldMs,
+    maxCardDeclines: config.checkoutMaxCardDeclines,
+  };
+}

@@ -38,7 +38,7 @@ const records = proxyActivities<Activities>({
 // holding its mutex); a refusal there fails at once (non-retryable, the spec's code as its type).
 const subscriptionWorkflow = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: '8 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 

@@ -31,6 +31,14 @@ const payments = proxyActivities<Activities>({
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 });
 
+// One-off charges (the charge workflow waits on them): keyed, and heartbeating, so a worker dying
+// mid-charge is noticed in seconds and another repeats the charge under its key (charged once).
+const oneOffPayments = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: '8 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
 /** How many notices for transactions not (yet) awaited are kept: enough for a charge in flight plus re-sent stale ones. */
 const EARLY_NOTICES_KEPT = 20;
 
@@ -143,7 +151,7 @@ export class LiveSubscription {
       const refusal = this.missing ? { code: 'subscription_not_chargeable', message: 'The subscription no longer exists.' } : rules.oneOffChargeRefusal(this.life);
       if (refusal) throw ApplicationFailure.create({ type: refusal.code, message: refusal.message, nonRetryable: true });
       const card = this.life.default_payment_method!.id;
-      return payments.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
+      return oneOffPayments.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
     });
   }
 

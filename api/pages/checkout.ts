@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { RouteApp } from '../context';
+import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
 import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
@@ -88,18 +88,6 @@ async function sessionServedHere(deps: CheckoutDeps, request: FastifyRequest, id
   return host === hostnameOf(deps.checkoutUrl) || host === hostnameOf(session.checkout_base) ? session : null;
 }
 
-function checkoutDepsOf(app: RouteApp): CheckoutDeps {
-  const { db, config, temporal, provider } = app.deps;
-  return {
-    db,
-    provider,
-    temporal,
-    taskQueue: config.taskQueue,
-    checkoutUrl: config.checkoutUrl,
-    development: config.development,
-    payWaitMs: config.checkoutPayWaitMs,
-  };
-}
 
 /** The page a session shows now: the form while open, else its outcome (or the cancel URL once expired). */
 async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, options: { currency?: string; done?: boolean; processing?: boolean }) {
@@ -127,7 +115,7 @@ async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, op
 
 /** GET /c/:id: the session's page. */
 function sessionPageRoute(app: RouteApp): void {
-  const deps = checkoutDepsOf(app);
+  const deps = checkoutDepsOf(app.deps);
   const { db } = deps;
   app.get(
     '/c/:id',
@@ -145,7 +133,7 @@ function sessionPageRoute(app: RouteApp): void {
 
 /** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
 function payRoute(app: RouteApp): void {
-  const deps = checkoutDepsOf(app);
+  const deps = checkoutDepsOf(app.deps);
   const { db } = deps;
   app.post(
     '/c/:id/pay',
@@ -193,7 +181,7 @@ function payRoute(app: RouteApp): void {
 
 /** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
 function statusRoute(app: RouteApp): void {
-  const deps = checkoutDepsOf(app);
+  const deps = checkoutDepsOf(app.deps);
   const { db } = deps;
   app.get(
     '/c/:id/status',
@@ -211,7 +199,7 @@ function statusRoute(app: RouteApp): void {
 
 /** POST /c/:id/test/settle: the test connection's buttons settle a pending PIX or review. */
 function testSettleRoute(app: RouteApp): void {
-  const deps = checkoutDepsOf(app);
+  const deps = checkoutDepsOf(app.deps);
   const { db } = deps;
   app.post(
     '/c/:id/test/settle',

@@ -2,11 +2,11 @@
 // client_reference_id, status, payment_status), retrieve, and expire (through the session workflow).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createCheckoutSession, expireCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
+import { createCheckoutSession, expireCheckoutSession } from '../../services/checkout-sessions';
 import { checkoutSessionsCollection, effectiveStatusFilter, findCheckoutSession } from '../../store/checkout-sessions';
 import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
-import { authOf } from '../context';
+import { authOf, checkoutDepsOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { checkoutSessionObject, checkoutSessionReadObject } from '../schemas/checkout-session';
 import { IdParams, MetadataInput, withErrors } from '../schemas/common';
@@ -65,17 +65,8 @@ const SessionRef = Type.Ref('CheckoutSession');
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, config, temporal, provider } = app.deps;
-  const deps: CheckoutDeps = {
-    db,
-    provider,
-    temporal,
-    taskQueue: config.taskQueue,
-    checkoutUrl: config.checkoutUrl,
-    development: config.development,
-    attemptHoldMs: config.checkoutAttemptHoldMs,
-    maxCardDeclines: config.checkoutMaxCardDeclines,
-  };
+  const { db } = app.deps;
+  const deps = checkoutDepsOf(app.deps);
 
   app.post(
     '/checkout/sessions',

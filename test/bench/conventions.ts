@@ -75,7 +75,7 @@ async function main() {
     const bareUrl = bare.url;
 
     // The full API with every convention; limits lifted so the windows are still counted but never refuse.
-    const config = { ...loadApiConfig({ LOG_LEVEL: 'silent' }), keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
+    const config = { ...loadApiConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'development' }), keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
     // A client of no server: these routes never reach Temporal.
     const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
     const app = await buildApp({ db, config, temporal, provider: createTestConnection({ db }) }, { logger: false });

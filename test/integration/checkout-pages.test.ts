@@ -4,19 +4,15 @@
 // (metadata, client_reference_id, coupon, installments, pack), events exactly once and order.paid
 // for a 2026-09-01 endpoint, buyer-field errors, and that card numbers reach no log and no stored
 // document. PIX, expiry and subscriptions are in checkout-settlement.test.ts.
-import { Writable } from 'node:stream';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { buildApp } from '../../api/app';
 import { collections } from '../../store/collections';
 import { findCheckoutSession } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
-import { createTestConnection } from '../../adapters/provider/test-connection';
 import { insertEndpoint } from '../../store/webhooks';
-import { freePort } from '../../temporal-dev/servers';
 import { CONTENT_SECURITY_POLICY } from '../../api/pages';
 import { startTestApi, type TestStore } from '../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
 
 let stack: CheckoutStack;
@@ -436,20 +432,8 @@ describe('original catalog', () => {
 
 describe('card data', () => {
   test('card numbers reach neither the request log nor any stored document', async () => {
-    let logged = '';
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        logged += chunk.toString();
-        done();
-      },
-    });
-    const port = await freePort();
-    const app = await buildApp(
-      { db: stack.mongo.db, config: { ...stack.api.config, port }, temporal: stack.temporal.client, provider: createTestConnection({ db: stack.mongo.db }) },
-      { logger: { level: 'trace', stream: sink } },
-    );
-    await app.listen({ port, host: '127.0.0.1' });
-    const base = `http://127.0.0.1:${port}`;
+    const app = await startLoggedApi(stack);
+    const base = app.url;
     try {
       const s = await newSession({ offer: catalog.oneOff._id });
       const form = buyer({ method: 'card', card_cvc: '987' });
@@ -459,8 +443,8 @@ describe('card data', () => {
     } finally {
       await app.close();
     }
-    expect(logged.length).toBeGreaterThan(0);
-    for (const secret of ['4000000000000002', '4242424242424242', '4242 4242', 'card_cvc']) expect(logged).not.toContain(secret);
+    expect(app.logged().length).toBeGreaterThan(0);
+    for (const secret of ['4000000000000002', '4242424242424242', '4242 4242', 'card_cvc']) expect(app.logged()).not.toContain(secret);
 
     for (const info of await stack.mongo.db.listCollections().toArray()) {
       const docs = await stack.mongo.db.collection(info.name).find({}).toArray();

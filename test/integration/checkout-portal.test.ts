@@ -11,12 +11,8 @@ import { findCheckoutSession } from '../../store/checkout-sessions';
 import { portalLinksCollection } from '../../store/portal-sessions';
 import { subscriptionsCollection, type SubscriptionDoc } from '../../store/subscriptions';
 import { startTestApi, type TestStore } from '../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
-import { Writable } from 'node:stream';
-import { buildApp } from '../../api/app';
-import { createTestConnection } from '../../adapters/provider/test-connection';
-import { freePort } from '../../temporal-dev/servers';
 
 let stack: CheckoutStack;
 let store: TestStore;
@@ -194,28 +190,16 @@ describe('sign-in link', () => {
 
 describe('sign-in tokens in logs', () => {
   test('the server log writes a sign-in path as /session/[redacted], never the token', async () => {
-    let logged = '';
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        logged += chunk.toString();
-        done();
-      },
-    });
-    const port = await freePort();
-    const app = await buildApp(
-      { db: stack.mongo.db, config: { ...stack.api.config, port }, temporal: stack.temporal.client, provider: createTestConnection({ db: stack.mongo.db }) },
-      { logger: { level: 'trace', stream: sink } },
-    );
-    await app.listen({ port, host: '127.0.0.1' });
+    const logged = await startLoggedApi(stack);
     try {
       const link = await portalLink();
-      const token = new URL(link.url).pathname.split('/').pop()!;
-      await fetch(`http://127.0.0.1:${port}${new URL(link.url).pathname}`, { redirect: 'manual' });
-      await fetch(`http://127.0.0.1:${port}${new URL(link.url).pathname}`, { method: 'POST', redirect: 'manual', headers: { origin: `http://127.0.0.1:${port}` } });
-      expect(logged).toContain('/session/[redacted]');
-      expect(logged).not.toContain(token);
+      const path = new URL(link.url).pathname;
+      await fetch(`${logged.url}${path}`, { redirect: 'manual' });
+      await fetch(`${logged.url}${path}`, { method: 'POST', redirect: 'manual', headers: { origin: logged.url } });
+      expect(logged.logged()).toContain('/session/[redacted]');
+      expect(logged.logged()).not.toContain(path.split('/').pop()!);
     } finally {
-      await app.close();
+      await logged.close();
     }
   });
 });

@@ -45,7 +45,7 @@ function expectRateLimited(res: Res, windowSeconds: number) {
 
 describe('defaults', () => {
   it('the configuration defaults are 100 per 2 s per key and 10 per minute per address', () => {
-    const config = loadApiConfig({});
+    const config = loadApiConfig({ NODE_ENV: 'development' });
     expect([config.keyRateLimit, config.keyRateWindowMs, config.ipRateLimit, config.ipRateWindowMs]).toEqual([100, 2000, 10, 60_000]);
   });
 });

@@ -404,7 +404,7 @@ describe('approved', () => {
     const retry = await charge(sub, { amount: 1200 }, key);
     expect([retry.status, retry.body.id, retry.headers.get('idempotent-replayed')]).toEqual([200, created[0].body.id, 'true']);
     expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
-    expect(await ordersCollection(mongo.db).countDocuments({ external_order_id: results[0].body.id })).toBe(1);
+    expect(await ordersCollection(mongo.db).countDocuments({ external_order_id: created[0].body.id })).toBe(1);
     expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   });
 });

@@ -1,7 +1,11 @@
 // Checkout test fixtures: a store's catalog for selling (a one-off offer with packs, currencies and
 // installments, recurring offers with and without trial, an archived offer, coupons) and the whole
 // stack a checkout needs (FerretDB, Temporal, a billing worker on its own task queue, the API).
+import { Writable } from 'node:stream';
 import type { Worker } from '@temporalio/worker';
+import { buildApp } from '../../api/app';
+import { createTestConnection } from '../../adapters/provider/test-connection';
+import { freePort } from '../../temporal-dev/servers';
 import type { Db } from 'mongodb';
 import { createCoupon, createOffer, createProduct } from '../../store/catalog';
 import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from '../../store/collections';
@@ -111,6 +115,24 @@ export async function startCheckoutStack(name: string, config: Partial<ApiConfig
 /** POST /v1/checkout/sessions with a JSON body. */
 export function createSession(api: TestApi, store: TestStore, body: Record<string, unknown>, headers: Record<string, string> = {}) {
   return call(api, store.key, 'POST', '/v1/checkout/sessions', { json: body, headers });
+}
+
+/** A second API on the stack's database and Temporal whose log (level trace) is captured: what a log would leak. */
+export async function startLoggedApi(stack: CheckoutStack): Promise<{ url: string; logged: () => string; close: () => Promise<void> }> {
+  let logged = '';
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logged += chunk.toString();
+      done();
+    },
+  });
+  const port = await freePort();
+  const app = await buildApp(
+    { db: stack.mongo.db, config: { ...stack.api.config, port }, temporal: stack.temporal.client, provider: createTestConnection({ db: stack.mongo.db }) },
+    { logger: { level: 'trace', stream: sink } },
+  );
+  await app.listen({ port, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${port}`, logged: () => logged, close: () => app.close() };
 }
 
 export { createTestStore, call };
