@@ -1,6 +1,8 @@
 // The HTTP side of a delivery: one POST over TLS to the endpoint's URL with a deadline, through a
 // keep-alive agent whose lookup refuses private addresses at connection time (host-policy.ts), and
-// trusting the system roots plus WEBHOOK_CA_FILE. Every outcome becomes data (status, error text,
+// trusting the system roots plus WEBHOOK_CA_FILE. One deadline covers the whole exchange (connect, TLS,
+// request, status and body), and at most 64 KiB of the answer is read: past either, the socket is
+// destroyed, so no receiver holds a worker socket. Every outcome becomes data (status, error text,
 // duration); only a cancellation (the worker shutting down) is thrown, so the attempt is retried.
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
@@ -32,6 +34,8 @@ export interface WebhookHttpClient {
 }
 
 export const USER_AGENT = 'BillingWebhooks/1.0';
+/** The most of a receiver's answer a delivery reads (and drops); a longer one has its socket destroyed. */
+export const RESPONSE_BODY_MAX_BYTES = 64 * 1024;
 
 class DeadlineExceeded extends Error {
   constructor() {
@@ -112,7 +116,9 @@ function postOnce({ agent, lookup }: Connection, request: WebhookPost, url: URL,
       resolve(outcome);
     };
     const req = https.request(requestOptions(agent, lookup, request, url));
-    const timer = setTimeout(() => req.destroy(new DeadlineExceeded()), timeoutMs);
+    // Before the status: a timeout. After it: the answer stands and the rest of the body is cut off.
+    let atDeadline = (): void => void req.destroy(new DeadlineExceeded());
+    const timer = setTimeout(() => atDeadline(), timeoutMs);
     const onAbort = () => {
       if (settled) return;
       settled = true;
@@ -122,11 +128,23 @@ function postOnce({ agent, lookup }: Connection, request: WebhookPost, url: URL,
     };
     request.signal?.addEventListener('abort', onAbort, { once: true });
     req.on('response', (res) => {
-      // The answer is its status; the body is read and dropped so the socket can be reused.
-      res.resume();
+      // The answer is its status; the body is read (up to 64 KiB, within the deadline) and dropped, so the socket can be reused.
       const status = res.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
-      finish({ ok, responseStatus: status, error: ok ? null : `HTTP ${status}`, durationMs: elapsed() });
+      const answered: Attempt = { ok, responseStatus: status, error: ok ? null : `HTTP ${status}`, durationMs: elapsed() };
+      const cutOff = () => {
+        res.destroy();
+        req.destroy();
+        finish(answered);
+      };
+      atDeadline = cutOff;
+      let read = 0;
+      res.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > RESPONSE_BODY_MAX_BYTES) cutOff();
+      });
+      res.on('end', () => finish(answered));
+      res.on('error', () => finish(answered));
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       finish({
