@@ -183,10 +183,43 @@ export async function rotateEndpointSecret(db: Db, storeId: string, id: string, 
   );
 }
 
-/** Deletes the endpoint (and with it its secrets); its deliveries are removed by deleteDeliveriesOf. */
+/** Deletes the endpoint (and with it its secrets) and frees its slot; its deliveries are removed by deleteDeliveriesOf. */
 export async function deleteEndpoint(db: Db, storeId: string, id: string): Promise<boolean> {
   const result = await endpointsCollection(db).deleteOne({ _id: id, store_id: storeId });
+  if (result.deletedCount === 1) await releaseEndpointSlot(db, storeId);
   return result.deletedCount === 1;
+}
+
+export const ENDPOINTS_PER_STORE = 16;
+
+interface EndpointCountDoc {
+  _id: string;
+  count: number;
+}
+
+const endpointCounts = (db: Db) => db.collection<EndpointCountDoc>('webhook_endpoint_counts');
+
+/**
+ * Takes one of the store's endpoint slots: a counter per store, raised only while below the limit (one
+ * conditional $inc), so concurrent creates in any number of processes never pass it. The first use
+ * counts the endpoints the store already has.
+ */
+export async function takeEndpointSlot(db: Db, storeId: string): Promise<boolean> {
+  if (!(await endpointCounts(db).findOne({ _id: storeId }))) {
+    const existing = await endpointsCollection(db).countDocuments({ store_id: storeId });
+    try {
+      await endpointCounts(db).insertOne({ _id: storeId, count: existing });
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error;
+    }
+  }
+  const taken = await endpointCounts(db).findOneAndUpdate({ _id: storeId, count: { $lt: ENDPOINTS_PER_STORE } }, { $inc: { count: 1 } });
+  return taken !== null;
+}
+
+/** Gives a slot back (an endpoint deleted, or a create that did not insert). */
+export async function releaseEndpointSlot(db: Db, storeId: string): Promise<void> {
+  await endpointCounts(db).updateOne({ _id: storeId, count: { $gt: 0 } }, { $inc: { count: -1 } });
 }
 
 /** A succeeded delivery resets the run of exhausted deliveries (always: one may have been counted during its POST). */

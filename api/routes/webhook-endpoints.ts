@@ -21,7 +21,10 @@ import {
   DELIVERY_STATUSES,
   endpointsCollection,
   findEndpoint,
+  ENDPOINTS_PER_STORE,
   insertEndpoint,
+  releaseEndpointSlot,
+  takeEndpointSlot,
   openDeliveriesOf,
   rotateEndpointSecret,
   updateEndpoint,
@@ -146,13 +149,16 @@ function endpointListRoutes(app: RouteApp): void {
       const catalog = (body.api_version as EventCatalog | undefined) ?? CURRENT_CATALOG;
       const enabledEvents = checkEnabledEvents(catalog, body.enabled_events);
       const url = await checkWebhookUrl(body.url, hostPolicyOf(app));
-      const doc = await insertEndpoint(db, {
-        storeId: store._id,
-        url,
-        description: body.description ?? null,
-        enabledEvents,
-        apiVersion: catalog,
-      });
+      if (!(await takeEndpointSlot(db, store._id))) {
+        throw new ApiError('parameter_invalid', `A store can have at most ${ENDPOINTS_PER_STORE} webhook endpoints; delete one before adding another.`);
+      }
+      let doc;
+      try {
+        doc = await insertEndpoint(db, { storeId: store._id, url, description: body.description ?? null, enabledEvents, apiVersion: catalog });
+      } catch (error) {
+        await releaseEndpointSlot(db, store._id);
+        throw error;
+      }
       reply.status(201);
       return endpointObject(doc, { withSecret: true });
     },

@@ -88,6 +88,21 @@ describe('create, retrieve, list', () => {
     expect(stored.every((doc) => String(doc.response.body).startsWith('sealed:v1:'))).toBe(true);
   });
 
+  it('at most 16 endpoints per store, even for 20 creates at once: the rest get 400 parameter_invalid saying so; deleting one frees its place', async () => {
+    const crowded = await createTestStore(mongo.db);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => create({ url: `https://hooks.example.com/crowd-${i}` }, crowded.key)));
+    const created = results.filter((r) => r.status === 201);
+    expect(created).toHaveLength(16);
+    for (const refused of results.filter((r) => r.status !== 201)) {
+      expectError(refused, 400, 'invalid_request_error', 'parameter_invalid', null);
+      expect(refused.body.error.message).toContain('at most 16 webhook endpoints');
+    }
+    expect(await endpointsCollection(mongo.db).countDocuments({ store_id: crowded.store._id })).toBe(16);
+    expect((await call(api, crowded.key, 'DELETE', `/v1/webhook_endpoints/${created[0].body.id}`)).status).toBe(200);
+    expect((await create({ url: 'https://hooks.example.com/after-delete' }, crowded.key)).status).toBe(201);
+    expect((await create({ url: 'https://hooks.example.com/seventeenth' }, crowded.key)).status).toBe(400);
+  });
+
   it('accepts a form body with enabled_events[] and the original catalog', async () => {
     const res = await call(api, store.key, 'POST', '/v1/webhook_endpoints', {
       form: 'url=https://hooks.example.com/form&enabled_events[]=order.paid&enabled_events[]=subscription.*&api_version=2026-09-01',
