@@ -11,7 +11,15 @@ function usage(): string {
   return ['usage: npm run admin -- <command> [options] [--json]', '', 'commands:', ...lines].join('\n');
 }
 
-export async function runAdmin(argv: string[], env = process.env): Promise<{ code: number; output: string }> {
+/** Standard input, read whole (empty when it is a terminal: nothing was piped in). */
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  return text;
+}
+
+export async function runAdmin(argv: string[], env = process.env, stdin: () => Promise<string> = readStdin): Promise<{ code: number; output: string }> {
   // Commands are one or two words ("stores create", "demo").
   const twoWords = `${argv[0]} ${argv[1]}`;
   const consumed = commands[twoWords] ? 2 : 1;
@@ -37,7 +45,7 @@ export async function runAdmin(argv: string[], env = process.env): Promise<{ cod
     await mongo.connect();
     const db = mongo.db(env.MONGODB_DB ?? 'billing');
     await ensureIndexes(db);
-    const ctx: CommandContext = { db, values: parsed.values as Record<string, unknown>, positionals: parsed.positionals, env };
+    const ctx: CommandContext = { db, values: parsed.values as Record<string, unknown>, positionals: parsed.positionals, env, stdin };
     const result = await command.run(ctx);
     return { code: 0, output: json ? JSON.stringify(result, null, 2) : command.format(result) };
   } catch (error) {

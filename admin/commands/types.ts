@@ -6,6 +6,8 @@ export interface CommandContext {
   values: Record<string, unknown>;
   positionals: string[];
   env: NodeJS.ProcessEnv;
+  /** Standard input, read whole: where secrets come from (an argument would show in the process list). */
+  stdin: () => Promise<string>;
 }
 
 export interface Command {

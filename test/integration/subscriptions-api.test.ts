@@ -418,10 +418,12 @@ describe('admin CLI', () => {
     });
     expect(customer.status).toBe(201);
     const env = { ...process.env, MONGODB_DB: mongo.db.databaseName, TEMPORAL_TASK_QUEUE: taskQueue };
-    const out = await runAdmin(
-      ['subscriptions', 'create', '--store', store.store._id, '--customer', customer.body.id, '--offer', catalog.monthly._id, '--card', '4242424242424242', '--json'],
-      env,
-    );
+    const args = ['subscriptions', 'create', '--store', store.store._id, '--customer', customer.body.id, '--offer', catalog.monthly._id, '--json'];
+    // The card number never goes in the arguments (the process list shows them): refused there, read from standard input.
+    const inArgs = await runAdmin([...args, '--card', '4242424242424242'], env, async () => '');
+    expect([inArgs.code, JSON.parse(inArgs.output).error]).toEqual([1, expect.stringContaining('standard input')]);
+    expect((await runAdmin(args, env, async () => '')).code).toBe(1);
+    const out = await runAdmin(args, env, async () => '4242 4242 4242 4242\n');
     expect(out.code).toBe(0);
     const created = JSON.parse(out.output);
     expect(created).toMatchObject({ object: 'subscription', customer: customer.body.id, default_payment_method: { type: 'card' } });
