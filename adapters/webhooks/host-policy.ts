@@ -45,6 +45,11 @@ for (const [net, prefix] of [
   privateV4.addSubnet(net, prefix, 'ipv4');
 }
 
+/** IPv6 global unicast: everything outside it (loopback, mapped and compatible v4, NAT64, ULA, link-local, multicast) is refused. */
+const globalUnicastV6 = new BlockList();
+globalUnicastV6.addSubnet('2000::', 3, 'ipv6');
+
+/** Special ranges inside global unicast. */
 const privateV6 = new BlockList();
 for (const [net, prefix] of [
   ['::', 128],
@@ -86,9 +91,10 @@ export function isPrivateAddress(address: string): boolean {
   const version = isIP(bare);
   if (version === 4) return privateV4.check(bare, 'ipv4');
   if (version === 6) {
+    // Only global unicast outside its special ranges; 6to4 (2002::/16) is judged by the v4 address it carries.
+    if (!globalUnicastV6.check(bare, 'ipv6') || privateV6.check(bare, 'ipv6')) return true;
     const v4 = embeddedV4(bare);
-    if (v4 !== null) return privateV4.check(v4, 'ipv4');
-    return privateV6.check(bare, 'ipv6');
+    return v4 !== null && privateV4.check(v4, 'ipv4');
   }
   // Not an address at all: treat as unsafe rather than guess.
   return true;
@@ -168,7 +174,7 @@ export async function checkWebhookUrl(raw: string, policy: HostPolicy, param = '
   if (isIP(host) === 0 && !isAllowedHost(policy, host)) {
     const addresses = await resolveWithin(policy.resolver ?? systemResolver, host, RESOLVE_TIMEOUT_MS);
     const bad = addresses ? firstPrivateAddress(addresses) : null;
-    if (bad) throw new ApiError('private_host', `Webhooks cannot be sent to internal hosts: ${host} resolves to ${bad}.`, { param });
+    if (bad) throw new ApiError('private_host', `Webhooks cannot be sent to internal hosts: ${host} resolves to a private address.`, { param });
   }
   return url;
 }
@@ -193,7 +199,8 @@ export function guardedLookup(policy: HostPolicy): LookupFunction {
       (resolved) => {
         if (!isAllowedHost(policy, hostname)) {
           const bad = firstPrivateAddress(resolved);
-          if (bad) return callback(new PrivateHostError(`private_host: ${normalizeHost(hostname)} resolves to ${bad}`));
+          // Which internal address a name resolves to is not the merchant's to learn.
+          if (bad) return callback(new PrivateHostError(`private_host: ${normalizeHost(hostname)} resolves to a private address`));
         }
         const family = options?.family === 'IPv4' ? 4 : options?.family === 'IPv6' ? 6 : Number(options?.family ?? 0);
         const addresses = family === 4 || family === 6 ? resolved.filter((a) => a.family === family) : resolved;
