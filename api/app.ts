@@ -13,6 +13,7 @@ import idempotency from './plugins/idempotency';
 import openapi from './plugins/openapi';
 import { ErrorResponse } from './schemas/common';
 import { componentSchemas, routeModules } from './routes';
+import healthRoutes from './routes/health';
 import pages from './pages';
 
 import { redactedRequest } from './redact';
@@ -61,5 +62,6 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   );
   // Hosted checkout and customer portal pages: outside /v1, no API key.
   await app.register(pages);
+  await app.register(healthRoutes);
   return app;
 }

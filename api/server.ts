@@ -8,14 +8,21 @@ import { ensureIndexes } from '../store/indexes';
 import { createPaymentProvider } from '../adapters/provider';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { isEntryPoint } from '../adapters/entry-point';
+import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
 
 export async function startApiServer(config = loadApiConfig()) {
-  const mongo = new MongoClient(config.mongoUri);
+  // A database that cannot be reached answers 503 in about two seconds, not after the driver's 30.
+  const mongo = new MongoClient(config.mongoUri, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
   await mongo.connect();
   const db = mongo.db(config.mongoDb);
   await ensureIndexes(db);
   // Lazy: the API answers reads even while Temporal is still starting or briefly away.
-  const connection = Connection.lazy({ ...temporalConnectionOptions(), address: config.temporalAddress });
+  const connection = Connection.lazy({
+    ...temporalConnectionOptions(),
+    address: config.temporalAddress,
+    connectTimeout: DEPENDENCY_WAIT_MS,
+    interceptors: apiTemporalInterceptors(),
+  });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(
@@ -43,9 +50,14 @@ export async function startApiServer(config = loadApiConfig()) {
   };
 }
 
+/** How long a stopping API lets requests in flight finish before it exits anyway. */
+const DRAIN_MS = 10_000;
+
 if (isEntryPoint(import.meta.url)) {
   const server = await startApiServer();
   const stop = async () => {
+    const forced = setTimeout(() => process.exit(0), DRAIN_MS);
+    forced.unref();
     await server.close();
     process.exit(0);
   };

@@ -31,6 +31,7 @@ const CODES = {
   idempotency_key_in_use: [409, 'idempotency_error'],
   rate_limit: [429, 'rate_limit_error'],
   internal_error: [500, 'api_error'],
+  service_unavailable: [503, 'api_error'],
   customer_rejected: [400, 'invalid_request_error'],
   subscription_not_chargeable: [400, 'invalid_request_error'],
   no_payment_method: [400, 'invalid_request_error'],

@@ -91,6 +91,8 @@ async function main(): Promise<void> {
     taskQueue,
     temporal,
     db,
+    // On SIGTERM activities in flight (a delivery's POST, a charge) finish instead of being cancelled and repeated.
+    shutdownGraceTime: process.env.WORKER_SHUTDOWN_GRACE ?? '30 seconds',
   });
   // Re-drives events whose deliveries were never started (a process died right after writing them).
   await ensureEventSweeperSchedule(temporal, taskQueue);

@@ -4,6 +4,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors';
+import { outageOf } from '../outages';
 
 interface AjvError {
   instancePath: string;
@@ -73,7 +74,7 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
   const docUrl = `${app.deps.config.docsUrl}#errors`;
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const apiError = toApiError(error);
+    const apiError = toApiError(error) ?? outageOf(error);
     if (apiError) return sendApiError(reply, apiError, docUrl);
     request.log.error({ err: error, requestId: request.id }, 'unhandled error');
     return sendApiError(
