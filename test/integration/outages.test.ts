@@ -3,6 +3,9 @@
 // in a few seconds (never a 500 or a 30-second hang); /healthz stays 200 and /readyz says which is down.
 import { Client, Connection } from '@temporalio/client';
 import { MongoClient } from 'mongodb';
+import net from 'node:net';
+import { once } from 'node:events';
+import { startApiProcess } from '../support/app-processes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
@@ -100,3 +103,21 @@ describe('MongoDB unreachable', () => {
     }
   }, 30_000);
 });
+
+describe('bounded shutdown', () => {
+  it('on SIGTERM the API process exits within its 10 s drain even while a client holds a request open (a body that never ends)', async () => {
+    const api = await startApiProcess({ MONGODB_DB: mongo.db.databaseName });
+    const socket = net.connect(Number(new URL(api.url).port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.on('error', () => undefined);
+    socket.write(`POST /v1/customers HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${store.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":`);
+    const started = performance.now();
+    process.kill(api.group.pid, 'SIGTERM');
+    await api.group.exited;
+    const ms = performance.now() - started;
+    socket.destroy();
+    // Without the bound the open request holds the close until the server's own timeouts (30 s and more).
+    expect(ms).toBeLessThan(15_000);
+  }, 60_000);
+});
+
