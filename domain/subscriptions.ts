@@ -81,7 +81,13 @@ export function isSubscriptionStatus(value: unknown): value is SubscriptionStatu
 
 export const isEnded = (status: SubscriptionStatus) => status === 'canceled' || status === 'expired';
 
-export type OneOffRefusalCode = 'subscription_not_chargeable' | 'no_payment_method' | 'payment_method_not_chargeable';
+/** The refusals of a one-off charge before the provider: the subscription's workflow fails with them as the failure type. */
+export const ONE_OFF_REFUSAL_CODES = ['subscription_not_chargeable', 'no_payment_method', 'payment_method_not_chargeable'] as const;
+export type OneOffRefusalCode = (typeof ONE_OFF_REFUSAL_CODES)[number];
+
+export function isOneOffRefusalCode(code: unknown): code is OneOffRefusalCode {
+  return (ONE_OFF_REFUSAL_CODES as readonly unknown[]).includes(code);
+}
 
 /** Why a one-off charge (API, dashboard) is refused before the provider, in the spec's order; null when it may go ahead. */
 export function oneOffChargeRefusal(life: Pick<SubscriptionLife, 'status' | 'default_payment_method'>): { code: OneOffRefusalCode; message: string } | null {

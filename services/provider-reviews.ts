@@ -36,15 +36,3 @@ export async function noticeByLookup(provider: PaymentProvider, input: ReviewLoo
 export function voidReview(provider: PaymentProvider, input: { storeId: string; idempotencyKey: string }): Promise<RefundResult> {
   return provider.refundCharge({ storeId: input.storeId, chargeKey: input.idempotencyKey });
 }
-
-/** The notice a review window's end amounts to: refused, with its own code. */
-export function windowEndNotice(input: ReviewLookupInput, settledAt: number): ProviderNotice {
-  return {
-    transactionId: input.transactionId,
-    status: 'refused',
-    code: 'review_expired',
-    message: 'The provider did not settle the review within its window; the payment was voided.',
-    notifyRef: input.notifyRef,
-    settledAt,
-  };
-}

@@ -9,6 +9,7 @@ import type { SubscriptionDoc } from '../store/subscriptions';
 import { oneOffChargeUpdate, subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { ApplicationFailure } from '@temporalio/common';
+import { isOneOffRefusalCode } from '../domain/subscriptions';
 import { subscriptionSearchAttributes } from './search-attributes';
 
 type SubscriptionRef = Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>;
@@ -70,7 +71,7 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
         return await handle.executeUpdate(oneOffChargeUpdate, { args: [input], updateId: `charge/${input.key}` });
       } catch (error) {
         const chain = causeChain(error);
-        const refusal = chain.find((e) => e.type === 'subscription_not_chargeable' || e.type === 'no_payment_method' || e.type === 'payment_method_not_chargeable');
+        const refusal = chain.find((e) => isOneOffRefusalCode(e.type));
         if (refusal) throw ApplicationFailure.nonRetryable(refusal.message ?? 'The subscription does not accept charges.', refusal.type);
         if (!chain.some((e) => e.name === 'WorkflowNotFoundError') || attempt > 0) throw error;
         await start(doc);

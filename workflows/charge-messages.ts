@@ -6,6 +6,7 @@ import type { ChargeOutcomeKind, ChargeSource } from '../store/subscription-char
 import type { SubscriptionChargeObject } from '../api/schemas/subscription-charge';
 import type { ChargeLine } from '../domain/charges';
 import type { Metadata } from '../domain/metadata';
+import type { OneOffRefusalCode } from '../domain/subscriptions';
 
 export const chargeWorkflowId = (storeId: string, key: string) => `charge/${storeId}/${key}`;
 
@@ -48,7 +49,7 @@ export type ChargeAnswer =
   | { kind: 'charge'; charge: SubscriptionChargeObject; outcome: ChargeOutcomeKind; replayed: boolean; originalRequestId: string | null }
   | { kind: 'reused' }
   /** The subscription's own workflow refused before the provider (e.g. paused): the API answers 400 with this code. */
-  | { kind: 'refused'; code: 'subscription_not_chargeable' | 'no_payment_method' | 'payment_method_not_chargeable'; message: string };
+  | { kind: 'refused'; code: OneOffRefusalCode; message: string };
 
 /** Waits for the provider's answer (approved, declined, refused, or left in review) and returns the charge. */
 export const chargeOutcomeUpdate = defineUpdate<ChargeAnswer, [{ fingerprint: string; requestId: string | null }]>('outcome');

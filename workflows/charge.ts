@@ -5,6 +5,7 @@
 // this run through the `outcome` update.
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
+import { isOneOffRefusalCode } from '../domain/subscriptions';
 import type { Activities } from '../activities';
 import type { ProviderNotice } from '../adapters/provider/types';
 import {
@@ -43,7 +44,6 @@ const subscriptionWorkflow = proxyActivities<Activities>({
 });
 
 type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
-const REFUSAL_CODES: readonly string[] = ['subscription_not_chargeable', 'no_payment_method', 'payment_method_not_chargeable'];
 
 /**
  * The provider charge, once: a one-off charge through the subscription's workflow (so a pause and a
@@ -56,8 +56,8 @@ async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | 
     return await subscriptionWorkflow.chargeThroughSubscription(input);
   } catch (error) {
     const cause = error instanceof ActivityFailure ? error.cause : null;
-    if (!(cause instanceof ApplicationFailure) || !REFUSAL_CODES.includes(cause.type ?? '')) throw error;
-    return { kind: 'refused', code: cause.type as Refusal['code'], message: cause.message };
+    if (!(cause instanceof ApplicationFailure) || !isOneOffRefusalCode(cause.type)) throw error;
+    return { kind: 'refused', code: cause.type, message: cause.message };
   }
 }
 

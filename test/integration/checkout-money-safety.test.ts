@@ -17,7 +17,7 @@ import type { PaymentProvider } from '../../adapters/provider/types';
 import { checkoutAttemptKey, checkoutSessionWorkflowId, stateQuery } from '../../workflows/checkout-session-messages';
 import { startTestApi, type TestApi, type TestStore } from '../support/api';
 import { startApiProcess } from '../support/app-processes';
-import { createSession, createTestStore, seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
+import { buyerForm, createSession, createTestStore, seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { gate, type Gate } from '../support/gate';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
@@ -36,7 +36,6 @@ let api: TestApi;
 let store: TestStore;
 let catalog: CheckoutCatalog;
 const taskQueue = uniqueTaskQueue('money-safety');
-let seq = 0;
 
 /** What the worker's provider does around a charge, by provider key. */
 const onCharge = {
@@ -87,18 +86,7 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-function buyer(): Record<string, string> {
-  seq += 1;
-  return {
-    email: `money${seq}-${Date.now()}@example.com`,
-    name: 'Maria da Silva',
-    phone: '+55 11 98765-4321',
-    document_type: 'cpf',
-    document_number: '529.982.247-25',
-    method: 'card',
-    card_number: CARD_OK,
-  };
-}
+const buyer = () => buyerForm({ method: 'card', card_number: CARD_OK });
 
 async function post(base: string, path: string, form: Record<string, string>) {
   const res = await fetch(`${base}${path}`, {

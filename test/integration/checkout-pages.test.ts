@@ -12,13 +12,12 @@ import { findOrder } from '../../store/orders';
 import { insertEndpoint } from '../../store/webhooks';
 import { CONTENT_SECURITY_POLICY } from '../../api/pages';
 import { startTestApi, type TestStore } from '../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, buyerForm, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
 
 let stack: CheckoutStack;
 let store: TestStore;
 let catalog: CheckoutCatalog;
-let seq = 0;
 
 const CARD_OK = '4242 4242 4242 4242';
 const CARD_DECLINED = '4000 0000 0000 0002';
@@ -35,17 +34,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-function buyer(extra: Record<string, string> = {}): Record<string, string> {
-  seq += 1;
-  return {
-    email: `buyer${seq}-${Date.now()}@example.com`,
-    name: 'Maria da Silva',
-    phone: '+55 11 98765-4321',
-    document_type: 'cpf',
-    document_number: '529.982.247-25',
-    ...extra,
-  };
-}
+const buyer = buyerForm;
 
 async function page(path: string, base = stack.api.url) {
   const res = await fetch(`${base}${path}`, { redirect: 'manual' });

@@ -9,7 +9,7 @@ import { findOrder } from '../../store/orders';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-messages';
 import type { TestStore } from '../support/api';
-import { createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import { createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, buyerForm, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import { waitFor } from '../support/env';
 import { createSubscriptionForCheckout } from '../../services/checkout-subscriptions';
 import { createTestConnection } from '../../adapters/provider/test-connection';
@@ -18,7 +18,6 @@ import { newId } from '../../domain/ids';
 let stack: CheckoutStack;
 let store: TestStore;
 let catalog: CheckoutCatalog;
-let seq = 0;
 
 const CARD_OK = '4242 4242 4242 4242';
 
@@ -33,17 +32,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-function buyer(extra: Record<string, string> = {}): Record<string, string> {
-  seq += 1;
-  return {
-    email: `buyer${seq}-${Date.now()}@example.com`,
-    name: 'Maria da Silva',
-    phone: '+55 11 98765-4321',
-    document_type: 'cpf',
-    document_number: '529.982.247-25',
-    ...extra,
-  };
-}
+const buyer = buyerForm;
 
 async function page(path: string, base = stack.api.url) {
   const res = await fetch(`${base}${path}`, { redirect: 'manual' });

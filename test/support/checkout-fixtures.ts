@@ -135,4 +135,19 @@ export async function startLoggedApi(stack: CheckoutStack): Promise<{ url: strin
   return { url: `http://127.0.0.1:${port}`, logged: () => logged, close: () => app.close() };
 }
 
+let buyerSeq = 0;
+
+/** The hosted page's buyer fields (a new e-mail each time, valid name, phone and CPF), plus `extra`. */
+export function buyerForm(extra: Record<string, string> = {}): Record<string, string> {
+  buyerSeq += 1;
+  return {
+    email: `buyer${buyerSeq}-${Date.now()}@example.com`,
+    name: 'Maria da Silva',
+    phone: '+55 11 98765-4321',
+    document_type: 'cpf',
+    document_number: '529.982.247-25',
+    ...extra,
+  };
+}
+
 export { createTestStore, call };
