@@ -1,6 +1,5 @@
 // The charge workflow's activities: each one a call into services/charge-settlement.ts, the provider's
 // review lookups (services/provider-reviews.ts) or the subscription's workflow (one-off charges).
-import { Context } from '@temporalio/activity';
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
 import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
 import { subscriptionClient } from '../services/subscription-client';
@@ -8,24 +7,11 @@ import type { Client } from '@temporalio/client';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitChargeEvents, executeSubscriptionCharge, settleSubscriptionCharge, type ChargeSettlementDeps } from '../services/charge-settlement';
 
-/**
- * Heartbeat when run as a regular activity (lets Temporal notice a dead worker quickly while a slow
- * live attempt keeps its budget); nothing as a local activity, whose workflow task covers it.
- */
-function beat(): void {
-  try {
-    const context = Context.current();
-    if (!context.info.isLocal) context.heartbeat();
-  } catch {
-    // Called outside an activity (tests): nothing to report to.
-  }
-}
-
 export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: Client; taskQueue: string }) {
   return {
     /** The provider charge, its order and the charge document; every step keyed, so retries complete the same charge. */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-      return executeSubscriptionCharge(deps, input, beat);
+      return executeSubscriptionCharge(deps, input);
     },
     /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */
     async settleSubscriptionCharge(input: { storeId: string; chargeId: string; notice: ProviderNotice }): Promise<ChargeDecision> {
@@ -33,14 +19,8 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
     },
     /** A one-off charge through the subscription's workflow, which refuses it or charges it under its mutex. */
     async chargeThroughSubscription(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-      // Beats while it waits, so a dead worker is noticed in seconds; a retry attaches to the same update (its id is the key).
-      beat();
-      const beating = setInterval(beat, 2_000);
-      try {
-        return await subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
-      } finally {
-        clearInterval(beating);
-      }
+      // A retry after a dead worker attaches to the same update (its id is the key).
+      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {

@@ -106,13 +106,10 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
 /**
  * The provider charge, its order and the charge document. Each step is keyed, so this can die
  * anywhere (even right after the provider approved) and its retry completes the same charge.
- * `beat` reports progress around the provider call (the activity's heartbeat).
  */
-export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput, beat: () => void = () => undefined): Promise<ChargeDecision> {
+export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput): Promise<ChargeDecision> {
   const { db, provider } = deps;
-  beat();
   const outcome = await askProvider(provider, input);
-  beat();
   let order: OrderDoc | null = null;
   if (outcome.transactionId !== null) {
     const status = outcome.status === 'approved' ? 'paid' : outcome.status === 'review' ? 'pending' : 'failed';

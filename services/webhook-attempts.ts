@@ -95,25 +95,17 @@ export interface AttemptDeps {
   now?: () => number;
 }
 
-/**
- * Heartbeats every 2 seconds while the attempt runs (one that ends sooner sends none), so a worker
- * that dies is noticed by the heartbeat timeout while a slow but live one is not; a no-op outside an
- * activity. The activity's cancellation aborts the POST.
- */
-function heartbeating<T>(work: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
-  let context: Context | null = null;
+/** The activity's cancellation (delivered with the worker's heartbeats) aborts the POST; none outside an activity. */
+function cancellationSignal(): AbortSignal | undefined {
   try {
-    context = Context.current();
+    return Context.current().cancellationSignal;
   } catch {
-    context = null;
+    return undefined;
   }
-  if (!context) return work(undefined);
-  const timer = setInterval(() => context!.heartbeat(), 2_000);
-  return work(context.cancellationSignal).finally(() => clearInterval(timer));
 }
 
 export function attemptWebhookDelivery(deps: AttemptDeps, input: AttemptInput): Promise<AttemptResult> {
-  return heartbeating((signal) => attempt(deps, input, signal));
+  return attempt(deps, input, cancellationSignal());
 }
 
 async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSignal | undefined): Promise<AttemptResult> {

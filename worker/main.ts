@@ -20,6 +20,7 @@ import { ensureUsageRoutineSchedule } from '../services/usage-routine';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
+import { heartbeatWhileRunning, type ActivityTimings } from './activity-interceptors';
 
 export const defaultTaskQueue = 'billing';
 
@@ -35,6 +36,8 @@ export interface BillingWorkerOptions
   temporal: Client;
   /** Overrides for activity dependencies (tests only fake what is truly outside). */
   activityDeps?: Partial<ActivityDeps>;
+  /** Records each activity's duration (benchmarks choose timeouts from these). */
+  activityTimings?: ActivityTimings;
 }
 
 export async function createBillingWorker({
@@ -44,10 +47,18 @@ export async function createBillingWorker({
   db,
   temporal,
   activityDeps = {},
+  activityTimings,
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {
   return Worker.create({
+    // A workflow task waits this long for the worker that ran its workflow last, then any worker takes it
+    // (10 s by default): part of how soon a survivor resumes a dead worker's workflows.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
     ...workerOptions,
+    interceptors: {
+      ...workerOptions.interceptors,
+      activity: [heartbeatWhileRunning, ...(activityTimings ? [activityTimings.record()] : []), ...(workerOptions.interceptors?.activity ?? [])],
+    },
     connection,
     namespace,
     taskQueue,

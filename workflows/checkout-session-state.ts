@@ -4,6 +4,7 @@
 // approval on a closed session back), expire, settle a pending payment, hand off to a subscription.
 import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice, TransactionState } from '../adapters/provider/types';
 import { nextReviewCheckMs, reviewWindowOver } from '../domain/reviews';
 import { EarlyNotices } from './lib/early-notices';
@@ -38,16 +39,19 @@ export function retryDelayMs(failures: number): number {
 // Database writes and giving money back: retried until they succeed (each is keyed or conditional).
 const records = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
 });
 // The charge itself: a few tries under the attempt's key; then the provider is asked by key instead.
 const charges = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 4 },
 });
 // Provider lookups and the subscription hand-off: bounded; a failure is logged and tried again later (outsideStep).
 const outside = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10 },
 });
 

@@ -3,9 +3,11 @@
 // every few seconds (services/event-sweeper-schedule.ts); dispatching is idempotent.
 import { defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { WORKER_GONE_AFTER } from './lib/timeouts';
 
 const { sweepUndispatchedEvents } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { maximumAttempts: 3 },
 });
 

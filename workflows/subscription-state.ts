@@ -4,6 +4,7 @@
 import { ApplicationFailure, condition, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
 import type { Activities } from '../activities';
+import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
 import type { SubscriptionObject } from '../api/schemas/subscription';
@@ -23,11 +24,13 @@ import {
 // MongoDB reads and writes: quick, retried until they succeed.
 const records = proxyActivities<Activities>({
   startToCloseTimeout: '20 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 // Provider charges: keyed, so a retry after a timeout asks the provider for the same charge again.
 const payments = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 });
 
@@ -35,7 +38,7 @@ const payments = proxyActivities<Activities>({
 // mid-charge is noticed in seconds and another repeats the charge under its key (charged once).
 const oneOffPayments = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  heartbeatTimeout: '8 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 

@@ -2,6 +2,7 @@
 // (or wait while none can open), recompute it until it is to close, close it and charge it.
 import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { PeriodRef } from '../activities/usage';
 import { nextUsageStep, RECOMPUTE_INTERVAL_SECONDS, USAGE_HISTORY_EVENTS_LIMIT, type UsageStep } from '../domain/usage-periods';
 import type { UsageWorkflowInput, UsageWorkflowState } from './usage-periods-messages';
@@ -9,16 +10,19 @@ import type { UsageWorkflowInput, UsageWorkflowState } from './usage-periods-mes
 // MongoDB reads and writes: quick, retried until they succeed.
 const records = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 // Closing waits (by failing) while ingestion batches for the period are in flight: patient retries.
 const closing = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 });
 // The charge workflow answers once the provider did; its key makes a retry a replay.
 const payments = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 });
 

@@ -5,6 +5,7 @@
 // period (usage-periods-state.ts has the steps). Also the usage routine's workflow.
 import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { WORKER_GONE_AFTER } from './lib/timeouts';
 import { UsagePeriodRun } from './usage-periods-state';
 import { recomputeSignal, usageStateQuery, type UsageWorkflowInput } from './usage-periods-messages';
 
@@ -25,7 +26,7 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
   await continueAsNew<typeof usagePeriodsWorkflow>(input);
 }
 
-const routine = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 3 } });
+const routine = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: WORKER_GONE_AFTER, retry: { maximumAttempts: 3 } });
 
 /** The usage routine (a schedule runs it every 10 minutes): starts usage for new subscriptions of usage offers. */
 export async function usageRoutineWorkflow(): Promise<{ started: number }> {

@@ -17,6 +17,7 @@ import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } f
 import { MongoClient } from 'mongodb';
 import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
+import { ActivityTimings } from '../../worker/activity-interceptors';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
 import { ensureIndexes } from '../../store/indexes';
@@ -27,7 +28,7 @@ import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../adapters/pr
 import { recordSubscription } from '../../services/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
-import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
+import { machineInfo, printActivityTimings, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
   /** One request at a time: the cost of one charge without queueing behind others. */
@@ -98,7 +99,8 @@ async function main(): Promise<void> {
       subscriptionIds.push(sub._id);
     }
 
-    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal: client });
+    const timings = new ActivityTimings();
+    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal: client, activityTimings: timings });
     const port = await freePort();
     const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
     // The per-key limit (100 per 2 s) would cap the load generator: the bench measures the route.
@@ -216,7 +218,9 @@ async function main(): Promise<void> {
       '409 in use': r.inUse409,
       other: r.other,
     })));
+    printActivityTimings(timings.summary());
     const file = saveResults('charges', {
+      activityDurations: timings.summary(),
       benchmark: 'charges',
       takenAt: new Date().toISOString(),
       machine: machineBefore,

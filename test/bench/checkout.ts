@@ -15,6 +15,7 @@ import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } f
 import { MongoClient } from 'mongodb';
 import { startFerretDb, startTemporalDevServer, freePort } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
+import { ActivityTimings } from '../../worker/activity-interceptors';
 import { buildApp } from '../../api/app';
 import { loadApiConfig } from '../../api/config';
 import { ensureIndexes } from '../../store/indexes';
@@ -22,7 +23,7 @@ import { createApiKey, createStore } from '../../store/stores';
 import { createOffer, createProduct } from '../../store/catalog';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { checkoutSessionsCollection } from '../../store/checkout-sessions';
-import { machineInfo, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
+import { machineInfo, printActivityTimings, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
   starts: { count: 400, concurrency: 20, warmup: 20 },
@@ -88,7 +89,8 @@ async function main(): Promise<void> {
       maxInstallments: 12,
     });
 
-    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal: client });
+    const timings = new ActivityTimings();
+    const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal: client, activityTimings: timings });
     const port = await freePort();
     const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
     // The per-key limit (100 per 2 s) would cap the load generator: the bench measures the route.
@@ -167,7 +169,9 @@ async function main(): Promise<void> {
         'non-2xx': figures.page.non2xx,
       },
     ]);
+    printActivityTimings(timings.summary());
     const file = saveResults('checkout', {
+      activityDurations: timings.summary(),
       benchmark: 'checkout',
       takenAt: new Date().toISOString(),
       machine: machineBefore,

@@ -1,6 +1,7 @@
 // Measurement helpers shared by the benchmarks: HTTP load with autocannon, percentiles, bounded
 // concurrency, a console table, and JSON results in test/bench/results/. Benchmarks measure and print;
 // they never assert on time.
+import type { ActivityTimings } from '../../worker/activity-interceptors';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -128,4 +129,9 @@ export function printTable(title: string, rows: Array<Record<string, string | nu
   console.log(line(columns));
   console.log(line(widths.map((width) => '-'.repeat(width))));
   for (const row of rows) console.log(line(columns.map((column) => cell(row[column]))));
+}
+
+/** The activity durations a bench's worker recorded (what the activity timeouts in workflows/ are chosen from). */
+export function printActivityTimings(summary: ReturnType<ActivityTimings['summary']>): void {
+  printTable('Activity durations (worker-side, ms): the start-to-close and heartbeat timeouts are chosen from these', Object.entries(summary).map(([activity, t]) => ({ activity, count: t.count, 'p50 ms': t.p50, 'p99 ms': t.p99, 'max ms': t.max })));
 }

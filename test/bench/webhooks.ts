@@ -16,13 +16,14 @@ import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } f
 import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
+import { ActivityTimings } from '../../worker/activity-interceptors';
 import { emitEvent } from '../../services/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { deliveryIdFor, insertEndpoint } from '../../store/webhooks';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
-import { machineInfo, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
+import { machineInfo, printActivityTimings, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
   burst: { events: 400, concurrency: 20, warmup: 30 },
@@ -106,7 +107,9 @@ async function main(): Promise<void> {
     await ensureIndexes(db);
     const client = new Client({ connection });
     const taskQueue = `bench-webhooks-${randomUUID()}`;
+    const timings = new ActivityTimings();
     const worker = await createBillingWorker({
+      activityTimings: timings,
       connection: nativeConnection,
       taskQueue,
       db,
@@ -243,7 +246,9 @@ async function main(): Promise<void> {
           ]
         : []),
     ]);
+    printActivityTimings(timings.summary());
     const file = saveResults('webhooks', {
+      activityDurations: timings.summary(),
       benchmark: 'webhooks',
       takenAt: new Date().toISOString(),
       machine: machineBefore,

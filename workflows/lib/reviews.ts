@@ -3,12 +3,14 @@
 // (domain/reviews.ts). Shared by the charge and subscription workflows.
 import { condition, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
+import { WORKER_GONE_AFTER } from './timeouts';
 import type { ProviderNotice } from '../../adapters/provider/types';
 import { nextReviewCheckMs, REVIEW_RECHECK_MS, reviewWindowOver } from '../../domain/reviews';
 
 // Provider reads and the void: retried until they get through (the provider being away is temporary).
 const provider = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '2 seconds', maximumInterval: '10 minutes' },
 });
 
