@@ -1,10 +1,8 @@
-// The usage routine (a Temporal schedule every 10 minutes): starts the usage workflow of every new
+// The usage routine (one run every 10 minutes, workflows/routines.ts): starts the usage workflow of every new
 // subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids.
-import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { collections } from '../store/collections';
 import { subscriptionsCollection } from '../store/subscriptions';
-import { ensureIntervalSchedule } from './schedules';
 import { usageClient } from './usage-client';
 import type { UsageDeps } from './usage-shared';
 
@@ -41,20 +39,4 @@ export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 
     await routineCursors(db).updateOne({ _id: 'subscriptions' }, { $set: { last } }, { upsert: true });
   }
   return { started };
-}
-
-export function usageRoutineScheduleId(taskQueue: string): string {
-  return `usage-routine/${taskQueue}`;
-}
-
-/** The schedule that runs the usage routine every 10 minutes; the worker ensures it at start. */
-export async function ensureUsageRoutineSchedule(client: Client, taskQueue: string, everyMs = 10 * 60_000): Promise<string> {
-  return ensureIntervalSchedule(client, {
-    scheduleId: usageRoutineScheduleId(taskQueue),
-    workflowType: 'usageRoutineWorkflow',
-    workflowId: `usage-routine/${taskQueue}`,
-    taskQueue,
-    everyMs,
-    args: [],
-  });
 }

@@ -15,8 +15,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createPaymentProvider } from '../adapters/provider';
-import { ensureEventSweeperSchedule } from '../services/event-sweeper-schedule';
-import { ensureUsageRoutineSchedule } from '../services/usage-routine';
+import { ensureRoutines } from '../services/routines';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
@@ -67,6 +66,15 @@ export async function createBillingWorker({
   });
 }
 
+/** A positive whole number of milliseconds from the environment, or undefined (the default applies). */
+function positiveMs(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === '') return undefined;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms <= 0) throw new Error(`${name} must be a positive number of milliseconds, not '${value}'`);
+  return ms;
+}
+
 const logLevels: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 function logLevelFromEnv(): LogLevel {
@@ -105,10 +113,9 @@ async function main(): Promise<void> {
     // On SIGTERM activities in flight (a delivery's POST, a charge) finish instead of being cancelled and repeated.
     shutdownGraceTime: process.env.WORKER_SHUTDOWN_GRACE ?? '30 seconds',
   });
-  // Re-drives events whose deliveries were never started (a process died right after writing them).
-  await ensureEventSweeperSchedule(temporal, taskQueue);
-  // Starts usage for new subscriptions of offers with metered usage rows, every 10 minutes.
-  await ensureUsageRoutineSchedule(temporal, taskQueue);
+  // The event sweeper (re-drives events whose deliveries never started) and the usage routine (starts
+  // usage for new subscriptions of metered offers): one long-lived workflow each per task queue.
+  await ensureRoutines(temporal, taskQueue, { sweepEveryMs: positiveMs('EVENT_SWEEP_EVERY_MS') });
 
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -1,6 +1,6 @@
-// The event sweeper: one run re-drives events whose deliveries were never created (the process that
-// wrote them died before dispatching). A Temporal schedule, `event-sweeper/<task queue>`, starts it
-// every few seconds (services/event-sweeper-schedule.ts); dispatching is idempotent.
+// Superseded by the long-lived eventSweeperWorkflow (workflows/routines.ts): one sweep per run, as
+// the old `event-sweeper/<task queue>` schedule started it every 10 s. Kept one release so runs the
+// schedule started before an upgrade (which deletes it) finish on the new worker.
 import { defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';

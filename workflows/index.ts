@@ -3,6 +3,7 @@ export * from './ping';
 export * from './checkout-session';
 export * from './webhook-delivery';
 export * from './event-sweeper';
+export * from './routines';
 export * from './subscription';
 export * from './charge';
 export * from './usage-periods';

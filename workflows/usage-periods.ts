@@ -28,7 +28,7 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
 
 const routine = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: WORKER_GONE_AFTER, retry: { maximumAttempts: 3 } });
 
-/** The usage routine (a schedule runs it every 10 minutes): starts usage for new subscriptions of usage offers. */
+/** Superseded by usageRoutineLoopWorkflow (workflows/routines.ts); kept one release for runs the old schedule started. */
 export async function usageRoutineWorkflow(): Promise<{ started: number }> {
   return routine.runUsageRoutine({});
 }

@@ -8,8 +8,7 @@ import { collections } from '../../store/collections';
 import { buildEventDoc, insertEvents, renderEventBody } from '../../store/events';
 import { findUsageState } from '../../store/usage';
 import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, findDelivery, insertDeliveries, newDeliveryDoc } from '../../store/webhooks';
-import { usageRoutineScheduleId } from '../../services/usage-routine';
-import { eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
+import { stopRoutines } from '../support/routines';
 import { MAX_ATTEMPTS } from '../../domain/webhook-retry';
 import { usageWorkflowId } from '../../workflows/usage-periods-messages';
 import type { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
@@ -61,9 +60,7 @@ afterAll(async () => {
   const client = temporal?.client;
   if (client) {
     await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test over').catch(() => undefined)));
-    for (const id of [eventSweeperScheduleId(taskQueue), usageRoutineScheduleId(taskQueue)]) {
-      await client.schedule.getHandle(id).delete().catch(() => undefined);
-    }
+    await stopRoutines(client, taskQueue);
   }
   await receiver?.close();
   await temporal?.close();

@@ -1,5 +1,6 @@
 // What this tests: an event written by a process that died before starting its deliveries (emitEvent
-// without a Temporal client) is delivered by the event sweeper's Temporal schedule, once.
+// without a Temporal client) is delivered by the event sweeper, once; the sweeper is one long-lived
+// workflow whose later empty sweeps add no workflow execution.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestWorker } from '../support/worker';
@@ -9,7 +10,8 @@ import { ensureIndexes } from '../../store/indexes';
 import { outboxCollection } from '../../store/events';
 import { createStore } from '../../store/stores';
 import { deliveriesCollection, insertEndpoint } from '../../store/webhooks';
-import { ensureEventSweeperSchedule, eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
+import { ensureEventSweeper, eventSweeperWorkflowId, routineState } from '../../services/routines';
+import { stopRoutines } from '../support/routines';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -30,7 +32,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await temporal?.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).delete().catch(() => undefined);
+  if (temporal) await stopRoutines(temporal.client, taskQueue);
   worker?.shutdown();
   await running?.catch(() => undefined);
   await receiver?.close();
@@ -38,7 +40,7 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-test('an event left undispatched is delivered by the sweeper schedule, and only once', async () => {
+test('an event left undispatched is delivered by the sweeper, once; later empty sweeps leave no new executions', async () => {
   const store = await createStore(mongo.db, { name: 'Sweep store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
   await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/swept'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
   // No Temporal client: written, never dispatched, as when the writer dies right after the insert.
@@ -46,18 +48,29 @@ test('an event left undispatched is delivered by the sweeper schedule, and only 
   expect(event.dispatched).toBe(false);
   expect(await outboxCollection(mongo.db).countDocuments({ _id: event._id })).toBe(1);
 
-  await ensureEventSweeperSchedule(temporal.client, taskQueue, { everyMs: 1_000, olderThanMs: 1_000 });
+  await ensureEventSweeper(temporal.client, taskQueue, { sweepEveryMs: 1_000, sweepOlderThanMs: 1_000 });
   const [hit] = await receiver.waitForHits(1, 30_000);
   expect(hit.event.id).toBe(event._id);
   await waitFor(async () => (await collections(mongo.db).events.findOne({ _id: event._id }))?.dispatched === true);
   expect(await outboxCollection(mongo.db).countDocuments({ _id: event._id })).toBe(0);
 
-  // Later sweeps find nothing to do: still one delivery, one hit.
-  const sweeps = await temporal.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).describe();
-  const actionsSoFar = sweeps.info.numActionsTaken;
-  await waitFor(async () => (await temporal.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).describe()).info.numActionsTaken >= actionsSoFar + 2, {
-    timeoutMs: 15_000,
-  });
+  // Later sweeps find nothing to do: still one delivery, one hit, and one sweeper execution on the queue.
+  const id = eventSweeperWorkflowId(taskQueue);
+  const runsSoFar = (await routineState(temporal.client, id)).runs;
+  const later = await waitFor(async () => {
+    const state = await routineState(temporal.client, id);
+    return state.runs >= runsSoFar + 2 ? state : null;
+  }, { timeoutMs: 15_000, description: 'two more sweeps' });
+  expect(later).toMatchObject({ last_found: 0, last_error: null });
+  expect(later.found_total).toBeGreaterThanOrEqual(1);
   expect(await deliveriesCollection(mongo.db).countDocuments({ event: event._id })).toBe(1);
   expect(receiver.hits).toHaveLength(1);
+  const executions = await waitFor(async () => {
+    const found = [];
+    for await (const execution of temporal.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) found.push(execution);
+    return found.length >= 2 ? found : null;
+  }, { description: 'the sweeper and the delivery in the visibility list' });
+  // The sweeper and the one delivery it started: no execution per sweep.
+  expect(executions.map((e) => e.type).sort()).toEqual(['eventSweeperWorkflow', 'webhookDeliveryWorkflow']);
+  expect(executions.find((e) => e.type === 'eventSweeperWorkflow')?.workflowId).toBe(id);
 });

@@ -1,7 +1,7 @@
 // What this tests: a worker process (worker/main.ts, configured through WEBHOOK_ALLOWED_HOSTS and
 // WEBHOOK_CA_FILE) killed with SIGKILL while the receiver holds its POST: a new worker makes the attempt
 // again and the receiver gets the event (a duplicate is allowed, a loss is not). The worker process
-// also created the event sweeper's schedule for its task queue.
+// also started the event sweeper for its task queue.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
@@ -11,7 +11,8 @@ import { emitEvent } from '../../services/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { deliveryIdFor, findDelivery, insertEndpoint } from '../../store/webhooks';
-import { eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
+import { eventSweeperWorkflowId } from '../../services/routines';
+import { stopRoutines } from '../support/routines';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
@@ -44,7 +45,7 @@ afterAll(async () => {
   child?.kill('SIGKILL');
   worker?.shutdown();
   await running?.catch(() => undefined);
-  await temporal?.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).delete().catch(() => undefined);
+  if (temporal) await stopRoutines(temporal.client, taskQueue);
   await receiver?.close();
   await temporal?.close();
   await mongo?.close();
@@ -116,8 +117,8 @@ test('a worker killed mid-delivery is replaced and the receiver still gets the e
     expect(verifySignature(hit.body, hit.headers['service-signature'], [endpoint.secret])).toBe(true);
   }
 
-  // The worker process ensured the sweeper's schedule on its task queue at start.
-  const schedule = await temporal.client.schedule.getHandle(eventSweeperScheduleId(taskQueue)).describe();
-  expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'eventSweepWorkflow', taskQueue });
+  // The worker process started the sweeper on its task queue.
+  const sweeper = await temporal.client.workflow.getHandle(eventSweeperWorkflowId(taskQueue)).describe();
+  expect(sweeper).toMatchObject({ type: 'eventSweeperWorkflow', taskQueue, status: { name: 'RUNNING' } });
   // A worker process start (bundling) and a 15 s heartbeat timeout: longer than the default test timeout on a busy machine.
 }, 150_000);

@@ -5,11 +5,10 @@
 // by another worker (a second POST of the same event).
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { emitEvent } from '../../services/events';
-import { eventSweeperScheduleId } from '../../services/event-sweeper-schedule';
-import { usageRoutineScheduleId } from '../../services/usage-routine';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { deliveryIdFor, findDelivery, insertEndpoint } from '../../store/webhooks';
+import { stopRoutines } from '../support/routines';
 import { startWorkerProcess, type AppProcess } from '../support/app-processes';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
@@ -39,9 +38,7 @@ beforeAll(async () => {
 afterAll(async () => {
   answerHeld();
   await worker?.group.stop({ signal: 'SIGKILL' });
-  for (const id of [eventSweeperScheduleId(taskQueue), usageRoutineScheduleId(taskQueue)]) {
-    await temporal?.client.schedule.getHandle(id).delete().catch(() => undefined);
-  }
+  if (temporal) await stopRoutines(temporal.client, taskQueue);
   await receiver?.close();
   await temporal?.close();
   await mongo?.close();
