@@ -114,3 +114,10 @@ export function normalizeCustomerInput(input: CustomerInput, storeCountry: strin
   }
   return out;
 }
+
+/** An e-mail address as operators see it in Temporal: "j***@example.com". */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 1) return '***';
+  return `${email[0]}***${email.slice(at)}`;
+}

@@ -262,3 +262,10 @@ export function normalizeTiers(input: NonNullable<PriceInput['tiers']>): Tier[] 
   });
   return tiers;
 }
+
+/** Minor units as "49.90 BRL" (the currency's own number of decimals), for logs and operator screens. */
+export function plainMoney(amount: number, currency: string): string {
+  const code = currency.toUpperCase();
+  const digits = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
+  return `${(amount / 10 ** digits).toFixed(digits)} ${code}`;
+}

@@ -2,6 +2,8 @@
 // outcome update (update-with-start) and wait for the provider's answer, up to a limit. Ids and
 // messages come from workflows/charge-messages.ts.
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { chargeMetadata } from './workflow-summaries';
+import { BillingStatusKey } from '../workflows/search-attributes';
 import { ApiError } from '../domain/errors';
 import type { SubscriptionDoc } from '../store/subscriptions';
 import { chargeOutcomeUpdate, chargeWorkflowId, type ChargeAnswer, type ChargeWorkflowInput } from '../workflows/charge-messages';
@@ -58,7 +60,8 @@ export function chargeClient(temporal: Client, taskQueue: string) {
           // MongoDB answers for a closed run, and keeps answering after Temporal's retention drops it.
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: subscriptionSearchAttributes(subscription),
+          typedSearchAttributes: [...subscriptionSearchAttributes(subscription), { key: BillingStatusKey, value: 'charging' }],
+          ...chargeMetadata(input),
         }),
       });
       // Past the wait limit the update goes on unobserved; its eventual failure is not ours to report.

@@ -6,17 +6,16 @@ import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@te
 import {
   CHECKOUT_SESSION_WORKFLOW,
   checkoutSessionWorkflowId,
-  CUSTOMER_ID_ATTRIBUTE,
   expireUpdate,
   NOT_OPEN_FAILURE,
   payUpdate,
-  STORE_ID_ATTRIBUTE,
   stateQuery,
   type CheckoutWorkflowInput,
   type PayAnswer,
   type PayInput,
 } from '../workflows/checkout-session-messages';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
+import { checkoutMetadata, checkoutSearchAttributes } from './workflow-summaries';
 
 /** True when the workflow refused an action because the session is no longer open. */
 export function isNotOpenRefusal(error: unknown): boolean {
@@ -79,17 +78,15 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
     },
 
     /** Starts the session's workflow; a start that finds the id running attaches, a closed one is refused. */
-    async start(input: CheckoutWorkflowInput, customerId: string | null): Promise<void> {
+    async start(input: CheckoutWorkflowInput, doc: Parameters<typeof checkoutMetadata>[0]): Promise<void> {
       await temporal.workflow.start(CHECKOUT_SESSION_WORKFLOW, {
         taskQueue,
         workflowId: checkoutSessionWorkflowId(input.sessionId),
         args: [input],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: STORE_ID_ATTRIBUTE, value: input.storeId },
-          ...(customerId ? [{ key: CUSTOMER_ID_ATTRIBUTE, value: customerId }] : []),
-        ],
+        typedSearchAttributes: checkoutSearchAttributes(input.storeId, input.sessionId, doc.customer),
+        ...checkoutMetadata(doc),
       });
     },
 

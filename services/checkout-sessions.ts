@@ -282,7 +282,7 @@ async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSe
   if (deps.attemptHoldMs !== undefined) input.attemptHoldMs = deps.attemptHoldMs;
   if (deps.maxCardDeclines !== undefined) input.maxCardDeclines = deps.maxCardDeclines;
   const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
-  const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc.customer)]);
+  const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc)]);
   if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;
   // Half a session is none: without its workflow it could never expire or be paid, and a
   // workflow without its document has nothing to sell. Take back whichever half was made.

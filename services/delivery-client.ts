@@ -4,9 +4,11 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { WebhookDeliveryDoc } from '../store/webhooks';
 import type { webhookDeliveryWorkflow } from '../workflows/webhook-delivery';
-import { resendSignal, storeIdSearchAttribute, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId } from '../workflows/webhook-delivery-messages';
+import { resendSignal, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId } from '../workflows/webhook-delivery-messages';
+import { deliveryMetadata, deliverySearchAttributes } from './workflow-summaries';
 
-export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'>;
+/** A delivery; with its event's id and type when the caller has them (they name the Web UI row). */
+export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'> & { event?: string; event_type?: string };
 
 function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
   return {
@@ -15,7 +17,8 @@ function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
     args: [{ deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend: false }] as Parameters<
       typeof webhookDeliveryWorkflow
     >,
-    typedSearchAttributes: [{ key: storeIdSearchAttribute, value: delivery.store_id }],
+    typedSearchAttributes: deliverySearchAttributes(delivery.store_id, delivery.webhook_endpoint),
+    ...deliveryMetadata(delivery),
   };
 }
 

@@ -74,7 +74,8 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
       return (event.targets ?? []).map((endpointId) => newDeliveryDoc(event, endpointId, body, now));
     });
     await insertDeliveries(deps.db, deliveries);
-    await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
+    const typeOf = new Map(toDispatch.map((event) => [event._id, event.type]));
+    await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, { ...delivery, event_type: typeOf.get(delivery.event) })));
     await confirmDispatched(deps.db, toDispatch.map((event) => event._id));
   } catch (error) {
     console.warn(`events ${toDispatch.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);

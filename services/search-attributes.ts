@@ -1,10 +1,8 @@
 // The search attributes every workflow about a subscription carries, so an operator filters the
 // Temporal Web UI by store, customer or subscription (the dev server registers them at start).
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../workflows/search-attributes';
 
-export const StoreIdKey = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
-export const CustomerIdKey = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
-export const SubscriptionIdKey = defineSearchAttributeKey('SubscriptionId', SearchAttributeType.KEYWORD);
+export { CustomerIdKey, StoreIdKey, SubscriptionIdKey };
 
 /** Search attributes of every workflow about one subscription (subscription, charges, usage). */
 export function subscriptionSearchAttributes(doc: { store_id: string; customer: string | null; _id: string }) {

@@ -5,14 +5,15 @@ import type { Client } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import type { SubscriptionObject } from '../api/schemas/subscription';
-import type { SubscriptionDoc } from '../store/subscriptions';
 import { oneOffChargeUpdate, subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../workflows/subscription-messages';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { ApplicationFailure } from '@temporalio/common';
 import { isOneOffRefusalCode } from '../domain/subscriptions';
 import { subscriptionSearchAttributes } from './search-attributes';
+import { subscriptionMetadata, type SubscriptionShown } from './workflow-summaries';
+import { BillingStatusKey } from '../workflows/search-attributes';
 
-type SubscriptionRef = Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>;
+type SubscriptionRef = SubscriptionShown;
 
 function causeChain(error: unknown): { name?: string; type?: string; message?: string }[] {
   const chain: { name?: string; type?: string; message?: string; cause?: unknown }[] = [];
@@ -29,7 +30,8 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
       taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: subscriptionSearchAttributes(doc),
+      typedSearchAttributes: [...subscriptionSearchAttributes(doc), ...(doc.status ? [{ key: BillingStatusKey, value: doc.status }] : [])],
+      ...subscriptionMetadata(doc),
     });
   }
 

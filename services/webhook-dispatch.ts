@@ -49,7 +49,7 @@ export async function dispatchEvent(deps: DispatchDeps, event: EventDoc): Promis
   const endpoints = (await findEndpointsByIds(deps.db, event.store_id, missing)).filter((e) => e.status === 'enabled');
   const created = await Promise.all(endpoints.map((endpoint) => ensureDelivery(deps.db, event, endpoint._id)));
   const all = [...existing, ...created];
-  await Promise.all(all.map((delivery) => startDeliveryWorkflow(client, taskQueue, delivery)));
+  await Promise.all(all.map((delivery) => startDeliveryWorkflow(client, taskQueue, { ...delivery, event_type: event.type })));
   await confirmDispatched(deps.db, [event._id]);
   return all.length;
 }
@@ -57,7 +57,7 @@ export async function dispatchEvent(deps: DispatchDeps, event: EventDoc): Promis
 /** Delivers one event to one endpoint (resend naming an endpoint that never had it, or a test event). */
 export async function deliverEventTo(deps: DispatchDeps & { temporal: Client }, event: EventDoc, endpointId: string): Promise<WebhookDeliveryDoc> {
   const delivery = await ensureDelivery(deps.db, event, endpointId);
-  await resendDeliveryWorkflow(deps.temporal, taskQueueOf(deps), delivery);
+  await resendDeliveryWorkflow(deps.temporal, taskQueueOf(deps), { ...delivery, event_type: event.type });
   return delivery;
 }
 

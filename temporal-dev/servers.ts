@@ -10,11 +10,12 @@ import { MongoClient } from 'mongodb';
 import { spawnGroup, type ChildGroup } from './processes';
 import { ferretDbPath, temporalCliPath, temporalTestServerPath } from './tools';
 import { waitFor } from './wait';
+import { BILLING_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
 const host = '127.0.0.1';
 
 /** Search attributes the billing workflows are listed by in the Web UI. */
-export const searchAttributes = ['StoreId', 'CustomerId', 'SubscriptionId'] as const;
+export const searchAttributes = BILLING_SEARCH_ATTRIBUTES;
 
 /** A TCP port that was free a moment ago (the OS picks it). */
 export function freePort(): Promise<number> {

@@ -5,6 +5,7 @@
 // this run through the `outcome` update.
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
+import { at, money, showProgress } from './lib/business-view';
 import { isOneOffRefusalCode } from '../domain/subscriptions';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
@@ -86,10 +87,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   });
   setHandler(chargeStateQuery, () => ({ phase, charge: decision?.charge ?? null, outcome: decision?.outcome ?? null }));
 
+  showProgress('charging', `Charging ${money(input.amount, input.currency)} (${input.source}) under key ${input.key}`);
   const charged = await chargeOnce(input);
   if ('kind' in charged) {
     refusal = charged;
     phase = 'settled';
+    showProgress('refused', `Refused: ${charged.code}`);
     await condition(allHandlersFinished);
     return refusal;
   }
@@ -98,6 +101,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
 
   if (decision.outcome === 'review') {
     phase = 'awaiting_settlement';
+    showProgress('in_review', `In review at the provider since ${at(Date.now())}: asked by key daily, voided after 7 days`);
     const transaction = decision.charge.transaction!;
     const noticed = () => (notice !== null && notice.transactionId === transaction ? notice : null);
     let settled: ProviderNotice;
@@ -113,6 +117,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
   }
   phase = 'settled';
+  showProgress(decision.charge.status, `Charge ${decision.charge.id} ${decision.charge.status}${decision.charge.order ? `, order ${decision.charge.order}` : ''}`);
   await condition(allHandlersFinished);
   return decision;
 }

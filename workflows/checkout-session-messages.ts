@@ -2,7 +2,6 @@
 // (`temporal workflow update|signal|query`): updates pay (one attempt, run by the workflow) and expire;
 // signal providerSettled (a PIX or review notice); query state (with every attempt and its provider key).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PaymentStatus, SessionStatus } from '../domain/checkout';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
@@ -15,8 +14,7 @@ export function checkoutSessionWorkflowId(sessionId: string): string {
 }
 
 // The search attributes the dev server registers (operators filter sessions by store and customer).
-export const STORE_ID_ATTRIBUTE = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
-export const CUSTOMER_ID_ATTRIBUTE = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
+export { StoreIdKey as STORE_ID_ATTRIBUTE, CustomerIdKey as CUSTOMER_ID_ATTRIBUTE } from './search-attributes';
 
 /** Default hold: how long an expiry waits for an attempt in flight before asking the provider by key. */
 export const ATTEMPT_HOLD_MS = 2 * 60 * 1000;

@@ -9,6 +9,7 @@ import type { ProviderNotice, TransactionState } from '../adapters/provider/type
 import { nextReviewCheckMs, reviewWindowOver } from '../domain/reviews';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
+import { at, money, showProgress } from './lib/business-view';
 import {
   ATTEMPT_HOLD_MS,
   checkoutAttemptKey,
@@ -161,6 +162,7 @@ export class LiveCheckoutSession {
     };
     this.state.attempts.push(attempt);
     this.requests.set(n, input);
+    showProgress('open', `Attempt ${n} (${attempt.method}, ${money(attempt.amount, attempt.currency)}) charging`);
     return this.runAttempt(attempt, input);
   }
 
@@ -218,6 +220,7 @@ export class LiveCheckoutSession {
     const error = { code: attempt.code!, message: 'message' in outcome ? outcome.message : '' };
     this.state.last_error = error;
     const cardLocked = this.cardDeclines() >= this.maxCardDeclines;
+    showProgress('open', `Attempt ${attempt.n} ${attempt.status} (${attempt.code})${cardLocked ? '; cards locked' : ''}; open until ${at(this.deadlineMs)}`);
     await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
   }
 

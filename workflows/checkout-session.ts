@@ -6,6 +6,7 @@
 // by key daily) and never reopens; failed lookups and subscription hand-offs are retried later.
 import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './checkout-session-state';
+import { at, showProgress } from './lib/business-view';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './checkout-session-messages';
 
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
@@ -14,13 +15,17 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   registerHandlers(session);
 
   // Open: until paid, the deadline, or expire.
+  showProgress('open', `Open until ${at(input.expiresAt * 1000)}`);
   const untilDeadline = input.expiresAt * 1000 - Date.now();
-  if (untilDeadline > 0) await condition(() => state.status !== 'open', untilDeadline);
+  if (untilDeadline > 0) await condition(() => state.status !== 'open', untilDeadline, { summary: 'open until paid or expires_at' });
   if (state.status === 'open') await session.expireAtDeadline();
 
   if (state.status === 'complete' && state.payment_status === 'pending') {
+    const pix = state.method === 'pix';
+    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(Date.now())}`);
     await session.awaitSettlement();
   }
+  showProgress(state.status, `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`);
   if (state.status === 'complete' && state.payment_status === 'paid' && input.recurring) {
     let subscription: string | null | undefined;
     while (subscription === undefined) {

@@ -5,6 +5,7 @@
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import * as rules from '../domain/subscriptions';
 import { LiveSubscription } from './subscription-state';
+import { at, money, showProgress } from './lib/business-view';
 import {
   cancelUpdate,
   changeOfferUpdate,
@@ -37,6 +38,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   for (;;) {
     let cyclePaid = false;
+    showSubscription(subscription);
     if (subscription.awaiting) {
       await subscription.awaitNotice();
       cyclePaid = await subscription.mutex.runExclusive(() => subscription.settleAwaited());
@@ -49,7 +51,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         continue;
       }
       const waitMs = step.at * 1000 - Date.now();
-      if (waitMs > 0 && (await condition(() => subscription.changed, waitMs))) continue;
+      if (waitMs > 0 && (await condition(() => subscription.changed, waitMs, { summary: `until ${step.kind} or an action` }))) continue;
       cyclePaid = await subscription.mutex.runExclusive(() => subscription.takeDueStep());
     }
     // Once per paid cycle (or when the history grows long), start afresh from the document.
@@ -58,6 +60,20 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(input);
     }
   }
+}
+
+/** The subscription's status as BillingStatus and what it waits for as the current step. */
+function showSubscription(subscription: LiveSubscription): void {
+  const { life } = subscription;
+  if (subscription.awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(Date.now())}; awaiting the provider`);
+  const step = rules.nextStep(life);
+  if (step === null) return showProgress(life.status, `${life.status}: nothing scheduled; waits for an action`);
+  if (step.kind === 'charge') return showProgress(life.status, `${life.status}: renewal ${life.cycles_completed + 1} (${money(life.amount, life.currency)}) at ${at(step.at * 1000)}`);
+  if (step.kind === 'retry') {
+    const tries = life.past_due_details?.attempts ?? 0;
+    return showProgress(life.status, `past_due since ${at((life.past_due_details?.since ?? 0) * 1000)}: ${tries} failed, retry at ${at(step.at * 1000)}`);
+  }
+  return showProgress(life.status, `${life.status}: becomes ${step.to} at ${at(step.at * 1000)}`);
 }
 
 function registerHandlers(subscription: LiveSubscription): void {

@@ -1,7 +1,6 @@
 // Messages of the webhook delivery workflow, shared by the workflow, the API and the runbook:
 // its id, the `resend` signal, the `state` query, the StoreId search attribute and the input.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
 
@@ -15,7 +14,7 @@ export const resendSignal = defineSignal('resend');
 
 export const stateQuery = defineQuery<WebhookDeliveryState>('state');
 
-export const storeIdSearchAttribute = defineSearchAttributeKey('StoreId', SearchAttributeType.KEYWORD);
+export { StoreIdKey as storeIdSearchAttribute } from './search-attributes';
 
 /**
  * After a delivery ends (succeeded, exhausted, endpoint disabled) its workflow stays open this long

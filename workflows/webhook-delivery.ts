@@ -5,7 +5,8 @@
 import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
-import { jitterFor } from '../domain/webhook-retry';
+import { jitterFor, MAX_ATTEMPTS } from '../domain/webhook-retry';
+import { at, showProgress } from './lib/business-view';
 import {
   RESEND_WINDOW_MS,
   resendSignal,
@@ -49,7 +50,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
   try {
     for (;;) {
       if (!resendRequested && TERMINAL.has(state.status)) {
-        const resent = await condition(() => resendRequested, RESEND_WINDOW_MS);
+        const resent = await condition(() => resendRequested, RESEND_WINDOW_MS, { summary: 'resend window (72 h)' });
         if (!resent) return state;
         // Each resend of an ended delivery is a fresh run: history stays small however often it is resent.
         return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: true, attempt: 1 });
@@ -57,7 +58,8 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       const reset = resendRequested;
       resendRequested = false;
       if (reset) attempt = 1;
-      const result = await attemptWebhookDelivery({
+      showProgress('delivering', `${reset ? 'Resend: ' : ''}attempt ${attempt} of ${MAX_ATTEMPTS} running`);
+      const result = await attemptWebhookDelivery.executeWithOptions({ summary: `attempt ${attempt}${reset ? ' (resend)' : ''}` }, [{
         deliveryId: input.deliveryId,
         storeId: input.storeId,
         endpointId: input.endpointId,
@@ -66,13 +68,14 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
         resendToken: reset ? uuid4() : undefined,
         attempt,
         jitter: jitterFor(input.deliveryId, attempt),
-      });
+      }]);
       state = result.state;
+      showProgress(state.status, stepOf(state));
       if (result.outcome === 'gone') return state;
       // The next attempt follows the last one recorded (this one, unless the record says otherwise).
       attempt = state.attempts + 1;
       if (result.outcome === 'failed' && result.nextAttemptInMs !== null && result.nextAttemptInMs > 0) {
-        await condition(() => resendRequested, result.nextAttemptInMs);
+        await condition(() => resendRequested, result.nextAttemptInMs, { summary: `until attempt ${attempt}` });
       }
       if (workflowInfo().continueAsNewSuggested) {
         return await continueAsNew<typeof webhookDeliveryWorkflow>({ ...input, resend: resendRequested, attempt });
@@ -82,4 +85,13 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     if (isCancellation(error)) return { ...state, stopped: true };
     throw error;
   }
+}
+
+/** The current step as a line: how the last attempt went and what comes next. */
+function stepOf(state: WebhookDeliveryState): string {
+  const answer = state.last_response_status !== null ? `HTTP ${state.last_response_status}` : (state.last_error ?? 'no answer');
+  if (state.status === 'succeeded') return `Delivered on attempt ${state.attempts} at ${at(state.delivered_at! * 1000)}; open for resends for 72 h`;
+  if (state.status === 'exhausted') return `Gave up after ${state.attempts} attempts (last: ${answer}); open for resends for 72 h`;
+  const next = state.next_attempt_at !== null ? `, next at ${at(state.next_attempt_at * 1000)}` : '';
+  return `Attempt ${state.attempts} of ${MAX_ATTEMPTS} failed (${answer})${next}`;
 }

@@ -108,7 +108,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       const deliveries = await deliveriesOfEvent(db, store._id, event._id);
       const taskQueue = taskQueueOf(app.deps);
-      await Promise.all(deliveries.map((delivery) => resendDeliveryWorkflow(temporal, taskQueue, delivery)));
+      await Promise.all(deliveries.map((delivery) => resendDeliveryWorkflow(temporal, taskQueue, { ...delivery, event_type: event.type })));
       return { object: 'event_resend' as const, event: event._id, webhook_endpoint: null, deliveries: deliveries.length };
     },
   );
