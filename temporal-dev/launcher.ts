@@ -1,7 +1,7 @@
 // `npm start`: the whole local stack in one command. FerretDB (data in DATA_DIR/ferretdb/) and the
 // Temporal dev server with its Web UI (data in DATA_DIR/temporal.db; DATA_DIR defaults to .data) unless
-// MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, then the worker and the API, then the demo store;
-// Ctrl-C stops it all in order.
+// MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, then the worker and the API (each restarted with a
+// backoff if it dies), then the demo store; Ctrl-C stops it all in order.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -100,12 +100,49 @@ function exitedError(group: ChildGroup): () => Error | undefined {
   return () => (group.hasExited() ? new Error(`${group.name} exited during startup (see its output above)`) : undefined);
 }
 
-function watchForCrash(group: ChildGroup): void {
-  void group.exited.then((status) => {
-    if (shuttingDown) return;
-    say(`${group.name} exited unexpectedly (code ${status.code}, signal ${status.signal}); stopping the stack`);
-    void shutdown(1);
-  });
+const RESTART_FIRST_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
+/** A child up this long counts as healthy again: its next crash restarts after the first delay. */
+const HEALTHY_AFTER_MS = 60_000;
+
+interface Supervised {
+  /** The first process (startup waits on it: a child that cannot start at all stops the launcher). */
+  first: ChildGroup;
+  entry: Started;
+}
+
+/**
+ * Runs an app child and starts it again whenever it dies (after 1 s, doubling to 30 s while it keeps
+ * dying), so a crashed worker does not take the API, Temporal and FerretDB down with it.
+ */
+function supervise(name: string, entry: string, env: NodeJS.ProcessEnv, stopTimeoutMs: number, onLine?: (line: string) => void): Supervised {
+  let current = startTsChild(name, entry, env);
+  let delayMs = RESTART_FIRST_MS;
+  let pending: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const watch = (group: ChildGroup) => {
+    forwardOutput(group, onLine);
+    const startedAt = Date.now();
+    void group.exited.then((status) => {
+      if (shuttingDown || stopped) return;
+      if (Date.now() - startedAt >= HEALTHY_AFTER_MS) delayMs = RESTART_FIRST_MS;
+      say(`${name} exited unexpectedly (code ${status.code}, signal ${status.signal}); restarting it in ${delayMs / 1000} s`);
+      pending = setTimeout(() => {
+        if (shuttingDown || stopped) return;
+        current = startTsChild(name, entry, env);
+        say(`${name} restarted (pid ${current.pid})`);
+        watch(current);
+      }, delayMs);
+      delayMs = Math.min(delayMs * 2, RESTART_MAX_MS);
+    });
+  };
+  watch(current);
+  const stop = async () => {
+    stopped = true;
+    clearTimeout(pending);
+    await current.stop({ timeoutMs: stopTimeoutMs });
+  };
+  return { first: current, entry: { name, stop } };
 }
 
 interface DemoResult {
@@ -248,18 +285,14 @@ async function main(): Promise<void> {
 
   say('starting the worker');
   let workerReady = false;
-  const worker = startTsChild('worker', 'worker/main.ts', childEnv);
-  forwardOutput(worker, (line) => {
+  const { first: worker, entry: workerEntry } = supervise('worker', 'worker/main.ts', childEnv, 35_000, (line) => {
     if (line.includes('worker ready')) workerReady = true;
   });
-  started.push({ name: 'worker', stop: async () => void (await worker.stop({ timeoutMs: 30_000 })) });
-  watchForCrash(worker);
+  started.push(workerEntry);
 
   say(`starting the API on port ${apiPort}`);
-  const api = startTsChild('api', 'api/server.ts', childEnv);
-  forwardOutput(api);
-  started.push({ name: 'API', stop: async () => void (await api.stop({ timeoutMs: 15_000 })) });
-  watchForCrash(api);
+  const { first: api, entry: apiEntry } = supervise('api', 'api/server.ts', childEnv, 15_000);
+  started.push(apiEntry);
 
   const apiOrigin = `http://localhost:${apiPort}`;
   await Promise.all([

@@ -1,6 +1,7 @@
 // `npm start` (temporal-dev/launcher.ts) as a user runs it: a child process on free ports with a temp
 // DATA_DIR prints a key that answers GET /v1/account, keeps Temporal's SQLite in WAL mode, leaves no
-// process behind on Ctrl-C (SIGINT to its process group), and on restart keeps the demo store and key.
+// process behind on Ctrl-C (SIGINT to its process group), and on restart keeps the demo store and key;
+// a worker killed under it is started again while the API keeps answering.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -180,6 +181,33 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** SIGKILLs the worker's group: the launcher says so, starts another, and the stack (API included) keeps working. */
+async function killWorkerAndSeeItBack(run: Launch, key: string): Promise<void> {
+  const [workerPid] = [...descendants(run.child.pid!)].find(([, command]) => command.includes('worker/main.ts')) ?? [];
+  expect(workerPid, tail(run)).toBeDefined();
+  seenPids.add(workerPid!);
+  const readyBefore = run.lines.filter((line) => line.includes('[worker] worker ready')).length;
+  process.kill(-workerPid!, 'SIGKILL');
+  const health = `http://localhost:${ports.api}/healthz`;
+  await waitFor(async () => {
+    // The API stays up throughout the worker's absence.
+    expect((await fetch(health)).status).toBe(200);
+    return run.lines.filter((line) => line.includes('[worker] worker ready')).length > readyBefore;
+  }, { timeoutMs: STARTUP_MS, intervalMs: 500, description: 'a new worker to print "worker ready"' });
+  expect(run.lines.join('\n')).toMatch(/\[start\] worker exited unexpectedly \(code null, signal SIGKILL\); restarting it in 1 s/);
+  expect(run.lines.join('\n')).toMatch(/\[start\] worker restarted \(pid \d+\)/);
+  expect(run.hasExited()).toBe(false);
+
+  // Work that needs a worker: a session expired through its workflow (an update the new worker answers).
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const offers = (await (await fetch(`http://localhost:${ports.api}/v1/offers?limit=1`, { headers })).json()) as { data: Array<{ id: string }> };
+  const created = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions`, { method: 'POST', headers, body: JSON.stringify({ offer: offers.data[0].id }) });
+  const session = (await created.json()) as { id: string };
+  expect(created.status).toBe(201);
+  const expired = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions/${session.id}/expire`, { method: 'POST', headers });
+  expect([expired.status, ((await expired.json()) as { status: string }).status]).toEqual([200, 'expired']);
+}
+
 describe('npm start (temporal-dev/launcher.ts)', () => {
   let firstKey: string;
 
@@ -211,7 +239,7 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
   );
 
   it(
-    'a restart on the same data keeps the demo store: no new key is printed and the first key still answers 200',
+    'a restart on the same data keeps the demo store (no new key, the first still answers); a killed worker is restarted while the API keeps answering',
     async () => {
       expect(firstKey, 'the first start must have printed a key').toBeDefined();
       const run = launch();
@@ -221,6 +249,8 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
 
       const account = await fetch(`http://localhost:${ports.api}/v1/account`, { headers: { authorization: `Bearer ${firstKey}` } });
       expect(account.status).toBe(200);
+
+      await killWorkerAndSeeItBack(run, firstKey);
 
       const children = descendants(run.child.pid!);
       for (const pid of children.keys()) seenPids.add(pid);

@@ -4,7 +4,10 @@
 // current step; and each search query README's runbook shows finds the workflow it should.
 import type { Worker } from '@temporalio/worker';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { projectRoot } from '../../temporal-dev/tools';
 import { emitEvent } from '../../services/events';
 import { eventSweeperWorkflowId, routineState, usageRoutineWorkflowId } from '../../services/routines';
 import { ensureIndexes } from '../../store/indexes';
@@ -20,6 +23,8 @@ import { stopRoutines } from '../support/routines';
 import { seedCatalog, seedSubscription } from '../support/subscriptions';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
+
+const execFileAsync = promisify(execFile);
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
@@ -48,6 +53,15 @@ async function findIds(client: Client, query: string, expected: string): Promise
 async function currentDetails(handle: WorkflowHandle): Promise<string> {
   const metadata = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
   return metadata.currentDetails ?? '';
+}
+
+/** `npm run temporal -- <args>` against the suite's dev server; its stdout. */
+async function runCli(args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync('npm', ['run', '-s', 'temporal', '--', ...args], {
+    cwd: projectRoot,
+    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: temporal.namespace },
+  });
+  return stdout;
 }
 
 describe('routines without a trail', () => {
@@ -124,6 +138,10 @@ describe('business rows and searches', () => {
     const handle = temporal.client.workflow.getHandle(workflowId);
     expect(await (await handle.describe()).staticSummary()).toMatch(new RegExp(`^Subscription ${sub._id} · ${sub.customer} .\\*\\*\\*@example.com · ${catalog.monthly.name}`));
     expect(await currentDetails(handle)).toMatch(/^past_due since .*: 1 failed, retry at \d{4}-/);
+
+    // The same query as support staff type it (README): the bundled CLI through `npm run temporal`.
+    const listed = await runCli(['workflow', 'list', '--query', `BillingStatus='past_due' AND StoreId='${store.store._id}'`, '--output', 'json']);
+    expect((JSON.parse(listed) as Array<{ execution: { workflowId: string } }>).map((row) => row.execution.workflowId)).toEqual([workflowId]);
   });
 
   it('a one-off charge left in review: found as in review, with its amount in the summary', async () => {
