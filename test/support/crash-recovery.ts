@@ -53,8 +53,10 @@ export async function crashScenario(mongo: TestMongo, temporal: TestTemporal, ta
     },
     async stop() {
       await doomed.group.stop({ signal: 'SIGKILL' });
+      // A survivor never run (the hold never came) still holds the test's connection: run it to shut it down.
+      running ??= survivor.run();
       if (survivor.getState() === 'RUNNING') survivor.shutdown();
-      await running?.catch(() => undefined);
+      await running.catch(() => undefined);
     },
   };
 }
