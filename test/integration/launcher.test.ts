@@ -1,7 +1,8 @@
 // `npm start` (temporal-dev/launcher.ts) as a user runs it: a child process on free ports with a temp
 // DATA_DIR prints a key that answers GET /v1/account, keeps Temporal's SQLite in WAL mode, leaves no
 // process behind on Ctrl-C (SIGINT to its process group), and on restart keeps the demo store and key;
-// a worker killed under it is started again while the API keeps answering.
+// a worker killed under it is started again (with a growing delay) while the API keeps answering, and
+// Ctrl-C while a replacement starts stops that one too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -181,22 +182,39 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
+const countLines = (run: Launch, text: string) => run.lines.filter((line) => line.includes(text)).length;
+const launcherExited = (run: Launch) => () => (run.hasExited() ? new Error(`the launcher exited:\n${tail(run)}`) : undefined);
+
+/** The pid (and process group) of the launcher's running worker. */
+function workerPid(run: Launch): number {
+  const [pid] = [...descendants(run.child.pid!)].find(([, command]) => command.includes('worker/main.ts')) ?? [];
+  expect(pid, tail(run)).toBeDefined();
+  seenPids.add(pid!);
+  return pid!;
+}
+
+/** GET /healthz's status; 0 when nothing answers. */
+async function healthStatus(): Promise<number> {
+  try {
+    return (await fetch(`http://localhost:${ports.api}/healthz`, { signal: AbortSignal.timeout(2_000) })).status;
+  } catch {
+    return 0;
+  }
+}
+
 /** SIGKILLs the worker's group: the launcher says so, starts another, and the stack (API included) keeps working. */
 async function killWorkerAndSeeItBack(run: Launch, key: string): Promise<void> {
-  const [workerPid] = [...descendants(run.child.pid!)].find(([, command]) => command.includes('worker/main.ts')) ?? [];
-  expect(workerPid, tail(run)).toBeDefined();
-  seenPids.add(workerPid!);
-  const readyBefore = run.lines.filter((line) => line.includes('[worker] worker ready')).length;
-  process.kill(-workerPid!, 'SIGKILL');
-  const health = `http://localhost:${ports.api}/healthz`;
+  const readyBefore = countLines(run, '[worker] worker ready');
+  process.kill(-workerPid(run), 'SIGKILL');
+  const healthSeen: number[] = [];
   await waitFor(async () => {
-    // The API stays up throughout the worker's absence.
-    expect((await fetch(health)).status).toBe(200);
-    return run.lines.filter((line) => line.includes('[worker] worker ready')).length > readyBefore;
-  }, { timeoutMs: STARTUP_MS, intervalMs: 500, description: 'a new worker to print "worker ready"' });
+    healthSeen.push(await healthStatus());
+    return countLines(run, '[worker] worker ready') > readyBefore;
+  }, { timeoutMs: STARTUP_MS, intervalMs: 500, description: 'a new worker to print "worker ready"', abortIf: launcherExited(run) });
+  // The API stays up throughout the worker's absence.
+  expect(new Set(healthSeen)).toEqual(new Set([200]));
   expect(run.lines.join('\n')).toMatch(/\[start\] worker exited unexpectedly \(code null, signal SIGKILL\); restarting it in 1 s/);
   expect(run.lines.join('\n')).toMatch(/\[start\] worker restarted \(pid \d+\)/);
-  expect(run.hasExited()).toBe(false);
 
   // Work that needs a worker: a session expired through its workflow (an update the new worker answers).
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -206,6 +224,27 @@ async function killWorkerAndSeeItBack(run: Launch, key: string): Promise<void> {
   expect(created.status).toBe(201);
   const expired = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions/${session.id}/expire`, { method: 'POST', headers });
   expect([expired.status, ((await expired.json()) as { status: string }).status]).toEqual([200, 'expired']);
+}
+
+/** A second crash soon after waits twice as long; Ctrl-C while that replacement is still starting stops it too, and nothing restarts. */
+async function killWorkerAgainAndInterruptItsRestart(run: Launch): Promise<void> {
+  const restartedBefore = countLines(run, '[start] worker restarted');
+  process.kill(-workerPid(run), 'SIGKILL');
+  await waitFor(() => countLines(run, '[start] worker restarted') > restartedBefore, {
+    timeoutMs: 30_000,
+    intervalMs: 50,
+    description: 'the launcher to restart the worker a second time',
+    abortIf: launcherExited(run),
+  });
+  expect(run.lines.join('\n')).toMatch(/\[start\] worker exited unexpectedly \(code null, signal SIGKILL\); restarting it in 2 s/);
+  const newPid = Number(/\[start\] worker restarted \(pid (\d+)\)/.exec(run.lines.filter((line) => line.includes('[start] worker restarted')).at(-1)!)![1]);
+  const children = descendants(run.child.pid!);
+  expect(children.has(newPid), `worker ${newPid} among the launcher's children`).toBe(true);
+  for (const pid of children.keys()) seenPids.add(pid);
+  const crashesBefore = countLines(run, 'exited unexpectedly');
+  await interruptAndCheckNothingLeft(run, children);
+  // The worker stopped by the shutdown is neither reported as a crash nor started again.
+  expect([countLines(run, 'exited unexpectedly'), countLines(run, '[start] worker restarted')]).toEqual([crashesBefore, restartedBefore + 1]);
 }
 
 describe('npm start (temporal-dev/launcher.ts)', () => {
@@ -239,7 +278,7 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
   );
 
   it(
-    'a restart on the same data keeps the demo store (no new key, the first still answers); a killed worker is restarted while the API keeps answering',
+    'a restart on the same data keeps the demo store (no new key, the first still answers); a killed worker is restarted (1 s, then 2 s) while the API keeps answering, and Ctrl-C during a restart leaves nothing behind',
     async () => {
       expect(firstKey, 'the first start must have printed a key').toBeDefined();
       const run = launch();
@@ -251,10 +290,7 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
       expect(account.status).toBe(200);
 
       await killWorkerAndSeeItBack(run, firstKey);
-
-      const children = descendants(run.child.pid!);
-      for (const pid of children.keys()) seenPids.add(pid);
-      await interruptAndCheckNothingLeft(run, children);
+      await killWorkerAgainAndInterruptItsRestart(run);
     },
     STARTUP_MS + SHUTDOWN_MS + 60_000,
   );
