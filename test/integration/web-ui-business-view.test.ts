@@ -21,6 +21,10 @@ import { seedCheckoutCatalog, createSession } from '../support/checkout-fixtures
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { stopRoutines } from '../support/routines';
 import { seedCatalog, seedSubscription } from '../support/subscriptions';
+import { seedUsageOffer, seedUsageSubscription } from '../support/usage';
+import { addOfferUsageRow } from '../../store/catalog';
+import { ensureUsageForSubscription } from '../../services/usage-shared';
+import { usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { startWebhookReceiver, testCa, type WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
 
@@ -155,6 +159,19 @@ describe('business rows and searches', () => {
     const handle = temporal.client.workflow.getHandle(workflowId);
     expect(await (await handle.describe()).staticSummary()).toMatch(/^One-off charge 12\.34 BRL · sub_/);
     expect(await currentDetails(handle)).toMatch(/^In review at the provider since/);
+  });
+
+  it("a subscription's usage periods: summary with the subscription, customer and offer; found by SubscriptionId", async () => {
+    const meter = await call(api, store.key, 'POST', '/v1/billing/meters', { json: { display_name: 'Images', event_name: `images.${Date.now()}` } });
+    expect(meter.status).toBe(201);
+    const offer = await seedUsageOffer(mongo.db, store.store._id, { name: 'Image API metered' });
+    await addOfferUsageRow(mongo.db, store.store._id, offer._id, { meter: meter.body.id, currency: 'brl', unit_amount: 2, included_units: 0, tiers: null, rounding: 'up', billing_threshold: null, label: null });
+    const { subscription } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer });
+    expect(await ensureUsageForSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, subscription)).toBe(true);
+    const workflowId = usageWorkflowId(subscription._id);
+    expect(await findIds(temporal.client, `SubscriptionId = '${subscription._id}'`, workflowId)).toContain(workflowId);
+    const summary = await (await temporal.client.workflow.getHandle(workflowId).describe()).staticSummary();
+    expect(summary).toMatch(new RegExp(`^Usage of ${subscription._id} · ${subscription.customer} u\\*\\*\\*@example\\.com · Image API metered$`));
   });
 
   it('a delivery to a failing endpoint: found by EndpointId as failed, its step says the next attempt', async () => {
