@@ -5,10 +5,12 @@ import { MongoClient } from 'mongodb';
 import { ensureIndexes } from '../store/indexes';
 import { commands, type CommandContext } from './commands';
 import { isEntryPoint } from '../adapters/entry-point';
+import { LISTEN_USAGE, runListen } from './listen';
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(22)} ${c.summary}`);
-  return ['usage: npm run admin -- <command> [options] [--json]', '', 'commands:', ...lines].join('\n');
+  const listen = `  ${'listen'.padEnd(22)} Forward the store's webhooks to a local URL (${LISTEN_USAGE.replace('usage: npm run admin -- listen ', '')})`;
+  return ['usage: npm run admin -- <command> [options] [--json]', '', 'commands:', ...lines, listen].join('\n');
 }
 
 /** Standard input, read whole (empty when it is a terminal: nothing was piped in). */
@@ -57,7 +59,10 @@ export async function runAdmin(argv: string[], env = process.env, stdin: () => P
 }
 
 if (isEntryPoint(import.meta.url)) {
-  const { code, output } = await runAdmin(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  // `listen` talks to the API over HTTP and runs until stopped: not a one-shot MongoDB command.
+  if (argv[0] === 'listen') process.exit(await runListen(argv.slice(1)));
+  const { code, output } = await runAdmin(argv);
   (code === 0 ? process.stdout : process.stderr).write(`${output}\n`);
   process.exit(code);
 }

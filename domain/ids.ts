@@ -48,6 +48,11 @@ function seededBase62(seed: string, length: number): string {
   return out;
 }
 
+/** The smallest id minted at `ms` (every id minted then or later sorts at or after it). */
+export function idFloorAt(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(ms)}`;
+}
+
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${randomBase62(12)}`;
 }

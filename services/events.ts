@@ -50,8 +50,8 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
   const now = input.fact?.ms ?? Date.now();
   const endpoints = await endpointsForFanOut(deps.db, input.storeId);
   const base = { storeId: input.storeId, object: input.object, request: input.request, factKey: input.fact?.key };
-  const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type) }, now)];
   const legacyType = legacyNameOf(input.type, input.legacyType);
+  const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type), legacyType }, now)];
   if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
     written.push(buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now));
   }

@@ -161,6 +161,8 @@ export interface EventDoc {
   dispatched: boolean;
   /** Webhook endpoint ids the event goes to, matched when it was written (services/events.ts). */
   targets?: string[];
+  /** On a 2026-11-01 event: the fact's name in catalog 2026-09-01 (null: none there); what `listen` renders for that catalog. */
+  legacy_type?: string | null;
 }
 
 export interface Collections {

@@ -27,6 +27,8 @@ export interface RecordEventInput {
   test?: boolean;
   /** The fact's own key: the id derives from it, so a second writer of the fact finds the first's event. */
   factKey?: string;
+  /** The fact's name in catalog 2026-09-01, kept on its 2026-11-01 event (null: none there). */
+  legacyType?: string | null;
 }
 
 /** The event document as it will be stored (ids are time-ordered; nothing is written here). */
@@ -46,6 +48,7 @@ export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventD
     // Nothing to deliver: nothing for the sweeper to pick up either.
     dispatched: targets.length === 0,
     targets,
+    ...(input.legacyType !== undefined ? { legacy_type: input.legacyType } : {}),
   };
 }
 
@@ -72,6 +75,15 @@ export async function recordEvent(db: Db, input: RecordEventInput, now = Date.no
   if (!doc.dispatched) await addToOutbox(db, [doc]);
   await insertEvents(db, [doc]);
   return doc;
+}
+
+/** A store's live 2026-11-01 events with ids after `afterId`, oldest first (what `listen` streams). */
+export function findEventsAfter(db: Db, storeId: string, afterId: string, limit: number): Promise<EventDoc[]> {
+  return collections(db)
+    .events.find({ store_id: storeId, _id: { $gt: afterId }, api_version: CURRENT_CATALOG, test: false })
+    .sort({ _id: 1 })
+    .limit(limit)
+    .toArray();
 }
 
 export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {

@@ -8,6 +8,7 @@ import checkoutSessions from './checkout-sessions';
 import billingPortal from './billing-portal';
 import events from './events';
 import webhookEndpoints from './webhook-endpoints';
+import webhookListen from './webhook-listen';
 import subscriptions from './subscriptions';
 import subscriptionCharges from './subscription-charges';
 import meters from './meters';
@@ -16,4 +17,4 @@ import usage from './usage';
 
 export { componentSchemas } from '../schemas';
 
-export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage];
+export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookListen, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage];

@@ -20,6 +20,8 @@ const EXAMPLES_PER_OPERATION = process.env.SCHEMATHESIS_MAX_EXAMPLES ?? '12';
  * inputs) and stateful sequences; SCHEMATHESIS_PHASES=examples,coverage,fuzzing,stateful runs all.
  */
 const PHASES = process.env.SCHEMATHESIS_PHASES ?? 'examples,fuzzing,stateful';
+/** Operations answering a Server-Sent Events stream (the `listen` extension). */
+const STREAMING_OPERATIONS = ['get_webhook_endpoints_listen'];
 /** `npm run fuzz` (all phases, more examples) runs for about ten minutes. */
 const RUN_TIMEOUT_MS = Number(process.env.SCHEMATHESIS_TIMEOUT_MS ?? 400_000);
 
@@ -105,6 +107,9 @@ it(
         // of the API), which made the run flaky.
         '--workers',
         '1',
+        // A valid request opens a stream that lasts until the client leaves: the fuzzer would only
+        // time out. Its refusals and its stream are tested in test/integration/webhook-listen.test.ts.
+        ...STREAMING_OPERATIONS.flatMap((id) => ['--exclude-operation-id', id]),
       ],
       RUN_TIMEOUT_MS,
     );
@@ -114,7 +119,8 @@ it(
     if (code !== 0) console.log(output);
     // The summary (operations, test cases, failures) is what README quotes.
     else console.log(output.slice(output.lastIndexOf('API Operations')));
-    expect(output).toMatch(/API Operations:\s+Selected: (\d+)\/\1/);
+    const [, selected, total] = /API Operations:\s+Selected: (\d+)\/(\d+)/.exec(output) ?? [];
+    expect(Number(selected), 'every operation but the streaming ones').toBe(Number(total) - STREAMING_OPERATIONS.length);
     expect(code).toBe(0);
   },
   RUN_TIMEOUT_MS + 20_000,
