@@ -14,8 +14,6 @@ export type SessionMode = 'payment' | 'subscription';
 
 export const EXPIRY_MIN_SECONDS = 30 * 60;
 export const EXPIRY_MAX_SECONDS = 24 * 60 * 60;
-/** Clock skew allowed on expires_at: a client computing now + 30 min must not be refused for latency. */
-export const EXPIRY_TOLERANCE_SECONDS = 10;
 export const REDIRECT_DELAY_DEFAULT = 5;
 export const REDIRECT_DELAY_MAX = 30;
 export const URL_MAX_LENGTH = 2000;
@@ -39,11 +37,16 @@ export function startsWithTrial(offer: { type: 'one_off' | 'recurring'; trial_da
   return offer.type === 'recurring' && (offer.trial_days ?? 0) > 0;
 }
 
-/** expires_at as sent (30 minutes to 24 hours from now) or the 24-hour default. */
+/** PIX is a BRL instant payment that cannot save a card for later: BRL only, never with a free trial. */
+export function pixAllowed(currency: string, trial: boolean): boolean {
+  return currency === 'brl' && !trial;
+}
+
+/** expires_at as sent (exactly 30 minutes to 24 hours from now, as the spec says: no tolerance) or the 24-hour default. */
 export function resolveExpiresAt(requested: number | undefined | null, nowSeconds: number): number {
   if (requested === undefined || requested === null) return nowSeconds + EXPIRY_MAX_SECONDS;
-  const earliest = nowSeconds + EXPIRY_MIN_SECONDS - EXPIRY_TOLERANCE_SECONDS;
-  const latest = nowSeconds + EXPIRY_MAX_SECONDS + EXPIRY_TOLERANCE_SECONDS;
+  const earliest = nowSeconds + EXPIRY_MIN_SECONDS;
+  const latest = nowSeconds + EXPIRY_MAX_SECONDS;
   if (!Number.isInteger(requested) || requested < earliest || requested > latest) {
     throw invalid('expires_at', 'expires_at must be a Unix timestamp between 30 minutes and 24 hours from now.');
   }

@@ -129,7 +129,8 @@ export async function completeCheckoutSession(
   const updated = await markSessionComplete(deps.db, storeId, sessionId, {
     payment_status: paymentStatus,
     customer: result.customerId,
-    customer_email: result.customerEmail,
+    // "As passed; with customer, the customer's values": what the buyer typed is the order's, not the session's.
+    customer_email: session.customer_email,
     order: withOrder ? checkoutOrderId(storeId, result.attemptKey, completedAt) : null,
     completed_at: completedAt,
     payment: paymentOf(result),

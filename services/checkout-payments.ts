@@ -5,7 +5,7 @@
 // in the workflow (services/checkout-attempts.ts), so a page that stops waiting loses nothing.
 import { ApiError } from '../domain/errors';
 import { derivedId } from '../domain/ids';
-import { cardDigits, chargeAmounts, type ChargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, priceIn, startsWithTrial } from '../domain/checkout';
+import { cardDigits, chargeAmounts, type ChargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, pixAllowed, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
 import type { CustomerDoc, StoreDoc } from '../store/collections';
 import { findCustomer } from '../store/customers';
@@ -91,7 +91,6 @@ export async function payCheckoutSession(
 ): Promise<HostedPaymentResult> {
   if (effectiveStatus(session, Math.floor(now / 1000)) !== 'open') return { kind: 'closed' };
   const trial = startsWithTrial(session.offer);
-  if (input.method === 'pix' && trial) return { kind: 'error', code: 'method_unavailable', message: 'PIX is not available for this offer.', field: 'method' };
   // The workflow refuses too; this spares a tokenization the buyer cannot use.
   if (input.method === 'card' && session.card_locked) return cardLocked();
 
@@ -123,6 +122,10 @@ function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, 
   }
   if (!price) return { stop: { kind: 'error', code: 'currency_unsupported', message: 'This currency is not available.', field: 'currency' } };
   const amounts = chargeAmounts(price, session.pack, session.coupon);
+  // The page offers PIX only where it may be used; a hand-made form is refused the same way.
+  if (input.method === 'pix' && !pixAllowed(amounts.currency, trial)) {
+    return { stop: { kind: 'error', code: 'method_unavailable', message: 'PIX is only available for payments in BRL without a free trial.', field: 'method' } };
+  }
   if (input.method !== 'card') return { value: { trial, amounts, installments: null, cardNumber: null } };
 
   let installments: number | null;

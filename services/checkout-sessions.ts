@@ -130,7 +130,8 @@ export async function createCheckoutSession(
 
 function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSeconds: number): SessionRequest {
   const offerRef = emptyToUndefined(body.offer) ?? emptyToUndefined(body.line_items?.[0]?.price);
-  const offerParam = emptyToUndefined(body.offer) !== undefined ? 'offer' : 'line_items[0].price';
+  // line_items[0][price] is the offer under another name: its errors name `offer`, as the spec's do.
+  const offerParam = 'offer';
   if (offerRef === undefined) throw missing('offer', 'Missing required param: offer (or line_items[0][price]).');
   const successUrl = emptyToUndefined(body.success_url);
   const cancelUrl = emptyToUndefined(body.cancel_url);

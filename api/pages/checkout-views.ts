@@ -1,7 +1,7 @@
 // The hosted checkout's pages as HTML: the payment form, the thank-you page, the processing page (a
 // payment still running), the pending PIX and review pages, the failed-payment page and the
 // unavailable-link page. Pure rendering from the session (and its order); user text is escaped by html``.
-import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
+import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, pixAllowed, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
 import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import type { CheckoutSessionDoc } from '../../store/checkout-sessions';
@@ -108,7 +108,7 @@ export function renderCheckoutPage(
   // A decline recorded by the workflow stays visible on reload, so the buyer knows why and retries.
   const error = options.error ?? (session.last_error ? { ...session.last_error, field: 'payment' } : null);
   const trial = isTrial(session);
-  const pix = options.pixAvailable && price.currency === 'brl' && !trial;
+  const pix = options.pixAvailable && pixAllowed(price.currency, trial);
   // Too many declined cards (card testing): only PIX is taken now.
   const cardLocked = session.card_locked === true;
   const method = pix && (values.method === 'pix' || cardLocked) ? 'pix' : 'card';

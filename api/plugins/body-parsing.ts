@@ -5,7 +5,7 @@
 import fp from 'fastify-plugin';
 import qs from 'qs';
 import secureJson from 'secure-json-parse';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors';
 
 export const QS_OPTIONS: qs.IParseOptions = { depth: 6, arrayLimit: 100, parameterLimit: 2000, allowDots: false };
@@ -20,6 +20,42 @@ function emptyToNull(value: unknown): unknown {
   return value;
 }
 
+interface BodySchema {
+  type?: string | string[];
+  properties?: Record<string, BodySchema>;
+  required?: string[];
+  items?: BodySchema;
+  anyOf?: BodySchema[];
+}
+
+const allowsNull = (schema: BodySchema): boolean =>
+  schema.type === 'null' || (Array.isArray(schema.type) && schema.type.includes('null')) || Boolean(schema.anyOf?.some(allowsNull));
+
+/**
+ * The first required param sent as null (JSON null, or an empty form value) where the schema does not
+ * take null, as the spec writes params ("document.type", "lines[0].amount"); null when there is none.
+ * Validation alone would coerce it to 0 or "" and answer about the wrong thing.
+ */
+export function requiredNullParam(schema: BodySchema | undefined, value: unknown, path = ''): string | null {
+  if (!schema || value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    if (!schema.items) return null;
+    for (const [index, item] of value.entries()) {
+      const found = requiredNullParam(schema.items, item, `${path}[${index}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [key, property] of Object.entries(schema.properties ?? {})) {
+    const param = path ? `${path}.${key}` : key;
+    const field = (value as Record<string, unknown>)[key];
+    if (field === null && schema.required?.includes(key) && !allowsNull(property)) return param;
+    const found = requiredNullParam(property, field, param);
+    if (found) return found;
+  }
+  return null;
+}
+
 export function parseQueryString(text: string): Record<string, unknown> {
   return qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
 }
@@ -31,6 +67,17 @@ export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
   // a delete), not a malformed request.
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'DELETE')) request.body = {};
+  });
+
+  // Last before validation (after a route's own preValidation, which may answer first), on every route with a body.
+  const refuseRequiredNulls = async (request: FastifyRequest) => {
+    const param = requiredNullParam(request.routeOptions.schema?.body as BodySchema | undefined, request.body);
+    if (param) throw new ApiError('parameter_missing', `Missing required param: ${param}.`, { param });
+  };
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.body) return;
+    const own = route.preValidation ? [route.preValidation].flat() : [];
+    route.preValidation = [...own, refuseRequiredNulls];
   });
 
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {

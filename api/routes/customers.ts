@@ -118,6 +118,14 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: CreateBody,
         response: withErrors({ 200: CustomerRef, 201: CustomerRef }),
       },
+      // "If a customer with that email already exists: 200 with the existing customer, no field
+      // changed": looked up before the other fields are validated, so their problems do not matter.
+      preValidation: async (request, reply) => {
+        const email = (request.body as { email?: unknown } | null)?.email;
+        if (typeof email !== 'string' || email.trim() === '') return;
+        const existing = await findClaimedCustomer(db, authOf(request).store._id, email.trim());
+        if (existing) return reply.status(200).send(customerObject(existing));
+      },
     },
     async (request, reply) => {
       const { store } = authOf(request);

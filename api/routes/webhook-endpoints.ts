@@ -88,15 +88,14 @@ const WebhookTest = Type.Object({ object: Type.Literal('webhook_test'), webhook_
 
 /** enabled_events as stored, or 400 invalid_event_type naming the first entry the catalog does not know. */
 export function checkEnabledEvents(catalog: EventCatalog, entries: string[] | undefined): string[] {
-  const normalized = normalizeEnabledEvents(entries);
-  const unknown = unknownEventEntry(catalog, normalized);
+  // Every entry is checked before `*` absorbs the rest: a typo beside `*` is refused, not hidden.
+  const unknown = unknownEventEntry(catalog, entries ?? []);
   if (unknown) {
-    const index = entries ? entries.indexOf(unknown.entry) : unknown.index;
     throw new ApiError('invalid_event_type', `'${unknown.entry}' is not an event type of catalog ${catalog}.`, {
-      param: `enabled_events[${index}]`,
+      param: `enabled_events[${unknown.index}]`,
     });
   }
-  return normalized;
+  return normalizeEnabledEvents(entries);
 }
 
 const EndpointRef = Type.Ref('WebhookEndpoint');

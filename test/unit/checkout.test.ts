@@ -41,8 +41,8 @@ describe('expires_at', () => {
     expect(resolveExpiresAt(now + 1800, now)).toBe(now + 1800);
     expect(resolveExpiresAt(now + 86_400, now)).toBe(now + 86_400);
   });
-  test('refuses earlier than 30 minutes, later than 24 hours, and non-integers with parameter_invalid expires_at', () => {
-    for (const value of [now + 1700, now - 10, now + 86_400 + 60, now + 3600.5]) {
+  test('refuses earlier than 30 minutes, later than 24 hours (one second is enough: no tolerance), and non-integers with parameter_invalid expires_at', () => {
+    for (const value of [now + 1799, now + 1700, now - 10, now + 86_401, now + 86_400 + 60, now + 3600.5]) {
       expect(codeOf(() => resolveExpiresAt(value, now))).toEqual({ code: 'parameter_invalid', param: 'expires_at' });
     }
   });
