@@ -223,7 +223,7 @@ export function normalizePrice(input: PriceInput): NormalizedPrice {
   if (!finiteNonNegative(included)) throw invalid('included_units', 'included_units is a number, 0 or more.');
   let tiers: Tier[] | null = null;
   if (hasTiers) {
-    if (unitAmount !== 0) throw invalid('unit_amount', 'With tiers, send unit_amount 0: each tier has its own unit_amount.');
+    // "With tiers, the item's unit_amount is not part of the calculation": kept as sent, ignored by priceLine.
     tiers = normalizeTiers(input.tiers!);
   }
   const threshold = input.billing_threshold ?? null;

@@ -75,6 +75,8 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('billing_meters', { store_id: 1, _id: -1 }),
   // A meter event's identifier is unique per meter.
   index('billing_meter_events', { store_id: 1, meter: 1, identifier: 1 }, { unique: true }),
+  // event_summaries over any two instants: the partial hours at the range's ends are read event by event.
+  index('billing_meter_events', { store_id: 1, meter: 1, customer: 1, timestamp: 1 }),
   // Ingestion journals past their lease (recovery), and a customer's open ones (closing a period).
   index('usage_journals', { lease_until: 1 }),
   index('usage_journals', { customers: 1, created: 1 }),

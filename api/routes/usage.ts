@@ -24,7 +24,7 @@ const TierInput = Type.Object(
 const ItemBody = Type.Object(
   {
     meter: Type.String({ description: 'mtr_ of the store.' }),
-    unit_amount: Type.Optional(Type.Number({ minimum: 0, description: 'Minor unit, fractions allowed; required unless tiers are sent (then 0).' })),
+    unit_amount: Type.Optional(Type.Number({ minimum: 0, description: 'Minor unit, fractions allowed; required unless tiers are sent; beside tiers it is kept but not part of the calculation.' })),
     included_units: Type.Optional(Type.Number({ minimum: 0, description: 'Default 0.' })),
     tiers: Type.Optional(
       Nullable(Type.Array(TierInput, { minItems: TIERS_MIN, maxItems: TIERS_MAX, description: 'Ascending up_to; the last has up_to null (or inf).' })),

@@ -94,6 +94,18 @@ describe('windows', () => {
     const empty = await summaries(m.id, `customer=${customer}&start_time=${D + 10 * HOUR}&end_time=${D + 20 * HOUR}`);
     expect(empty.body.data).toEqual([]);
   });
+
+  test('without a window, start_time and end_time are any instants: partial hours count exactly the events inside', async () => {
+    // [D+1h+601s, D+5h+1s): the events at 1h+3000s (3) and 5h (4), not the one at 1h+600s.
+    const across = await summaries(m.id, `customer=${customer}&start_time=${D + HOUR + 601}&end_time=${D + 5 * HOUR + 1}`);
+    expect(values(across.body)).toEqual([[HOUR + 601, 5 * HOUR + 1, 7]]);
+    // Inside one hour: only the event at 1h+600s.
+    const inside = await summaries(m.id, `customer=${customer}&start_time=${D + HOUR + 500}&end_time=${D + HOUR + 700}`);
+    expect(values(inside.body)).toEqual([[HOUR + 500, HOUR + 700, 2]]);
+    // Over whole days plus both partial ends.
+    const wide = await summaries(m.id, `customer=${customer}&start_time=${D + HOUR + 601}&end_time=${D + DAY + 2 * HOUR + 1}`);
+    expect(values(wide.body)).toEqual([[HOUR + 601, DAY + 2 * HOUR + 1, 17]]);
+  });
 });
 
 describe('formulas and attachment', () => {
@@ -131,8 +143,8 @@ describe('formulas and attachment', () => {
 
 describe('refusals', () => {
   test.each([
-    ['start_time not on an hour', `start_time=${D + 60}&end_time=${D + DAY}`, 'parameter_invalid', 'start_time'],
-    ['end_time not on an hour', `start_time=${D}&end_time=${D + DAY + 1}`, 'parameter_invalid', 'end_time'],
+    ['start_time not on an hour with hourly windows', `start_time=${D + 60}&end_time=${D + DAY}&value_grouping_window=hour`, 'parameter_invalid', 'start_time'],
+    ['end_time not on an hour with hourly windows', `start_time=${D}&end_time=${D + DAY + 1}&value_grouping_window=hour`, 'parameter_invalid', 'end_time'],
     ['day window off a UTC day', `start_time=${D + HOUR}&end_time=${D + DAY}&value_grouping_window=day`, 'parameter_invalid', 'start_time'],
     ['end before start', `start_time=${D + DAY}&end_time=${D}`, 'parameter_invalid', 'end_time'],
     ['more than one year', `start_time=${D - 400 * DAY}&end_time=${D}`, 'parameter_invalid', 'end_time'],
@@ -146,11 +158,16 @@ describe('refusals', () => {
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code, param });
   });
 
-  test('a range of exactly 366 days is accepted', async () => {
+  test('a range of exactly one calendar year is accepted; a second more is refused', async () => {
     const m = await meter();
     const customer = (await seedCustomer(mongo.db, store.store._id))._id;
-    const res = await summaries(m.id, `customer=${customer}&start_time=${D - 365 * DAY}&end_time=${D + DAY}&value_grouping_window=day`);
-    expect(res.status).toBe(200);
+    const start = D - 300 * DAY;
+    const yearLater = new Date(start * 1000);
+    yearLater.setUTCFullYear(yearLater.getUTCFullYear() + 1);
+    const end = yearLater.getTime() / 1000;
+    expect((await summaries(m.id, `customer=${customer}&start_time=${start}&end_time=${end}&value_grouping_window=day`)).status).toBe(200);
+    const over = await summaries(m.id, `customer=${customer}&start_time=${start}&end_time=${end + 1}`);
+    expect(over.body.error).toMatchObject({ code: 'parameter_invalid', param: 'end_time' });
   });
 
   test('missing customer is parameter_missing; an unknown customer or meter is 404 resource_missing', async () => {

@@ -137,7 +137,6 @@ describe('refusals', () => {
     [{ unit_amount: 1, billing_threshold: 10.5 }, 'parameter_invalid', 'billing_threshold'],
     [{ unit_amount: 1, billing_threshold: 0 }, 'parameter_invalid', 'billing_threshold'],
     [{ unit_amount: 1, label: 'l'.repeat(121) }, 'parameter_invalid', 'label'],
-    [{ unit_amount: 5, tiers: [{ up_to: null, unit_amount: 1 }] }, 'parameter_invalid', 'unit_amount'],
     [{ tiers: [] }, 'parameter_invalid', 'tiers'],
     [{ tiers: Array.from({ length: 21 }, (_, i) => ({ up_to: i === 20 ? null : i + 1, unit_amount: 1 })) }, 'parameter_invalid', 'tiers'],
     [{ tiers: [{ up_to: 10, unit_amount: 1 }] }, 'parameter_invalid', 'tiers[0].up_to'],
@@ -152,6 +151,13 @@ describe('refusals', () => {
     expect(res.body.error, JSON.stringify(res.body)).toBeDefined();
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code, param });
   });
+});
+
+test('a non-zero unit_amount beside tiers is accepted, not refused (the tiers price the usage; pricing is unit-tested)', async () => {
+  const [m, sub] = [await meter(), await subscription()];
+  const res = await post(sub._id, { meter: m.id, unit_amount: 5, tiers: [{ up_to: null, unit_amount: 1 }] });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect(res.body).toMatchObject({ unit_amount: 5, tiers: [{ up_to: null, unit_amount: 1 }] });
 });
 
 describe('list and delete', () => {

@@ -189,11 +189,10 @@ describe('normalizePrice', () => {
     expect(normalizePrice({ tiers: [{ up_to: null, unit_amount: 1 }] }).unit_amount).toBe(0);
   });
 
-  test('a non-zero unit_amount beside tiers is refused', () => {
-    expect(codeOf(() => normalizePrice({ unit_amount: 3, tiers: [{ up_to: null, unit_amount: 1 }] }))).toEqual({
-      code: 'parameter_invalid',
-      param: 'unit_amount',
-    });
+  test('a non-zero unit_amount beside tiers is kept as sent and takes no part in the price', () => {
+    const spec = normalizePrice({ unit_amount: 3, tiers: [{ up_to: null, unit_amount: 1 }] });
+    expect(spec.unit_amount).toBe(3);
+    expect(priceLine(10, spec)).toMatchObject({ amount: 10, unit_amount: null });
   });
 
   test('tier rules: 1 to 20, ascending, only the last open-ended, whole flat amounts', () => {
