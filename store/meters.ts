@@ -81,7 +81,6 @@ export async function renameMeter(db: Db, storeId: string, id: string, displayNa
     { $set: { display_name: displayName, updated: seconds(now) } },
     { returnDocument: 'after' },
   );
-  forgetMeter(id);
   if (!updated) throw notFound('meter', id);
   return updated;
 }
@@ -94,37 +93,20 @@ export async function deactivateMeter(db: Db, storeId: string, id: string, now =
     { $set: { status: 'inactive', deactivated_at: seconds(now), updated: seconds(now) } },
     { returnDocument: 'after' },
   );
-  forgetMeter(id);
   return updated ?? (await requireMeter(db, storeId, id));
 }
 
 // (store, event_name) -> meter id. Safe to keep forever: names are immutable and meters never deleted.
 const meterIdByName = new Map<string, string>();
 const NAME_CACHE_MAX = 50_000;
-// The meter itself, for a moment: ingestion reads it on every call. This process forgets it when it
-// changes the meter; another process's deactivation is seen within this long, and an event accepted
-// in between is priced at zero anyway (an inactive meter's quantity costs nothing).
-const METER_FRESH_MS = 2_000;
-const recentMeters = new Map<string, { doc: MeterDoc; at: number }>();
-
-function forgetMeter(id: string): void {
-  recentMeters.delete(id);
-}
+// The meter itself is read on every call (one lookup by _id): "New events for it get 400 meter_inactive"
+// applies at once on every API process, which a per-process copy could not promise.
 
 /** The meter an event_name names in the store (its current status included), or null. */
 export async function findMeterByEventName(db: Db, storeId: string, eventName: string): Promise<MeterDoc | null> {
   const cacheKey = `${storeId}|${eventName}`;
   const cachedId = meterIdByName.get(cacheKey);
-  if (cachedId) {
-    const recent = recentMeters.get(cachedId);
-    if (recent && Date.now() - recent.at < METER_FRESH_MS) return recent.doc;
-    const doc = await findMeter(db, storeId, cachedId);
-    if (doc) {
-      if (recentMeters.size >= NAME_CACHE_MAX) recentMeters.clear();
-      recentMeters.set(cachedId, { doc, at: Date.now() });
-    }
-    return doc;
-  }
+  if (cachedId) return findMeter(db, storeId, cachedId);
   const doc = await metersCollection(db).findOne({ store_id: storeId, event_name: eventName });
   if (doc) {
     if (meterIdByName.size >= NAME_CACHE_MAX) meterIdByName.clear();

@@ -15,7 +15,8 @@ const EventBody = Type.Object(
   {
     event_name: Type.String({ description: "The meter's event_name." }),
     identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_MAX, description: 'Idempotency per meter; generated when absent.' })),
-    payload: Type.Object({}, { additionalProperties: true, description: 'Up to 20 keys of text, numbers or booleans: the customer key and the value key.' }),
+    // Any value reaches the ingestion rules, so a non-object is invalid_payload here as in the batch.
+    payload: Type.Unknown({ description: 'An object of up to 20 keys of text, numbers or booleans: the customer key and the value key.' }),
     timestamp: Type.Optional(Type.Integer({ description: 'Unix seconds; up to 35 days back and 5 minutes ahead; default arrival time.' })),
   },
   { additionalProperties: false },
