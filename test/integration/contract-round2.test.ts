@@ -121,3 +121,28 @@ describe('checkout sessions', () => {
     expect((await pay(brl.id, { ...buyerForm(), method: 'pix' })).status).toBe(303);
   });
 });
+
+describe('a free-trial sign-up from checkout', () => {
+  test('reaches a 2026-09-01 endpoint as subscription.created (no order is created, so no order.paid)', async () => {
+    const trialStore = await createTestStore(stack.mongo.db);
+    const trialCatalog = await seedCheckoutCatalog(stack.mongo.db, trialStore.store._id);
+    const endpoint = await call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/legacy', api_version: '2026-09-01' } });
+    expect(endpoint.status).toBe(201);
+    const session = (await createSession(stack.api, trialStore, { offer: trialCatalog.trial._id })).body;
+    const res = await fetch(`${stack.api.url}/c/${session.id}/pay`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ ...buyerForm(), method: 'card', card_number: '4242424242424242' }).toString(),
+    });
+    expect(res.status).toBe(303);
+    const legacy = await waitFor(async () => {
+      const events = await stack.mongo.db.collection('events').find({ store_id: trialStore.store._id, api_version: '2026-09-01' }).toArray();
+      return events.some((e) => e.type === 'subscription.created') ? events : null;
+    }, { description: 'the 2026-09-01 subscription.created' });
+    const created = legacy.find((e) => e.type === 'subscription.created')!;
+    expect(created.targets).toEqual([endpoint.body.id]);
+    expect(JSON.parse(created.data_json).object).toMatchObject({ status: 'trialing' });
+    expect(legacy.map((e) => e.type)).not.toContain('order.paid');
+  });
+});
