@@ -171,6 +171,30 @@ export function checkoutBase(store: StoreAddressing, checkoutUrl: string): strin
   return store.custom_domain ? `https://${store.custom_domain}` : checkoutUrl;
 }
 
+/**
+ * An offer's link (`checkout_url`): on the store's custom domain `/o/<slug or id>`; on the shared
+ * {checkout_url}, where offer slugs of different stores may meet, `/o/<store slug>/<offer slug>`, else `/o/<ofr_id>`.
+ */
+export function offerLinkUrl(store: StoreAddressing, offer: { _id: string; slug: string | null }, checkoutUrl: string): string {
+  if (store.custom_domain) return `${checkoutBase(store, checkoutUrl)}/o/${encodeURIComponent(offer.slug ?? offer._id)}`;
+  if (store.slug && offer.slug) return `${checkoutUrl}/o/${encodeURIComponent(store.slug)}/${encodeURIComponent(offer.slug)}`;
+  return `${checkoutUrl}/o/${offer._id}`;
+}
+
+/** The page language a browser asks for (Accept-Language), among the checkout's; null when none fits. */
+export function localeFromAcceptLanguage(header: string | undefined): CheckoutLocale | null {
+  const wanted = (header ?? '')
+    .split(',')
+    .map((part) => {
+      const [tag, ...params] = part.trim().split(';');
+      const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find(Boolean);
+      return { lang: tag.toLowerCase().split('-')[0], q: q === undefined ? 1 : Number(q) };
+    })
+    .filter((entry) => entry.q > 0)
+    .sort((a, b) => b.q - a.q);
+  return (wanted.map((entry) => entry.lang).find((lang) => (CHECKOUT_LOCALES as readonly string[]).includes(lang)) as CheckoutLocale | undefined) ?? null;
+}
+
 export function checkoutPageUrl(base: string, sessionId: string): string {
   return `${base}/c/${sessionId}`;
 }

@@ -4,6 +4,7 @@
 // and is never framed; failures render as a page, not as an API error object.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import checkoutPages from './checkout';
+import offerLinkPages from './offer-links';
 import portalPages from './portal';
 import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
@@ -75,6 +76,7 @@ export default async function pages(app: FastifyInstance): Promise<void> {
 
   limitPaymentSubmits(app);
   await app.register(checkoutPages);
+  await app.register(offerLinkPages);
   await app.register(portalPages);
   await app.register(docsPage);
 }

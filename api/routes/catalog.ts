@@ -46,7 +46,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         toApi: (doc: OfferDoc) => doc,
       });
       const byId = await productsById(db, store._id, list.data.map((d) => d.product_id));
-      return { ...list, data: list.data.map((d) => offerObject(d, byId.get(d.product_id) ?? null, config.checkoutUrl)) };
+      return { ...list, data: list.data.map((d) => offerObject(d, byId.get(d.product_id) ?? null, { store, checkoutUrl: config.checkoutUrl })) };
     },
   );
 
@@ -58,7 +58,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const doc = await findOwnedById(offers, store._id, request.params.id);
       if (!doc) throw notFound('offer', request.params.id);
       const product = await findOwnedById(products, store._id, doc.product_id);
-      return offerObject(doc, product, config.checkoutUrl);
+      return offerObject(doc, product, { store, checkoutUrl: config.checkoutUrl });
     },
   );
 

@@ -2,6 +2,7 @@
 // which names the product and the offer's hosted checkout link.
 import { Type, type Static } from '@sinclair/typebox';
 import type { OfferDoc, ProductDoc } from '../../store/collections';
+import { offerLinkUrl, type StoreAddressing } from '../../domain/checkout';
 import { Nullable } from './common';
 
 const NullableInt = Nullable(Type.Integer());
@@ -44,7 +45,7 @@ export const Offer = Type.Object(
 );
 export type OfferObject = Static<typeof Offer>;
 
-export function offerObject(doc: OfferDoc, product: ProductDoc | null, checkoutBaseUrl: string): OfferObject {
+export function offerObject(doc: OfferDoc, product: ProductDoc | null, links: { store: StoreAddressing; checkoutUrl: string }): OfferObject {
   return {
     id: doc._id,
     object: 'offer',
@@ -53,7 +54,7 @@ export function offerObject(doc: OfferDoc, product: ProductDoc | null, checkoutB
     type: doc.type,
     active: doc.active,
     product: product ? { id: product._id, name: product.name } : { id: doc.product_id, name: null },
-    checkout_url: doc.slug ? `${checkoutBaseUrl}/o/${doc.slug}` : `${checkoutBaseUrl}/o/${doc._id}`,
+    checkout_url: offerLinkUrl(links.store, doc, links.checkoutUrl),
     prices: doc.prices,
     billing_cycle: doc.billing_cycle,
     custom_billing_days: doc.custom_billing_days,

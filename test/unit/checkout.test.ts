@@ -14,6 +14,8 @@ import {
   fillSessionPlaceholder,
   portalAddress,
   resolveExpiresAt,
+  offerLinkUrl,
+  localeFromAcceptLanguage,
   sessionAmountTotal,
   validateRedirectUrl,
 } from '../../domain/checkout';
@@ -134,5 +136,23 @@ describe('languages', () => {
     expect(formatMoney(19700, 'brl', 'pt').replace(/\s/g, ' ')).toBe('R$ 197,00');
     expect(formatMoney(3900, 'usd', 'en')).toBe('$39.00');
     expect(formatMoney(1500, 'jpy', 'en')).toBe('¥1,500');
+  });
+});
+
+describe('offer links and browser languages', () => {
+  test('the shared host names the store when both have slugs, else the offer id; a custom domain takes the offer slug', () => {
+    const base = 'https://pay.example.com';
+    expect(offerLinkUrl({ slug: 'lumen', custom_domain: null }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://pay.example.com/o/lumen/course');
+    expect(offerLinkUrl({ slug: null, custom_domain: null }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://pay.example.com/o/ofr_1');
+    expect(offerLinkUrl({ slug: 'lumen', custom_domain: null }, { _id: 'ofr_1', slug: null }, base)).toBe('https://pay.example.com/o/ofr_1');
+    expect(offerLinkUrl({ slug: 'lumen', custom_domain: 'shop.example' }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://shop.example/o/course');
+  });
+
+  test('Accept-Language picks the best-weighted language the checkout has', () => {
+    expect(localeFromAcceptLanguage('pt-BR,pt;q=0.9,en;q=0.8')).toBe('pt');
+    expect(localeFromAcceptLanguage('nl-NL, de;q=0.7, en;q=0.9')).toBe('en');
+    expect(localeFromAcceptLanguage('ja;q=0, ko')).toBe('ko');
+    expect(localeFromAcceptLanguage('nl')).toBeNull();
+    expect(localeFromAcceptLanguage(undefined)).toBeNull();
   });
 });
