@@ -261,6 +261,9 @@ function sessionDocument(
     subscription_metadata: request.subscriptionMetadata ? encodeMetadata(request.subscriptionMetadata) : null,
     coupon,
     success_url: request.successUrl ?? null,
+    // "The session's success_url takes precedence over ... the offer's and the store's default."
+    fallback_success_url: offer.success_url ?? store.default_success_url ?? null,
+    files: product?.files ?? [],
     cancel_url: request.cancelUrl ?? null,
     redirect_delay: body.redirect_delay ?? REDIRECT_DELAY_DEFAULT,
     locale: body.locale ?? null,

@@ -4,7 +4,7 @@
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { PaymentStatus, SessionMode, SessionStatus } from '../domain/checkout';
-import type { OfferPrice } from './collections';
+import type { OfferPrice, ProductFile } from './collections';
 
 /** What the session keeps of its offer at creation: the page renders and charges from it. */
 export interface OfferSnapshot {
@@ -60,6 +60,10 @@ export interface CheckoutSessionDoc {
   subscription_metadata: StoredMetadata | null;
   coupon: CouponSnapshot | null;
   success_url: string | null;
+  /** The offer's success URL, else the store's default, when the session was created: used when success_url is null. */
+  fallback_success_url?: string | null;
+  /** The product's downloadable files when the session was created. */
+  files?: ProductFile[];
   cancel_url: string | null;
   redirect_delay: number;
   locale: string | null;

@@ -15,6 +15,8 @@ export interface StoreDoc {
   plan_overdue: boolean;
   portal_enabled: boolean;
   custom_domain: string | null;
+  /** Where the thank-you page continues when neither the session nor the offer says (admin CLI). */
+  default_success_url?: string | null;
   created: number;
 }
 
@@ -58,7 +60,14 @@ export interface ProductDoc {
   description: string | null;
   family: string | null;
   active: boolean;
+  /** Downloadable files the thank-you page lists (admin CLI); the page then waits for the buyer. */
+  files?: ProductFile[];
   created: number;
+}
+
+export interface ProductFile {
+  name: string;
+  url: string;
 }
 
 export interface OfferPrice {
@@ -94,6 +103,8 @@ export interface OfferDoc {
   packs: number[];
   max_installments: number | null;
   usage: OfferUsageRow[];
+  /** The thank-you page's target when the session has no success_url (admin CLI); before the store's default. */
+  success_url?: string | null;
   created: number;
 }
 

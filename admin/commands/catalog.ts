@@ -1,5 +1,6 @@
 // products / offers / coupons / meters: the catalog the operator sets up for a store.
-import { collections, type OfferPrice, type OfferUsageRow } from '../../store/collections';
+import { collections, type OfferPrice, type OfferUsageRow, type ProductFile } from '../../store/collections';
+import { validateRedirectUrl } from '../../domain/checkout';
 import {
   BILLING_CYCLES,
   addOfferUsageRow,
@@ -9,7 +10,7 @@ import {
   createProduct,
   type BillingCycle,
 } from '../../store/catalog';
-import { asJson, bool, num, positional, str, type Command } from './types';
+import { asJson, bool, num, positional, str, successUrlOption, type Command, type CommandContext } from './types';
 
 /** "brl:4990" or "brl:4990:default" */
 function parsePrice(text: string): OfferPrice {
@@ -25,17 +26,46 @@ async function requireStore(ctx: Parameters<Command['run']>[0]): Promise<string>
   return storeId;
 }
 
+/** --file "name=url" (repeatable): the product's downloadable files; `none` removes them; undefined when not given. */
+function parseFiles(ctx: CommandContext): ProductFile[] | undefined {
+  const given = ctx.values.file as string[] | undefined;
+  if (!given || given.length === 0) return undefined;
+  if (given.length === 1 && given[0] === 'none') return [];
+  return given.map((entry) => {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw new Error(`--file takes "name=https://...", not '${entry}'`);
+    return { name: entry.slice(0, eq).trim(), url: validateRedirectUrl('--file', entry.slice(eq + 1).trim(), true) };
+  });
+}
+
 export const catalogCommands: Record<string, Command> = {
   'products create': {
-    summary: 'create a product (--store --name [--family] [--description])',
-    options: { store: { type: 'string' }, name: { type: 'string' }, family: { type: 'string' }, description: { type: 'string' } },
+    summary: 'create a product (--store --name [--family] [--description] [--file "name=https://..."]...)',
+    options: { store: { type: 'string' }, name: { type: 'string' }, family: { type: 'string' }, description: { type: 'string' }, file: { type: 'string', multiple: true } },
     async run(ctx) {
-      return createProduct(ctx.db, {
+      const product = await createProduct(ctx.db, {
         storeId: await requireStore(ctx),
         name: str(ctx, 'name')!,
         family: str(ctx, 'family', false) ?? null,
         description: str(ctx, 'description', false) ?? null,
       });
+      const files = parseFiles(ctx);
+      if (!files) return product;
+      await collections(ctx.db).products.updateOne({ _id: product._id }, { $set: { files } });
+      return { ...product, files };
+    },
+    format: asJson,
+  },
+  'products set': {
+    summary: 'change a product (<prd_ id> [--file "name=https://..."]... replaces its downloadable files; --file none removes them)',
+    options: { file: { type: 'string', multiple: true } },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'product id');
+      const files = parseFiles(ctx);
+      if (!files) throw new Error('nothing to change: give --file');
+      const product = await collections(ctx.db).products.findOneAndUpdate({ _id: id }, { $set: { files } }, { returnDocument: 'after' });
+      if (!product) throw new Error(`no product ${id}`);
+      return product;
     },
     format: asJson,
   },
@@ -56,6 +86,7 @@ export const catalogCommands: Record<string, Command> = {
       'max-installments': { type: 'string' },
       slug: { type: 'string' },
       active: { type: 'string' },
+      'success-url': { type: 'string' },
     },
     async run(ctx) {
       const storeId = await requireStore(ctx);
@@ -86,13 +117,18 @@ export const catalogCommands: Record<string, Command> = {
         packs: packs ? packs.split(',').map(Number) : [],
         maxInstallments: num(ctx, 'max-installments') ?? null,
         active: bool(ctx, 'active') ?? true,
+      }).then(async (offer) => {
+        const successUrl = successUrlOption(ctx);
+        if (successUrl === undefined) return offer;
+        await collections(ctx.db).offers.updateOne({ _id: offer._id }, { $set: { success_url: successUrl } });
+        return { ...offer, success_url: successUrl };
       });
     },
     format: asJson,
   },
   'offers set': {
-    summary: 'change an offer (<ofr_ id> [--active true|false] [--name] [--slug])',
-    options: { active: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' } },
+    summary: 'change an offer (<ofr_ id> [--active true|false] [--name] [--slug] [--success-url <url>|none])',
+    options: { active: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' }, 'success-url': { type: 'string' } },
     async run(ctx) {
       const id = positional(ctx, 0, 'offer id');
       const set: Record<string, unknown> = {};
@@ -102,6 +138,8 @@ export const catalogCommands: Record<string, Command> = {
       if (name) set.name = name;
       const slug = str(ctx, 'slug', false);
       if (slug) set.slug = slug;
+      const successUrl = successUrlOption(ctx);
+      if (successUrl !== undefined) set.success_url = successUrl;
       const offer = await collections(ctx.db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
       if (!offer) throw new Error(`no offer ${id}`);
       return offer;

@@ -1,7 +1,7 @@
 // stores create | show | set: the store record and the operator's flags on it.
 import { collections, type StoreDoc } from '../../store/collections';
 import { createStore } from '../../store/stores';
-import { bool, positional, str, type Command } from './types';
+import { bool, positional, str, successUrlOption, type Command } from './types';
 
 const formatStore = (result: unknown) => {
   const s = result as StoreDoc;
@@ -9,6 +9,7 @@ const formatStore = (result: unknown) => {
     `store ${s._id}  ${s.name}${s.slug ? ` (${s.slug})` : ''}`,
     `  country ${s.country}  currency ${s.currency}  timezone ${s.timezone}`,
     `  active ${s.active}  api ${s.api_enabled}  plan overdue ${s.plan_overdue}  portal ${s.portal_enabled}  custom domain ${s.custom_domain ?? '-'}`,
+    `  default success URL ${s.default_success_url ?? '-'}`,
   ].join('\n');
 };
 
@@ -53,7 +54,7 @@ export const storeCommands: Record<string, Command> = {
     format: (result) => (result as StoreDoc[]).map(formatStore).join('\n'),
   },
   'stores set': {
-    summary: 'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--custom-domain] [--slug] [--name])',
+    summary: 'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--custom-domain] [--slug] [--name] [--success-url <url>|none])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
@@ -62,6 +63,7 @@ export const storeCommands: Record<string, Command> = {
       'custom-domain': { type: 'string' },
       slug: { type: 'string' },
       name: { type: 'string' },
+      'success-url': { type: 'string' },
     },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
@@ -86,6 +88,8 @@ export const storeCommands: Record<string, Command> = {
       }
       const name = str(ctx, 'name', false);
       if (name) set.name = name;
+      const successUrl = successUrlOption(ctx);
+      if (successUrl !== undefined) set.default_success_url = successUrl;
       const store = await collections(ctx.db).stores.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
       if (!store) throw new Error(`no store ${id}`);
       return store;

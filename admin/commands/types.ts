@@ -1,5 +1,6 @@
 // The shape of an admin command: its options (node:util parseArgs), what it does, how it prints.
 import type { Db } from 'mongodb';
+import { validateRedirectUrl } from '../../domain/checkout';
 
 export interface CommandContext {
   db: Db;
@@ -44,6 +45,14 @@ export function positional(ctx: CommandContext, index: number, what: string): st
   const value = ctx.positionals[index];
   if (!value) throw new Error(`missing ${what}`);
   return value;
+}
+
+/** --success-url: an https:// address (http://localhost too), or none to remove it; undefined when not given. */
+export function successUrlOption(ctx: CommandContext): string | null | undefined {
+  const value = str(ctx, 'success-url', false);
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  return validateRedirectUrl('--success-url', value, true);
 }
 
 export const asJson = (result: unknown) => JSON.stringify(result, null, 2);

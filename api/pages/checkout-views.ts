@@ -6,6 +6,7 @@ import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage 
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import type { CheckoutSessionDoc } from '../../store/checkout-sessions';
 import type { OrderDoc } from '../../store/orders';
+import type { ProductFile } from '../../store/collections';
 import { html, layout, type Markup } from './html';
 
 export interface FormValues {
@@ -205,12 +206,23 @@ function orderLines(lang: PageLanguage, order: OrderDoc | null): Markup {
   </tbody></table>`;
 }
 
+/** Where the thank-you page continues: the session's success_url, else the offer's, else the store's default. */
 export function successTarget(session: CheckoutSessionDoc): string | null {
-  return session.success_url ? fillSessionPlaceholder(session.success_url, session._id) : null;
+  const url = session.success_url ?? session.fallback_success_url ?? null;
+  return url ? fillSessionPlaceholder(url, session._id) : null;
 }
 
-export function renderThankYouPage(lang: PageLanguage, session: CheckoutSessionDoc, order: OrderDoc | null, redirect: boolean): string {
+function downloads(lang: PageLanguage, files: ProductFile[]): Markup {
+  if (files.length === 0) return html``;
+  return html`<section aria-labelledby="files-title" data-testid="files"><h2 id="files-title">${t(lang, 'your_files')}</h2>
+  <ul class="files">${files.map((file) => html`<li><a href="${file.url}" download rel="noopener">${file.name}</a></li>`)}</ul></section>`;
+}
+
+export function renderThankYouPage(lang: PageLanguage, session: CheckoutSessionDoc, order: OrderDoc | null, redirectAsked: boolean): string {
   const target = successTarget(session);
+  const files = session.files ?? [];
+  // With files to download the page does not leave by itself: the buyer continues when done.
+  const redirect = redirectAsked && files.length === 0;
   const delay = session.redirect_delay;
   const head = target && redirect ? html`<meta http-equiv="refresh" content="${delay};url=${target}">` : undefined;
   const body = html`${topBar(lang, session)}
@@ -222,6 +234,7 @@ export function renderThankYouPage(lang: PageLanguage, session: CheckoutSessionD
   ${order ? html`<p class="muted" data-testid="order-id">${t(lang, 'order_ref', { id: order._id })}</p>` : ''}
   ${session.subscription ? html`<p class="muted">${t(lang, 'subscription_ref', { id: session.subscription })}</p>` : ''}
   ${orderLines(lang, order)}
+  ${downloads(lang, files)}
   ${
     target
       ? html`${redirect ? html`<p aria-live="polite">${trustedCountdown(lang, delay)}</p>` : ''}<a class="button" href="${target}" data-testid="continue">${t(lang, 'continue')}</a>`
