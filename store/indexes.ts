@@ -52,6 +52,8 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('orders', { store_id: 1, customer: 1, _id: -1 }),
   index('orders', { store_id: 1, subscription: 1, _id: -1 }),
   index('orders', { store_id: 1, status: 1, _id: -1 }),
+  // The plan quota: orders paid in a calendar month (admin CLI `stores quota`).
+  index('orders', { store_id: 1, paid_at: 1 }),
   // GET /v1/subscriptions filters, the portal, and the subscription a checkout created.
   index('subscriptions', { store_id: 1, _id: -1 }),
   index('subscriptions', { store_id: 1, customer: 1, _id: -1 }),

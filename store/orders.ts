@@ -67,6 +67,18 @@ export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> 
   }
 }
 
+/**
+ * The store's plan quota for [from, to) (Unix seconds): "each approved charge counts as one order",
+ * so the orders paid then, by order_type. Counted from the orders themselves (each approved charge
+ * writes exactly one, keyed), so a retried charge can never count twice; a later refund does not un-count.
+ */
+export async function countPaidOrders(db: Db, storeId: string, from: number, to: number): Promise<{ total: number; by_type: Record<OrderDoc['order_type'], number> }> {
+  const types: OrderDoc['order_type'][] = ['checkout', 'api', 'renewal'];
+  const counts = await Promise.all(types.map((type) => ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type })));
+  const by_type = Object.fromEntries(types.map((type, i) => [type, counts[i]])) as Record<OrderDoc['order_type'], number>;
+  return { total: counts.reduce((a, b) => a + b, 0), by_type };
+}
+
 /** pending -> paid or failed, once (compare-and-set on status); returns the order as it now is. */
 export async function settlePendingOrder(
   db: Db,

@@ -1,7 +1,16 @@
 // stores create | show | set: the store record and the operator's flags on it.
 import { collections, type StoreDoc } from '../../store/collections';
 import { createStore } from '../../store/stores';
+import { countPaidOrders } from '../../store/orders';
 import { bool, positional, str, successUrlOption, type Command } from './types';
+
+/** "2026-11" -> its first second and the next month's first second, UTC. */
+function calendarMonth(month: string): { from: number; to: number } {
+  const match = /^(\d{4})-(\d{2})$/.exec(month);
+  if (!match || Number(match[2]) < 1 || Number(match[2]) > 12) throw new Error('--month is YYYY-MM');
+  const [year, index] = [Number(match[1]), Number(match[2]) - 1];
+  return { from: Date.UTC(year, index, 1) / 1000, to: Date.UTC(year, index + 1, 1) / 1000 };
+}
 
 const formatStore = (result: unknown) => {
   const s = result as StoreDoc;
@@ -44,6 +53,22 @@ export const storeCommands: Record<string, Command> = {
       return store;
     },
     format: formatStore,
+  },
+  'stores quota': {
+    summary: "the plan quota: orders of approved charges in a calendar month, UTC (<store id> [--month YYYY-MM], default this month)",
+    options: { month: { type: 'string' } },
+    async run(ctx) {
+      const id = positional(ctx, 0, 'store id');
+      if (!(await collections(ctx.db).stores.findOne({ _id: id }))) throw new Error(`no store ${id}`);
+      const month = str(ctx, 'month', false) ?? new Date().toISOString().slice(0, 7);
+      const { from, to } = calendarMonth(month);
+      const { total, by_type } = await countPaidOrders(ctx.db, id, from, to);
+      return { store: id, month, orders: total, by_type };
+    },
+    format: (result) => {
+      const q = result as { store: string; month: string; orders: number; by_type: Record<string, number> };
+      return `store ${q.store}  ${q.month}: ${q.orders} orders (checkout ${q.by_type.checkout}, renewal ${q.by_type.renewal}, api ${q.by_type.api})`;
+    },
   },
   'stores list': {
     summary: 'list stores',
