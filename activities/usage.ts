@@ -49,7 +49,7 @@ export function createUsageActivities(deps: UsageDeps) {
       return chargeUsagePeriod(deps, input);
     },
     /** The usage routine: starts the usage workflow of new subscriptions of offers with usage rows. */
-    async runUsageRoutine(input: { now?: number } = {}): Promise<{ started: number }> {
+    async runUsageRoutine(input: { now?: number } = {}): Promise<{ started: number; reported: number }> {
       return runUsageRoutine(deps, input.now ?? Date.now());
     },
   };

@@ -47,6 +47,8 @@ export function periodStartFor(timestamp: number, open: OpenPeriodRef | null, ne
 // Rollup keys: ingestion adds each event to its period's total and to its UTC day (which keeps a
 // total per hour inside it, `<day key>@<hour 0-23>` when adding).
 export const periodRollupKey = (subscriptionId: string, start: number, meterId: string) => `p|${subscriptionId}|${start}|${meterId}`;
+/** Unattached events of a meter that arrived in an hour: what that hour's error report counts. */
+export const unattachedRollupKey = (meterId: string, hourStart: number) => `u|${meterId}|${hourStart}`;
 export const dayRollupKey = (meterId: string, customerId: string, dayStart: number) => `d|${meterId}|${customerId}|${dayStart}`;
 /** The day key with the hour the timestamp falls in: adds to the day and to that hour. */
 export const dayHourRollupKey = (meterId: string, customerId: string, timestamp: number) => {

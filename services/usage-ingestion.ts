@@ -18,7 +18,7 @@ import { randomBase62 } from '../domain/ids';
 import { findMeterByEventName, type MeterDoc } from '../store/meters';
 import type { SubscriptionDoc } from '../store/subscriptions';
 import {
-  claimErrorReport,
+  noteUnattachedHour,
   contributionOf,
   customerKey,
   customerSubscriptions,
@@ -34,7 +34,6 @@ import {
 } from '../store/usage';
 import { meterEventObject, type MeterEventObject } from '../api/schemas/meter-event';
 import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../store/usage-rollups';
-import { emitEvent } from './events';
 import type { EventRequest } from '../store/events';
 import {
   customerExists,
@@ -141,7 +140,7 @@ export async function ingestMeterEvents(
   answerEach(results, { unique, repeats, firstOf, docs, written, stored });
 
   const fresh = docs.filter((d) => written.inserted.has(d._id));
-  await reportUnattached(deps, storeId, fresh, now, options.request ?? null);
+  await noteUnattached(db, storeId, fresh, now);
   await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
   return results;
 }
@@ -266,33 +265,11 @@ function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null,
   };
 }
 
-/** Event rule 6: billing.meter.error_report_triggered at most once per meter per hour. */
-async function reportUnattached(deps: UsageDeps, storeId: string, fresh: MeterEventDoc[], now: number, request: EventRequest | null): Promise<void> {
-  const byMeter = new Map<string, number>();
-  for (const doc of fresh) if (doc.subscription === null) byMeter.set(doc.meter, (byMeter.get(doc.meter) ?? 0) + 1);
+/** Event rule 6: notes the hour of unattached events; the usage routine reports it once the hour is over (services/usage-error-reports.ts). */
+async function noteUnattached(db: Db, storeId: string, fresh: MeterEventDoc[], now: number): Promise<void> {
+  const meters = new Set(fresh.filter((doc) => doc.subscription === null).map((doc) => doc.meter));
   const hour = windowStart(now, HOUR);
-  for (const [meterId, count] of byMeter) {
-    if (!(await claimErrorReport(deps.db, storeId, meterId, hour, count))) continue;
-    await emitEvent(deps, {
-      storeId,
-      type: 'billing.meter.error_report_triggered',
-      legacyType: null,
-      request,
-      object: {
-        id: meterId,
-        object: 'billing.meter_error_report',
-        meter: meterId,
-        livemode: true,
-        validation_start: hour,
-        validation_end: hour + HOUR,
-        developer_message_summary: `${count} meter event(s) arrived for a customer without an active, trialing or past_due subscription with a usage item for this meter; they are stored and not charged.`,
-        reason: {
-          error_count: count,
-          error_types: [{ code: 'no_subscription_for_customer', error_count: count }],
-        },
-      },
-    });
-  }
+  await Promise.all([...meters].map((meterId) => noteUnattachedHour(db, storeId, meterId, hour)));
 }
 
 /** Signals the usage workflow when a batch may have taken its open period to the threshold. */

@@ -1,9 +1,11 @@
 // The usage routine (one run every 10 minutes, workflows/routines.ts): starts the usage workflow of every new
-// subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids.
+// subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids, and
+// sends the error reports of the hours that are over (services/usage-error-reports.ts).
 import type { Db } from 'mongodb';
 import { collections } from '../store/collections';
 import { subscriptionsCollection } from '../store/subscriptions';
 import { usageClient } from './usage-client';
+import { sendErrorReports } from './usage-error-reports';
 import type { UsageDeps } from './usage-shared';
 
 const routineCursors = (db: Db) => db.collection<{ _id: string; last: string }>('usage_routine');
@@ -16,8 +18,9 @@ async function offersWithUsage(db: Db): Promise<Set<string>> {
   return new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
 }
 
-export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 'taskQueue'>, nowMs: number): Promise<{ started: number }> {
+export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 'taskQueue'>, nowMs: number): Promise<{ started: number; reported: number }> {
   const { db } = deps;
+  const reported = await sendErrorReports(deps, nowMs);
   const usage = usageClient(deps.temporal, deps.taskQueue);
   const cursor = await routineCursors(db).findOne({ _id: 'subscriptions' });
   const withUsage = await offersWithUsage(db);
@@ -38,5 +41,5 @@ export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 
   if (last !== null && last !== cursor?.last) {
     await routineCursors(db).updateOne({ _id: 'subscriptions' }, { $set: { last } }, { upsert: true });
   }
-  return { started };
+  return { started, reported };
 }

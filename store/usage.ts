@@ -6,7 +6,7 @@ import type { Db } from 'mongodb';
 import type { Payload, PayloadValue } from '../domain/meter-events';
 import { derivedId, hashedId } from '../domain/ids';
 import type { Rounding, Tier } from '../domain/pricing';
-import { dayHourRollupKey, periodRollupKey, type CloseReason } from '../domain/usage-periods';
+import { dayHourRollupKey, HOUR, periodRollupKey, unattachedRollupKey, windowStart, type CloseReason } from '../domain/usage-periods';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
 import { isDuplicateKeyError } from './collections';
 
@@ -43,9 +43,11 @@ export const encodePayload = (payload: Payload) => Object.entries(payload).map((
 export const decodePayload = (pairs: { k: string; v: PayloadValue }[]): Payload => Object.fromEntries(pairs.map((p) => [p.k, p.v]));
 
 /** The rollups an event adds to: its day (and hour in it), and its period when it has one. */
-export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'value' | 'timestamp'>): RollupContribution {
+export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'value' | 'timestamp' | 'created'>): RollupContribution {
   const keys = [dayHourRollupKey(doc.meter, doc.customer, doc.timestamp)];
   if (doc.subscription !== null && doc.period_start !== null) keys.push(periodRollupKey(doc.subscription, doc.period_start, doc.meter));
+  // Counted with the rollups (journaled, exactly once): the hour's error report reads the full count.
+  if (doc.subscription === null) keys.push(unattachedRollupKey(doc.meter, windowStart(doc.created, HOUR)));
   return { id: doc._id, keys, value: doc.value, timestamp: doc.timestamp };
 }
 
@@ -314,24 +316,34 @@ export async function updateUsagePeriod(db: Db, id: string, set: Partial<UsagePe
 // billing.meter.error_report_triggered: at most once per meter per hour
 
 interface ErrorReportDoc {
+  /** `<meter>|<hour start>` */
   _id: string;
   store_id: string;
-  count: number;
-  created: number;
-  /** A day after its hour: by then no process claims that hour any more. */
+  meter: string;
+  hour: number;
+  /** Set once the hour's report was emitted (emitted before it is set, keyed, so a retry emits nothing new). */
+  reported: boolean;
+  /** A day after its hour. */
   expires_at: Date;
 }
 
 const errorReportsCollection = (db: Db) => db.collection<ErrorReportDoc>('usage_error_reports');
 
-/** Claims the hour's report for a meter by inserting its `_id`: only the first claim succeeds. */
-export async function claimErrorReport(db: Db, storeId: string, meterId: string, hourStart: number, count: number): Promise<boolean> {
+/** Notes that a meter had unattached events in an hour (once; the count lives in the hour's rollup). */
+export async function noteUnattachedHour(db: Db, storeId: string, meterId: string, hourStart: number): Promise<void> {
   const expires_at = new Date((hourStart + 24 * 60 * 60) * 1000);
-  try {
-    await errorReportsCollection(db).insertOne({ _id: `${meterId}|${hourStart}`, store_id: storeId, count, created: hourStart, expires_at });
-    return true;
-  } catch (error) {
-    if (isDuplicateKeyError(error)) return false;
-    throw error;
-  }
+  await errorReportsCollection(db).updateOne(
+    { _id: `${meterId}|${hourStart}` },
+    { $setOnInsert: { store_id: storeId, meter: meterId, hour: hourStart, reported: false, expires_at } },
+    { upsert: true },
+  );
+}
+
+/** Hours that started at or before `lastHour` whose report is still to send, oldest first. */
+export function unreportedHours(db: Db, lastHour: number, limit = 500): Promise<ErrorReportDoc[]> {
+  return errorReportsCollection(db).find({ reported: false, hour: { $lte: lastHour } }).sort({ hour: 1 }).limit(limit).toArray();
+}
+
+export async function markHourReported(db: Db, id: string): Promise<void> {
+  await errorReportsCollection(db).updateOne({ _id: id }, { $set: { reported: true } });
 }

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { collections, type OfferDoc } from '../../store/collections';
 import { meterEventsCollection } from '../../store/usage';
+import { ERROR_REPORT_DELAY_SECONDS, sendErrorReports } from '../../services/usage-error-reports';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, type TestMongo } from '../support/env';
 import { seedCustomer, seedUsageOffer, seedUsageSubscription } from '../support/usage';
@@ -284,7 +285,7 @@ describe('billing.meter.error_report_triggered', () => {
     return events.map((e) => JSON.parse(e.data_json).object).filter((o: { meter: string }) => o.meter === meterId);
   }
 
-  test('unattached events raise one report per meter per hour, carrying reason.error_count; attached ones none', async () => {
+  test("unattached events raise one report per meter per hour once the hour is over, carrying the whole hour's count; attached ones none", async () => {
     const m = await meter();
     const customer = await seedCustomer(mongo.db, store.store._id);
     const ev = () => ({ event_name: m.event_name, payload: { customer_id: customer._id, value: 1 } });
@@ -292,9 +293,26 @@ describe('billing.meter.error_report_triggered', () => {
     expect(res.body.accepted).toBe(3);
     await send(ev());
     await batch([ev(), ev()]);
+    // Nothing while the hour runs: the report waits for the hour's full count.
+    expect(await reports(m.id)).toHaveLength(0);
+    await sendErrorReports({ db: mongo.db }, Date.now());
+    expect(await reports(m.id)).toHaveLength(0);
+
+    // The hour (or hours, at a boundary) the events arrived in, once over: one report each, counts adding up to 6.
+    const arrived = await meterEventsCollection(mongo.db).find({ meter: m.id }).toArray();
+    const hours = [...new Set(arrived.map((e) => e.created - (e.created % 3600)))];
+    const afterLast = (Math.max(...hours) + 3600 + ERROR_REPORT_DELAY_SECONDS) * 1000;
+    await sendErrorReports({ db: mongo.db }, afterLast);
     const sent = await reports(m.id);
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ meter: m.id, reason: { error_count: 3, error_types: [{ code: 'no_subscription_for_customer', error_count: 3 }] } });
+    expect(sent).toHaveLength(hours.length);
+    expect(sent.reduce((sum: number, r: { reason: { error_count: number } }) => sum + r.reason.error_count, 0)).toBe(6);
+    if (hours.length === 1) {
+      expect(sent[0]).toMatchObject({ meter: m.id, validation_start: hours[0], validation_end: hours[0] + 3600, reason: { error_count: 6, error_types: [{ code: 'no_subscription_for_customer', error_count: 6 }] } });
+    }
+    // Sent again (a routine that died before marking the hour): no second report.
+    await mongo.db.collection('usage_error_reports').updateMany({ meter: m.id }, { $set: { reported: false } });
+    await sendErrorReports({ db: mongo.db }, afterLast);
+    expect(await reports(m.id)).toHaveLength(hours.length);
 
     const withItem = await meter();
     const { customer: subscribed } = await subscriptionWithItem(withItem.id);
