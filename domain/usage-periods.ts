@@ -22,6 +22,14 @@ export const CLOSE_GRACE_SECONDS = 2 * 60;
  * the new one: no event is counted in a period its timestamp is not in.
  */
 export const THRESHOLD_BOUNDARY_DELAY_SECONDS = TIMESTAMP_FUTURE_SECONDS + 60;
+/**
+ * The prompt threshold close (runs since the patch `usage-threshold-close-prompt`): the end is pulled in
+ * to this long after detection, enough for every API process's one-second copy of the usage state to see
+ * the new end, and the period closes at it, with no grace: closing waits for the batches in flight itself.
+ * An event already counted with a timestamp past the new end (clients may stamp up to 5 minutes ahead)
+ * stays in the period that counted it.
+ */
+export const THRESHOLD_CLOSE_DELAY_SECONDS = 5;
 
 export type CloseReason = 'period_end' | 'threshold' | 'subscription_ended';
 
@@ -91,7 +99,10 @@ export function nextUsageStep(input: {
   thresholdReached: boolean;
   /** Seconds between routine recomputes (the spec's 10 minutes unless configured). */
   interval?: number;
+  /** The prompt threshold close (THRESHOLD_CLOSE_DELAY_SECONDS); runs recorded before it keep the 8-minute one. */
+  prompt?: boolean;
 }): UsageStep {
+  if (input.prompt) return nextPromptStep(input);
   const { now, end } = input;
   const closeAt = end + CLOSE_GRACE_SECONDS;
   if (now >= closeAt) return { kind: 'close', reason: input.thresholdBoundary ? 'threshold' : 'period_end', end };
@@ -100,6 +111,17 @@ export function nextUsageStep(input: {
     const boundary = now + THRESHOLD_BOUNDARY_DELAY_SECONDS;
     if (boundary < end) return { kind: 'move_end', end: boundary };
   }
+  return { kind: 'wait', until: Math.min(now + (input.interval ?? RECOMPUTE_INTERVAL_SECONDS), closeAt) };
+}
+
+/** nextUsageStep with the prompt threshold close: closes at the pulled-in end, reason threshold even near the cycle's end. */
+function nextPromptStep(input: Parameters<typeof nextUsageStep>[0]): UsageStep {
+  const { now, end } = input;
+  const closeAt = input.thresholdBoundary ? end : end + CLOSE_GRACE_SECONDS;
+  if (now >= closeAt) return { kind: 'close', reason: input.thresholdBoundary ? 'threshold' : 'period_end', end };
+  if (!input.chargeable) return { kind: 'close', reason: 'subscription_ended', end: Math.min(end, now) };
+  // Near the cycle's end the end stays where it is, but the period still closes as a threshold close.
+  if (input.thresholdReached && !input.thresholdBoundary) return { kind: 'move_end', end: Math.min(now + THRESHOLD_CLOSE_DELAY_SECONDS, end) };
   return { kind: 'wait', until: Math.min(now + (input.interval ?? RECOMPUTE_INTERVAL_SECONDS), closeAt) };
 }
 

@@ -249,8 +249,8 @@ export async function moveUsagePeriodEnd(db: Db, input: WithStore & { periodId: 
  * are still being written; replays the ones a dead process left. Later batches are not waited for:
  * a customer who never stops sending always has one.
  */
-async function awaitIngestionBefore(db: Db, sub: SubscriptionDoc, periodId: string, end: number): Promise<void> {
-  const cutoffMs = (end + CLOSE_GRACE_SECONDS) * 1000 + CLOSE_CLOCK_SKEW_MS;
+async function awaitIngestionBefore(db: Db, sub: SubscriptionDoc, periodId: string, end: number, graceSeconds: number): Promise<void> {
+  const cutoffMs = (end + graceSeconds) * 1000 + CLOSE_CLOCK_SKEW_MS;
   const customer = sub.customer ? customerKey(sub.store_id, sub.customer) : null;
   const openJournals = async () => (customer ? (await openJournalsFor(db, customer, cutoffMs)).length : 0);
   if ((await openJournals()) > 0) await recoverUsageJournals(db);
@@ -269,7 +269,8 @@ export async function closeUsagePeriod(db: Db, input: WithStore & { periodId: st
   if (!sub) throw ApplicationFailure.nonRetryable(`subscription ${input.subscriptionId} not found`);
   // At least a second long: the next period starts at this end and its id derives from its start.
   const end = Math.max(input.end, period.period_start + 1);
-  await awaitIngestionBefore(db, sub, period._id, end);
+  // A threshold close comes at its (pulled-in) end, not after the grace: batches begun until then are waited for.
+  await awaitIngestionBefore(db, sub, period._id, end, input.reason === 'threshold' ? 0 : CLOSE_GRACE_SECONDS);
   const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, await subscriptionItems(db, sub));
   const closed = (await updateUsagePeriod(db, period._id, {
     status: 'closed',

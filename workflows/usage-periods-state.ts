@@ -80,6 +80,7 @@ export class UsagePeriodRun {
         chargeable: computed.chargeable,
         thresholdReached: computed.thresholdReached,
         interval: this.interval,
+        prompt: patched('usage-threshold-close-prompt'),
       });
       if (step.kind === 'close') return { period, close: step };
       if (step.kind === 'move_end') {

@@ -11,6 +11,7 @@ import {
   periodStartFor,
   RECOMPUTE_INTERVAL_SECONDS,
   THRESHOLD_BOUNDARY_DELAY_SECONDS,
+  THRESHOLD_CLOSE_DELAY_SECONDS,
   usageChargeDescription,
   usageChargeLines,
 } from '../../domain/usage-periods';
@@ -61,6 +62,27 @@ describe('nextUsageStep', () => {
     expect(nextUsageStep({ ...base, thresholdReached: true, thresholdBoundary: true, now: 1000 })).toMatchObject({ kind: 'wait' });
     // Too close to the natural end: it just closes there.
     expect(nextUsageStep({ ...base, thresholdReached: true, now: 9_900 })).toMatchObject({ kind: 'wait' });
+  });
+});
+
+describe('nextUsageStep with the prompt threshold close', () => {
+  const base = { end: 10_000, thresholdBoundary: false, chargeable: true, thresholdReached: false, prompt: true };
+
+  test('the threshold pulls the end in to a few seconds from now, and the period closes at it (no grace) as a threshold close', () => {
+    expect(nextUsageStep({ ...base, thresholdReached: true, now: 1000 })).toEqual({ kind: 'move_end', end: 1000 + THRESHOLD_CLOSE_DELAY_SECONDS });
+    expect(nextUsageStep({ ...base, thresholdBoundary: true, end: 1005, now: 1001 })).toEqual({ kind: 'wait', until: 1005 });
+    expect(nextUsageStep({ ...base, thresholdBoundary: true, end: 1005, now: 1005 })).toEqual({ kind: 'close', reason: 'threshold', end: 1005 });
+  });
+
+  test('near the cycle end the end stays, and the close is still a threshold close, at the end', () => {
+    expect(nextUsageStep({ ...base, thresholdReached: true, now: 9_998 })).toEqual({ kind: 'move_end', end: 10_000 });
+    expect(nextUsageStep({ ...base, thresholdBoundary: true, now: 10_000 })).toEqual({ kind: 'close', reason: 'threshold', end: 10_000 });
+  });
+
+  test('without a threshold it behaves as before: period_end after the grace, subscription_ended at once', () => {
+    expect(nextUsageStep({ ...base, now: 9_900 })).toEqual({ kind: 'wait', until: 10_000 + CLOSE_GRACE_SECONDS });
+    expect(nextUsageStep({ ...base, now: 10_000 + CLOSE_GRACE_SECONDS })).toEqual({ kind: 'close', reason: 'period_end', end: 10_000 });
+    expect(nextUsageStep({ ...base, chargeable: false, now: 5000 })).toEqual({ kind: 'close', reason: 'subscription_ended', end: 5000 });
   });
 });
 

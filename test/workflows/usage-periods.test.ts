@@ -24,7 +24,7 @@ import { ingestMeterEvents } from '../../services/usage-ingestion';
 import { putUsageItem, type UsageItemInput } from '../../services/usage-items';
 import { subscriptionUsage } from '../../services/usage-periods';
 import { decodeMetadata } from '../../domain/metadata';
-import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_BOUNDARY_DELAY_SECONDS } from '../../domain/usage-periods';
+import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_CLOSE_DELAY_SECONDS } from '../../domain/usage-periods';
 import { cancelUpdate, pauseUpdate, reactivateUpdate, resumeUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { usageStateQuery, usageWorkflowId } from '../../workflows/usage-periods-messages';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
@@ -234,7 +234,7 @@ describe('a month of usage, closed at period end', () => {
 });
 
 describe('billing threshold', () => {
-  test('reaching the threshold closes the period early, charges it and opens the next one to the cycle end', async () => {
+  test('reaching the threshold closes the period within seconds (reason threshold), charges it and opens the next one to the cycle end', async () => {
     const { sub, customer } = await subscribe();
     await price(sub, { meter: images._id, unit_amount: 10, billing_threshold: 1000 });
     const first = await openPeriodOf(sub._id);
@@ -243,35 +243,36 @@ describe('billing threshold', () => {
     expect((await findUsageState(mongo.db, store._id, sub._id))!.open!.threshold_boundary).toBe(false);
     const crossedAt = await serverNow();
     await ingest(customer, images, [50]); // 1100 >= 1000: ingestion signals the workflow
-    const moved = await waitFor(
-      async () => {
-        const open = (await findUsageState(mongo.db, store._id, sub._id))?.open;
-        return open?.threshold_boundary ? open : null;
-      },
-      { timeoutMs: 20_000, description: 'threshold boundary set' },
-    );
-    expect(moved.id).toBe(first.id);
-    expect(moved.end).toBeGreaterThanOrEqual(crossedAt + THRESHOLD_BOUNDARY_DELAY_SECONDS);
-    expect(moved.end).toBeLessThan(crossedAt + THRESHOLD_BOUNDARY_DELAY_SECONDS + 60);
-    await env.sleep(3 * 60 * 1000);
-    await ingest(customer, images, [5]); // before the new boundary: still this period
 
-    await skipTo(moved.end + CLOSE_GRACE_SECONDS + 30);
     const closed = await closedPeriod(sub._id, 0);
-    expect(closed).toMatchObject({ close_reason: 'threshold', period_end: moved.end, amount_total: 1150, charge_state: 'charged' });
+    expect(closed).toMatchObject({ _id: first.id, close_reason: 'threshold', amount_total: 1100, charge_state: 'charged' });
+    // The end was pulled in to a few seconds after detection, and the close came right at it.
+    expect(closed.period_end).toBeGreaterThanOrEqual(crossedAt + THRESHOLD_CLOSE_DELAY_SECONDS);
+    expect(closed.period_end).toBeLessThan(crossedAt + THRESHOLD_CLOSE_DELAY_SECONDS + 60);
+    expect(closed.closed_at! - crossedAt).toBeLessThan(THRESHOLD_CLOSE_DELAY_SECONDS + 60);
     const next = await openPeriodOf(sub._id);
-    expect(next).toMatchObject({ start: moved.end, end: sub.current_period_end, threshold_boundary: false });
+    expect(next).toMatchObject({ start: closed.period_end, end: sub.current_period_end, threshold_boundary: false });
 
     await ingest(customer, images, [7]);
     const usage = await subscriptionUsage(mongo.db, store._id, sub._id, await env.currentTimeMs());
     expect(usage.map((p) => [p.status, p.close_reason, p.amount_total])).toEqual([
       ['open', null, 70],
-      ['closed', 'threshold', 1150],
+      ['closed', 'threshold', 1100],
     ]);
     expect(usage[1].charge).toBe(closed.charge);
     const charges = await usageChargesOf(sub._id);
-    expect(charges.map((c) => [c.amount, c.status])).toEqual([[1150, 'succeeded']]);
-    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-threshold-closed-early');
+    expect(charges.map((c) => [c.amount, c.status])).toEqual([[1100, 'succeeded']]);
+    await recordHistory(env.client, usageWorkflowId(sub._id), 'usage-threshold-closed-prompt');
+  });
+
+  test('a threshold reached seconds before the cycle ends still closes with reason threshold, at the cycle end', async () => {
+    const { sub, customer } = await subscribe();
+    await price(sub, { meter: images._id, unit_amount: 10, billing_threshold: 1000 });
+    const first = await openPeriodOf(sub._id);
+    await skipTo(first.end - 2);
+    await ingest(customer, images, [120]);
+    const closed = await closedPeriod(sub._id, 0);
+    expect(closed).toMatchObject({ _id: first.id, close_reason: 'threshold', period_end: first.end, amount_total: 1200 });
   });
 });
 
