@@ -13,7 +13,8 @@ import {
   type EventShape,
 } from '../domain/meter-events';
 import { periodTotal, priceLine, thresholdReached } from '../domain/pricing';
-import { cycleOf, HOUR, periodRollupKey, periodStartFor, windowStart } from '../domain/usage-periods';
+import { cycleOf, HOUR, latePeriodFor, periodRollupKey, periodStartFor, windowStart } from '../domain/usage-periods';
+import { idTimeMs } from '../domain/ids';
 import { randomBase62 } from '../domain/ids';
 import { findMeterByEventName, type MeterDoc } from '../store/meters';
 import type { SubscriptionDoc } from '../store/subscriptions';
@@ -240,12 +241,19 @@ function answerEach(
   }
 }
 
+/** A period's start, from its id (derived from the start: store/usage.ts usagePeriodId). */
+const periodStartOf = (periodId: string) => idTimeMs(periodId) / 1000;
+
 /** The stored event of a checked item, in the period its attachment puts it in (event rule 5). */
 function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null, now: number): MeterEventDoc {
   let periodStart: number | null = null;
+  let lateFrom: number | null = null;
   if (attached) {
     const state = attached.state;
     periodStart = state ? periodStartFor(c.timestamp, state.open, state.next_start) : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
+    // "Late events are never lost": one whose period is closed counts in the next charge, on its own line.
+    const late = periodStart === null && state ? latePeriodFor(c.timestamp, state.periods.map(periodStartOf), state.open, state.next_start) : null;
+    if (late) [periodStart, lateFrom] = [late.start, late.from];
   }
   return {
     _id: c.id,
@@ -256,6 +264,7 @@ function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null,
     customer: c.customer,
     subscription: attached?.sub._id ?? null,
     period_start: periodStart,
+    ...(lateFrom !== null ? { late_from: lateFrom } : {}),
     value: c.value,
     timestamp: c.timestamp,
     payload: encodePayload(c.shape.payload),

@@ -6,7 +6,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import { usageChargeKey, usageIdempotencyKey } from '../domain/charges';
 import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../domain/pricing';
-import { CLOSE_GRACE_SECONDS, cycleOf, DAY, periodRollupKey, usageChargeDescription, usageChargeLines, type CloseReason } from '../domain/usage-periods';
+import { CLOSE_GRACE_SECONDS, cycleOf, DAY, isoDate, lateRollupKey, periodRollupKey, usageChargeDescription, usageChargeLines, type CloseReason } from '../domain/usage-periods';
+import { idTimeMs } from '../domain/ids';
 import { periodEnd, isBillingCycle } from '../domain/billing-periods';
 import { isEnded } from '../domain/subscriptions';
 import { metersById } from '../store/meters';
@@ -62,6 +63,7 @@ async function computePeriod(db: Db, storeId: string, subscriptionId: string, pe
       amount: line.amount,
     };
   });
+  lines.push(...(await lateLines(db, storeId, subscriptionId, periodStart, priced, meters)));
   const pricing: PricingSnapshot[] = priced.map((item) => ({
     meter: item.meter,
     formula: meters.get(item.meter)!.formula,
@@ -72,6 +74,48 @@ async function computePeriod(db: Db, storeId: string, subscriptionId: string, pe
     rounding: item.rounding,
   }));
   return { lines, amount_total: periodTotal(lines), threshold: lowestThreshold(priced), pricing };
+}
+
+/** Late events reach back at most this far (35 days, and the period that held the oldest of them). */
+const LATE_LOOKBACK_SECONDS = 70 * DAY;
+
+/**
+ * Lines for the late events counted in this period, one per meter and closed period they belong to:
+ * priced on top of that period's own usage (what they would have added had they been on time), named
+ * after it, at zero for a deactivated meter.
+ */
+async function lateLines(db: Db, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[], meters: Awaited<ReturnType<typeof metersById>>): Promise<PeriodLineDoc[]> {
+  const state = await findUsageState(db, storeId, subscriptionId);
+  const starts = (state?.periods ?? []).map((id) => idTimeMs(id) / 1000).sort((a, b) => a - b);
+  const origins = starts.filter((start) => start < periodStart && start >= periodStart - LATE_LOOKBACK_SECONDS);
+  if (origins.length === 0) return [];
+  const pairs = items.flatMap((item) => origins.map((from) => ({ item, from })));
+  const rollups = await readRollups(db, pairs.flatMap(({ item, from }) => [lateRollupKey(subscriptionId, periodStart, item.meter, from), periodRollupKey(subscriptionId, from, item.meter)]));
+  const lines: PeriodLineDoc[] = [];
+  for (const { item, from } of pairs) {
+    const late = rollups.get(lateRollupKey(subscriptionId, periodStart, item.meter, from));
+    if (!late || late.count === 0) continue;
+    const meter = meters.get(item.meter)!;
+    const own = rollups.get(periodRollupKey(subscriptionId, from, item.meter));
+    const before = quantityOf(own, meter.formula);
+    const after = meter.formula === 'last' ? quantityOf((own?.last ?? '') >= (late.last ?? '') ? own : late, 'last') : before + quantityOf(late, meter.formula);
+    const active = meter.status === 'active';
+    const amount = Math.max(0, priceLine(after, item, active).amount - priceLine(before, item, active).amount);
+    const end = starts.find((start) => start > from) ?? periodStart;
+    const quantity = meter.formula === 'last' ? after : quantityOf(late, meter.formula);
+    lines.push({
+      meter: meter._id,
+      event_name: meter.event_name,
+      display_name: `${meter.display_name} (late, ${isoDate(from)} to ${isoDate(end)})`,
+      quantity,
+      included: 0,
+      billable: quantity,
+      unit_amount: item.tiers && item.tiers.length > 0 ? null : item.unit_amount,
+      amount,
+      late_period: { start: from, end },
+    });
+  }
+  return lines;
 }
 
 /** GET /subscriptions/{id}/usage: the 12 most recent periods, newest first, the open one computed now. */

@@ -6,7 +6,7 @@ import type { Db } from 'mongodb';
 import type { Payload, PayloadValue } from '../domain/meter-events';
 import { derivedId, hashedId } from '../domain/ids';
 import type { Rounding, Tier } from '../domain/pricing';
-import { dayHourRollupKey, HOUR, periodRollupKey, unattachedRollupKey, windowStart, type CloseReason } from '../domain/usage-periods';
+import { dayHourRollupKey, HOUR, lateRollupKey, periodRollupKey, unattachedRollupKey, windowStart, type CloseReason } from '../domain/usage-periods';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
 import { isDuplicateKeyError } from './collections';
 
@@ -22,8 +22,10 @@ export interface MeterEventDoc {
   customer: string;
   /** The subscription it was attached to on arrival; null: unattached (never charged). */
   subscription: string | null;
-  /** Start of the usage period it counts in; null when attached to a period already closed. */
+  /** Start of the usage period it counts in; null when it precedes every period of the subscription. */
   period_start: number | null;
+  /** A late event (its timestamp in a closed period): that period's start; it counts in period_start's charge on a line of its own. */
+  late_from?: number | null;
   value: number;
   timestamp: number;
   /** As sent, as pairs: payload keys may hold '.' or start with '$'. */
@@ -43,9 +45,12 @@ export const encodePayload = (payload: Payload) => Object.entries(payload).map((
 export const decodePayload = (pairs: { k: string; v: PayloadValue }[]): Payload => Object.fromEntries(pairs.map((p) => [p.k, p.v]));
 
 /** The rollups an event adds to: its day (and hour in it), and its period when it has one. */
-export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'value' | 'timestamp' | 'created'>): RollupContribution {
+export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'late_from' | 'value' | 'timestamp' | 'created'>): RollupContribution {
   const keys = [dayHourRollupKey(doc.meter, doc.customer, doc.timestamp)];
-  if (doc.subscription !== null && doc.period_start !== null) keys.push(periodRollupKey(doc.subscription, doc.period_start, doc.meter));
+  if (doc.subscription !== null && doc.period_start !== null) {
+    const late = doc.late_from ?? null;
+    keys.push(late === null ? periodRollupKey(doc.subscription, doc.period_start, doc.meter) : lateRollupKey(doc.subscription, doc.period_start, doc.meter, late));
+  }
   // Counted with the rollups (journaled, exactly once): the hour's error report reads the full count.
   if (doc.subscription === null) keys.push(unattachedRollupKey(doc.meter, windowStart(doc.created, HOUR)));
   return { id: doc._id, keys, value: doc.value, timestamp: doc.timestamp };
@@ -258,6 +263,8 @@ export interface PeriodLineDoc {
   billable: number;
   unit_amount: number | null;
   amount: number;
+  /** A line of late events: the closed period they belong to. */
+  late_period?: { start: number; end: number } | null;
 }
 
 /**

@@ -23,6 +23,9 @@ export const UsagePeriod = Type.Object(
         billable: Type.Number(),
         unit_amount: Nullable(Type.Number({ description: 'null with tiers (each tier has its own).' })),
         amount: Type.Integer(),
+        late_period: Type.Optional(
+          Nullable(Type.Object({ start: Type.Integer(), end: Type.Integer() }, { description: 'Late events: the closed period they belong to, charged here.' })),
+        ),
       }),
     ),
     amount_total: Type.Integer(),
@@ -39,7 +42,7 @@ export type UsagePeriodObject = Static<typeof UsagePeriod>;
 /** A line without its display name (kept for the order line, not shown here). */
 function periodLineObject(line: PeriodLineDoc): UsagePeriodObject['lines'][number] {
   const { meter, event_name, quantity, included, billable, unit_amount, amount } = line;
-  return { meter, event_name, quantity, included, billable, unit_amount, amount };
+  return { meter, event_name, quantity, included, billable, unit_amount, amount, late_period: line.late_period ?? null };
 }
 
 export function usagePeriodObject(doc: UsagePeriodDoc): UsagePeriodObject {

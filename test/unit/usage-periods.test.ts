@@ -8,6 +8,7 @@ import {
   CLOSE_GRACE_SECONDS,
   dayHourRollupKey,
   nextUsageStep,
+  latePeriodFor,
   periodStartFor,
   RECOMPUTE_INTERVAL_SECONDS,
   THRESHOLD_BOUNDARY_DELAY_SECONDS,
@@ -83,6 +84,20 @@ describe('nextUsageStep with the prompt threshold close', () => {
     expect(nextUsageStep({ ...base, now: 9_900 })).toEqual({ kind: 'wait', until: 10_000 + CLOSE_GRACE_SECONDS });
     expect(nextUsageStep({ ...base, now: 10_000 + CLOSE_GRACE_SECONDS })).toEqual({ kind: 'close', reason: 'period_end', end: 10_000 });
     expect(nextUsageStep({ ...base, chargeable: false, now: 5000 })).toEqual({ kind: 'close', reason: 'subscription_ended', end: 5000 });
+  });
+});
+
+describe('latePeriodFor', () => {
+  const starts = [1000, 2000, 3000];
+  test('an event in a closed period counts in the open one, naming the closed period it belongs to', () => {
+    expect(latePeriodFor(2500, starts, { id: 'usp', start: 3000, end: 4000 }, null)).toEqual({ start: 3000, from: 2000 });
+    expect(latePeriodFor(1000, starts, { id: 'usp', start: 3000, end: 4000 }, null)).toEqual({ start: 3000, from: 1000 });
+  });
+  test('with no open period it waits in the next one; an on-time event or one before every period is not late', () => {
+    expect(latePeriodFor(2500, [1000, 2000], null, 3000)).toEqual({ start: 3000, from: 2000 });
+    expect(latePeriodFor(3500, starts, { id: 'usp', start: 3000, end: 4000 }, null)).toBeNull();
+    expect(latePeriodFor(500, starts, { id: 'usp', start: 3000, end: 4000 }, null)).toBeNull();
+    expect(latePeriodFor(2500, starts, null, null)).toBeNull();
   });
 });
 

@@ -23,6 +23,7 @@ import type { SubscriptionDoc } from '../../store/subscriptions';
 import { ingestMeterEvents } from '../../services/usage-ingestion';
 import { putUsageItem, type UsageItemInput } from '../../services/usage-items';
 import { subscriptionUsage } from '../../services/usage-periods';
+import { meterEventSummaries } from '../../services/usage-summaries';
 import { decodeMetadata } from '../../domain/metadata';
 import { CLOSE_GRACE_SECONDS, isoDate, THRESHOLD_CLOSE_DELAY_SECONDS } from '../../domain/usage-periods';
 import { cancelUpdate, pauseUpdate, reactivateUpdate, resumeUpdate, subscriptionWorkflowId } from '../../workflows/subscription-messages';
@@ -273,6 +274,51 @@ describe('billing threshold', () => {
     await ingest(customer, images, [120]);
     const closed = await closedPeriod(sub._id, 0);
     expect(closed).toMatchObject({ _id: first.id, close_reason: 'threshold', period_end: first.end, amount_total: 1200 });
+  });
+});
+
+describe('late events', () => {
+  test("an event whose period is closed is charged with the next usage charge, on a line naming its period, once; summaries keep it at its own time", async () => {
+    const { sub, customer } = await subscribe();
+    await price(sub, { meter: images._id, unit_amount: 100, included_units: 2 });
+    const first = await openPeriodOf(sub._id);
+    await ingest(customer, images, [5]);
+    await skipTo(first.end + CLOSE_GRACE_SECONDS + 30);
+    const closedFirst = await closedPeriod(sub._id, 0);
+    expect(closedFirst).toMatchObject({ period_end: first.end, amount_total: 300 }); // 5 - 2 included = 3 x 100 (a charge is at least 1 BRL)
+    const second = await openPeriodOf(sub._id);
+    expect(second.start).toBe(first.end);
+
+    // A late event stamped in the first period (well within 35 days) and one on time.
+    const now = await env.currentTimeMs();
+    const lateAt = first.start + 3600;
+    const results = await ingestMeterEvents(deps(), store._id, [
+      { event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } },
+      { event_name: images.event_name, identifier: `ontime-${sub._id}`, payload: { customer_id: customer, value: 1 } },
+    ], { now });
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
+    // Sent again: a duplicate, counted once.
+    await ingestMeterEvents(deps(), store._id, [{ event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } }], { now });
+
+    const [open] = await subscriptionUsage(mongo.db, store._id, sub._id, await env.currentTimeMs());
+    expect(open.lines).toEqual([
+      expect.objectContaining({ event_name: images.event_name, quantity: 1, included: 2, amount: 0, late_period: null }),
+      // On top of the first period's 5 (2 included): 4 more, all billable.
+      expect.objectContaining({ event_name: images.event_name, quantity: 4, amount: 400, late_period: { start: first.start, end: first.end } }),
+    ]);
+    // The closed period is not reopened: what was charged stays.
+    expect((await closedPeriod(sub._id, 0)).amount_total).toBe(300);
+    // Summaries show it at its own timestamp.
+    const summary = await meterEventSummaries(mongo.db, store._id, images._id, { customer, start_time: first.start, end_time: first.end });
+    expect(summary.data.map((d) => d.aggregated_value)).toEqual([9]);
+
+    await skipTo(second.end + CLOSE_GRACE_SECONDS + 30);
+    const closedSecond = await closedPeriod(sub._id, 1);
+    expect(closedSecond).toMatchObject({ amount_total: 400 });
+    const charges = await usageChargesOf(sub._id);
+    expect(charges.map((c) => c.amount)).toEqual([300, 400]);
+    const lateLine = (charges[1] as unknown as { lines: { description: string; unit_amount: number }[] }).lines.find((l) => l.description.includes('late'));
+    expect(lateLine).toMatchObject({ description: `${images.display_name} (late, ${isoDate(first.start)} to ${isoDate(first.end)})`, unit_amount: 400 });
   });
 });
 
