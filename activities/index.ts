@@ -9,7 +9,9 @@ import { createWebhookActivities } from './webhooks';
 import { createSubscriptionActivities } from './subscriptions';
 import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
+import { createNoticeActivities } from './notices';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
+import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 
 export interface ActivityDeps {
   db: Db;
@@ -24,6 +26,10 @@ export interface ActivityDeps {
   usageRecomputeSeconds?: number;
   /** History events after which a usage workflow run continues as new (default 2000). Tests lower it. */
   usageHistoryEventsLimit?: number;
+  /** Where buyer e-mails go; from SMTP_URL when omitted (an unset SMTP_URL is refused). */
+  mailer?: Mailer;
+  /** Sender address of buyer e-mails; MAIL_FROM when omitted. */
+  mailFrom?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -39,6 +45,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSubscriptionActivities(deps),
     ...createChargeActivities(deps),
     ...createUsageActivities(deps),
+    ...createNoticeActivities({ db, mailer: deps.mailer ?? mailerFromEnv(), mailFrom: deps.mailFrom ?? mailFromEnv() }),
   };
 }
 

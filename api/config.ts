@@ -40,6 +40,9 @@ export interface ApiConfig {
   /** PAGE_POST_RATE_LIMIT per PAGE_POST_RATE_WINDOW_MS: payment and card-change submits of the hosted pages per address. */
   pagePostRateLimit: number;
   pagePostRateWindowMs: number;
+  /** OFFER_LINK_RATE_LIMIT per OFFER_LINK_RATE_WINDOW_MS: checkouts an address opens through offer links. */
+  offerLinkRateLimit: number;
+  offerLinkRateWindowMs: number;
   /**
    * SECRETS_KEY (base64, 32 bytes) or the file SECRETS_KEY_FILE names: seals stored responses that carry
    * a secret. Required in production; elsewhere a key per process is made up (replays then work within it).
@@ -90,6 +93,9 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     checkoutMaxCardDeclines: int(env.CHECKOUT_MAX_CARD_DECLINES, 5),
     pagePostRateLimit: int(env.PAGE_POST_RATE_LIMIT, 20),
     pagePostRateWindowMs: int(env.PAGE_POST_RATE_WINDOW_MS, 10 * 60_000),
+    // Above the page submits' bound: buyers behind one carrier NAT share an address.
+    offerLinkRateLimit: int(env.OFFER_LINK_RATE_LIMIT, 60),
+    offerLinkRateWindowMs: int(env.OFFER_LINK_RATE_WINDOW_MS, 10 * 60_000),
     secretsKey: secretsKeyOf(env),
   };
 }

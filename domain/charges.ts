@@ -22,6 +22,14 @@ export const CHARGE_LINES_MAX = 50;
 const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
 const THREE_DECIMAL = new Set(['bhd', 'jod', 'kwd', 'omr', 'tnd']);
 
+/** Decimals of the currency's minor unit as amounts count it: 0 for jpy, 3 for kwd, else 2 (usd, brl, huf, isk...). */
+export function currencyDecimals(currency: string): number {
+  const code = currency.toLowerCase();
+  if (ZERO_DECIMAL.has(code)) return 0;
+  if (THREE_DECIMAL.has(code)) return 3;
+  return 2;
+}
+
 /** One unit of the currency in its minor unit (100 for brl or usd). */
 export function minimumCharge(currency: string): number {
   if (ZERO_DECIMAL.has(currency)) return 1;

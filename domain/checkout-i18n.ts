@@ -1,8 +1,18 @@
-// Words of the hosted checkout and the customer portal in English, Portuguese and Spanish; any
-// other locale (fr, de, it, ja, ko, ru, zh) falls back to English, key by key. Money and dates are
-// formatted for the page's language with Intl.
+// Words of the hosted checkout and the customer portal in the ten checkout locales: English,
+// Portuguese and Spanish here, the others in domain/i18n/<language>.ts. Every table has every key of
+// `en` (a missing one is a type error), so no page falls back to English word by word. Which language
+// a page speaks, and its money and dates formatted with Intl for that language.
+import { currencyDecimals } from './charges';
+import { localeFromAcceptLanguage } from './checkout';
+import { de } from './i18n/de';
+import { fr } from './i18n/fr';
+import { it } from './i18n/it';
+import { ja } from './i18n/ja';
+import { ko } from './i18n/ko';
+import { ru } from './i18n/ru';
+import { zh } from './i18n/zh';
 
-export const PAGE_LANGUAGES = ['en', 'pt', 'es'] as const;
+export const PAGE_LANGUAGES = ['en', 'pt', 'es', 'fr', 'de', 'it', 'ja', 'ko', 'ru', 'zh'] as const;
 export type PageLanguage = (typeof PAGE_LANGUAGES)[number];
 
 const en = {
@@ -67,6 +77,10 @@ const en = {
   redirecting: 'You will be taken back to the store in {n} seconds.',
   continue: 'Continue',
   your_files: 'Your files',
+  open_checkout: 'Continue to checkout',
+  choose_pack: 'Choose a pack',
+  link_busy_title: 'Too many checkouts opened',
+  link_busy_text: 'Too many checkouts were opened from your address. Please try again in {minutes} minutes.',
   pending_title: 'Payment pending',
   review_text: 'Your payment is being reviewed. This page updates when it is confirmed.',
   pix_title: 'Pay with PIX',
@@ -128,7 +142,9 @@ const en = {
 } as const;
 
 export type MessageKey = keyof typeof en;
-type Dictionary = Partial<Record<MessageKey, string>>;
+export const MESSAGE_KEYS = Object.keys(en) as MessageKey[];
+/** A language's words: every key of `en`, none left out. */
+export type Dictionary = Record<MessageKey, string>;
 
 const pt: Dictionary = {
   secure_checkout: 'Pagamento seguro',
@@ -192,6 +208,10 @@ const pt: Dictionary = {
   redirecting: 'Você voltará para a loja em {n} segundos.',
   continue: 'Continuar',
   your_files: 'Seus arquivos',
+  open_checkout: 'Continuar para o pagamento',
+  choose_pack: 'Escolha um pacote',
+  link_busy_title: 'Muitos pagamentos abertos',
+  link_busy_text: 'Muitos pagamentos foram abertos a partir do seu endereço. Tente novamente em {minutes} minutos.',
   pending_title: 'Pagamento pendente',
   review_text: 'Seu pagamento está em análise. Esta página se atualiza quando for confirmado.',
   pix_title: 'Pague com PIX',
@@ -313,6 +333,10 @@ const es: Dictionary = {
   redirecting: 'Volverás a la tienda en {n} segundos.',
   continue: 'Continuar',
   your_files: 'Tus archivos',
+  open_checkout: 'Continuar al pago',
+  choose_pack: 'Elige un paquete',
+  link_busy_title: 'Demasiados pagos abiertos',
+  link_busy_text: 'Se abrieron demasiados pagos desde tu dirección. Vuelve a intentarlo en {minutes} minutos.',
   pending_title: 'Pago pendiente',
   review_text: 'Tu pago está en revisión. Esta página se actualiza cuando se confirme.',
   pix_title: 'Paga con PIX',
@@ -372,17 +396,48 @@ const es: Dictionary = {
   amount: 'Importe',
 };
 
-const DICTIONARIES: Record<PageLanguage, Dictionary> = { en, pt, es };
-const INTL_TAGS: Record<PageLanguage, string> = { en: 'en-US', pt: 'pt-BR', es: 'es-ES' };
+const DICTIONARIES: Record<PageLanguage, Dictionary> = { en, pt, es, fr, de, it, ja, ko, ru, zh };
+/** The region whose conventions each language's money and dates follow (pt is Brazil's, zh is Simplified Chinese). */
+const INTL_TAGS: Record<PageLanguage, string> = {
+  en: 'en-US',
+  pt: 'pt-BR',
+  es: 'es-ES',
+  fr: 'fr-FR',
+  de: 'de-DE',
+  it: 'it-IT',
+  ja: 'ja-JP',
+  ko: 'ko-KR',
+  ru: 'ru-RU',
+  zh: 'zh-CN',
+};
+
+/** The page language of a locale ("pt-BR" -> pt, "zh-TW" -> zh), or null when the pages do not speak it. */
+export function spokenLanguage(locale: string | null | undefined): PageLanguage | null {
+  const base = (locale ?? '').trim().toLowerCase().split(/[-_]/)[0];
+  return (PAGE_LANGUAGES as readonly string[]).includes(base) ? (base as PageLanguage) : null;
+}
 
 /** The page language for a session or customer locale ("pt-BR" -> pt); anything else is English. */
 export function pageLanguage(locale: string | null | undefined): PageLanguage {
-  const base = (locale ?? '').slice(0, 2).toLowerCase();
-  return (PAGE_LANGUAGES as readonly string[]).includes(base) ? (base as PageLanguage) : 'en';
+  return spokenLanguage(locale) ?? 'en';
+}
+
+/**
+ * The language a page speaks: the first of the given locales that is one of the ten (a checkout
+ * session's, then its customer's; a portal customer's), else the browser's (Accept-Language, by
+ * preference), else English.
+ */
+export function choosePageLanguage(locales: Array<string | null | undefined>, acceptLanguage?: string | string[]): PageLanguage {
+  for (const locale of locales) {
+    const language = spokenLanguage(locale);
+    if (language) return language;
+  }
+  const header = Array.isArray(acceptLanguage) ? acceptLanguage.join(',') : acceptLanguage;
+  return localeFromAcceptLanguage(header) ?? 'en';
 }
 
 export function translate(language: PageLanguage, key: MessageKey, vars: Record<string, string | number> = {}): string {
-  const template = DICTIONARIES[language][key] ?? en[key];
+  const template = DICTIONARIES[language][key];
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole));
 }
 
@@ -392,23 +447,37 @@ export function hasKey(key: string): key is MessageKey {
 
 const formatters = new Map<string, Intl.NumberFormat>();
 
-/** Minor units as money in the page's language: 19700 brl -> "R$ 197,00". */
+/**
+ * Minor units as money in the page's language: 19700 brl in pt -> "R$ 197,00", 1250 eur in de ->
+ * "12,50 €", 1500 jpy in ja -> "￥1,500". The decimals are the currency's minor unit as the API counts
+ * it (`currencyDecimals`: none for jpy or krw, three for kwd), not Intl's own idea of them, which
+ * drops the cents of cop, huf, idr or isk and would show 100 times the amount.
+ */
 export function formatMoney(amount: number, currency: string, language: PageLanguage): string {
-  const cacheKey = `${language}:${currency}`;
+  const code = currency.toLowerCase();
+  const cacheKey = `${language}:${code}`;
+  const digits = currencyDecimals(code);
   let formatter = formatters.get(cacheKey);
   if (!formatter) {
-    formatter = new Intl.NumberFormat(INTL_TAGS[language], { style: 'currency', currency: currency.toUpperCase() });
+    formatter = new Intl.NumberFormat(INTL_TAGS[language], {
+      style: 'currency',
+      currency: code.toUpperCase(),
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    });
     formatters.set(cacheKey, formatter);
   }
-  const digits = formatter.resolvedOptions().maximumFractionDigits ?? 2;
   return formatter.format(amount / 10 ** digits);
 }
+
+// Korean's 12-hour clock comes out as "PM 12:05" from Intl (not 오후): its 24-hour clock reads naturally.
+const HOUR_CYCLES: Partial<Record<PageLanguage, 'h23'>> = { ko: 'h23' };
 
 /** A date (or date and time, with its zone shown) in the page's language and the store's time zone. */
 export function formatDate(unixSeconds: number, language: PageLanguage, options: { withTime?: boolean; timeZone?: string } = {}): string {
   const timeZone = options.timeZone ?? 'UTC';
   const format: Intl.DateTimeFormatOptions = options.withTime
-    ? { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short', timeZone }
+    ? { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: HOUR_CYCLES[language], timeZoneName: 'short', timeZone }
     : { year: 'numeric', month: 'short', day: 'numeric', timeZone };
   try {
     return new Intl.DateTimeFormat(INTL_TAGS[language], format).format(new Date(unixSeconds * 1000));

@@ -181,6 +181,18 @@ export function offerLinkUrl(store: StoreAddressing, offer: { _id: string; slug:
   return `${checkoutUrl}/o/${offer._id}`;
 }
 
+/**
+ * Whether an offer link can open a checkout now: the same conditions a new session checks (store
+ * selling and not blocked, offer and product active, a price), asked before anything is created.
+ */
+export function offerOnSale(
+  store: { active: boolean; plan_overdue: boolean },
+  offer: { active: boolean; prices: unknown[] },
+  product: { active: boolean } | null,
+): boolean {
+  return store.active && !store.plan_overdue && offer.active && (product?.active ?? true) && offer.prices.length > 0;
+}
+
 /** The page language a browser asks for (Accept-Language), among the checkout's; null when none fits. */
 export function localeFromAcceptLanguage(header: string | undefined): CheckoutLocale | null {
   const wanted = (header ?? '')

@@ -16,12 +16,19 @@ import type { SettlementStatus } from '../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './checkout-sessions';
 import { checkoutSessionClient } from './checkout-session-client';
 import { deliverProviderNotice } from './provider-notices';
-import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, type PayAnswer, type PayInput } from '../workflows/checkout-session-messages';
+import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, PIX_UNAVAILABLE_FAILURE, type PayAnswer, type PayInput } from '../workflows/checkout-session-messages';
 
 const cardLocked = (): HostedPaymentResult => ({
   kind: 'error',
   code: CARD_LOCKED_FAILURE,
   message: 'Too many cards were declined on this checkout; pay by PIX or ask the store for a new link.',
+  field: 'method',
+});
+
+const pixUnavailable = (): HostedPaymentResult => ({
+  kind: 'error',
+  code: PIX_UNAVAILABLE_FAILURE,
+  message: 'PIX is only available for payments in BRL without a free trial.',
   field: 'method',
 });
 
@@ -124,7 +131,7 @@ function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, 
   const amounts = chargeAmounts(price, session.pack, session.coupon);
   // The page offers PIX only where it may be used; a hand-made form is refused the same way.
   if (input.method === 'pix' && !pixAllowed(amounts.currency, trial)) {
-    return { stop: { kind: 'error', code: 'method_unavailable', message: 'PIX is only available for payments in BRL without a free trial.', field: 'method' } };
+    return { stop: pixUnavailable() };
   }
   if (input.method !== 'card') return { value: { trial, amounts, installments: null, cardNumber: null } };
 
@@ -217,6 +224,7 @@ function pageAnswer(answer: PayAnswer): HostedPaymentResult {
 async function refusedAnswer(deps: CheckoutDeps, session: CheckoutSessionDoc, type: string, message: string): Promise<HostedPaymentResult> {
   if (type === PAYMENT_IN_PROGRESS_FAILURE) return { kind: 'processing' };
   if (type === CARD_LOCKED_FAILURE) return cardLocked();
+  if (type === PIX_UNAVAILABLE_FAILURE) return pixUnavailable();
   if (type === NOT_OPEN_FAILURE) {
     // Refused at the deadline before the timer marked it: the workflow expires it now.
     if (effectiveStatus(session, Math.floor(Date.now() / 1000)) === 'expired') void requestOverdueExpiry(deps, session._id);

@@ -57,7 +57,8 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
       currency: session.payment?.currency ?? session.currency,
       paymentMethod: card ? { paymentMethodId: card.id, type: 'card', brand: card.brand, last4: card.last4, chargeable: card.chargeable } : null,
       installments: session.payment?.installments ?? null,
-      checkoutSession: session._id,
+      // "null for subscriptions from a regular link": the offer's link opened this session, not the API.
+      checkoutSession: session.origin === 'offer_link' ? null : session._id,
       clientReferenceId: session.client_reference_id,
       // subscription_data[metadata] when sent, else the session's metadata.
       metadata: decodeMetadata(session.subscription_metadata ?? session.metadata),

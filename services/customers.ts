@@ -4,13 +4,14 @@
 // only once the payment is taken.
 import type { Db } from 'mongodb';
 import { ApiError, notFound } from '../domain/errors';
-import { normalizeCustomerInput, type CustomerInput } from '../domain/customers';
+import { normalizeCustomerInput, normalizeEmail, type CustomerInput } from '../domain/customers';
 import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/metadata';
 import type { PaymentProvider } from '../adapters/provider/types';
 import { isDuplicateKeyError, type CustomerDoc, type StoreDoc } from '../store/collections';
 import {
   findClaimedCustomer,
   findCustomer,
+  findCustomerByEmail,
   insertCustomer,
   newCustomerDoc,
   updateCustomer,
@@ -57,6 +58,23 @@ export async function prepareCustomer(
   return { customer: doc, existing: false };
 }
 
+/**
+ * "If a customer with that email already exists: 200 with the existing customer, no field changed",
+ * whatever else was sent: the store's customer holding `email` (a valid address, any case, trimmed),
+ * else null. The email itself is still checked: a malformed one names nobody. The claim answers in one
+ * primary-key read; `authoritative` also asks the unique email, for a customer without a claim.
+ */
+export async function existingCustomerByEmail(db: Db, storeId: string, email: unknown, authoritative: boolean): Promise<CustomerDoc | null> {
+  if (typeof email !== 'string') return null;
+  let normalized: string;
+  try {
+    normalized = normalizeEmail(email);
+  } catch {
+    return null;
+  }
+  return authoritative ? findCustomerByEmail(db, storeId, normalized) : findClaimedCustomer(db, storeId, normalized);
+}
+
 export async function createCustomer(
   deps: CustomerDeps,
   store: StoreDoc,
@@ -64,7 +82,15 @@ export async function createCustomer(
   request: EventRequest | null,
   options: { nameMin?: number } = {},
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
-  const prepared = await prepareCustomer(deps, store, input, options);
+  let prepared: Awaited<ReturnType<typeof prepareCustomer>>;
+  try {
+    prepared = await prepareCustomer(deps, store, input, options);
+  } catch (error) {
+    // A field refused by the rules (or the provider) does not matter when the email is already a customer's.
+    const existing = error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true) : null;
+    if (existing) return { customer: existing, created: false };
+    throw error;
+  }
   if (prepared.existing) return { customer: prepared.customer, created: false };
   const result = await insertCustomer(deps.db, prepared.customer);
   if (result.created) {

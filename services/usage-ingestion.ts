@@ -136,12 +136,13 @@ export async function ingestMeterEvents(
     unique.map((c) => resolveAttachment(db, storeId, c.customer, c.meter._id, chosenSubscriptionOf(c.shape.payload), nowMs)),
   );
   const docs = unique.map((c, i) => meterEventDoc(storeId, c, attachments[i], now));
+  // Noted before the write: a process dying after it (its journal replayed later) still leaves the hour to report.
+  await noteUnattached(db, storeId, docs, now);
   const written = await writeEvents(db, storeId, unique, docs);
   const stored = options.storedDuplicates === false ? new Map<string, MeterEventDoc>() : await storedDuplicates(db, unique, repeats, written);
   answerEach(results, { unique, repeats, firstOf, docs, written, stored });
 
   const fresh = docs.filter((d) => written.inserted.has(d._id));
-  await noteUnattached(db, storeId, fresh, now);
   await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
   return results;
 }
@@ -274,9 +275,12 @@ function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null,
   };
 }
 
-/** Event rule 6: notes the hour of unattached events; the usage routine reports it once the hour is over (services/usage-error-reports.ts). */
-async function noteUnattached(db: Db, storeId: string, fresh: MeterEventDoc[], now: number): Promise<void> {
-  const meters = new Set(fresh.filter((doc) => doc.subscription === null).map((doc) => doc.meter));
+/**
+ * Event rule 6: notes the hour of unattached events; the usage routine reports it once the hour is over
+ * (services/usage-error-reports.ts). A note for repeats only (nothing new in the hour's count) sends nothing.
+ */
+async function noteUnattached(db: Db, storeId: string, docs: MeterEventDoc[], now: number): Promise<void> {
+  const meters = new Set(docs.filter((doc) => doc.subscription === null).map((doc) => doc.meter));
   const hour = windowStart(now, HOUR);
   await Promise.all([...meters].map((meterId) => noteUnattachedHour(db, storeId, meterId, hour)));
 }

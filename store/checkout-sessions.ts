@@ -79,6 +79,8 @@ export interface CheckoutSessionDoc {
   last_error: { code: string; message: string } | null;
   /** Too many cards declined (card testing): the page offers PIX only. */
   card_locked?: boolean;
+  /** Opened by a buyer through the offer's link (its `checkout_url`), not by the API. */
+  origin?: 'offer_link';
   livemode: boolean;
   created: number;
 }
@@ -96,6 +98,10 @@ export function effectiveStatusFilter(status: SessionStatus, nowSeconds: number)
 
 export async function insertCheckoutSession(db: Db, doc: CheckoutSessionDoc): Promise<void> {
   await checkoutSessionsCollection(db).insertOne(doc);
+}
+
+export async function markOfferLinkSession(db: Db, storeId: string, id: string): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { origin: 'offer_link' } });
 }
 
 export async function deleteCheckoutSession(db: Db, storeId: string, id: string): Promise<void> {

@@ -17,6 +17,8 @@ export interface StoreDoc {
   custom_domain: string | null;
   /** Where the thank-you page continues when neither the session nor the offer says (admin CLI). */
   default_success_url?: string | null;
+  /** The store's purchase confirmation e-mail is active (admin CLI); absent means on. */
+  purchase_confirmation_email?: boolean;
   created: number;
 }
 

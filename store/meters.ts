@@ -1,6 +1,6 @@
 // Meters (billing.meter): persistence and the lookups ingestion makes on every call.
 // event_name is unique per store (a unique index) and immutable, and meters are never deleted, so the
-// (store, event_name) -> meter id mapping is cached in the process forever; the meter (its status) briefly.
+// (store, event_name) -> meter id mapping is cached in the process forever; the meter (its status) never.
 import type { Db } from 'mongodb';
 import { newId } from '../domain/ids';
 import { ApiError, notFound } from '../domain/errors';

@@ -16,3 +16,12 @@ export async function findOfferByIdOrSlug(db: Db, storeId: string, ref: string):
   if (ref.startsWith('ofr_')) return offers.findOne({ _id: ref, store_id: storeId });
   return offers.findOne({ store_id: storeId, slug: ref });
 }
+
+/** An offer by its id alone, whichever store it is in: an offer link on the shared host names only the id. */
+export async function findOfferById(db: Db, id: string): Promise<OfferDoc | null> {
+  return collections(db).offers.findOne({ _id: id });
+}
+
+export async function findProduct(db: Db, storeId: string, id: string): Promise<ProductDoc | null> {
+  return collections(db).products.findOne({ _id: id, store_id: storeId });
+}

@@ -35,6 +35,12 @@ export async function findStore(db: Db, id: string): Promise<StoreDoc | null> {
   return collections(db).stores.findOne({ _id: id });
 }
 
+/** The store an address names: its slug on the shared hosts, or its custom domain (hosted pages, offer links). */
+export async function findStoreByAddress(db: Db, by: { slug: string } | { customDomain: string }): Promise<StoreDoc | null> {
+  const { stores } = collections(db);
+  return 'slug' in by ? stores.findOne({ slug: by.slug }) : stores.findOne({ custom_domain: by.customDomain });
+}
+
 export interface NewApiKey {
   storeId: string;
   name: string;

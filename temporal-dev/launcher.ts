@@ -1,14 +1,15 @@
 // `npm start`: the whole local stack in one command. FerretDB (data in DATA_DIR/ferretdb/) and the
 // Temporal dev server with its Web UI (data in DATA_DIR/temporal.db; DATA_DIR defaults to .data) unless
-// MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, then the worker and the API (each restarted with a
-// backoff if it dies), then the demo store; Ctrl-C stops it all in order.
+// MONGODB_URI / TEMPORAL_ADDRESS point elsewhere, the Mailpit mail catcher (DATA_DIR/mailpit.db) unless
+// SMTP_URL does, then the worker and the API (each restarted with a backoff if it dies), then the demo
+// store; Ctrl-C stops it all in order.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { killAllGroups, spawnGroup, stopAllGroups, type ChildGroup } from './processes';
-import { freePort, isPortFree, startFerretDb, startTemporalDevServer } from './servers';
+import { freePort, isPortFree, startFerretDb, startMailpit, startTemporalDevServer } from './servers';
 import { projectRoot } from './tools';
 import { waitFor } from './wait';
 
@@ -23,7 +24,18 @@ function secretsKeyFile(): string {
   }
   return file;
 }
-const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017 };
+const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017, mailpitSmtp: 1025, mailpitUi: 8025 };
+
+/** Where SMTP_URL sends mail, without its credentials. */
+function shownSmtp(smtpUrl: string): string {
+  if (smtpUrl === 'disabled') return 'disabled: no e-mail is sent';
+  try {
+    const url = new URL(smtpUrl);
+    return `${url.protocol}//${url.host}`;
+  } catch {
+    return 'not a URL';
+  }
+}
 
 /** A path as the banner shows it: relative inside the project, absolute elsewhere. */
 function shown(path: string): string {
@@ -192,6 +204,9 @@ function printBanner(info: {
   temporalAddress: string;
   namespace: string;
   mongoUri: string;
+  /** Mailpit's web inbox; undefined when SMTP_URL sends mail elsewhere. */
+  inboxUrl: string | undefined;
+  smtpUrl: string;
   localData: string[];
   demo: DemoResult;
 }): void {
@@ -205,6 +220,7 @@ function printBanner(info: {
     `  Temporal Web UI   ${info.uiUrl ?? '(external Temporal: use its own UI)'}`,
     `  Temporal          ${info.temporalAddress} (namespace ${info.namespace})`,
     `  MongoDB           ${info.mongoUri}`,
+    `  Mail inbox        ${info.inboxUrl ?? `(SMTP_URL: ${shownSmtp(info.smtpUrl)})`}`,
   ];
   if (info.localData.length > 0) lines.push(`  Local data        ${info.localData.join(', ')}`);
   lines.push('');
@@ -270,6 +286,23 @@ async function main(): Promise<void> {
     );
   }
 
+  let smtpUrl = process.env.SMTP_URL;
+  let inboxUrl: string | undefined;
+  if (smtpUrl) {
+    say(`mail: using SMTP_URL (${shownSmtp(smtpUrl)})`);
+  } else {
+    const smtpPort = await portFor('Mailpit SMTP', 'MAILPIT_SMTP_PORT', defaultPorts.mailpitSmtp);
+    const uiPort = await portFor('Mailpit inbox', 'MAILPIT_UI_PORT', defaultPorts.mailpitUi);
+    const dbFile = join(dataDir, 'mailpit.db');
+    say(`starting Mailpit: SMTP on 127.0.0.1:${smtpPort}, inbox on ${uiPort} (mail kept in ${shown(dbFile)})`);
+    const mailpit = await startMailpit({ dbFile, smtpPort, uiPort });
+    started.push({ name: 'Mailpit', stop: mailpit.stop });
+    smtpUrl = mailpit.smtpUrl;
+    inboxUrl = mailpit.uiUrl;
+    localData.push(shown(dbFile));
+    say(`Mailpit ready: the worker's e-mails land in ${inboxUrl} (log: ${shown(mailpit.logFile)})`);
+  }
+
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const apiPort = await portFor('API', 'PORT', defaultPorts.api);
   const childEnv: NodeJS.ProcessEnv = {
@@ -280,6 +313,7 @@ async function main(): Promise<void> {
     MONGODB_URI: mongoUri,
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: namespace,
+    SMTP_URL: smtpUrl,
     PORT: String(apiPort),
   };
 
@@ -311,7 +345,7 @@ async function main(): Promise<void> {
   say('worker and API are ready; seeding the demo store');
 
   const demo = await seedDemo(childEnv);
-  printBanner({ apiBase: `${apiOrigin}/v1`, uiUrl, temporalAddress, namespace, mongoUri, localData, demo });
+  printBanner({ apiBase: `${apiOrigin}/v1`, uiUrl, temporalAddress, namespace, mongoUri, inboxUrl, smtpUrl, localData, demo });
 }
 
 main().catch((error: unknown) => {

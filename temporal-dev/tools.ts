@@ -10,6 +10,7 @@ const binaries = {
   temporal: resolve(toolsDir, 'venv/bin/temporal'),
   'temporal-test-server': resolve(toolsDir, 'venv/bin/temporal-test-server'),
   ferretdb: resolve(toolsDir, 'bin/ferretdb'),
+  mailpit: resolve(toolsDir, 'bin/mailpit'),
 } as const;
 
 export type ToolName = keyof typeof binaries;
@@ -26,3 +27,4 @@ export function toolPath(name: ToolName): string {
 export const temporalCliPath = (): string => toolPath('temporal');
 export const temporalTestServerPath = (): string => toolPath('temporal-test-server');
 export const ferretDbPath = (): string => toolPath('ferretdb');
+export const mailpitPath = (): string => toolPath('mailpit');

@@ -20,6 +20,7 @@ import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
 import { heartbeatWhileRunning, type ActivityTimings } from './activity-interceptors';
+import { mailerFromEnv } from '../adapters/email/smtp';
 
 export const defaultTaskQueue = 'billing';
 
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
 
   const mongoUri = process.env.MONGODB_URI;
   if (!mongoUri) throw new Error('MONGODB_URI is not set (npm start sets it; or point it at your MongoDB)');
+  // Buyer e-mails: refused here, before connecting anywhere, when SMTP_URL is unset.
+  const mailer = mailerFromEnv();
   const temporalOptions = temporalConnectionOptions();
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
@@ -110,6 +113,7 @@ async function main(): Promise<void> {
     taskQueue,
     temporal,
     db,
+    activityDeps: { mailer },
     // On SIGTERM activities in flight (a delivery's POST, a charge) finish instead of being cancelled and repeated.
     shutdownGraceTime: process.env.WORKER_SHUTDOWN_GRACE ?? '30 seconds',
   });
@@ -128,7 +132,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
 
   const running = worker.run();
-  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address})`);
+  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address}, e-mail ${mailer.target})`);
   try {
     await running;
   } finally {

@@ -1,14 +1,15 @@
 // One subscription charge (`charge/<store>/<key>`): the provider charge, its order and the charge
 // document in one keyed activity (a one-off charge decided by the subscription's own workflow), then
 // its events; a charge left in review waits for the provider's notice (asking the provider by key
-// daily, voided as refused at the window's end) and settles. Every request under the key attaches to
-// this run through the `outcome` update.
+// daily, voided as refused at the window's end) and settles; an approved one then sends the store's
+// purchase confirmation. Every request under the key attaches to this run through the `outcome` update.
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
 import { at, money, showProgress } from './lib/business-view';
 import { isOneOffRefusalCode } from '../domain/subscriptions';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
+import { noticeKey, sendNotice, sendsNotices } from './lib/notices';
 import type { ProviderNotice } from '../adapters/provider/types';
 import {
   chargeOutcomeUpdate,
@@ -118,6 +119,15 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   }
   phase = 'settled';
   showProgress(decision.charge.status, `Charge ${decision.charge.id} ${decision.charge.status}${decision.charge.order ? `, order ${decision.charge.order}` : ''}`);
+  await confirmApprovedCharge(input.storeId, decision);
   await condition(allHandlersFinished);
   return decision;
+}
+
+/** "The subscriber gets the store's purchase confirmation e-mail": once, after the charge's events. */
+async function confirmApprovedCharge(storeId: string, decision: ChargeDecision): Promise<void> {
+  const orderId = decision.charge.order;
+  if (decision.charge.status !== 'succeeded' || !orderId || !sendsNotices()) return;
+  const key = noticeKey('payment-confirmation');
+  await sendNotice((notices) => notices.sendPaymentConfirmation({ storeId, orderId, key }), { key, orderId });
 }

@@ -29,6 +29,8 @@ export const NOT_OPEN_FAILURE = 'checkout_session_not_open';
 export const PAYMENT_IN_PROGRESS_FAILURE = 'payment_in_progress';
 /** Too many declined cards on this session: only PIX is accepted now. */
 export const CARD_LOCKED_FAILURE = 'card_payments_locked';
+/** PIX asked for outside BRL or with a free trial (domain/checkout pixAllowed). */
+export const PIX_UNAVAILABLE_FAILURE = 'method_unavailable';
 /** The code of an attempt the provider never received (asked by key): nothing was charged. */
 export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
 

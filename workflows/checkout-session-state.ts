@@ -7,6 +7,7 @@ import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice, TransactionState } from '../adapters/provider/types';
 import { nextReviewCheckMs, reviewWindowOver } from '../domain/reviews';
+import { pixAllowed } from '../domain/checkout';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
 import { at, money, showProgress } from './lib/business-view';
@@ -18,6 +19,7 @@ import {
   PAYMENT_IN_PROGRESS_FAILURE,
   CARD_LOCKED_FAILURE,
   MAX_CARD_DECLINES,
+  PIX_UNAVAILABLE_FAILURE,
   PROVIDER_UNAVAILABLE_CODE,
   type AttemptResult,
   type CheckoutAttempt,
@@ -134,7 +136,7 @@ export class LiveCheckoutSession {
     return this.state.attempts.filter((attempt) => attempt.method === 'card' && attempt.status === 'declined').length;
   }
 
-  /** The pay update's validator: an open session, before its deadline, with no attempt in flight, cards not locked. */
+  /** The pay update's validator: an open session, before its deadline, with no attempt in flight, cards not locked, PIX only where allowed. */
   validatePay(input: PayInput): void {
     if (this.state.status !== 'open' || this.closing || Date.now() >= this.deadlineMs) throw notOpen(this.state);
     if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
@@ -142,6 +144,11 @@ export class LiveCheckoutSession {
       throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
     }
     if (input.method === 'card' && !input.cardToken) throw refusal('parameter_missing', 'A card payment needs a card token.');
+    // The page refuses it first; the session's one writer refuses it for any other caller. (A
+    // validator is not re-run on replay, so this needs no patch.)
+    if (input.method === 'pix' && !pixAllowed(input.amounts.currency, input.trial)) {
+      throw refusal(PIX_UNAVAILABLE_FAILURE, 'PIX is only available for payments in BRL without a free trial.');
+    }
   }
 
   /**

@@ -4,9 +4,11 @@
 // attempt in flight up to the hold, then asks the provider by key, and an approval that lands on a
 // closed session is given back. A pending PIX or review then waits for the provider's notice (asked
 // by key daily) and never reopens; failed lookups and subscription hand-offs are retried later.
+// A paid session ends by sending the buyer the store's purchase confirmation.
 import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './checkout-session-state';
 import { at, showProgress } from './lib/business-view';
+import { noticeKey, sendNotice, sendsNotices } from './lib/notices';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './checkout-session-messages';
 
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
@@ -34,10 +36,19 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
     }
     state.subscription = subscription;
   }
+  await confirmPurchase(input, state);
 
   // An attempt still charging on a closed session is finished (and given back) before the run ends.
   await condition(allHandlersFinished);
   return state;
+}
+
+/** The store's purchase confirmation for the paid order, once; after the hand-off, so it names the subscription's period. */
+async function confirmPurchase(input: CheckoutWorkflowInput, state: CheckoutWorkflowState): Promise<void> {
+  const orderId = state.order;
+  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsNotices()) return;
+  const key = noticeKey('payment-confirmation');
+  await sendNotice((notices) => notices.sendPaymentConfirmation({ storeId: input.storeId, orderId, key }), { key, orderId });
 }
 
 function registerHandlers(session: LiveCheckoutSession): void {

@@ -1,6 +1,7 @@
 // What one run of the subscription workflow knows (the document's life, version and object, a charge
 // awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
-// and written through activities that compare-and-set the document's version.
+// and written through activities that compare-and-set the document's version. A paid cycle and a
+// cancellation send the buyer a notice beside those steps (never holding the mutex).
 import { ApplicationFailure, condition, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
 import type { Activities } from '../activities';
@@ -12,6 +13,7 @@ import type { ChargeDecision, ChargeWorkflowInput } from './charge-messages';
 import * as rules from '../domain/subscriptions';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
+import { noticeKey, sendNotice, sendsNotices } from './lib/notices';
 import {
   ACTION_REFUSED,
   type CancelInput,
@@ -85,6 +87,8 @@ export class LiveSubscription {
    */
   private readonly earlyNotices = new EarlyNotices(EARLY_NOTICES_KEPT);
   private readonly workflowId = workflowInfo().workflowId;
+  /** Buyer e-mails under way; continue-as-new waits for them. */
+  private noticesInFlight = 0;
 
   constructor(private readonly input: SubscriptionWorkflowInput) {}
 
@@ -125,6 +129,7 @@ export class LiveSubscription {
       () => rules.cancelNow(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
       request,
       reason ?? null,
+      () => this.notifyCancellation(),
     );
   }
 
@@ -194,6 +199,7 @@ export class LiveSubscription {
       // Paid: the reactivation completes now, its period starting when the money arrived; refused: it stays ended.
       if (status !== 'paid' || !rules.isEnded(this.life.status)) return false;
       await this.reactivated(nowSeconds(), null);
+      this.confirmPayment(pending.orderId);
       return true;
     }
     if (status === 'paid' && patched('paid-review-credits-its-period')) return this.creditPaidReview(pending);
@@ -201,6 +207,7 @@ export class LiveSubscription {
     if (!rules.CHARGEABLE_STATUSES.includes(this.life.status)) return false;
     if (status === 'paid') {
       await this.cycleApproved(pending.periodStart);
+      this.confirmPayment(pending.orderId);
       return true;
     }
     await this.cycleFailed(settled.code);
@@ -219,9 +226,11 @@ export class LiveSubscription {
     }
     if (this.life.status === 'paused') {
       await this.apply({ ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' }, [{ type: 'customer.subscription.updated' }], { action: 'renewed', reason: 'paid after review while paused' });
+      this.confirmPayment(pending.orderId);
       return true;
     }
     await this.cycleApproved(pending.periodStart);
+    this.confirmPayment(pending.orderId);
     return true;
   }
 
@@ -245,12 +254,19 @@ export class LiveSubscription {
   }
 
   /** An action: decided on the state as it is once the mutex is held; refusals are 400 provider_error. */
-  private action(decide: () => rules.ActionResult | Promise<rules.ActionResult>, request: EventRequest | null | undefined, reason: string | null = null) {
+  private action(
+    decide: () => rules.ActionResult | Promise<rules.ActionResult>,
+    request: EventRequest | null | undefined,
+    reason: string | null = null,
+    applied?: () => void,
+  ) {
     return this.mutex.runExclusive(async () => {
       if (this.missing) throw refused('The subscription no longer exists.');
       const result = await decide();
       if (!result.ok) throw refused(result.reason);
-      return this.apply(result.change, result.events, { action: result.historyAction, reason }, request ?? null);
+      const object = await this.apply(result.change, result.events, { action: result.historyAction, reason }, request ?? null);
+      applied?.();
+      return object;
     });
   }
 
@@ -284,7 +300,9 @@ export class LiveSubscription {
       const why = result.message ?? 'the card was declined';
       throw refused(`The provider refused the reactivation: ${why}${result.code ? ` (${result.code})` : ''}.`);
     }
-    return this.reactivated(at, request);
+    const object = await this.reactivated(at, request);
+    this.confirmPayment(result.orderId);
+    return object;
   }
 
   /** A due charge (renewal, trial end, dunning retry): true when a cycle was paid. */
@@ -294,6 +312,7 @@ export class LiveSubscription {
     const result = await this.chargeCycle(key, true);
     if (result.outcome === 'approved') {
       await this.cycleApproved(periodStart);
+      this.confirmPayment(result.orderId);
       return true;
     }
     if (result.outcome === 'review') {
@@ -375,6 +394,38 @@ export class LiveSubscription {
       { action: 'reactivated', reason: null },
       request,
     );
+  }
+
+  /** No buyer e-mail is under way (continue-as-new waits for this). */
+  noticesSettled(): boolean {
+    return this.noticesInFlight === 0;
+  }
+
+  /** A notice sent beside the subscription's steps: an SMTP outage never holds its mutex or its renewals. */
+  private notify(send: Parameters<typeof sendNotice>[0], about: Record<string, unknown>): void {
+    this.noticesInFlight += 1;
+    const settled = () => {
+      this.noticesInFlight -= 1;
+    };
+    void sendNotice(send, about).then(settled, settled);
+  }
+
+  /** The store's purchase confirmation for a paid cycle (renewal, trial end, reactivation), naming the period it paid for. */
+  private confirmPayment(orderId: string | null): void {
+    if (!orderId || !sendsNotices()) return;
+    const { storeId } = this.input;
+    const key = noticeKey('payment-confirmation', orderId);
+    const { current_period_start: start, current_period_end: end } = this.life;
+    const period = start !== null && end !== null ? { start, end } : null;
+    this.notify((notices) => notices.sendPaymentConfirmation({ storeId, orderId, key, period }), { key, orderId });
+  }
+
+  /** "The same notices as for a dashboard cancellation": keyed by the version the cancellation wrote. */
+  private notifyCancellation(): void {
+    if (!sendsNotices()) return;
+    const { storeId, subscriptionId } = this.input;
+    const key = noticeKey('cancellation', `v${this.version}`);
+    this.notify((notices) => notices.sendCancellationNotice({ storeId, subscriptionId, key }), { key, subscriptionId });
   }
 
   private async cycleApproved(periodStart: number): Promise<void> {

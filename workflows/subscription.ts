@@ -56,7 +56,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
     // Once per paid cycle (or when the history grows long), start afresh from the document.
     if (cyclePaid || workflowInfo().continueAsNewSuggested) {
-      await condition(allHandlersFinished);
+      await condition(() => allHandlersFinished() && subscription.noticesSettled());
       if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(input);
     }
   }

@@ -71,7 +71,7 @@ export const catalogCommands: Record<string, Command> = {
   },
   'offers create': {
     summary:
-      'create an offer (--store --product --name --type one_off|recurring --price cur:amount[:default]... [--cycle] [--custom-days] [--trial-days] [--cycle-limit] [--packs 1,5] [--max-installments] [--slug] [--active false])',
+      'create an offer (--store --product --name --type one_off|recurring --price cur:amount[:default]... [--cycle] [--custom-days] [--trial-days] [--cycle-limit] [--packs 1,5] [--max-installments] [--slug] [--active false] [--success-url <url>])',
     options: {
       store: { type: 'string' },
       product: { type: 'string' },
@@ -137,7 +137,12 @@ export const catalogCommands: Record<string, Command> = {
       const name = str(ctx, 'name', false);
       if (name) set.name = name;
       const slug = str(ctx, 'slug', false);
-      if (slug) set.slug = slug;
+      if (slug) {
+        // The slug is the offer's link: two offers of a store with one slug would share it.
+        const offer = await collections(ctx.db).offers.findOne({ _id: id });
+        if (offer && (await collections(ctx.db).offers.findOne({ store_id: offer.store_id, slug, _id: { $ne: id } }))) throw new Error(`slug '${slug}' is taken`);
+        set.slug = slug;
+      }
       const successUrl = successUrlOption(ctx);
       if (successUrl !== undefined) set.success_url = successUrl;
       const offer = await collections(ctx.db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });

@@ -19,6 +19,7 @@ const formatStore = (result: unknown) => {
     `  country ${s.country}  currency ${s.currency}  timezone ${s.timezone}`,
     `  active ${s.active}  api ${s.api_enabled}  plan overdue ${s.plan_overdue}  portal ${s.portal_enabled}  custom domain ${s.custom_domain ?? '-'}`,
     `  default success URL ${s.default_success_url ?? '-'}`,
+    `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
   ].join('\n');
 };
 
@@ -79,12 +80,14 @@ export const storeCommands: Record<string, Command> = {
     format: (result) => (result as StoreDoc[]).map(formatStore).join('\n'),
   },
   'stores set': {
-    summary: 'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--custom-domain] [--slug] [--name] [--success-url <url>|none])',
+    summary:
+      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
       'plan-overdue': { type: 'string' },
       portal: { type: 'string' },
+      'purchase-confirmation-email': { type: 'string' },
       'custom-domain': { type: 'string' },
       slug: { type: 'string' },
       name: { type: 'string' },
@@ -98,6 +101,7 @@ export const storeCommands: Record<string, Command> = {
         ['api', 'api_enabled'],
         ['plan-overdue', 'plan_overdue'],
         ['portal', 'portal_enabled'],
+        ['purchase-confirmation-email', 'purchase_confirmation_email'],
       ];
       for (const [option, field] of flags) {
         const value = bool(ctx, option);

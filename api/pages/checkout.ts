@@ -12,8 +12,9 @@ import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../..
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
+import { findCustomer } from '../../store/customers';
 import { effectiveStatus } from '../../domain/checkout';
-import { pageLanguage } from '../../domain/checkout-i18n';
+import { choosePageLanguage, type PageLanguage } from '../../domain/checkout-i18n';
 import {
   renderCheckoutPage,
   renderFailedPage,
@@ -89,9 +90,22 @@ async function sessionServedHere(deps: CheckoutDeps, request: FastifyRequest, id
 }
 
 
+/** The language of a page no session names: the browser's (Accept-Language), else English. */
+const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
+
+/** A session's language: its locale, else its customer's, else the browser's, else English. */
+async function sessionLanguage(deps: CheckoutDeps, session: CheckoutSessionDoc, request: FastifyRequest): Promise<PageLanguage> {
+  const customer = session.locale || !session.customer ? null : await findCustomer(deps.db, session.store_id, session.customer);
+  return choosePageLanguage([session.locale, customer?.locale], request.headers['accept-language']);
+}
+
 /** The page a session shows now: the form while open, else its outcome (or the cancel URL once expired). */
-async function renderSession(deps: CheckoutDeps, session: CheckoutSessionDoc, options: { currency?: string; done?: boolean; processing?: boolean }) {
-  const lang = pageLanguage(session.locale);
+async function renderSession(
+  deps: CheckoutDeps,
+  session: CheckoutSessionDoc,
+  lang: PageLanguage,
+  options: { currency?: string; done?: boolean; processing?: boolean },
+) {
   const status = effectiveStatus(session, nowSeconds());
   if (status === 'expired') {
     // Overdue but not yet marked: the workflow marks it now (its timer may be a moment behind).
@@ -122,9 +136,10 @@ function sessionPageRoute(app: RouteApp): void {
     { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
       const { currency, done, processing } = request.query;
-      const page = await renderSession(deps, session, { currency, done: done === '1', processing: processing === '1' });
+      const lang = await sessionLanguage(deps, session, request);
+      const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1' });
       if ('redirect' in page) return reply.redirect(page.redirect!, 303);
       return reply.status(page.status).type(HTML).send(page.body);
     },
@@ -140,7 +155,7 @@ function payRoute(app: RouteApp): void {
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
       const form = request.body;
       const method = form.method === 'pix' ? 'pix' : 'card';
       const installments = form.installments ? Number(form.installments) : null;
@@ -169,7 +184,7 @@ function payRoute(app: RouteApp): void {
         installments,
       };
       const fresh = (await findCheckoutSessionForPage(db, session._id)) ?? session;
-      const lang = pageLanguage(fresh.locale);
+      const lang = await sessionLanguage(deps, fresh, request);
       const status = result.field === 'payment' ? 402 : 400;
       return reply
         .status(status)
@@ -206,7 +221,7 @@ function testSettleRoute(app: RouteApp): void {
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage('en'));
+      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
       if (!deps.provider.livemode) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);
     },

@@ -32,7 +32,7 @@ import {
   type PortalDeps,
 } from '../../services/portal';
 import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
-import { formatDate, formatMoney, hasKey, pageLanguage, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
+import { choosePageLanguage, formatDate, formatMoney, hasKey, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 import type { OrderDoc } from '../../store/orders';
 import { html, layout, type Markup } from './html';
@@ -211,11 +211,15 @@ function maskedEmail(email: string): string {
   return domain ? `${user.slice(0, 1)}***@${domain}` : '***';
 }
 
-const invalidLink = (reply: FastifyReply) =>
-  reply.status(410).type(HTML).send(messagePage('en', t('en', 'signin_invalid_title'), t('en', 'signin_invalid_text'), 'signin-invalid'));
+/** The portal's language: the customer's locale when it is one of the ten, else the browser's (Accept-Language), else English. */
+const portalLanguage = (request: FastifyRequest, customerLocale?: string | null): PageLanguage =>
+  choosePageLanguage([customerLocale], request.headers['accept-language']);
 
-const portalOff = (reply: FastifyReply) =>
-  reply.status(403).type(HTML).send(messagePage('en', t('en', 'portal_unavailable_title'), t('en', 'portal_unavailable_text'), 'portal-unavailable'));
+const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>
+  reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
+
+const portalOff = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>
+  reply.status(403).type(HTML).send(messagePage(lang, t(lang, 'portal_unavailable_title'), t(lang, 'portal_unavailable_text'), 'portal-unavailable'));
 
 /**
  * Opening the link only shows whose account it opens: a link someone else planted (login CSRF) cannot
@@ -227,7 +231,7 @@ async function confirmSignIn(site: PortalSite, request: FastifyRequest<{ Params:
   const link = await usableLink(site, store, request.params.token);
   if (!store || !link) return invalidLink(reply);
   const customer = await findCustomer(site.db, store._id, link.customer);
-  const lang = pageLanguage(customer?.locale);
+  const lang = portalLanguage(request, customer?.locale);
   const email = maskedEmail(customer?.email ?? '');
   const body = html`<main class="wrap"><section class="panel center" data-testid="signin-confirm"><h1>${t(lang, 'signin_confirm_title', { store: store.name })}</h1>
   <p>${t(lang, 'signin_confirm_text', { email })}</p>
@@ -268,11 +272,11 @@ async function account(site: PortalSite, request: FastifyRequest<{ Params: { slu
   if (store && !store.portal_enabled) return portalOff(reply);
   const login = await loginOf(site, request, store);
   if (!store || !login) {
-    const lang = 'en';
+    const lang = portalLanguage(request);
     return reply.status(401).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-needed'));
   }
   const customer = await findCustomer(db, store._id, login.customer);
-  const lang = pageLanguage(customer?.locale);
+  const lang = portalLanguage(request, customer?.locale);
   const [subs, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
   const base = basePath(site, slug);
   const csrf = csrfToken(login);
@@ -323,7 +327,9 @@ async function signOut(site: PortalSite, request: FastifyRequest<{ Params: { slu
   const cookie = readCookie(request, PORTAL_COOKIE);
   if (login && cookie && csrfValid(login, request.body.csrf)) await closePortalLogin(site.db, cookie);
   reply.header('Set-Cookie', cookieHeader(site, request, '', 0));
-  return reply.type(HTML).send(messagePage('en', t('en', 'sign_out'), t('en', 'signed_out'), 'signed-out'));
+  const customer = login ? await findCustomer(site.db, login.store_id, login.customer) : null;
+  const lang = portalLanguage(request, customer?.locale);
+  return reply.type(HTML).send(messagePage(lang, t(lang, 'sign_out'), t(lang, 'signed_out'), 'signed-out'));
 }
 
 async function entry(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string } }>, reply: FastifyReply) {

@@ -56,6 +56,26 @@ export function requiredNullParam(schema: BodySchema | undefined, value: unknown
   return null;
 }
 
+/**
+ * Removes the optional params sent as null where the schema does not take null: such a null means "not
+ * sent", as an empty form value does, so defaults apply and a param required only in some cases
+ * (offer without line_items, unit_amount without tiers) is reported missing by its rule, instead of
+ * validation coercing the null into 0, false or "" (redirect_delay 0, unit_amount 0). Array items are
+ * left to validation: removing one would renumber the rest.
+ */
+export function unsetOptionalNulls(schema: BodySchema | undefined, value: unknown): void {
+  if (!schema || value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (schema.items) for (const item of value) unsetOptionalNulls(schema.items, item);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  for (const [key, property] of Object.entries(schema.properties ?? {})) {
+    if (record[key] === null && !schema.required?.includes(key) && !allowsNull(property)) delete record[key];
+    else unsetOptionalNulls(property, record[key]);
+  }
+}
+
 export function parseQueryString(text: string): Record<string, unknown> {
   return qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
 }
@@ -69,10 +89,13 @@ export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'DELETE')) request.body = {};
   });
 
-  // Last before validation (after a route's own preValidation, which may answer first), on every route with a body.
+  // Last before validation (after a route's own preValidation, which may answer first), on every route
+  // with a body: a null is never coerced; required, it is missing; optional, it is not sent.
   const refuseRequiredNulls = async (request: FastifyRequest) => {
-    const param = requiredNullParam(request.routeOptions.schema?.body as BodySchema | undefined, request.body);
+    const schema = request.routeOptions.schema?.body as BodySchema | undefined;
+    const param = requiredNullParam(schema, request.body);
     if (param) throw new ApiError('parameter_missing', `Missing required param: ${param}.`, { param });
+    unsetOptionalNulls(schema, request.body);
   };
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return;

@@ -2,7 +2,9 @@
 // a known email), update (partial; metadata replaces the map).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { changeCustomer, createCustomer } from '../../services/customers';
+import type { FastifyRequest } from 'fastify';
+import { changeCustomer, createCustomer, existingCustomerByEmail } from '../../services/customers';
+import { requiredNullParam } from '../plugins/body-parsing';
 import { collections } from '../../store/collections';
 import { findClaimedCustomer, findCustomer } from '../../store/customers';
 import { DOCUMENT_TYPES } from '../../domain/documents';
@@ -74,6 +76,14 @@ const ListQuery = Type.Object(
 
 const CustomerRef = Type.Ref('Customer');
 
+/** Whether the route's validation will refuse this body (tried on a copy: validation coerces in place). */
+function bodyRefused(request: FastifyRequest): boolean {
+  const validate = request.getValidationFunction('body');
+  if (!validate || typeof (request.body as { email?: unknown } | null)?.email !== 'string') return false;
+  const copy = structuredClone(request.body);
+  return requiredNullParam(request.routeOptions.schema?.body as Parameters<typeof requiredNullParam>[0], copy) !== null || !validate(copy);
+}
+
 const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps;
 
@@ -120,10 +130,14 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       // "If a customer with that email already exists: 200 with the existing customer, no field
       // changed": looked up before the other fields are validated, so their problems do not matter.
+      // The claim answers first; the unique email is asked too when this body would be refused here
+      // (a body that validates meets it in createCustomer).
       preValidation: async (request, reply) => {
+        const storeId = authOf(request).store._id;
         const email = (request.body as { email?: unknown } | null)?.email;
-        if (typeof email !== 'string' || email.trim() === '') return;
-        const existing = await findClaimedCustomer(db, authOf(request).store._id, email.trim());
+        const existing =
+          (await existingCustomerByEmail(db, storeId, email, false)) ??
+          (bodyRefused(request) ? await existingCustomerByEmail(db, storeId, email, true) : null);
         if (existing) return reply.status(200).send(customerObject(existing));
       },
     },

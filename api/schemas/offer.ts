@@ -19,6 +19,8 @@ export const Offer = Type.Object(
     active: Type.Boolean(),
     product: Type.Object({ id: Type.String(), name: Nullable(Type.String()) }),
     checkout_url: Type.String(),
+    // Where the thank-you page continues when the session has no success_url (before the store's default).
+    success_url: Nullable(Type.String()),
     prices: Type.Array(Type.Object({ currency: Type.String(), amount: Type.Integer(), default: Type.Boolean() })),
     billing_cycle: Nullable(Type.String()),
     custom_billing_days: NullableInt,
@@ -55,6 +57,7 @@ export function offerObject(doc: OfferDoc, product: ProductDoc | null, links: { 
     active: doc.active,
     product: product ? { id: product._id, name: product.name } : { id: doc.product_id, name: null },
     checkout_url: offerLinkUrl(links.store, doc, links.checkoutUrl),
+    success_url: doc.success_url ?? null,
     prices: doc.prices,
     billing_cycle: doc.billing_cycle,
     custom_billing_days: doc.custom_billing_days,

@@ -11,6 +11,8 @@ export const Product = Type.Object(
     description: Nullable(Type.String()),
     family: Nullable(Type.String()),
     active: Type.Boolean(),
+    // Downloadable files the thank-you page lists (then it waits for the buyer instead of redirecting).
+    files: Type.Array(Type.Object({ name: Type.String(), url: Type.String() })),
     livemode: Type.Boolean(),
     created: Type.Integer(),
   },
@@ -26,6 +28,7 @@ export function productObject(doc: ProductDoc): ProductObject {
     description: doc.description,
     family: doc.family,
     active: doc.active,
+    files: (doc.files ?? []).map((file) => ({ name: file.name, url: file.url })),
     livemode: true,
     created: doc.created,
   };

@@ -10,6 +10,8 @@ import autocannon from 'autocannon';
 
 // Benchmarks run the local stack like `npm start` does: development (the test payment connection).
 process.env.NODE_ENV ??= 'development';
+// They measure the billing path: buyer e-mails are recorded as skipped unless SMTP_URL names a server.
+process.env.SMTP_URL ??= 'disabled';
 
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
 

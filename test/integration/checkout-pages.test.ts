@@ -69,7 +69,7 @@ const customerCreatedFor = (email: string) =>
   });
 
 describe('the page', () => {
-  test('renders the offer in the session locale with a strict CSP and no inline script; other locales fall back to English', async () => {
+  test('renders the offer in the session locale with a strict CSP and no inline script; every spec locale has its own words', async () => {
     const pt = await newSession({ offer: catalog.oneOff._id, locale: 'pt', cancel_url: 'https://shop.example.com/back' });
     const res = await page(`/c/${pt.id}`);
     expect(res.status).toBe(200);
@@ -86,8 +86,8 @@ describe('the page', () => {
 
     const fr = await newSession({ offer: catalog.oneOff._id, locale: 'fr' });
     const frPage = await page(`/c/${fr.id}`);
-    expect(frPage.text).toContain('<html lang="en">');
-    expect(frPage.text).toContain('Pay');
+    expect(frPage.text).toContain('<html lang="fr">');
+    expect(frPage.text).toContain('Payer 197,00');
   });
 
   test('a session without a fixed currency offers the others and renders in the chosen one; a fixed one offers none', async () => {

@@ -5,7 +5,7 @@
 // Temporal and a worker; payments with the test card.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { runAdmin } from '../../admin/cli';
-import { buyerForm, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
 import type { TestStore } from '../support/api';
 
 let stack: CheckoutStack;
@@ -58,6 +58,8 @@ describe('success URL precedence', () => {
     expect(refreshTo(storeDefault.text)).toBe(`https://shop.example.com/thanks?cs=${storeDefault.id}`);
 
     await admin('offers', 'set', catalog.oneOff._id, '--success-url', 'https://shop.example.com/course-welcome');
+    // The merchant sees it on the offer.
+    expect((await call(stack.api, store.key, 'GET', `/v1/offers/${catalog.oneOff._id}`)).body.success_url).toBe('https://shop.example.com/course-welcome');
     expect(refreshTo((await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0 })).text)).toBe('https://shop.example.com/course-welcome');
 
     const own = await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0, success_url: 'https://shop.example.com/own/{CHECKOUT_SESSION_ID}' });
@@ -81,6 +83,7 @@ describe('downloadable files', () => {
       { name: 'Course workbook (PDF)', url: 'https://files.example.com/workbook.pdf' },
       { name: 'Presets', url: 'https://files.example.com/presets.zip' },
     ]);
+    expect((await call(stack.api, store.key, 'GET', `/v1/products/${catalog.product._id}`)).body.files).toEqual(files.files);
     const page = await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0, success_url: 'https://shop.example.com/done' });
     expect(page.text).toContain('data-testid="files"');
     expect(page.text).toContain('<a href="https://files.example.com/workbook.pdf" download rel="noopener">Course workbook (PDF)</a>');

@@ -1,5 +1,5 @@
 // `npm start` (temporal-dev/launcher.ts) as a user runs it: a child process on free ports with a temp
-// DATA_DIR prints a key that answers GET /v1/account, keeps Temporal's SQLite in WAL mode, leaves no
+// DATA_DIR prints a key that answers GET /v1/account and a Mailpit inbox that answers, keeps Temporal's SQLite in WAL mode, leaves no
 // process behind on Ctrl-C (SIGINT to its process group), and on restart keeps the demo store and key;
 // a worker killed under it is started again (with a growing delay) while the API keeps answering, and
 // Ctrl-C while a replacement starts stops that one too.
@@ -26,7 +26,7 @@ interface Launch {
 
 let dataDir: string;
 let env: NodeJS.ProcessEnv;
-let ports: { api: number; ferretDb: number; temporal: number; temporalUi: number };
+let ports: { api: number; ferretDb: number; temporal: number; temporalUi: number; mailpitSmtp: number; mailpitUi: number };
 const launches: Launch[] = [];
 const seenPids = new Set<number>();
 
@@ -146,7 +146,14 @@ async function interruptAndCheckNothingLeft(run: Launch, children: Map<number, s
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'billing-launcher-'));
-  ports = { api: await freePort(), ferretDb: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
+  ports = {
+    api: await freePort(),
+    ferretDb: await freePort(),
+    temporal: await freePort(),
+    temporalUi: await freePort(),
+    mailpitSmtp: await freePort(),
+    mailpitUi: await freePort(),
+  };
   env = {
     ...process.env,
     DATA_DIR: dataDir,
@@ -154,11 +161,14 @@ beforeAll(async () => {
     FERRETDB_PORT: String(ports.ferretDb),
     TEMPORAL_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: String(ports.temporalUi),
+    MAILPIT_SMTP_PORT: String(ports.mailpitSmtp),
+    MAILPIT_UI_PORT: String(ports.mailpitUi),
     LOG_LEVEL: 'warn',
   };
   // The suite's servers are in these (global setup); the launcher must start its own.
   delete env.MONGODB_URI;
   delete env.TEMPORAL_ADDRESS;
+  delete env.SMTP_URL;
 });
 
 afterAll(async () => {
@@ -266,11 +276,15 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
       expect([account.status, body.object]).toEqual([200, 'account']);
       expect(existsSync(join(dataDir, 'temporal.db-wal'))).toBe(true);
       expect(existsSync(join(dataDir, 'ferretdb'))).toBe(true);
+      const inbox = bannerValue(run, /Mail inbox\s+(\S+)/);
+      expect(inbox, tail(run)).toBe(`http://localhost:${ports.mailpitUi}`);
+      const info = await fetch(`http://127.0.0.1:${ports.mailpitUi}/api/v1/info`);
+      expect(info.status).toBe(200);
 
       const children = descendants(run.child.pid!);
       for (const pid of children.keys()) seenPids.add(pid);
       const commands = [...children.values()].join('\n');
-      for (const part of ['ferretdb', 'temporal server start-dev', 'worker/main.ts', 'api/server.ts']) expect(commands).toContain(part);
+      for (const part of ['ferretdb', 'temporal server start-dev', 'mailpit', 'worker/main.ts', 'api/server.ts']) expect(commands).toContain(part);
 
       await interruptAndCheckNothingLeft(run, children);
     },

@@ -281,7 +281,7 @@ describe('offers and products', () => {
     const list = await call(api, store.key, 'GET', '/v1/products');
     expect(list.body).toMatchObject({ object: 'list', url: '/v1/products', has_more: false });
     expect(list.body.data).toEqual([
-      { id: productId, object: 'product', name: 'Course', description: 'A course', family: 'edu', active: true, livemode: true, created: expect.any(Number) },
+      { id: productId, object: 'product', name: 'Course', description: 'A course', family: 'edu', active: true, files: [], livemode: true, created: expect.any(Number) },
     ]);
     const one = await call(api, store.key, 'GET', `/v1/products/${productId}`);
     expect(one.body.id).toBe(productId);

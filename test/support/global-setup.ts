@@ -1,17 +1,18 @@
-// Vitest global setup: one FerretDB and one headless in-memory Temporal dev server for the whole run,
-// on free ports, unless MONGODB_URI / TEMPORAL_ADDRESS point at servers already running.
-// Test files reach them through inject('mongoUri' | 'temporalAddress') or the same env variables.
+// Vitest global setup: one FerretDB, one headless in-memory Temporal dev server and one Mailpit (the
+// SMTP_URL every worker sends notices to) for the whole run, on free ports, unless MONGODB_URI /
+// TEMPORAL_ADDRESS / SMTP_URL point at servers already running (then MAILPIT_URL names the inbox, if any).
+// Test files reach them through inject('mongoUri' | 'temporalAddress' | 'mailpitUrl') or the same env variables.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
+import { startFerretDb, startMailpit, startTemporalDevServer } from '../../temporal-dev/servers';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const workDir = mkdtempSync(join(tmpdir(), 'billing-test-servers-'));
   const stops: Array<() => Promise<void>> = [];
 
-  const [mongoUri, temporalAddress] = await Promise.all([
+  const [mongoUri, temporalAddress, mail] = await Promise.all([
     process.env.MONGODB_URI ??
       startFerretDb({ dataDir: join(workDir, 'ferretdb') }).then((ferret) => {
         stops.push(ferret.stop);
@@ -22,6 +23,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
         stops.push(temporal.stop);
         return temporal.address;
       }),
+    process.env.SMTP_URL
+      ? { smtpUrl: process.env.SMTP_URL, apiUrl: process.env.MAILPIT_URL ?? null }
+      : // Every suite's notices land here; keep them all (Mailpit drops the oldest past --max).
+        startMailpit({ dbFile: join(workDir, 'mailpit', 'mailpit.db'), maxMessages: 100_000 }).then((mailpit) => {
+          stops.push(mailpit.stop);
+          return { smtpUrl: mailpit.smtpUrl, apiUrl: mailpit.apiUrl };
+        }),
   ]).catch(async (error: unknown) => {
     // One server may have started while the other failed: stop it before reporting.
     await Promise.all(stops.map((stop) => stop()));
@@ -30,9 +38,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   project.provide('mongoUri', mongoUri);
   project.provide('temporalAddress', temporalAddress);
+  project.provide('mailpitUrl', mail.apiUrl);
   // Test workers are forked after this runs, so code that reads the environment sees the same servers.
   process.env.MONGODB_URI = mongoUri;
   process.env.TEMPORAL_ADDRESS = temporalAddress;
+  process.env.SMTP_URL = mail.smtpUrl;
 
   return async () => {
     await Promise.all(stops.map((stop) => stop()));

@@ -123,11 +123,12 @@ describe('addresses and status', () => {
 });
 
 describe('languages', () => {
-  test('pt and es have their words; other locales and unknown keys fall back to English', () => {
+  test('each of the ten locales has its words (a region tag names its language); others are English', () => {
     expect(pageLanguage('pt')).toBe('pt');
     expect(pageLanguage('pt-BR')).toBe('pt');
     expect(pageLanguage('es')).toBe('es');
-    for (const other of ['fr', 'de', 'it', 'ja', 'ko', 'ru', 'zh', null]) expect(pageLanguage(other)).toBe('en');
+    for (const own of ['fr', 'de', 'it', 'ja', 'ko', 'ru', 'zh'] as const) expect(pageLanguage(own)).toBe(own);
+    for (const other of ['nl', 'xx', '', null]) expect(pageLanguage(other)).toBe('en');
     expect(translate('pt', 'pay', { amount: 'R$ 1,00' })).toBe('Pagar R$ 1,00');
     expect(translate('es', 'thank_you')).toBe('¡Gracias!');
     expect(translate('en', 'pack_of', { n: 5 })).toBe('Pack of 5 units');

@@ -1,0 +1,248 @@
+// The buyer's e-mails, each sent at most once under its deterministic key (DESIGN principle 3): the
+// store's purchase confirmation when an order is paid (checkout purchase, subscription cycle, one-off
+// or usage charge) and the notice of a cancellation by the store (dashboard, DELETE /v1/subscriptions/{id}).
+// Each is recorded in `sent_mail` before and after the SMTP hand-off; a retry finds the record and sends nothing.
+import { createHash } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { ApplicationFailure } from '@temporalio/common';
+import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } from '../adapters/email/smtp';
+import {
+  emailLanguage,
+  renderCancellationNotice,
+  renderPaymentConfirmation,
+  type EmailLanguage,
+  type PaymentKind,
+  type Period,
+  type RenderedMail,
+} from '../domain/email-i18n';
+import { decodeMetadata } from '../domain/metadata';
+import { collections, type CustomerDoc, type StoreDoc } from '../store/collections';
+import { findCheckoutSession } from '../store/checkout-sessions';
+import { findCustomer } from '../store/customers';
+import { findOrder, type OrderDoc } from '../store/orders';
+import { claimSentMail, countSendAttempt, findSentMail, settleSentMail, type SentMailDoc, type SentMailPurpose } from '../store/sent-mail';
+import { findStore } from '../store/stores';
+import { findSubscription, subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { findUsagePeriod } from '../store/usage';
+
+export interface NoticeDeps {
+  db: Db;
+  mailer: Mailer;
+  /** Sender address; the display name is the store's. */
+  mailFrom: string;
+}
+
+/** sent: accepted by the SMTP server now; already_sent: an earlier try did it (or skipped it); failed: refused for good. */
+export type NoticeOutcome = 'sent' | 'already_sent' | 'skipped' | 'failed';
+
+export interface PaymentConfirmationInput {
+  storeId: string;
+  orderId: string;
+  /** The notice's key, e.g. `charge/<store>/<key>/payment-confirmation`. */
+  key: string;
+  /** The period paid for, when the caller knows it (a subscription's new cycle). */
+  period?: Period | null;
+}
+
+export interface CancellationNoticeInput {
+  storeId: string;
+  subscriptionId: string;
+  key: string;
+}
+
+interface Notice {
+  storeId: string;
+  key: string;
+  purpose: SentMailPurpose;
+  subjectId: string;
+}
+
+type Draft = { to: string; language: EmailLanguage; mail: RenderedMail; storeName: string } | { skip: string; to: string | null };
+
+const PAID_STATUSES: readonly OrderDoc['status'][] = ['paid', 'refunded', 'partially_refunded', 'charged_back'];
+
+/** A data problem no retry fixes: the workflow logs it and goes on. */
+function missing(what: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`${what} not found`, 'notice_subject_missing');
+}
+
+/** `<hash@domain>` from the key: the same notice always carries the same Message-ID. */
+export function noticeMessageId(key: string, mailFrom: string): string {
+  const domain = mailFrom.split('@')[1] || 'localhost';
+  return `<${createHash('sha256').update(key).digest('hex').slice(0, 32)}.notice@${domain}>`;
+}
+
+/** The store's purchase confirmation for a paid order. */
+export function sendPaymentConfirmation(deps: NoticeDeps, input: PaymentConfirmationInput): Promise<NoticeOutcome> {
+  const notice: Notice = { storeId: input.storeId, key: input.key, purpose: 'payment_confirmation', subjectId: input.orderId };
+  return deliverOnce(deps, notice, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const order = await findOrder(deps.db, input.storeId, input.orderId);
+    if (!order) throw missing(`order ${input.orderId}`);
+    return paymentDraft(deps.db, store, order, input.period ?? null);
+  });
+}
+
+/** The notice of a subscription canceled by the store. */
+export function sendCancellationNotice(deps: NoticeDeps, input: CancellationNoticeInput): Promise<NoticeOutcome> {
+  const notice: Notice = { storeId: input.storeId, key: input.key, purpose: 'cancellation', subjectId: input.subscriptionId };
+  return deliverOnce(deps, notice, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const sub = await findSubscription(deps.db, input.storeId, input.subscriptionId);
+    if (!sub) throw missing(`subscription ${input.subscriptionId}`);
+    return cancellationDraft(deps.db, store, sub);
+  });
+}
+
+async function storeOrFail(db: Db, storeId: string): Promise<StoreDoc> {
+  const store = await findStore(db, storeId);
+  if (!store) throw missing(`store ${storeId}`);
+  return store;
+}
+
+/** Checked before sending and recorded before and after the hand-off, so a retry never sends a notice already sent. */
+async function deliverOnce(deps: NoticeDeps, notice: Notice, draft: () => Promise<Draft>): Promise<NoticeOutcome> {
+  const { db, mailer } = deps;
+  const seen = await findSentMail(db, notice.storeId, notice.key);
+  if (seen && seen.status !== 'sending') return 'already_sent';
+  const drafted = await draft();
+  const skipReason = 'skip' in drafted ? drafted.skip : mailer.target === SMTP_DISABLED ? 'mail_disabled' : null;
+  const messageId = noticeMessageId(notice.key, deps.mailFrom);
+  const record = sentMailDoc(notice, drafted, messageId);
+  if (skipReason) {
+    const stored = await claimSentMail(db, { ...record, status: 'skipped', skipped_reason: skipReason });
+    if (stored.status === 'sending') await settleSentMail(db, notice.storeId, notice.key, { status: 'skipped', skipped_reason: skipReason });
+    if (skipReason === 'mail_disabled') console.warn(`notice ${notice.key}: not sent (SMTP_URL=${SMTP_DISABLED})`);
+    return 'skipped';
+  }
+  const ready = drafted as Exclude<Draft, { skip: string }>;
+  const stored = await claimSentMail(db, record);
+  if (stored.status !== 'sending') return 'already_sent';
+  await countSendAttempt(db, notice.storeId, notice.key);
+  const mail: OutgoingMail = { from: { name: ready.storeName, address: deps.mailFrom }, to: ready.to, ...ready.mail, messageId, language: ready.language };
+  try {
+    const accepted = await mailer.send(mail);
+    await settleSentMail(db, notice.storeId, notice.key, { status: 'sent', smtp_response: accepted?.response ?? null, sent_at: Math.floor(Date.now() / 1000) });
+    return 'sent';
+  } catch (error) {
+    // Anything but a refusal for good (5xx) is retried by the activity: the server may be back later.
+    if (!(error instanceof PermanentMailError)) throw error;
+    await settleSentMail(db, notice.storeId, notice.key, { status: 'failed', smtp_response: error.message });
+    console.warn(`notice ${notice.key}: refused by ${mailer.target} (${error.message})`);
+    return 'failed';
+  }
+}
+
+function sentMailDoc(notice: Notice, drafted: Draft, messageId: string): SentMailDoc {
+  const mail = 'mail' in drafted ? drafted : null;
+  return {
+    _id: notice.key,
+    store_id: notice.storeId,
+    purpose: notice.purpose,
+    subject_id: notice.subjectId,
+    to: drafted.to,
+    language: mail?.language ?? null,
+    subject: mail?.mail.subject ?? null,
+    message_id: mail ? messageId : null,
+    status: 'sending',
+    skipped_reason: null,
+    smtp_response: null,
+    attempts: 0,
+    created: Math.floor(Date.now() / 1000),
+    sent_at: null,
+  };
+}
+
+/** The spec's "purchase confirmation e-mail when it is active": a store may turn it off (admin CLI); on unless it did. */
+const confirmationsOn = (store: StoreDoc) => store.purchase_confirmation_email !== false;
+
+function paymentKind(order: OrderDoc): PaymentKind {
+  if (order.order_type === 'checkout') return 'purchase';
+  if (order.order_type === 'renewal') return 'renewal';
+  return order.billing_reason === 'usage' ? 'usage' : 'charge';
+}
+
+async function paymentDraft(db: Db, store: StoreDoc, order: OrderDoc, knownPeriod: Period | null): Promise<Draft> {
+  const customer = order.customer ? await findCustomer(db, store._id, order.customer) : null;
+  const to = order.customer_email ?? customer?.email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  if (!confirmationsOn(store)) return { skip: 'store_disabled', to };
+  if (!PAID_STATUSES.includes(order.status)) return { skip: 'not_paid', to };
+  const kind = paymentKind(order);
+  const sub = order.subscription ? await findSubscription(db, store._id, order.subscription) : await subscriptionOfCheckout(db, store._id, order);
+  const sessionLocale = await checkoutLocale(db, store._id, order.checkout_session ?? sub?.checkout_session ?? null);
+  // A checkout's buyer chose the page's language; later e-mails follow the customer's, then that first page's.
+  const locales = kind === 'purchase' ? [sessionLocale, customer?.locale] : [customer?.locale, sessionLocale];
+  const language = emailLanguage(locales, store.country);
+  const product = await productLine(db, store._id, order, kind);
+  const mail = renderPaymentConfirmation({
+    ...mailFacts(store, customer, language),
+    kind,
+    product,
+    amount: order.amount_total,
+    currency: order.currency,
+    paidAt: order.paid_at ?? order.created,
+    period: knownPeriod ?? (await paidPeriod(db, store._id, order, kind, sub)),
+    orderId: order._id,
+  });
+  return { to, language, mail, storeName: store.name };
+}
+
+async function cancellationDraft(db: Db, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {
+  const customer = sub.customer ? await findCustomer(db, store._id, sub.customer) : null;
+  const to = sub.customer_email ?? customer?.email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  const language = emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
+  const mail = renderCancellationNotice({
+    ...mailFacts(store, customer, language),
+    product: sub.product.name || sub.offer.name,
+    amount: sub.amount,
+    currency: sub.currency,
+    cycle: sub.billing_cycle,
+    customBillingDays: sub.custom_billing_days,
+    canceledAt: sub.canceled_at ?? sub.ended_at ?? Math.floor(Date.now() / 1000),
+    period: periodOf(sub),
+    subscriptionId: sub._id,
+  });
+  return { to, language, mail, storeName: store.name };
+}
+
+function mailFacts(store: StoreDoc, customer: CustomerDoc | null, language: EmailLanguage) {
+  return { language, storeName: store.name, timeZone: store.timezone, customerName: customer?.name ?? null };
+}
+
+async function checkoutLocale(db: Db, storeId: string, sessionId: string | null): Promise<string | null> {
+  if (!sessionId) return null;
+  return (await findCheckoutSession(db, storeId, sessionId))?.locale ?? null;
+}
+
+/** A recurring checkout's subscription (created right after its order is paid). */
+async function subscriptionOfCheckout(db: Db, storeId: string, order: OrderDoc): Promise<SubscriptionDoc | null> {
+  if (order.order_type !== 'checkout' || order.recurrence !== 'scheduled' || !order.checkout_session) return null;
+  return subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: order.checkout_session });
+}
+
+/** The product's name; for a one-off or usage charge, with what was charged when that says more. */
+async function productLine(db: Db, storeId: string, order: OrderDoc, kind: PaymentKind): Promise<string> {
+  const product = order.product ? await collections(db).products.findOne({ _id: order.product, store_id: storeId }) : null;
+  const item = order.items[0]?.description ?? null;
+  const name = product?.name ?? item ?? order._id;
+  if ((kind === 'charge' || kind === 'usage') && item && item !== name && order.items.length === 1) return `${name}: ${item}`;
+  return name;
+}
+
+function periodOf(sub: SubscriptionDoc | null): Period | null {
+  if (!sub || sub.current_period_start === null || sub.current_period_end === null) return null;
+  return { start: sub.current_period_start, end: sub.current_period_end };
+}
+
+/** What an order paid for: a subscription's period, a usage period, or nothing (a one-time payment). */
+async function paidPeriod(db: Db, storeId: string, order: OrderDoc, kind: PaymentKind, sub: SubscriptionDoc | null): Promise<Period | null> {
+  if (kind === 'renewal' || (kind === 'purchase' && order.recurrence === 'scheduled')) return periodOf(sub);
+  if (kind !== 'usage') return null;
+  const periodId = decodeMetadata(order.metadata).usage_period;
+  const period = periodId ? await findUsagePeriod(db, storeId, periodId) : null;
+  if (!period) return null;
+  // A period closed early (threshold, subscription ended) ends when it closed.
+  return { start: period.period_start, end: Math.min(period.period_end, period.closed_at ?? period.period_end) };
+}
