@@ -398,7 +398,7 @@ const es: Dictionary = {
 
 const DICTIONARIES: Record<PageLanguage, Dictionary> = { en, pt, es, fr, de, it, ja, ko, ru, zh };
 /** The region whose conventions each language's money and dates follow (pt is Brazil's, zh is Simplified Chinese). */
-const INTL_TAGS: Record<PageLanguage, string> = {
+export const INTL_TAGS: Record<PageLanguage, string> = {
   en: 'en-US',
   pt: 'pt-BR',
   es: 'es-ES',

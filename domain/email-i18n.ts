@@ -2,7 +2,7 @@
 // their words, the language a buyer gets, money and dates formatted with Intl, and the rendering of
 // subject, plain text and HTML from the facts. Pure: the services gather the facts and send.
 import type { BillingCycle } from './billing-periods';
-import { currencyDecimals } from './charges';
+import { formatMoney, INTL_TAGS } from './checkout-i18n';
 
 export const EMAIL_LANGUAGES = ['en', 'pt', 'es', 'fr', 'de', 'it', 'ja', 'ko', 'ru', 'zh'] as const;
 export type EmailLanguage = (typeof EMAIL_LANGUAGES)[number];
@@ -301,18 +301,6 @@ const zh: Dictionary = {
 };
 
 const DICTIONARIES: Record<EmailLanguage, Dictionary> = { en, pt, es, fr, de, it, ja, ko, ru, zh };
-const INTL_TAGS: Record<EmailLanguage, string> = {
-  en: 'en-US',
-  pt: 'pt-BR',
-  es: 'es-ES',
-  fr: 'fr-FR',
-  de: 'de-DE',
-  it: 'it-IT',
-  ja: 'ja-JP',
-  ko: 'ko-KR',
-  ru: 'ru-RU',
-  zh: 'zh-CN',
-};
 
 /** The language of a store's country, used when the buyer's own is unknown. */
 const COUNTRY_LANGUAGES: Record<string, EmailLanguage> = {
@@ -353,10 +341,7 @@ export function emailText(language: EmailLanguage, key: EmailKey, vars: Record<s
 
 /** Minor units as money in the language: 4990 brl in pt -> "R$ 49,90". */
 export function emailMoney(amount: number, currency: string, language: EmailLanguage): string {
-  // The API's minor units (domain/charges.ts), not Intl's display digits: HUF, COP, IDR... count cents.
-  const digits = currencyDecimals(currency);
-  const formatter = new Intl.NumberFormat(INTL_TAGS[language], { style: 'currency', currency: currency.toUpperCase(), minimumFractionDigits: digits, maximumFractionDigits: digits });
-  return formatter.format(amount / 10 ** digits);
+  return formatMoney(amount, currency, language);
 }
 
 /** A day in the language and the store's time zone (UTC when the zone is unknown). */
