@@ -3,6 +3,7 @@
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
 import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
 import { subscriptionClient } from '../services/subscription-client';
+import { findSubscription } from '../store/subscriptions';
 import type { Client } from '@temporalio/client';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitChargeEvents, executeSubscriptionCharge, settleSubscriptionCharge, type ChargeSettlementDeps } from '../services/charge-settlement';
@@ -20,7 +21,9 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
     /** A one-off charge through the subscription's workflow, which refuses it or charges it under its mutex. */
     async chargeThroughSubscription(input: ChargeWorkflowInput): Promise<ChargeDecision> {
       // A retry after a dead worker attaches to the same update (its id is the key).
-      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId });
+      const ref = { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId };
+      // A lost workflow is restarted from the document: a subscription on a test clock keeps its clock.
+      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, async () => (await findSubscription(deps.db, input.storeId, input.subscriptionId)) ?? ref);
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {

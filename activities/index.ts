@@ -10,6 +10,7 @@ import { createSubscriptionActivities } from './subscriptions';
 import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
 import { createNoticeActivities } from './notices';
+import { createTestClockActivities } from './test-clocks';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 
@@ -45,6 +46,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSubscriptionActivities(deps),
     ...createChargeActivities(deps),
     ...createUsageActivities(deps),
+    ...createTestClockActivities(deps),
     ...createNoticeActivities({ db, mailer: deps.mailer ?? mailerFromEnv(), mailFrom: deps.mailFrom ?? mailFromEnv() }),
   };
 }

@@ -218,9 +218,12 @@ export function portalAddress(store: StoreAddressing, portalUrl: string): string
   return null;
 }
 
-/** The status a session has now: an open session past its deadline is expired, whoever looks. */
-export function effectiveStatus(session: { status: SessionStatus; expires_at: number }, nowSeconds: number): SessionStatus {
-  if (session.status === 'open' && nowSeconds >= session.expires_at) return 'expired';
+/**
+ * The status a session has now: an open session past its deadline is expired, whoever looks. A session
+ * on a test clock has its deadline on the clock's time: its workflow expires it, so the stored status holds.
+ */
+export function effectiveStatus(session: { status: SessionStatus; expires_at: number; test_clock?: string | null }, nowSeconds: number): SessionStatus {
+  if (session.status === 'open' && !session.test_clock && nowSeconds >= session.expires_at) return 'expired';
   return session.status;
 }
 

@@ -56,6 +56,7 @@ const CODES = {
   invalid_event_type: [400, 'invalid_request_error'],
   private_host: [400, 'invalid_request_error'],
   invalid_url: [400, 'invalid_request_error'],
+  test_clock_advancing: [400, 'invalid_request_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof CODES;

@@ -27,6 +27,7 @@ export const CURRENT_EVENT_TYPES = [
   'order.refunded',
   'order.partially_refunded',
   'order.charged_back',
+  'test_helpers.test_clock.ready',
 ] as const;
 
 /** Every type of the original catalog 2026-09-01 (DESIGN.md product decisions). */
@@ -77,6 +78,7 @@ export const LEGACY_NAME: Record<CurrentEventType, LegacyEventType | null> = {
   'order.refunded': 'order.refunded',
   'order.partially_refunded': 'order.partially_refunded',
   'order.charged_back': 'order.charged_back',
+  'test_helpers.test_clock.ready': null,
 };
 
 export function isEventCatalog(value: unknown): value is EventCatalog {

@@ -9,7 +9,7 @@ const TIME_CHARS = 8;
 
 export type IdPrefix =
   | 'cust' | 'sub' | 'ord' | 'ofr' | 'prd' | 'cs' | 'bps' | 'ak' | 'sch' | 'mtr' | 'mev'
-  | 'usi' | 'usp' | 'evt' | 'pm' | 'tok' | 'tx' | 'acct' | 'cpn' | 'bpt';
+  | 'usi' | 'usp' | 'evt' | 'pm' | 'tok' | 'tx' | 'acct' | 'cpn' | 'bpt' | 'clock';
 
 function encodeTime(ms: number): string {
   let out = '';

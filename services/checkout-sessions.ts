@@ -24,6 +24,7 @@ import { collections, type CouponDoc, type CustomerDoc, type OfferDoc, type Prod
 import { findOfferByIdOrSlug } from '../store/offers';
 import { findCustomer } from '../store/customers';
 import { deleteCheckoutSession, findCheckoutSession, insertCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
+import { clockNowMs } from '../store/test-clocks';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { CheckoutWorkflowInput } from '../workflows/checkout-session-messages';
@@ -86,7 +87,8 @@ interface SessionRequest {
   offerParam: string;
   successUrl: string | undefined;
   cancelUrl: string | undefined;
-  expiresAt: number;
+  /** As sent: checked against the session's "now", its customer's test clock's when it has one. */
+  requestedExpiresAt: number | undefined;
   metadata: ReturnType<typeof normalizeMetadata>;
   subscriptionMetadata: ReturnType<typeof normalizeMetadata> | null;
   customerName: string | undefined;
@@ -101,6 +103,14 @@ interface Offer {
   product: ProductDoc | null;
   customer: CustomerDoc | null;
   foundCoupon: CouponDoc | null;
+}
+
+/** When the session is made: real time for its id, its customer's test clock's (if any) for its dates. */
+interface SessionTime {
+  realMs: number;
+  nowMs: number;
+  testClock: string | null;
+  expiresAt: number;
 }
 
 /** What the session sells: its mode, currency (null: the buyer chooses) and pack. */
@@ -122,8 +132,9 @@ export async function createCheckoutSession(
   }
   if (body.discounts && body.discounts.length > 0 && request.couponCode === undefined) throw missing('discounts[0].coupon');
   const found = await validateOffer(deps.db, store, request);
+  const time = await sessionTime(deps.db, store._id, request, found.customer, now);
   const price = priceFor(body, found.offer);
-  const doc = sessionDocument(deps, store, body, request, found, price, now);
+  const doc = sessionDocument(deps, store, body, request, found, price, time);
   await writeSession(deps, store, doc, found.offer);
   return doc;
 }
@@ -137,7 +148,10 @@ function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSe
   const cancelUrl = emptyToUndefined(body.cancel_url);
   if (successUrl !== undefined) validateRedirectUrl('success_url', successUrl, deps.development);
   if (cancelUrl !== undefined) validateRedirectUrl('cancel_url', cancelUrl, deps.development);
-  const expiresAt = resolveExpiresAt(emptyToUndefined(body.expires_at), nowSeconds);
+  const requestedExpiresAt = emptyToUndefined(body.expires_at);
+  const customerRef = emptyToUndefined(body.customer);
+  // Without a customer there is no test clock: a bad deadline is refused before any lookup.
+  if (customerRef === undefined) resolveExpiresAt(requestedExpiresAt, nowSeconds);
   const metadata = normalizeMetadata(body.metadata, 'metadata');
   const subscriptionMetadataInput = body.subscription_data?.metadata;
   const subscriptionMetadata =
@@ -150,9 +164,8 @@ function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSe
   }
   const customerEmail = emptyToUndefined(body.customer_email);
   const normalizedEmail = customerEmail !== undefined ? normalizeEmail(customerEmail, 'customer_email') : null;
-  const customerRef = emptyToUndefined(body.customer);
   const couponCode = emptyToUndefined(body.discounts?.[0]?.coupon);
-  return { offerRef, offerParam, successUrl, cancelUrl, expiresAt, metadata, subscriptionMetadata, customerName, normalizedEmail, customerRef, couponCode };
+  return { offerRef, offerParam, successUrl, cancelUrl, requestedExpiresAt, metadata, subscriptionMetadata, customerName, normalizedEmail, customerRef, couponCode };
 }
 
 /**
@@ -206,6 +219,13 @@ function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | nu
   return checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
 }
 
+/** The session's time and deadline; the clock is read only for a customer attached to one. */
+async function sessionTime(db: Db, storeId: string, request: SessionRequest, customer: CustomerDoc | null, realMs: number): Promise<SessionTime> {
+  const testClock = customer?.test_clock ?? null;
+  const nowMs = testClock ? await clockNowMs(db, storeId, testClock) : realMs;
+  return { realMs, nowMs, testClock, expiresAt: resolveExpiresAt(request.requestedExpiresAt, Math.floor(nowMs / 1000)) };
+}
+
 /** The session's buyer: the customer sent (who must exist), else the e-mail and name sent. */
 function buyerFor(request: SessionRequest, customer: CustomerDoc | null): { customerId: string | null; email: string | null; name: string | null } {
   if (request.customerRef === undefined) return { customerId: null, email: request.normalizedEmail, name: request.customerName ?? null };
@@ -228,12 +248,13 @@ function sessionDocument(
   request: SessionRequest,
   { offer, product, customer, foundCoupon }: Offer,
   { mode, currency, pack }: PriceChoice,
-  now: number,
+  time: SessionTime,
 ): CheckoutSessionDoc {
   const buyer = buyerFor(request, customer);
   const coupon = couponFor(request.couponCode, foundCoupon);
   return {
-    _id: newId('cs', now),
+    // Ids sort by real creation, even when the dates follow a test clock.
+    _id: newId('cs', time.realMs),
     store_id: store._id,
     status: 'open',
     payment_status: 'unpaid',
@@ -269,14 +290,15 @@ function sessionDocument(
     locale: body.locale ?? null,
     order: null,
     subscription: null,
-    expires_at: request.expiresAt,
+    expires_at: time.expiresAt,
     completed_at: null,
     checkout_base: checkoutBase(store, deps.checkoutUrl),
     store_name: store.name,
     payment: null,
     last_error: null,
+    ...(time.testClock ? { test_clock: time.testClock } : {}),
     livemode: true,
-    created: Math.floor(now / 1000),
+    created: Math.floor(time.nowMs / 1000),
   };
 }
 
@@ -285,6 +307,7 @@ async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSe
   const input: CheckoutWorkflowInput = { storeId: store._id, sessionId: doc._id, expiresAt: doc.expires_at, recurring: offer.type === 'recurring' };
   if (deps.attemptHoldMs !== undefined) input.attemptHoldMs = deps.attemptHoldMs;
   if (deps.maxCardDeclines !== undefined) input.maxCardDeclines = deps.maxCardDeclines;
+  if (doc.test_clock) Object.assign(input, { testClock: doc.test_clock, testClockNowMs: doc.created * 1000 });
   const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
   const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc)]);
   if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;

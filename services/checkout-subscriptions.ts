@@ -9,7 +9,7 @@ import { collections } from '../store/collections';
 import { setSessionSubscription, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { ordersCollection } from '../store/orders';
 import { findSubscription } from '../store/subscriptions';
-import { derivedId } from '../domain/ids';
+import { derivedId, idTimeMs } from '../domain/ids';
 import { subscriptionObject } from '../api/schemas/subscription';
 import { createSubscription, type SubscriptionDeps } from './subscriptions';
 import { subscriptionClient } from './subscription-client';
@@ -17,8 +17,10 @@ import { emitEventOnce } from './emit-once';
 import { startsWithTrial } from '../domain/checkout';
 
 /** The subscription a checkout session becomes: the same id however often the hand-off runs. */
-export function checkoutSubscriptionId(session: Pick<CheckoutSessionDoc, '_id' | 'store_id' | 'created'>): string {
-  return derivedId('sub', session.created * 1000, `checkout:${session.store_id}:${session._id}`);
+export function checkoutSubscriptionId(session: Pick<CheckoutSessionDoc, '_id' | 'store_id' | 'created' | 'test_clock'>): string {
+  // On a test clock `created` is the clock's time: the session id's real time keeps ids in creation order.
+  const ms = session.test_clock ? idTimeMs(session._id) : session.created * 1000;
+  return derivedId('sub', ms, `checkout:${session.store_id}:${session._id}`);
 }
 
 export async function createSubscriptionForCheckout(deps: SubscriptionDeps, session: CheckoutSessionDoc): Promise<string | null> {

@@ -16,6 +16,7 @@ import {
   newCustomerDoc,
   updateCustomer,
 } from '../store/customers';
+import { findTestClock } from '../store/test-clocks';
 import { customerObject } from '../api/schemas/customer';
 import { emitEvent, type EventDeps } from './events';
 import type { EventRequest } from '../store/events';
@@ -35,7 +36,7 @@ export async function prepareCustomer(
   deps: CustomerDeps,
   store: StoreDoc,
   input: CustomerInput & { metadata?: unknown },
-  options: { nameMin?: number; id?: (email: string) => string } = {},
+  options: { nameMin?: number; id?: (email: string) => string; testClock?: string | null } = {},
 ): Promise<{ customer: CustomerDoc; existing: boolean }> {
   const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
   const metadata: Metadata = normalizeMetadata(input.metadata);
@@ -46,6 +47,7 @@ export async function prepareCustomer(
   if (existing) return { customer: existing, existing: true };
 
   const doc = newCustomerDoc(store._id, { ...fields, email }, metadata);
+  if (options.testClock) doc.test_clock = options.testClock;
   const proposed = options.id?.(email);
   if (proposed) {
     const holder = await findCustomer(deps.db, store._id, proposed);
@@ -78,13 +80,14 @@ export async function existingCustomerByEmail(db: Db, storeId: string, email: un
 export async function createCustomer(
   deps: CustomerDeps,
   store: StoreDoc,
-  input: CustomerInput & { metadata?: unknown },
+  input: CustomerInput & { metadata?: unknown; test_clock?: string | null },
   request: EventRequest | null,
   options: { nameMin?: number } = {},
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
   let prepared: Awaited<ReturnType<typeof prepareCustomer>>;
   try {
-    prepared = await prepareCustomer(deps, store, input, options);
+    const testClock = input.test_clock ? await requireTestClockId(deps.db, store._id, input.test_clock) : null;
+    prepared = await prepareCustomer(deps, store, input, { ...options, testClock });
   } catch (error) {
     // A field refused by the rules (or the provider) does not matter when the email is already a customer's.
     const existing = error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true) : null;
@@ -97,6 +100,12 @@ export async function createCustomer(
     await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(result.customer), request });
   }
   return result;
+}
+
+/** The clock a new customer attaches to: one of the store's (the only time it can be set). */
+async function requireTestClockId(db: Db, storeId: string, id: string): Promise<string> {
+  if (!(await findTestClock(db, storeId, id))) throw notFound('test clock', id, 'test_clock');
+  return id;
 }
 
 export async function changeCustomer(

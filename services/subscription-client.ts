@@ -25,6 +25,8 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
   /** Starts the subscription's workflow; a running one with that id is kept (starting twice is a no-op). */
   async function start(doc: SubscriptionRef): Promise<void> {
     const input: SubscriptionWorkflowInput = { storeId: doc.store_id, subscriptionId: doc._id };
+    // Only when set: without a clock the input stays as recorded histories have it.
+    if (doc.test_clock) input.testClock = doc.test_clock;
     await temporal.workflow.start('subscriptionWorkflow', {
       workflowId: subscriptionWorkflowId(doc._id),
       taskQueue,
@@ -65,7 +67,7 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
    * A one-off charge decided and made by the subscription's own workflow (started first when missing).
    * Its refusal becomes a non-retryable failure of the calling activity, typed with the spec's code.
    */
-  async function charge(input: ChargeWorkflowInput, doc: SubscriptionRef): Promise<ChargeDecision> {
+  async function charge(input: ChargeWorkflowInput, docOf: () => Promise<SubscriptionRef>): Promise<ChargeDecision> {
     const handle = temporal.workflow.getHandle(subscriptionWorkflowId(input.subscriptionId));
     for (let attempt = 0; ; attempt++) {
       try {
@@ -76,7 +78,7 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
         const refusal = chain.find((e) => isOneOffRefusalCode(e.type));
         if (refusal) throw ApplicationFailure.nonRetryable(refusal.message ?? 'The subscription does not accept charges.', refusal.type);
         if (!chain.some((e) => e.name === 'WorkflowNotFoundError') || attempt > 0) throw error;
-        await start(doc);
+        await start(await docOf());
       }
     }
   }

@@ -11,6 +11,7 @@ import type { PaymentProvider, SavedCard } from '../adapters/provider/types';
 import type { CustomerDoc, OfferDoc, ProductDoc, StoreDoc } from '../store/collections';
 import { insertSubscriptionOnce, type SubscriptionDoc } from '../store/subscriptions';
 import type { EventRequest } from '../store/events';
+import { clockNowMs } from '../store/test-clocks';
 import { subscriptionObject, type SubscriptionObject } from '../api/schemas/subscription';
 import { emitEventOnce } from './emit-once';
 import type { EventDeps } from './events';
@@ -45,7 +46,7 @@ export interface NewSubscription {
    */
   firstPeriodPaid?: boolean;
   request?: EventRequest | null;
-  /** Milliseconds; defaults to now. */
+  /** Milliseconds; defaults to now (the customer's test clock's, when it has one). */
   now?: number;
   /** An id derived from what the subscription comes from (checkout): a repeated insert finds the first. */
   id?: string;
@@ -59,6 +60,7 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
   if (!price) throw new Error(`offer ${offer._id} has no price in ${input.currency ?? 'its default currency'}`);
   const nowMs = input.now ?? Date.now();
   const now = Math.floor(nowMs / 1000);
+  const testClock = input.customer.test_clock ?? null;
   const trialDays = offer.trial_days ?? 0;
   const life: SubscriptionLife = {
     status: 'active',
@@ -94,7 +96,8 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
   }
   return {
     ...life,
-    _id: input.id ?? newId('sub', nowMs),
+    // Ids sort by real creation, even when the dates follow a test clock.
+    _id: input.id ?? newId('sub', testClock ? Date.now() : nowMs),
     store_id: input.store._id,
     customer: input.customer._id,
     customer_email: input.customer.email,
@@ -103,6 +106,7 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
     client_reference_id: input.clientReferenceId ?? null,
     metadata: encodeMetadata(input.metadata ?? {}),
     livemode: true,
+    test_clock: testClock,
     created: now,
     version: 0,
     history: [{ at: now, action: 'created', reason: null }],
@@ -111,7 +115,9 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
 
 /** Inserts the subscription and emits customer.subscription.created; its workflow is not started. */
 export async function recordSubscription(deps: Pick<SubscriptionDeps, 'db'> & EventDeps, input: NewSubscription): Promise<SubscriptionDoc> {
-  const doc = await insertSubscriptionOnce(deps.db, newSubscriptionDoc(input));
+  // A test clock's customer: the subscription starts at the clock's time (no read without a clock).
+  const now = input.now ?? (await clockNowMs(deps.db, input.store._id, input.customer.test_clock ?? null));
+  const doc = await insertSubscriptionOnce(deps.db, newSubscriptionDoc({ ...input, now }));
   // Keyed: a caller recovering from a crash (checkout) may emit the same fact from another execution.
   await emitEventOnce(deps, `${doc._id}:created`, {
     storeId: doc.store_id,

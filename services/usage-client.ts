@@ -9,6 +9,8 @@ export function usageClient(temporal: Client, taskQueue: string) {
   return {
     async signalRecompute(sub: SubscriptionShown): Promise<void> {
       const input: UsageWorkflowInput = { storeId: sub.store_id, subscriptionId: sub._id };
+      // Only when set: without a clock the input stays as recorded histories have it.
+      if (sub.test_clock) input.testClock = sub.test_clock;
       await temporal.workflow.signalWithStart('usagePeriodsWorkflow', {
         workflowId: usageWorkflowId(sub._id),
         taskQueue,

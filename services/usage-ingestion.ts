@@ -37,10 +37,11 @@ import { meterEventObject, type MeterEventObject } from '../api/schemas/meter-ev
 import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../store/usage-rollups';
 import type { EventRequest } from '../store/events';
 import {
-  customerExists,
+  customerTestClock,
   isChargeable,
   loadSubscription,
   recent,
+  recentClockNowMs,
   seconds,
   signalUsageWorkflow,
   type UsageDeps,
@@ -63,6 +64,9 @@ export type IngestResult =
   /** `event` is the stored event when asked for (the single call returns it), else null. */
   | { status: 'duplicate'; id: string; event: MeterEventObject | null }
   | { status: 'error'; error: ApiError };
+
+/** An item whose meter, customer and value are read; its timestamp is checked once its customer's "now" is known. */
+type Read = Omit<Checked, 'timestamp'>;
 
 interface Checked {
   index: number;
@@ -128,8 +132,8 @@ export async function ingestMeterEvents(
   const results: IngestResult[] = new Array(items.length);
   const fail: Fail = (index, error) => (results[index] = { status: 'error', error: asApiError(error) });
 
-  const checked = await checkItems(db, storeId, readShapes(items, fail), now, fail);
-  const valid = await keepKnownCustomers(db, storeId, checked, fail);
+  const read = await checkItems(db, storeId, readShapes(items, fail), fail);
+  const valid = await keepKnownCustomers(db, storeId, read, nowMs, fail);
   const { firstOf, unique, repeats } = splitRepeats(valid);
   // Attachment is decided here, once, and stored with the event.
   const attachments = await Promise.all(
@@ -158,15 +162,15 @@ function readShapes(items: unknown[], fail: Fail): (EventShape | null)[] {
   });
 }
 
-/** Event rules 1-4 for each readable item, with its meter (looked up once per event name). */
-async function checkItems(db: Db, storeId: string, shapes: (EventShape | null)[], now: number, fail: Fail): Promise<Checked[]> {
+/** Event rules 1, 2 and 4 for each readable item, with its meter (looked up once per event name). */
+async function checkItems(db: Db, storeId: string, shapes: (EventShape | null)[], fail: Fail): Promise<Read[]> {
   const names = [...new Set(shapes.filter((s): s is EventShape => s !== null).map((s) => s.eventName))];
   const meters = new Map(await Promise.all(names.map(async (name) => [name, await findMeterByEventName(db, storeId, name)] as const)));
-  const checked: Checked[] = [];
+  const checked: Read[] = [];
   shapes.forEach((shape, index) => {
     if (!shape) return;
     try {
-      checked.push(checkItem(storeId, index, shape, meters.get(shape.eventName) ?? null, now));
+      checked.push(checkItem(storeId, index, shape, meters.get(shape.eventName) ?? null));
     } catch (error) {
       fail(index, error);
     }
@@ -174,26 +178,43 @@ async function checkItems(db: Db, storeId: string, shapes: (EventShape | null)[]
   return checked;
 }
 
-function checkItem(storeId: string, index: number, shape: EventShape, meter: MeterDoc | null, now: number): Checked {
+function checkItem(storeId: string, index: number, shape: EventShape, meter: MeterDoc | null): Read {
   if (!meter) throw new ApiError('no_meter_found', `No active meter has event_name '${shape.eventName}'.`, { param: 'event_name' });
   if (meter.status !== 'active') throw new ApiError('meter_inactive', `The meter for '${shape.eventName}' is inactive.`, { param: 'event_name' });
   const customer = customerIdOf(shape.payload, meter);
   const value = valueOf(shape.payload, meter);
-  const timestamp = resolveTimestamp(shape.timestamp, now);
   // Without an identifier every call counts: a fresh one is generated.
   const identifier = shape.identifier ?? `gen_${randomBase62(24)}`;
-  return { index, shape, meter, customer, value, timestamp, identifier, id: meterEventId(storeId, meter._id, identifier) };
+  return { index, shape, meter, customer, value, identifier, id: meterEventId(storeId, meter._id, identifier) };
 }
 
-/** Items whose customer exists (each customer looked up once); the others are refused. */
-async function keepKnownCustomers(db: Db, storeId: string, checked: Checked[], fail: Fail): Promise<Checked[]> {
-  const customers = [...new Set(checked.map((c) => c.customer))];
-  const exists = new Map(await Promise.all(customers.map(async (id) => [id, await customerExists(db, storeId, id)] as const)));
-  return checked.filter((c) => {
-    if (exists.get(c.customer)) return true;
-    fail(c.index, new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` }));
-    return false;
-  });
+/**
+ * Event rule 3 against each customer's "now" (its test clock's, else the arrival time), then the
+ * customer's existence: items that pass both are kept, the others refused (each customer looked up once).
+ */
+async function keepKnownCustomers(db: Db, storeId: string, read: Read[], nowMs: number, fail: Fail): Promise<Checked[]> {
+  const customers = [...new Set(read.map((c) => c.customer))];
+  const clocks = new Map(await Promise.all(customers.map(async (id) => [id, await customerTestClock(db, storeId, id)] as const)));
+  const clockNows = await clockNowsOf(db, storeId, clocks, nowMs);
+  const kept: Checked[] = [];
+  for (const c of read) {
+    const clock = clocks.get(c.customer);
+    try {
+      const timestamp = resolveTimestamp(c.shape.timestamp, clock ? clockNows.get(clock)! : seconds(nowMs));
+      if (clock === undefined) throw new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` });
+      kept.push({ ...c, timestamp });
+    } catch (error) {
+      fail(c.index, error);
+    }
+  }
+  return kept;
+}
+
+/** Each test clock's time (seconds) among the batch's customers: nothing is read for a batch without one. */
+async function clockNowsOf(db: Db, storeId: string, clocks: Map<string, string | null | undefined>, nowMs: number): Promise<Map<string, number>> {
+  const ids = [...new Set([...clocks.values()].filter((clock): clock is string => Boolean(clock)))];
+  if (ids.length === 0) return new Map();
+  return new Map(await Promise.all(ids.map(async (id) => [id, seconds(await recentClockNowMs(db, storeId, id, nowMs))] as const)));
 }
 
 /** The same identifier twice in one batch: the later ones are duplicates of the first. */

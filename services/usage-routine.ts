@@ -2,6 +2,7 @@
 // subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids, and
 // sends the error reports of the hours that are over (services/usage-error-reports.ts).
 import type { Db } from 'mongodb';
+import { idTimeMs } from '../domain/ids';
 import { collections } from '../store/collections';
 import { subscriptionsCollection } from '../store/subscriptions';
 import { usageClient } from './usage-client';
@@ -31,7 +32,9 @@ export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 
   let started = 0;
   let last = cursor?.last ?? null;
   for (const sub of subs) {
-    if (sub.created * 1000 > nowMs - ROUTINE_LAG_MS) break;
+    // On a test clock `created` is the clock's time: the id's is the real one the cursor follows.
+    const createdMs = sub.test_clock ? idTimeMs(sub._id) : sub.created * 1000;
+    if (createdMs > nowMs - ROUTINE_LAG_MS) break;
     if (sub.offer && withUsage.has(sub.offer.id)) {
       await usage.signalRecompute(sub);
       started++;

@@ -9,9 +9,11 @@ import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
 import { collections } from '../store/collections';
 import { metersCollection } from '../store/meters';
 import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { clockNowMs } from '../store/test-clocks';
 import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from '../store/usage';
 import type { EventDeps } from './events';
 import { usageClient } from './usage-client';
+import type { SubscriptionShown } from './workflow-summaries';
 
 export interface UsageDeps extends EventDeps {
   db: Db;
@@ -31,19 +33,27 @@ export function loadSubscription(db: Db, storeId: string, id: string): Promise<S
   return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
-// Customers are never deleted: once seen, a customer id is known for good in this process.
-const knownCustomers = new Set<string>();
+// Customers are never deleted and get their test clock at creation: once seen, both are known for good here.
+const knownCustomers = new Map<string, string | null>();
 
-export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
+/** The customer's test clock (null: none); undefined when the store has no such customer. */
+export async function customerTestClock(db: Db, storeId: string, id: string): Promise<string | null | undefined> {
   const key = `${storeId}|${id}`;
-  if (knownCustomers.has(key)) return true;
-  if (!(await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1 } }))) return false;
+  const known = knownCustomers.get(key);
+  if (known !== undefined) return known;
+  const found = await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1, test_clock: 1 } });
+  if (!found) return undefined;
+  const clock = found.test_clock ?? null;
   if (knownCustomers.size > 100_000) knownCustomers.clear();
-  knownCustomers.add(key);
-  return true;
+  knownCustomers.set(key, clock);
+  return clock;
 }
 
-export async function signalUsageWorkflow(client: Client, taskQueue: string, sub: Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'>): Promise<void> {
+export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
+  return (await customerTestClock(db, storeId, id)) !== undefined;
+}
+
+export async function signalUsageWorkflow(client: Client, taskQueue: string, sub: SubscriptionShown): Promise<void> {
   await usageClient(client, taskQueue).signalRecompute(sub);
 }
 
@@ -85,6 +95,11 @@ export function recent<T>(key: string, load: () => Promise<T>, now: number): Pro
   attachReads.set(key, { at: now, value });
   value.catch(() => attachReads.delete(key));
   return value;
+}
+
+/** A test clock's time (milliseconds), read at most once per ATTACH_FRESH_MS of real time (`nowMs`). */
+export function recentClockNowMs(db: Db, storeId: string, clockId: string, nowMs: number): Promise<number> {
+  return recent(`k|${storeId}|${clockId}`, () => clockNowMs(db, storeId, clockId), nowMs);
 }
 
 export function forgetAttachment(storeId: string, sub: { _id: string; customer: string | null }, meterId?: string): void {

@@ -16,7 +16,7 @@ export interface WorkflowMetadata {
 
 /** A subscription reference, with whatever of the document the caller has (restarts pass ids only). */
 export type SubscriptionShown = Pick<SubscriptionDoc, '_id' | 'store_id' | 'customer'> &
-  Partial<Pick<SubscriptionDoc, 'customer_email' | 'offer' | 'amount' | 'currency' | 'billing_cycle' | 'status'>>;
+  Partial<Pick<SubscriptionDoc, 'customer_email' | 'offer' | 'amount' | 'currency' | 'billing_cycle' | 'status' | 'test_clock'>>;
 
 const who = (customer: string | null, email: string | null | undefined) =>
   [customer ?? 'no customer', email ? maskEmail(email) : null].filter(Boolean).join(' ');
@@ -69,6 +69,13 @@ export function deliveryMetadata(delivery: { _id: string; store_id: string; webh
   return {
     staticSummary: `Webhook ${delivery.event_type ?? 'event'}${delivery.event ? ` ${delivery.event}` : ''} → ${delivery.webhook_endpoint}`,
     staticDetails: details({ Store: delivery.store_id, Delivery: delivery._id, 'Signal to resend': '`resend`' }),
+  };
+}
+
+export function testClockMetadata(clock: { _id: string; store_id: string; name: string | null }): WorkflowMetadata {
+  return {
+    staticSummary: `Test clock ${clock._id}${clock.name ? ` · ${clock.name}` : ''}`,
+    staticDetails: details({ Store: clock.store_id, 'Query for attached workflows': '`state`' }),
   };
 }
 

@@ -81,6 +81,8 @@ export interface CheckoutSessionDoc {
   card_locked?: boolean;
   /** Opened by a buyer through the offer's link (its `checkout_url`), not by the API. */
   origin?: 'offer_link';
+  /** The customer's test clock: `created`, `expires_at` and the workflow's deadline are on its time. */
+  test_clock?: string | null;
   livemode: boolean;
   created: number;
 }
@@ -89,10 +91,13 @@ export function checkoutSessionsCollection(db: Db) {
   return db.collection<CheckoutSessionDoc>('checkout_sessions');
 }
 
-/** The stored filter matching sessions whose effective status (above) is `status`. */
+/**
+ * The stored filter matching sessions whose effective status (domain/checkout.ts) is `status`. A session
+ * on a test clock is what its status says: its deadline is on the clock's time, which its workflow keeps.
+ */
 export function effectiveStatusFilter(status: SessionStatus, nowSeconds: number): Record<string, unknown> {
-  if (status === 'open') return { status: 'open', expires_at: { $gt: nowSeconds } };
-  if (status === 'expired') return { $or: [{ status: 'expired' }, { status: 'open', expires_at: { $lte: nowSeconds } }] };
+  if (status === 'open') return { status: 'open', $or: [{ expires_at: { $gt: nowSeconds } }, { test_clock: { $type: 'string' } }] };
+  if (status === 'expired') return { $or: [{ status: 'expired' }, { status: 'open', expires_at: { $lte: nowSeconds }, test_clock: null }] };
   return { status };
 }
 

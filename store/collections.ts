@@ -51,6 +51,8 @@ export interface CustomerDoc {
   locale: string | null;
   metadata: StoredMetadata;
   provider_customer_id: string | null;
+  /** The test clock it is attached to (set at creation only); absent on customers made before clocks. */
+  test_clock?: string | null;
   livemode: boolean;
   created: number;
 }

@@ -52,6 +52,12 @@ export async function claimCustomerEmail(db: Db, doc: CustomerDoc, previousEmail
   }
 }
 
+/** Drops these customers' email claims (their customers are being deleted). */
+export async function deleteEmailClaims(db: Db, customers: Pick<CustomerDoc, '_id' | 'store_id' | 'email'>[]): Promise<void> {
+  if (customers.length === 0) return;
+  await emailClaims(db).deleteMany({ _id: { $in: customers.map((c) => claimId(c.store_id, c.email)) } });
+}
+
 export function newCustomerDoc(
   storeId: string,
   fields: NormalizedCustomerFields & { email: string },

@@ -23,6 +23,8 @@ export interface SubscriptionDoc extends SubscriptionLife {
   client_reference_id: string | null;
   metadata: StoredMetadata;
   livemode: boolean;
+  /** The customer's test clock, whose time the subscription follows (absent on older documents: none). */
+  test_clock?: string | null;
   created: number;
   /** Bumped by every lifecycle write (compare-and-set). */
   version: number;

@@ -234,6 +234,12 @@ export async function customerSubscriptions(db: Db, storeId: string, customerId:
   return doc?.subscriptions ?? [];
 }
 
+/** Forgets these customers' attachment candidates (the customers are being deleted). */
+export async function deleteUsageCustomers(db: Db, storeId: string, customerIds: string[]): Promise<void> {
+  if (customerIds.length === 0) return;
+  await usageCustomersCollection(db).deleteMany({ _id: { $in: customerIds.map((id) => customerKey(storeId, id)) } });
+}
+
 /** Adds a subscription to its customer's candidates: one $addToSet, so concurrent adds all land. */
 export async function addCustomerSubscription(db: Db, storeId: string, customerId: string, subscriptionId: string): Promise<void> {
   const add = () =>

@@ -45,6 +45,10 @@ export interface CheckoutWorkflowInput {
   attemptHoldMs?: number;
   /** Declined cards after which card payments are locked (card testing); PIX stays open. Default MAX_CARD_DECLINES. */
   maxCardDeclines?: number;
+  /** The customer's test clock: the deadline and every "now" are on its time. */
+  testClock?: string | null;
+  /** The clock's time when the session was made (ms): known at once, so the pay handler is there from the start. */
+  testClockNowMs?: number;
 }
 
 export const MAX_CARD_DECLINES = 5;

@@ -11,6 +11,7 @@ import { pixAllowed } from '../domain/checkout';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
 import { at, money, showProgress } from './lib/business-view';
+import { clockNow, clockWait } from './lib/clock';
 import {
   ATTEMPT_HOLD_MS,
   checkoutAttemptKey,
@@ -138,7 +139,7 @@ export class LiveCheckoutSession {
 
   /** The pay update's validator: an open session, before its deadline, with no attempt in flight, cards not locked, PIX only where allowed. */
   validatePay(input: PayInput): void {
-    if (this.state.status !== 'open' || this.closing || Date.now() >= this.deadlineMs) throw notOpen(this.state);
+    if (this.state.status !== 'open' || this.closing || clockNow() >= this.deadlineMs) throw notOpen(this.state);
     if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
     if (input.method === 'card' && this.cardDeclines() >= this.maxCardDeclines) {
       throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
@@ -255,7 +256,7 @@ export class LiveCheckoutSession {
       sessionId,
       result: { attemptKey: attempt.key, method: input.method, outcome, amounts: input.amounts, installments: input.installments, ...buyer, savedCard: result.savedCard },
       paymentStatus: pending ? 'pending' : 'paid',
-      completedAt: Math.floor(Date.now() / 1000),
+      completedAt: Math.floor(clockNow() / 1000),
     });
     state.status = 'complete';
     state.payment_status = pending ? 'pending' : 'paid';
@@ -266,7 +267,7 @@ export class LiveCheckoutSession {
     state.pix_expires_at = outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null;
     state.last_error = null;
     this.paying = attempt;
-    this.paidAtMs = Date.now();
+    this.paidAtMs = clockNow();
     if (pending) this.notice = this.early.take(state.transaction_id!);
     upsertSearchAttributes([{ key: CUSTOMER_ID_ATTRIBUTE, value: buyer.customerId }]);
     // checkout.session.* exist only in 2026-11-01; a 2026-09-01 endpoint hears of the purchase as
@@ -376,8 +377,8 @@ export class LiveCheckoutSession {
 
   /** A pending PIX: its notice until the code expires; then paid only if the provider says so (by key), expired otherwise. */
   private async awaitPix(pixExpiresAt: number): Promise<Settlement | null> {
-    const left = pixExpiresAt * 1000 - Date.now();
-    if (left > 0) await condition(() => this.notice !== null, left);
+    const left = pixExpiresAt * 1000 - clockNow();
+    if (left > 0) await clockWait(() => this.notice !== null, left);
     if (this.notice) return this.notice.status;
     const found = await this.lookup(this.paying!);
     if (found !== undefined) return found?.state === 'paid' ? 'paid' : found?.state === 'refused' ? 'refused' : 'expired';
@@ -388,15 +389,15 @@ export class LiveCheckoutSession {
 
   /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */
   private async awaitReview(): Promise<Settlement | null> {
-    const now = Date.now();
+    const now = clockNow();
     const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
-    const arrived = await condition(() => this.notice !== null, Math.max(wait, 1));
+    const arrived = await clockWait(() => this.notice !== null, Math.max(wait, 1));
     if (arrived && this.notice) return this.notice.status;
     const found = await this.lookup(this.paying!);
     if (found === undefined) return null;
     const settled = settlementOf(found?.state ?? null);
     if (settled) return settled;
-    return reviewWindowOver(this.paidAtMs, Date.now()) ? this.endReview() : null;
+    return reviewWindowOver(this.paidAtMs, clockNow()) ? this.endReview() : null;
   }
 
   /** The review window ran out: the payment counts as refused and is voided, unless the provider captured it meanwhile. */
@@ -416,7 +417,7 @@ export class LiveCheckoutSession {
   private async settle(outcome: Settlement): Promise<void> {
     const { storeId, sessionId, state } = this;
     const paid = outcome === 'paid';
-    await records.settleCheckoutSession({ storeId, sessionId, outcome, settledAt: Math.floor(Date.now() / 1000) });
+    await records.settleCheckoutSession({ storeId, sessionId, outcome, settledAt: Math.floor(clockNow() / 1000) });
     state.payment_status = paid ? 'paid' : 'unpaid';
     state.settlement = outcome;
     await records.emitCheckoutSessionEvent({

@@ -8,23 +8,28 @@
 import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './checkout-session-state';
 import { at, showProgress } from './lib/business-view';
+import { clockNow, clockWait, joinClock, leaveClock } from './lib/clock';
 import { noticeKey, sendNotice, sendsNotices } from './lib/notices';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './checkout-session-messages';
 
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
   const session = new LiveCheckoutSession(input);
   const { state } = session;
+  // Joined before the handlers are registered (the pay validator judges the deadline on the clock's
+  // time), with that time known at once: an update finding no handler would be refused.
+  const joining = joinClock(input.testClock, input.testClockNowMs);
   registerHandlers(session);
+  await joining;
 
   // Open: until paid, the deadline, or expire.
   showProgress('open', `Open until ${at(input.expiresAt * 1000)}`);
-  const untilDeadline = input.expiresAt * 1000 - Date.now();
-  if (untilDeadline > 0) await condition(() => state.status !== 'open', untilDeadline, { summary: 'open until paid or expires_at' });
+  const untilDeadline = input.expiresAt * 1000 - clockNow();
+  if (untilDeadline > 0) await clockWait(() => state.status !== 'open', untilDeadline, { summary: 'open until paid or expires_at' });
   if (state.status === 'open') await session.expireAtDeadline();
 
   if (state.status === 'complete' && state.payment_status === 'pending') {
     const pix = state.method === 'pix';
-    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(Date.now())}`);
+    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`);
     await session.awaitSettlement();
   }
   showProgress(state.status, `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`);
@@ -40,6 +45,7 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
 
   // An attempt still charging on a closed session is finished (and given back) before the run ends.
   await condition(allHandlersFinished);
+  await leaveClock();
   return state;
 }
 

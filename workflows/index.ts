@@ -7,3 +7,4 @@ export * from './routines';
 export * from './subscription';
 export * from './charge';
 export * from './usage-periods';
+export * from './test-clock';

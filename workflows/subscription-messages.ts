@@ -13,6 +13,8 @@ export const subscriptionWorkflowId = (subscriptionId: string) => `subscription/
 export interface SubscriptionWorkflowInput {
   storeId: string;
   subscriptionId: string;
+  /** The test clock the subscription's customer is attached to: its time, not the real one. */
+  testClock?: string | null;
 }
 
 /** Who asked (recorded on the events the action emits). */

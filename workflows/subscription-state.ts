@@ -2,8 +2,9 @@
 // awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
 // and written through activities that compare-and-set the document's version. A paid cycle and a
 // cancellation send the buyer a notice beside those steps (never holding the mutex).
-import { ApplicationFailure, condition, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
+import { clockNow, clockNowSeconds, clockWait, joinClock } from './lib/clock';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice } from '../adapters/provider/types';
@@ -47,8 +48,8 @@ const oneOffPayments = proxyActivities<Activities>({
 /** How many notices for transactions not (yet) awaited are kept: enough for a charge in flight plus re-sent stale ones. */
 const EARLY_NOTICES_KEPT = 20;
 
-/** Workflow time in Unix seconds (Date is deterministic inside the workflow sandbox). */
-export const nowSeconds = () => Math.floor(Date.now() / 1000);
+/** Workflow time in Unix seconds: the test clock's when attached (Date is deterministic in the sandbox). */
+export const nowSeconds = clockNowSeconds;
 
 function refused(reason: string): ApplicationFailure {
   return ApplicationFailure.create({ type: ACTION_REFUSED, message: reason, nonRetryable: true });
@@ -92,9 +93,12 @@ export class LiveSubscription {
 
   constructor(private readonly input: SubscriptionWorkflowInput) {}
 
-  /** Reads the document under the mutex, so updates already waiting for this run see the loaded state. */
+  /** Joins the test clock and reads the document under the mutex, so updates already waiting for this run see both. */
   load() {
-    return this.mutex.runExclusive(() => records.loadSubscription(this.input));
+    return this.mutex.runExclusive(async () => {
+      await joinClock(this.input.testClock);
+      return records.loadSubscription(this.input);
+    });
   }
 
   adopt(loaded: Loaded): void {
@@ -238,7 +242,7 @@ export class LiveSubscription {
   async awaitNotice(): Promise<void> {
     const pending = this.awaiting!;
     if (!pending.key || !patched('review-lookups')) {
-      await condition(() => this.notice !== null);
+      await clockWait(() => this.notice !== null);
       return;
     }
     const noticed = () => this.notice;
@@ -247,7 +251,7 @@ export class LiveSubscription {
       idempotencyKey: pending.key,
       transactionId: pending.transactionId,
       notifyRef: this.workflowId,
-      startedMs: pending.startedMs ?? Date.now(),
+      startedMs: pending.startedMs ?? clockNow(),
       noticed,
     });
     this.notice = notice;
@@ -292,7 +296,7 @@ export class LiveSubscription {
     if (result.outcome === 'review') {
       // Money may still move: the pending renewal order waits for the provider's notice, which
       // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true, key, startedMs: Date.now() });
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true, key, startedMs: clockNow() });
       this.changed = true;
       return this.object;
     }
@@ -316,7 +320,7 @@ export class LiveSubscription {
       return true;
     }
     if (result.outcome === 'review') {
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false, key, startedMs: Date.now() });
+      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false, key, startedMs: clockNow() });
       return false;
     }
     await this.cycleFailed(result.code);

@@ -6,6 +6,7 @@ import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo
 import * as rules from '../domain/subscriptions';
 import { LiveSubscription } from './subscription-state';
 import { at, money, showProgress } from './lib/business-view';
+import { clockNow, clockWait, leaveClock } from './lib/clock';
 import {
   cancelUpdate,
   changeOfferUpdate,
@@ -32,6 +33,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   if (!loaded) {
     subscription.missing = true;
     await condition(allHandlersFinished);
+    await leaveClock();
     return;
   }
   subscription.adopt(loaded);
@@ -47,11 +49,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       const step = rules.nextStep(subscription.life);
       if (step === null) {
         // Paused, canceled or expired: nothing happens until an action changes the state.
-        await condition(() => subscription.changed);
+        await clockWait(() => subscription.changed);
         continue;
       }
-      const waitMs = step.at * 1000 - Date.now();
-      if (waitMs > 0 && (await condition(() => subscription.changed, waitMs, { summary: `until ${step.kind} or an action` }))) continue;
+      const waitMs = step.at * 1000 - clockNow();
+      if (waitMs > 0 && (await clockWait(() => subscription.changed, waitMs, { summary: `until ${step.kind} or an action` }))) continue;
       cyclePaid = await subscription.mutex.runExclusive(() => subscription.takeDueStep());
     }
     // Once per paid cycle (or when the history grows long), start afresh from the document.
@@ -65,7 +67,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 /** The subscription's status as BillingStatus and what it waits for as the current step. */
 function showSubscription(subscription: LiveSubscription): void {
   const { life } = subscription;
-  if (subscription.awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(Date.now())}; awaiting the provider`);
+  if (subscription.awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(clockNow())}; awaiting the provider`);
   const step = rules.nextStep(life);
   if (step === null) return showProgress(life.status, `${life.status}: nothing scheduled; waits for an action`);
   if (step.kind === 'charge') return showProgress(life.status, `${life.status}: renewal ${life.cycles_completed + 1} (${money(life.amount, life.currency)}) at ${at(step.at * 1000)}`);

@@ -11,6 +11,8 @@ export const usageWorkflowId = (subscriptionId: string) => `usage/${subscription
 export interface UsageWorkflowInput {
   storeId: string;
   subscriptionId: string;
+  /** The subscription's test clock: its time, not the real one. */
+  testClock?: string | null;
 }
 
 /** Recompute the open period now (and close it if the threshold is reached). */

@@ -3,6 +3,7 @@
 import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
+import { clockNow, clockNowSeconds, clockWait, onTestClock } from './lib/clock';
 import type { PeriodRef } from '../activities/usage';
 import { nextUsageStep, RECOMPUTE_INTERVAL_SECONDS, USAGE_HISTORY_EVENTS_LIMIT, type UsageStep } from '../domain/usage-periods';
 import type { UsageWorkflowInput, UsageWorkflowState } from './usage-periods-messages';
@@ -26,8 +27,8 @@ const payments = proxyActivities<Activities>({
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 });
 
-/** Workflow time in Unix seconds (Date is deterministic inside the workflow sandbox). */
-const nowSeconds = () => Math.floor(Date.now() / 1000);
+/** Workflow time in Unix seconds: the test clock's when attached (Date is deterministic in the sandbox). */
+const nowSeconds = clockNowSeconds;
 
 type CloseStep = Extract<UsageStep, { kind: 'close' }>;
 
@@ -60,7 +61,7 @@ export class UsagePeriodRun {
         return { finished: prepared.reason };
       }
       this.state.phase = 'waiting';
-      await this.waitUntil(nowSeconds() + this.interval);
+      await this.waitUntil(onTestClock() ? null : nowSeconds() + this.interval);
       await this.continueAsNewIfHistoryLong();
     }
   }
@@ -79,7 +80,7 @@ export class UsagePeriodRun {
         thresholdBoundary: period.threshold_boundary,
         chargeable: computed.chargeable,
         thresholdReached: computed.thresholdReached,
-        interval: this.interval,
+        interval: this.routineInterval(),
         prompt: patched('usage-threshold-close-prompt'),
       });
       if (step.kind === 'close') return { period, close: step };
@@ -105,11 +106,20 @@ export class UsagePeriodRun {
     this.state.last_closed = { id: period.id, close_reason: close.reason, amount_total: closed.amount_total, charge };
   }
 
-  /** Sleeps until `until` (Unix seconds) or a recompute signal, whichever comes first. */
-  private async waitUntil(until: number): Promise<void> {
-    const ms = until * 1000 - Date.now();
-    if (ms > 0 && !this.recomputeRequested) await condition(() => this.recomputeRequested, ms);
+  /**
+   * Sleeps until `until` (Unix seconds; null: no time of its own) or a recompute signal. On a test clock
+   * the routine recomputes follow the clock's moves instead (each tick is when something may have
+   * changed): a tick every 10 clock minutes would make an advance of months take thousands of steps.
+   */
+  private async waitUntil(until: number | null): Promise<void> {
+    const ms = until === null ? undefined : until * 1000 - clockNow();
+    if ((ms === undefined || ms > 0) && !this.recomputeRequested) await clockWait(() => this.recomputeRequested, ms, onTestClock() ? { anyTick: true } : undefined);
     this.recomputeRequested = false;
+  }
+
+  /** Seconds between routine recomputes; none on a test clock (see waitUntil). */
+  private routineInterval(): number {
+    return onTestClock() ? Number.POSITIVE_INFINITY : this.interval;
   }
 
   /**

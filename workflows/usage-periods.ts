@@ -7,16 +7,19 @@ import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHand
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
 import { UsagePeriodRun } from './usage-periods-state';
+import { joinClock, leaveClock } from './lib/clock';
 import { recomputeSignal, usageStateQuery, type UsageWorkflowInput } from './usage-periods-messages';
 
 export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{ finished: string } | void> {
   const run = new UsagePeriodRun(input);
   setHandler(recomputeSignal, () => run.requestRecompute());
   setHandler(usageStateQuery, () => run.state);
+  await joinClock(input.testClock);
 
   const opened = await run.openPeriod();
   if ('finished' in opened) {
     await condition(allHandlersFinished);
+    await leaveClock();
     return opened;
   }
   const { period, close } = await run.watch(opened.open);

@@ -63,6 +63,9 @@ const CreateBody = Type.Object(
     address: Type.Optional(fields.address),
     locale: Type.Optional(fields.locale),
     metadata: Type.Optional(fields.metadata),
+    test_clock: Type.Optional(
+      Nullable(Type.String({ maxLength: 64, description: 'clock_ of the store (test helpers): the customer lives on that clock; set only at creation.' })),
+    ),
   },
   { additionalProperties: false },
 );

@@ -14,7 +14,8 @@ import subscriptionCharges from './subscription-charges';
 import meters from './meters';
 import meterEvents from './meter-events';
 import usage from './usage';
+import testClocks from './test-clocks';
 
 export { componentSchemas } from '../schemas';
 
-export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookListen, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage];
+export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookListen, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage, testClocks];

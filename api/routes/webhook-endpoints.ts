@@ -317,6 +317,7 @@ function sampleCustomer(country: string, now: number): CustomerObject {
     country,
     locale: null,
     metadata: {},
+    test_clock: null,
     livemode: false,
     created: Math.floor(now / 1000),
   };

@@ -29,6 +29,7 @@ export const Customer = Type.Object(
     country: NullableText,
     locale: NullableText,
     metadata: MetadataOutput,
+    test_clock: Nullable(Type.String({ description: 'The test clock it lives on (test helpers extension), or null.' })),
     livemode: Type.Boolean(),
     created: Type.Integer(),
   },
@@ -61,6 +62,7 @@ export function customerObject(doc: CustomerDoc): CustomerObject {
     country: doc.country,
     locale: doc.locale,
     metadata: decodeMetadata(doc.metadata),
+    test_clock: doc.test_clock ?? null,
     livemode: doc.livemode,
     created: doc.created,
   };

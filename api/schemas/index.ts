@@ -14,9 +14,10 @@ import { Order } from './order';
 import { Product } from './product';
 import { Subscription } from './subscription';
 import { SubscriptionCharge } from './subscription-charge';
+import { TestClock } from './test-clock';
 import { UsageItem } from './usage-item';
 import { UsagePeriod } from './usage-period';
 import { WebhookDelivery } from './webhook-delivery';
 import { WebhookEndpoint } from './webhook-endpoint';
 
-export const componentSchemas: TSchema[] = [Account, Customer, Order, Offer, Product, CheckoutSession, BillingPortalSession, Event, WebhookEndpoint, WebhookDelivery, Subscription, SubscriptionCharge, BillingMeter, BillingMeterEventSummary, BillingMeterEvent, UsageItem, UsagePeriod];
+export const componentSchemas: TSchema[] = [Account, Customer, Order, Offer, Product, CheckoutSession, BillingPortalSession, Event, WebhookEndpoint, WebhookDelivery, Subscription, SubscriptionCharge, BillingMeter, BillingMeterEventSummary, BillingMeterEvent, UsageItem, UsagePeriod, TestClock];

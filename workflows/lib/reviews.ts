@@ -1,7 +1,8 @@
 // A payment left in review: its provider notice, or, when the notice is lost, the provider's record
 // asked by the payment's key daily; at the review window's end it is voided and counts as refused
 // (domain/reviews.ts). Shared by the charge and subscription workflows.
-import { condition, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { clockNow, clockWait } from './clock';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from './timeouts';
 import type { ProviderNotice } from '../../adapters/provider/types';
@@ -33,7 +34,7 @@ function windowEnd(wait: ReviewWait): ProviderNotice {
     code: 'review_expired',
     message: 'The provider did not settle the review within its window; the payment was voided.',
     notifyRef: wait.notifyRef,
-    settledAt: Math.floor(Date.now() / 1000),
+    settledAt: Math.floor(clockNow() / 1000),
   };
 }
 
@@ -42,13 +43,13 @@ export async function settledReview(wait: ReviewWait): Promise<ProviderNotice> {
   const ask = { storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, transactionId: wait.transactionId, notifyRef: wait.notifyRef };
   let pastWindow = false;
   for (;;) {
-    const untilCheck = pastWindow ? REVIEW_RECHECK_MS : nextReviewCheckMs(wait.startedMs, Date.now()) - Date.now();
-    if (untilCheck > 0) await condition(() => wait.noticed() !== null, untilCheck);
+    const untilCheck = pastWindow ? REVIEW_RECHECK_MS : nextReviewCheckMs(wait.startedMs, clockNow()) - clockNow();
+    if (untilCheck > 0) await clockWait(() => wait.noticed() !== null, untilCheck);
     const noticed = wait.noticed();
     if (noticed) return noticed;
     const looked = await provider.lookupReview(ask);
     if (looked) return looked;
-    if (!reviewWindowOver(wait.startedMs, Date.now())) continue;
+    if (!reviewWindowOver(wait.startedMs, clockNow())) continue;
     pastWindow = true;
     // Voided: it can never be captured now. Nothing to void: the provider decided meanwhile, read next round.
     if ((await provider.voidReview({ storeId: wait.storeId, idempotencyKey: wait.idempotencyKey })).ok) return windowEnd(wait);

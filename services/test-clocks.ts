@@ -1,0 +1,134 @@
+// Test clocks (the /v1/test_helpers extension): create, advance and delete, and what the clock's
+// workflow records as it moves. The clock's document is the API's answer; its workflow
+// (`test-clock/<id>`) is the time its customers' subscriptions, usage and checkout sessions follow.
+import type { Client } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import { periodEnd, type BillingCycle } from '../domain/billing-periods';
+import { ApiError, invalid, notFound } from '../domain/errors';
+import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
+import { testClockObject } from '../api/schemas/test-clock';
+import { subscriptionsCollection } from '../store/subscriptions';
+import {
+  clockObjects,
+  deleteClockObjects,
+  findTestClock,
+  newTestClockDoc,
+  recordClockReady,
+  recordClockTime,
+  startAdvance,
+  testClocksCollection,
+  type TestClockDoc,
+} from '../store/test-clocks';
+import { advanceClockSignal, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowInput } from '../workflows/test-clock-messages';
+import { checkoutSessionWorkflowId } from '../workflows/checkout-session-messages';
+import { subscriptionWorkflowId } from '../workflows/subscription-messages';
+import { usageWorkflowId } from '../workflows/usage-periods-messages';
+import { emitEventOnce } from './emit-once';
+import type { EventDeps } from './events';
+import { testClockMetadata } from './workflow-summaries';
+
+export interface TestClockDeps {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+}
+
+const LIVE_STATUSES = SUBSCRIPTION_STATUSES.filter((s) => !isEnded(s));
+
+function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
+  const input: TestClockWorkflowInput = { storeId: doc.store_id, clockId: doc._id, nowMs: doc.now_ms };
+  return { workflowId: testClockWorkflowId(doc._id), taskQueue: deps.taskQueue, args: [input] as [TestClockWorkflowInput], ...testClockMetadata(doc) };
+}
+
+/** A new clock at `frozenTime`, its workflow running before anything can attach to it. */
+export async function createTestClock(deps: TestClockDeps, storeId: string, frozenTime: number, name: string | null): Promise<TestClockDoc> {
+  const doc = newTestClockDoc(storeId, frozenTime, name);
+  await testClocksCollection(deps.db).insertOne(doc);
+  await deps.temporal.workflow.start('testClockWorkflow', { ...clockWorkflowOptions(deps, doc), workflowIdConflictPolicy: 'USE_EXISTING' });
+  return doc;
+}
+
+export async function requireTestClock(db: Db, storeId: string, id: string): Promise<TestClockDoc> {
+  const doc = await findTestClock(db, storeId, id);
+  if (!doc) throw notFound('test clock', id);
+  return doc;
+}
+
+/**
+ * The furthest a clock may move in one advance: two cycles of the shortest billing cycle among its
+ * customers' live subscriptions (two months without any), so no cycle is skipped unseen.
+ */
+async function advanceLimit(db: Db, clock: TestClockDoc): Promise<number> {
+  const subs = await subscriptionsCollection(db)
+    .find({ store_id: clock.store_id, test_clock: clock._id, status: { $in: LIVE_STATUSES } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
+    .toArray();
+  const twoCycles = (cycle: BillingCycle, days: number | null) => periodEnd(periodEnd(clock.frozen_time, cycle, days), cycle, days);
+  return Math.min(twoCycles('monthly', null), ...subs.map((s) => twoCycles(s.billing_cycle, s.custom_billing_days)));
+}
+
+/** Marks the clock advancing to `frozenTime` and tells its workflow (starting it again if it is gone). */
+export async function advanceTestClock(deps: TestClockDeps, storeId: string, id: string, frozenTime: number): Promise<TestClockDoc> {
+  const clock = await requireTestClock(deps.db, storeId, id);
+  if (clock.status === 'advancing') throw advancing(clock);
+  if (frozenTime <= clock.frozen_time) throw invalid('frozen_time', `frozen_time must be later than the clock's current ${clock.frozen_time}.`);
+  const limit = await advanceLimit(deps.db, clock);
+  if (frozenTime > limit) {
+    throw invalid('frozen_time', `A clock advances at most two billing cycles at a time: frozen_time must be at most ${limit}.`);
+  }
+  const marked = await startAdvance(deps.db, storeId, id, clock.frozen_time, frozenTime);
+  if (!marked) throw advancing(clock);
+  await deps.temporal.workflow.signalWithStart('testClockWorkflow', {
+    ...clockWorkflowOptions(deps, clock),
+    signal: advanceClockSignal,
+    signalArgs: [{ toMs: frozenTime * 1000 }],
+  });
+  return marked;
+}
+
+const advancing = (clock: TestClockDoc) =>
+  new ApiError('test_clock_advancing', `Test clock ${clock._id} is still advancing; wait for status ready.`, { param: 'id' });
+
+/** The workflows living on the clock: what it knows is attached, and what its objects' ids name. */
+async function attachedWorkflowIds(deps: TestClockDeps, clockId: string, objects: Awaited<ReturnType<typeof clockObjects>>): Promise<string[]> {
+  const ids = new Set<string>([
+    ...objects.subscriptions.flatMap((id) => [subscriptionWorkflowId(id), usageWorkflowId(id)]),
+    ...objects.sessions.map(checkoutSessionWorkflowId),
+  ]);
+  try {
+    const state = await deps.temporal.workflow.getHandle(testClockWorkflowId(clockId)).query(testClockStateQuery);
+    for (const waiter of state.waiters) ids.add(waiter.workflowId);
+  } catch {
+    // The clock's workflow is gone: the ids above are all there is.
+  }
+  return [...ids];
+}
+
+/** Ends every workflow on the clock and the clock's own, then deletes the clock's objects and the clock. */
+export async function deleteTestClock(deps: TestClockDeps, storeId: string, id: string): Promise<void> {
+  await requireTestClock(deps.db, storeId, id);
+  const objects = await clockObjects(deps.db, storeId, id);
+  const workflowIds = await attachedWorkflowIds(deps, id, objects);
+  const reason = `test clock ${id} deleted`;
+  const terminate = (workflowId: string) => deps.temporal.workflow.getHandle(workflowId).terminate(reason).catch(() => undefined);
+  // The clock first: nothing moves while its workflows end.
+  await terminate(testClockWorkflowId(id));
+  await Promise.all(workflowIds.map(terminate));
+  await deleteClockObjects(deps.db, storeId, id, objects);
+}
+
+// -- what the clock's workflow records (its activities) --
+
+export async function recordTestClockTime(db: Db, input: { storeId: string; clockId: string; nowMs: number }): Promise<void> {
+  await recordClockTime(db, input.storeId, input.clockId, input.nowMs);
+}
+
+/** Everything attached caught up with the clock: ready again, and the event that says so (once per stop). */
+export async function settleTestClock(deps: EventDeps, input: { storeId: string; clockId: string; nowMs: number }): Promise<void> {
+  const clock = await recordClockReady(deps.db, input.storeId, input.clockId, input.nowMs);
+  if (!clock) return;
+  await emitEventOnce(deps, `${input.clockId}:ready:${input.nowMs}`, {
+    storeId: input.storeId,
+    type: 'test_helpers.test_clock.ready',
+    object: testClockObject(clock),
+  });
+}

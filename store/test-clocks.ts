@@ -1,0 +1,100 @@
+// Test clocks (the /v1/test_helpers extension): persistence. `frozen_time` is the time the merchant asked
+// for (the target while advancing); `now_ms` is where the attached objects are: the clock workflow moves it
+// step by step while advancing, and services read it as "now" for the clock's customers.
+import type { Db } from 'mongodb';
+import { newId } from '../domain/ids';
+import { checkoutSessionsCollection } from './checkout-sessions';
+import { collections, type CustomerDoc } from './collections';
+import { deleteEmailClaims } from './customers';
+import { findOwnedById } from './owned';
+import { subscriptionsCollection } from './subscriptions';
+import { deleteUsageCustomers, usageItemsCollection, usageStatesCollection } from './usage';
+
+export type TestClockStatus = 'ready' | 'advancing';
+
+export interface TestClockDoc {
+  _id: string;
+  store_id: string;
+  name: string | null;
+  /** Unix seconds. */
+  frozen_time: number;
+  /** Milliseconds: the attached objects' "now" (equals frozen_time * 1000 once ready). */
+  now_ms: number;
+  status: TestClockStatus;
+  created: number;
+}
+
+export function testClocksCollection(db: Db) {
+  return db.collection<TestClockDoc>('test_clocks');
+}
+
+export function findTestClock(db: Db, storeId: string, id: string): Promise<TestClockDoc | null> {
+  return findOwnedById(testClocksCollection(db), storeId, id);
+}
+
+/** "Now" for an object on this clock (milliseconds): the clock's time, or the real time without a clock. */
+export async function clockNowMs(db: Db, storeId: string, clockId: string | null | undefined): Promise<number> {
+  if (!clockId) return Date.now();
+  const clock = await findTestClock(db, storeId, clockId);
+  return clock ? clock.now_ms : Date.now();
+}
+
+/**
+ * Marks a ready clock advancing to `frozenTime`; null when it is not ready at `from` (another advance
+ * won the race): one conditional update, so two advances never both start.
+ */
+export function startAdvance(db: Db, storeId: string, id: string, from: number, frozenTime: number): Promise<TestClockDoc | null> {
+  return testClocksCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'ready', frozen_time: from },
+    { $set: { status: 'advancing', frozen_time: frozenTime } },
+    { returnDocument: 'after' },
+  );
+}
+
+/** The clock workflow moved its attached objects to `nowMs`. */
+export async function recordClockTime(db: Db, storeId: string, id: string, nowMs: number): Promise<void> {
+  await testClocksCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { now_ms: nowMs } });
+}
+
+/** Everything attached has settled at `nowMs`: ready again; the document as it now is (null once deleted). */
+export function recordClockReady(db: Db, storeId: string, id: string, nowMs: number): Promise<TestClockDoc | null> {
+  return testClocksCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId },
+    { $set: { now_ms: nowMs, status: 'ready' } },
+    { returnDocument: 'after' },
+  );
+}
+
+/** A new clock standing at `frozenTime` (Unix seconds). */
+export function newTestClockDoc(storeId: string, frozenTime: number, name: string | null, nowMs = Date.now()): TestClockDoc {
+  return { _id: newId('clock', nowMs), store_id: storeId, name, frozen_time: frozenTime, now_ms: frozenTime * 1000, status: 'ready', created: Math.floor(nowMs / 1000) };
+}
+
+/** The clock's customers and their subscriptions (ids): what a deleted clock takes with it. */
+export async function clockObjects(db: Db, storeId: string, clockId: string): Promise<{ customers: CustomerDoc[]; subscriptions: string[]; sessions: string[] }> {
+  const filter = { store_id: storeId, test_clock: clockId };
+  const [customers, subscriptions, sessions] = await Promise.all([
+    collections(db).customers.find(filter).toArray(),
+    subscriptionsCollection(db).find(filter, { projection: { _id: 1 } }).toArray(),
+    checkoutSessionsCollection(db).find(filter, { projection: { _id: 1 } }).toArray(),
+  ]);
+  return { customers, subscriptions: subscriptions.map((s) => s._id), sessions: sessions.map((s) => s._id) };
+}
+
+/**
+ * Deletes what lives on the clock: customers (with their email claims), subscriptions and their usage
+ * configuration, checkout sessions, then the clock. Orders, charges, usage periods, events and meter
+ * events stay: they are the store's record of what was charged.
+ */
+export async function deleteClockObjects(db: Db, storeId: string, clockId: string, objects: Awaited<ReturnType<typeof clockObjects>>): Promise<void> {
+  const customerIds = objects.customers.map((c) => c._id);
+  await Promise.all([
+    usageItemsCollection(db).deleteMany({ store_id: storeId, subscription: { $in: objects.subscriptions } }),
+    usageStatesCollection(db).deleteMany({ store_id: storeId, _id: { $in: objects.subscriptions } }),
+    subscriptionsCollection(db).deleteMany({ store_id: storeId, test_clock: clockId }),
+    checkoutSessionsCollection(db).deleteMany({ store_id: storeId, test_clock: clockId }),
+  ]);
+  await Promise.all([deleteUsageCustomers(db, storeId, customerIds), deleteEmailClaims(db, objects.customers)]);
+  await collections(db).customers.deleteMany({ store_id: storeId, test_clock: clockId });
+  await testClocksCollection(db).deleteOne({ _id: clockId, store_id: storeId });
+}

@@ -1,0 +1,46 @@
+// A test clock's workflow (`test-clock/<clock id>`) and the workflows attached to it talk in signals:
+// an attached workflow attaches at start, reports each wait (until when, and the last tick it saw) and
+// detaches at its end; the clock answers with ticks that move the attached workflows' "now". While
+// advancing, the clock moves to the earliest reported wake-up (or the target), ticks everyone and goes on
+// only once every attached workflow is waiting again: so everything happens in order, as if that time
+// had passed. Imported by the API's services, the workflows and workflows/lib/clock.ts.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+export const testClockWorkflowId = (clockId: string) => `test-clock/${clockId}`;
+
+export interface TestClockWorkflowInput {
+  storeId: string;
+  clockId: string;
+  /** Where the clock stands (milliseconds). */
+  nowMs: number;
+  /** What a run carries across continue-as-new. */
+  carried?: { seq: number; targetMs: number | null; waiters: ClockWaiter[] };
+}
+
+/** One attached workflow as the clock knows it. */
+export interface ClockWaiter {
+  workflowId: string;
+  /** The last tick it reported waiting after (-1: attached, not yet waiting). */
+  seq: number;
+  /** When it wants to wake (milliseconds, clock time); null: only on an action, or on any tick. */
+  untilMs: number | null;
+}
+
+/** Merchant's advance (the API marked the clock advancing first). */
+export const advanceClockSignal = defineSignal<[{ toMs: number }]>('advance');
+export const attachClockSignal = defineSignal<[{ workflowId: string }]>('attach');
+/** "I have seen tick `seq` and now wait until `untilMs`". */
+export const clockWaitingSignal = defineSignal<[{ workflowId: string; seq: number; untilMs: number | null }]>('waiting');
+export const detachClockSignal = defineSignal<[{ workflowId: string }]>('detach');
+
+/** To attached workflows: the clock now reads `nowMs`. */
+export const clockTickSignal = defineSignal<[{ nowMs: number; seq: number }]>('clockTick');
+
+export interface TestClockWorkflowState {
+  nowMs: number;
+  targetMs: number | null;
+  seq: number;
+  waiters: ClockWaiter[];
+}
+
+export const testClockStateQuery = defineQuery<TestClockWorkflowState>('state');
