@@ -25,6 +25,7 @@ import { subscriptionWorkflowId } from '../workflows/subscription-messages';
 import { usageWorkflowId } from '../workflows/usage-periods-messages';
 import { emitEventOnce } from './emit-once';
 import type { EventDeps } from './events';
+import { forgetCustomers } from './usage-shared';
 import { testClockMetadata } from './workflow-summaries';
 
 export interface TestClockDeps {
@@ -114,6 +115,7 @@ export async function deleteTestClock(deps: TestClockDeps, storeId: string, id: 
   await terminate(testClockWorkflowId(id));
   await Promise.all(workflowIds.map(terminate));
   await deleteClockObjects(deps.db, storeId, id, objects);
+  forgetCustomers(storeId, objects.customers.map((c) => c._id));
 }
 
 // -- what the clock's workflow records (its activities) --

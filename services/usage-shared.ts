@@ -33,8 +33,15 @@ export function loadSubscription(db: Db, storeId: string, id: string): Promise<S
   return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
-// Customers are never deleted and get their test clock at creation: once seen, both are known for good here.
+// Customers get their test clock at creation and are deleted only with their clock: once seen, both are
+// known here until this process deletes the clock (another API process may still accept a deleted clock
+// customer's meter events; they attach to nothing).
 const knownCustomers = new Map<string, string | null>();
+
+/** Deleted customers (with their test clock) are no longer known. */
+export function forgetCustomers(storeId: string, ids: string[]): void {
+  for (const id of ids) knownCustomers.delete(`${storeId}|${id}`);
+}
 
 /** The customer's test clock (null: none); undefined when the store has no such customer. */
 export async function customerTestClock(db: Db, storeId: string, id: string): Promise<string | null | undefined> {

@@ -27,6 +27,12 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // One customer per email in a store; GET /v1/customers?email= and the list.
   index('customers', { store_id: 1, email: 1 }, { unique: true }),
   index('customers', { store_id: 1, _id: -1 }),
+  // A test clock's customers, subscriptions (its advance limit) and sessions: what its deletion takes.
+  index('customers', { store_id: 1, test_clock: 1 }),
+  index('subscriptions', { store_id: 1, test_clock: 1 }),
+  index('checkout_sessions', { store_id: 1, test_clock: 1 }),
+  // GET /v1/test_helpers/test_clocks.
+  index('test_clocks', { store_id: 1, _id: -1 }),
   // GET /v1/products.
   index('products', { store_id: 1, _id: -1 }),
   // GET /v1/offers (alphabetical, by type/active) and an offer by slug on the hosted page.

@@ -58,6 +58,7 @@ describe('create', () => {
       country: null,
       locale: null,
       metadata: { plan: 'gold', seats: '3', vip: 'true' },
+      test_clock: null,
       livemode: true,
       created: expect.any(Number),
     });

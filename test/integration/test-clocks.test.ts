@@ -177,3 +177,62 @@ test('a clock advanced past a trial, a scheduled cancellation and a session dead
   expect((await get(`/v1/checkout/sessions/${sessionId}`)).body).toMatchObject({ status: 'expired' });
   expect(await eventsOf('checkout.session.expired', sessionId)).toHaveLength(1);
 }, 120_000);
+
+test('the test clock resource: create, list, retrieve and advance answer typed errors for bad input', async () => {
+  const t0 = Math.floor(Date.now() / 1000);
+  expect(await post('/v1/test_helpers/test_clocks', {})).toMatchObject({ status: 400, body: { error: { code: 'parameter_missing', param: 'frozen_time' } } });
+  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: 'soon' })).toMatchObject({ status: 400, body: { error: { code: 'parameter_invalid', param: 'frozen_time' } } });
+  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: 'x'.repeat(121) })).toMatchObject({ status: 400, body: { error: { param: 'name' } } });
+  expect(await get('/v1/test_helpers/test_clocks/clock_unknown')).toMatchObject({ status: 404, body: { error: { code: 'resource_missing' } } });
+
+  const older = ((await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: null })).body as Clock).id;
+  const newer = ((await post('/v1/test_helpers/test_clocks', { frozen_time: t0 })).body as Clock).id;
+  const page = (await get('/v1/test_helpers/test_clocks?limit=2')).body;
+  expect(page).toMatchObject({ object: 'list', has_more: true, url: '/v1/test_helpers/test_clocks' });
+  expect(page.data.map((c: Clock) => c.id)).toEqual([newer, older]);
+  expect((await get(`/v1/test_helpers/test_clocks/${older}`)).body).toMatchObject({ id: older, name: null, frozen_time: t0, status: 'ready' });
+
+  // Not backwards, not in place, at most two cycles (two months for a clock without subscriptions).
+  const refused = (to: number) => post(`/v1/test_helpers/test_clocks/${older}/advance`, { frozen_time: to });
+  expect(await refused(t0)).toMatchObject({ status: 400, body: { error: { code: 'parameter_invalid', param: 'frozen_time' } } });
+  const twoMonths = periodEnd(periodEnd(t0, 'monthly', null), 'monthly', null);
+  expect(await refused(twoMonths + 1)).toMatchObject({ status: 400, body: { error: { code: 'parameter_invalid', param: 'frozen_time' } } });
+  expect((await get(`/v1/test_helpers/test_clocks/${older}`)).body).toMatchObject({ status: 'ready', frozen_time: t0 });
+
+  // Two advances at once: one moves the clock, the other is told it is advancing.
+  const both = await Promise.all([refused(twoMonths), refused(twoMonths)]);
+  expect(both.map((r) => r.status).sort()).toEqual([200, 400]);
+  expect(both.find((r) => r.status === 400)!.body.error).toMatchObject({ code: 'test_clock_advancing', type: 'invalid_request_error' });
+  await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).status === 'ready' || null, { timeoutMs: 30_000, description: 'empty clock ready' });
+  expect(await eventsOf('test_helpers.test_clock.ready', older)).toHaveLength(1);
+
+  // Customers: attached only at creation, to a clock of the store; others have none.
+  const plain = await post('/v1/customers', { email: `plain-${Date.now()}@example.com`, name: 'Ana Plain', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
+  expect(plain.body).toMatchObject({ test_clock: null });
+  const unknown = await post('/v1/customers', { email: `lost-${Date.now()}@example.com`, name: 'Ana Lost', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' }, test_clock: 'clock_unknown' });
+  expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'resource_missing', param: 'test_clock' } } });
+  expect(await post(`/v1/customers/${plain.body.id}`, { test_clock: newer })).toMatchObject({ status: 400 });
+});
+
+test('deleting a clock ends its workflows and deletes its customers, their subscriptions and sessions', async () => {
+  const t0 = Math.floor(Date.now() / 1000);
+  const clock = ((await post('/v1/test_helpers/test_clocks', { frozen_time: t0 })).body as Clock).id;
+  const offer = await seedUsageOffer(mongo.db, store.store._id);
+  const customer = await clockCustomer(clock);
+  const email = (await get(`/v1/customers/${customer}`)).body.email as string;
+  const sub = await subscribe(customer, '4242424242424242', offer._id, t0 * 1000);
+  const session = (await post('/v1/checkout/sessions', { offer: offer._id, customer })).body.id as string;
+  const workflows = [`test-clock/${clock}`, `subscription/${sub}`, `checkout-session/${session}`];
+  const statusOf = async (id: string) => (await temporal.client.workflow.getHandle(id).describe()).status.name;
+  await waitFor(async () => (await Promise.all(workflows.map(statusOf))).every((s) => s === 'RUNNING') || null, { timeoutMs: 20_000, description: 'workflows running' });
+
+  expect((await call(api, store.key, 'DELETE', `/v1/test_helpers/test_clocks/${clock}`)).body).toEqual({ id: clock, object: 'test_clock', deleted: true });
+  for (const id of workflows) expect(await statusOf(id), id).toBe('TERMINATED');
+  for (const path of [`/v1/test_helpers/test_clocks/${clock}`, `/v1/customers/${customer}`, `/v1/subscriptions/${sub}`, `/v1/checkout/sessions/${session}`]) {
+    expect((await get(path)).status, path).toBe(404);
+  }
+  // The email is free again: a new customer, not the deleted one.
+  const again = await post('/v1/customers', { email, name: 'Ana Again', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
+  expect(again.status).toBe(201);
+  expect(again.body.id).not.toBe(customer);
+});
