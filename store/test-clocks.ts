@@ -56,11 +56,14 @@ export async function recordClockTime(db: Db, storeId: string, id: string, nowMs
   await testClocksCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { now_ms: nowMs } });
 }
 
-/** Everything attached has settled at `nowMs`: ready again; the document as it now is (null once deleted). */
+/**
+ * Everything attached has settled at `nowMs`: ready again, standing there (also after an advance
+ * signalled from the Temporal CLI, which the API did not record); the document as it now is (null once deleted).
+ */
 export function recordClockReady(db: Db, storeId: string, id: string, nowMs: number): Promise<TestClockDoc | null> {
   return testClocksCollection(db).findOneAndUpdate(
     { _id: id, store_id: storeId },
-    { $set: { now_ms: nowMs, status: 'ready' } },
+    { $set: { now_ms: nowMs, frozen_time: Math.floor(nowMs / 1000), status: 'ready' } },
     { returnDocument: 'after' },
   );
 }

@@ -206,6 +206,13 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
   await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).status === 'ready' || null, { timeoutMs: 30_000, description: 'empty clock ready' });
   expect(await eventsOf('test_helpers.test_clock.ready', older)).toHaveLength(1);
 
+  // Support staff may signal the clock's workflow from the Temporal CLI: the clock still ends up standing there.
+  await temporal.client.workflow.getHandle(`test-clock/${older}`).signal('advance', { toMs: (twoMonths + 60) * 1000 });
+  await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).frozen_time === twoMonths + 60 || null, {
+    timeoutMs: 30_000,
+    description: 'clock moved by a signal',
+  });
+
   // Customers: attached only at creation, to a clock of the store; others have none.
   const plain = await post('/v1/customers', { email: `plain-${Date.now()}@example.com`, name: 'Ana Plain', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
   expect(plain.body).toMatchObject({ test_clock: null });
