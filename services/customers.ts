@@ -16,7 +16,7 @@ import {
   newCustomerDoc,
   updateCustomer,
 } from '../store/customers';
-import { findTestClock } from '../store/test-clocks';
+import { requireTestClock } from '../store/test-clocks';
 import { customerObject } from '../api/schemas/customer';
 import { emitEvent, type EventDeps } from './events';
 import type { EventRequest } from '../store/events';
@@ -86,7 +86,8 @@ export async function createCustomer(
 ): Promise<{ customer: CustomerDoc; created: boolean }> {
   let prepared: Awaited<ReturnType<typeof prepareCustomer>>;
   try {
-    const testClock = input.test_clock ? await requireTestClockId(deps.db, store._id, input.test_clock) : null;
+    // The clock a new customer attaches to must be one of the store's (creation is the only time it is set).
+    const testClock = input.test_clock ? (await requireTestClock(deps.db, store._id, input.test_clock, 'test_clock'))._id : null;
     prepared = await prepareCustomer(deps, store, input, { ...options, testClock });
   } catch (error) {
     // A field refused by the rules (or the provider) does not matter when the email is already a customer's.
@@ -100,12 +101,6 @@ export async function createCustomer(
     await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(result.customer), request });
   }
   return result;
-}
-
-/** The clock a new customer attaches to: one of the store's (the only time it can be set). */
-async function requireTestClockId(db: Db, storeId: string, id: string): Promise<string> {
-  if (!(await findTestClock(db, storeId, id))) throw notFound('test clock', id, 'test_clock');
-  return id;
 }
 
 export async function changeCustomer(

@@ -1,20 +1,19 @@
-// Test clocks (the /v1/test_helpers extension): create, advance and delete, and what the clock's
-// workflow records as it moves. The clock's document is the API's answer; its workflow
+// Test clocks (the /v1/test_helpers extension): create, advance and delete, and the clock's settle when
+// its workflow reaches a stop. The clock's document is the API's answer; its workflow
 // (`test-clock/<id>`) is the time its customers' subscriptions, usage and checkout sessions follow.
 import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { periodEnd, type BillingCycle } from '../domain/billing-periods';
-import { ApiError, invalid, notFound } from '../domain/errors';
+import { ApiError, invalid } from '../domain/errors';
 import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
 import { testClockObject } from '../api/schemas/test-clock';
 import { subscriptionsCollection } from '../store/subscriptions';
 import {
   clockObjects,
   deleteClockObjects,
-  findTestClock,
   newTestClockDoc,
   recordClockReady,
-  recordClockTime,
+  requireTestClock,
   startAdvance,
   testClocksCollection,
   type TestClockDoc,
@@ -46,12 +45,6 @@ export async function createTestClock(deps: TestClockDeps, storeId: string, froz
   const doc = newTestClockDoc(storeId, frozenTime, name);
   await testClocksCollection(deps.db).insertOne(doc);
   await deps.temporal.workflow.start('testClockWorkflow', { ...clockWorkflowOptions(deps, doc), workflowIdConflictPolicy: 'USE_EXISTING' });
-  return doc;
-}
-
-export async function requireTestClock(db: Db, storeId: string, id: string): Promise<TestClockDoc> {
-  const doc = await findTestClock(db, storeId, id);
-  if (!doc) throw notFound('test clock', id);
   return doc;
 }
 
@@ -118,13 +111,7 @@ export async function deleteTestClock(deps: TestClockDeps, storeId: string, id: 
   forgetCustomers(storeId, objects.customers.map((c) => c._id));
 }
 
-// -- what the clock's workflow records (its activities) --
-
-export async function recordTestClockTime(db: Db, input: { storeId: string; clockId: string; nowMs: number }): Promise<void> {
-  await recordClockTime(db, input.storeId, input.clockId, input.nowMs);
-}
-
-/** Everything attached caught up with the clock: ready again, and the event that says so (once per stop). */
+/** The clock's workflow at a stop (its activity): everything attached caught up, so ready again, with the event that says so (once per stop). */
 export async function settleTestClock(deps: EventDeps, input: { storeId: string; clockId: string; nowMs: number }): Promise<void> {
   const clock = await recordClockReady(deps.db, input.storeId, input.clockId, input.nowMs);
   if (!clock) return;

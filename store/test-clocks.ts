@@ -2,6 +2,7 @@
 // for (the target while advancing); `now_ms` is where the attached objects are: the clock workflow moves it
 // step by step while advancing, and services read it as "now" for the clock's customers.
 import type { Db } from 'mongodb';
+import { notFound } from '../domain/errors';
 import { newId } from '../domain/ids';
 import { checkoutSessionsCollection } from './checkout-sessions';
 import { collections, type CustomerDoc } from './collections';
@@ -30,6 +31,13 @@ export function testClocksCollection(db: Db) {
 
 export function findTestClock(db: Db, storeId: string, id: string): Promise<TestClockDoc | null> {
   return findOwnedById(testClocksCollection(db), storeId, id);
+}
+
+/** The store's clock, or 404 resource_missing naming `param`. */
+export async function requireTestClock(db: Db, storeId: string, id: string, param = 'id'): Promise<TestClockDoc> {
+  const doc = await findTestClock(db, storeId, id);
+  if (!doc) throw notFound('test clock', id, param);
+  return doc;
 }
 
 /** "Now" for an object on this clock (milliseconds): the clock's time, or the real time without a clock. */

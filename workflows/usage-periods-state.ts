@@ -113,7 +113,7 @@ export class UsagePeriodRun {
    */
   private async waitUntil(until: number | null): Promise<void> {
     const ms = until === null ? undefined : until * 1000 - clockNow();
-    if ((ms === undefined || ms > 0) && !this.recomputeRequested) await clockWait(() => this.recomputeRequested, ms, onTestClock() ? { anyTick: true } : undefined);
+    if ((ms === undefined || ms > 0) && !this.recomputeRequested) await clockWait(() => this.recomputeRequested, ms, { anyTick: true });
     this.recomputeRequested = false;
   }
 

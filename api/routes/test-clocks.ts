@@ -2,8 +2,8 @@
 // and delete a store's test clocks. Customers attach at creation (`test_clock` on POST /v1/customers).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { advanceTestClock, createTestClock, deleteTestClock, requireTestClock } from '../../services/test-clocks';
-import { testClocksCollection, type TestClockDoc } from '../../store/test-clocks';
+import { advanceTestClock, createTestClock, deleteTestClock } from '../../services/test-clocks';
+import { requireTestClock, testClocksCollection, type TestClockDoc } from '../../store/test-clocks';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, NoQuery, Nullable, withErrors } from '../schemas/common';
