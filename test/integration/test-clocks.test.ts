@@ -202,7 +202,7 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
   // Two advances at once: one moves the clock, the other is told it is advancing.
   const both = await Promise.all([refused(twoMonths), refused(twoMonths)]);
   expect(both.map((r) => r.status).sort()).toEqual([200, 400]);
-  expect(both.find((r) => r.status === 400)!.body.error).toMatchObject({ code: 'test_clock_advancing', type: 'invalid_request_error' });
+  expect(both.find((r) => r.status === 400)!.body.error).toMatchObject({ code: 'test_clock_advancing', type: 'invalid_request_error', param: 'id' });
   await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).status === 'ready' || null, { timeoutMs: 30_000, description: 'empty clock ready' });
   expect(await eventsOf('test_helpers.test_clock.ready', older)).toHaveLength(1);
 
@@ -217,7 +217,7 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
   const plain = await post('/v1/customers', { email: `plain-${Date.now()}@example.com`, name: 'Ana Plain', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
   expect(plain.body).toMatchObject({ test_clock: null });
   const unknown = await post('/v1/customers', { email: `lost-${Date.now()}@example.com`, name: 'Ana Lost', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' }, test_clock: 'clock_unknown' });
-  expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'resource_missing', param: 'test_clock' } } });
+  expect(unknown).toMatchObject({ status: 404, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'test_clock' } } });
   expect(await post(`/v1/customers/${plain.body.id}`, { test_clock: newer })).toMatchObject({ status: 400 });
 });
 
