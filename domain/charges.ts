@@ -1,6 +1,7 @@
 // Rules of a one-off subscription charge's body (spec, Subscription charges): the currency, the
-// minimum of one currency unit, lines adding up to the amount, and the order items it becomes.
-import { ApiError } from './errors';
+// minimum of one currency unit, the store's upper bound, lines adding up to the amount, and the order items it becomes.
+import { ApiError, invalid } from './errors';
+import { boundedKey, ID_LENGTH_MAX } from './bounded-keys';
 
 export interface ChargeLineInput {
   description: string;
@@ -37,6 +38,16 @@ export function minimumCharge(currency: string): number {
   return 100;
 }
 
+/** The bound of one charge unless the store sets its own: a million units of the currency (100,000,000 in brl or usd). */
+export function defaultMaxCharge(currency: string): number {
+  return 1_000_000 * 10 ** currencyDecimals(currency);
+}
+
+/** The largest amount one charge may take: the store's `max_charge_amount` (minor units), else the default. */
+export function maxChargeOf(store: { max_charge_amount?: number | null }, currency: string): number {
+  return store.max_charge_amount ?? defaultMaxCharge(currency);
+}
+
 export interface NormalizedCharge {
   amount: number;
   currency: string;
@@ -46,11 +57,13 @@ export interface NormalizedCharge {
 
 /**
  * Checks, in the spec's order, what is left after the subscription checks: currency_mismatch,
- * amount_too_small, lines_total_mismatch. Shapes and lengths were checked by the schema.
+ * amount_too_small, then (ours) an amount above `maxAmount`, lines_total_mismatch. Shapes and lengths
+ * were checked by the schema. `maxAmount` null: no bound (usage charges are computed, not typed).
  */
 export function normalizeCharge(
   input: { amount: number; currency?: string | null; description?: string | null; lines?: ChargeLineInput[] | null },
   subscriptionCurrency: string,
+  maxAmount: number | null = null,
 ): NormalizedCharge {
   const currency = subscriptionCurrency.toLowerCase();
   if (input.currency !== undefined && input.currency !== null && input.currency.toLowerCase() !== currency) {
@@ -65,6 +78,10 @@ export function normalizeCharge(
     throw new ApiError('amount_too_small', `The amount must be at least one unit of ${currency} (${minimum}); received ${input.amount}.`, {
       param: 'amount',
     });
+  }
+  if (maxAmount !== null && input.amount > maxAmount) {
+    // A typo of a few digits must not take a fortune from a saved card.
+    throw invalid('amount', `The amount must be at most ${maxAmount} (the store's bound for one charge, in the minor unit of ${currency}); received ${input.amount}.`);
   }
   const lines = (input.lines ?? []).map((line) => {
     const quantity = line.quantity ?? 1;
@@ -90,12 +107,15 @@ export function chargeOrderItems(charge: { amount: number; description: string |
   return [{ kind: 'charge', description: charge.description ?? 'Charge', quantity: 1, unit_amount: charge.amount, amount: charge.amount }];
 }
 
+/** A charge's workflow id, `charge/<store id (25 characters)>/<key>`, stays within Temporal's 255 (keys that fit are kept). */
+const CHARGE_KEY_MAX = ID_LENGTH_MAX - 'charge/'.length - 26;
+
 /**
  * The namespaced keys one-off charges are filed under (charge document, `charge/<store>/<key>`
- * workflow, provider key): a merchant's Idempotency-Key always lands under `api/`, so it can never
- * equal a usage charge's key or any internal one (`renewal/`, `reactivation/`, `checkout/`).
+ * workflow, provider key): a merchant's Idempotency-Key always lands under `api/` (`api#/` with a digest
+ * when long), so it can never equal a usage charge's key or any internal one (`renewal/`, `reactivation/`, `checkout/`).
  */
-export const merchantChargeKey = (idempotencyKey: string) => `api/${idempotencyKey}`;
+export const merchantChargeKey = (idempotencyKey: string) => boundedKey('api', idempotencyKey, CHARGE_KEY_MAX);
 export const usageChargeKey = (periodId: string) => `usage/${periodId}`;
 /** What a usage charge shows as its Idempotency-Key (spec: `usage:<period id>`). */
 export const usageIdempotencyKey = (periodId: string) => `usage:${periodId}`;

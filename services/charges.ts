@@ -5,7 +5,7 @@ import type { Db } from 'mongodb';
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from '../domain/errors';
-import { normalizeCharge, type ChargeLineInput } from '../domain/charges';
+import { maxChargeOf, normalizeCharge, type ChargeLineInput } from '../domain/charges';
 import { newId } from '../domain/ids';
 import { normalizeMetadata } from '../domain/metadata';
 import { stableStringify } from '../domain/stable-json';
@@ -80,15 +80,19 @@ function checkChargeable(sub: SubscriptionDoc | null, input: StartChargeInput): 
   if (refusal) throw new ApiError(refusal.code, refusal.message);
 }
 
-async function requireActiveStore(db: Db, input: StartChargeInput): Promise<void> {
-  const store = input.store ?? (await findStore(db, input.storeId));
+function requireActiveStore(store: StoreDoc | null): void {
   if (!store || store.plan_overdue) {
     throw new ApiError('project_inactive', "The store's own plan payment is overdue: charges are blocked until it is paid.");
   }
 }
 
-function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string): ChargeWorkflowInput {
-  const charge = normalizeCharge({ amount: input.amount, currency: input.currency, description: input.description, lines: input.lines }, sub.currency);
+/** One-off charges are bounded by the store's maximum; usage charges are computed from metered use, not typed. */
+function maxAmountOf(store: StoreDoc | null, input: StartChargeInput, sub: SubscriptionDoc): number | null {
+  return input.source === 'usage' ? null : maxChargeOf(store ?? {}, sub.currency);
+}
+
+function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string, maxAmount: number | null): ChargeWorkflowInput {
+  const charge = normalizeCharge({ amount: input.amount, currency: input.currency, description: input.description, lines: input.lines }, sub.currency, maxAmount);
   const metadata = normalizeMetadata(input.metadata);
   return {
     chargeId: newId('sch'),
@@ -129,8 +133,9 @@ export async function startCharge(deps: { db: Db; temporal: Client; taskQueue: s
   const [existing, sub] = await Promise.all([findChargeByKey(db, input.storeId, input.key), findSubscription(db, input.storeId, input.subscriptionId)]);
   if (existing) return replayOf(existing, fingerprint);
   checkChargeable(sub, input);
-  const workflowInput = chargeWorkflowInput(input, sub, fingerprint);
-  await requireActiveStore(db, input);
+  const store = input.store ?? (await findStore(db, input.storeId));
+  const workflowInput = chargeWorkflowInput(input, sub, fingerprint, maxAmountOf(store, input, sub));
+  requireActiveStore(store);
 
   const charges = chargeClient(deps.temporal, deps.taskQueue);
   const answer = await charges.start(workflowInput, sub, input.maxWaitMs);

@@ -2,7 +2,7 @@
 import { collections, type StoreDoc } from '../../store/collections';
 import { createStore } from '../../store/stores';
 import { countPaidOrders } from '../../store/orders';
-import { bool, positional, str, successUrlOption, type Command } from './types';
+import { bool, positional, str, successUrlOption, type Command, type CommandContext } from './types';
 
 /** "2026-11" -> its first second and the next month's first second, UTC. */
 function calendarMonth(month: string): { from: number; to: number } {
@@ -10,6 +10,16 @@ function calendarMonth(month: string): { from: number; to: number } {
   if (!match || Number(match[2]) < 1 || Number(match[2]) > 12) throw new Error('--month is YYYY-MM');
   const [year, index] = [Number(match[1]), Number(match[2]) - 1];
   return { from: Date.UTC(year, index, 1) / 1000, to: Date.UTC(year, index + 1, 1) / 1000 };
+}
+
+/** --max-charge-amount: a positive integer of minor units, or `default` (a million units of the charge's currency). */
+function maxChargeOption(ctx: CommandContext): number | null | undefined {
+  const value = str(ctx, 'max-charge-amount', false);
+  if (value === undefined) return undefined;
+  if (value === 'default') return null;
+  const amount = Number(value);
+  if (!Number.isSafeInteger(amount) || amount < 1) throw new Error('--max-charge-amount is a positive integer of minor units (or default)');
+  return amount;
 }
 
 const formatStore = (result: unknown) => {
@@ -20,6 +30,7 @@ const formatStore = (result: unknown) => {
     `  active ${s.active}  api ${s.api_enabled}  plan overdue ${s.plan_overdue}  portal ${s.portal_enabled}  custom domain ${s.custom_domain ?? '-'}`,
     `  default success URL ${s.default_success_url ?? '-'}`,
     `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
+    `  max charge amount ${s.max_charge_amount ?? 'default (1,000,000 units of the currency)'}`,
   ].join('\n');
 };
 
@@ -81,7 +92,7 @@ export const storeCommands: Record<string, Command> = {
   },
   'stores set': {
     summary:
-      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none])',
+      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
@@ -92,6 +103,7 @@ export const storeCommands: Record<string, Command> = {
       slug: { type: 'string' },
       name: { type: 'string' },
       'success-url': { type: 'string' },
+      'max-charge-amount': { type: 'string' },
     },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
@@ -119,6 +131,8 @@ export const storeCommands: Record<string, Command> = {
       if (name) set.name = name;
       const successUrl = successUrlOption(ctx);
       if (successUrl !== undefined) set.default_success_url = successUrl;
+      const maxCharge = maxChargeOption(ctx);
+      if (maxCharge !== undefined) set.max_charge_amount = maxCharge;
       const store = await collections(ctx.db).stores.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
       if (!store) throw new Error(`no store ${id}`);
       return store;

@@ -132,6 +132,34 @@ describe('the error table, in its order of checks', () => {
     expectError(await charge(await subscription(), { amount: 99 }), 400, 'invalid_request_error', 'amount_too_small', 'amount');
   });
 
+  it('above the bound of one charge (default a million units of the currency): 400 parameter_invalid on amount, nothing at the provider', async () => {
+    const sub = await subscription();
+    const key = newKey();
+    const res = await charge(sub, { amount: 900_000_000_000 }, key);
+    expectError(res, 400, 'invalid_request_error', 'parameter_invalid', 'amount');
+    expect(res.body.error.message).toContain('100000000');
+    expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) })).toBe(0);
+    expect((await charge(sub, { amount: 100_000_000 })).body).toMatchObject({ status: 'succeeded', amount: 100_000_000 });
+  });
+
+  it("a store's own bound (admin CLI stores set --max-charge-amount) applies on the next requests; default restores a million units", async () => {
+    const own = await createTestStore(mongo.db);
+    const sub = await subscription('4242424242424242', own);
+    const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
+    const set = await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', '5000', '--json'], env);
+    expect([set.code, JSON.parse(set.output).max_charge_amount]).toEqual([0, 5000]);
+    // The API reads store flags at most a second old.
+    const refused = await waitFor(async () => {
+      const res = await charge(sub, { amount: 5001 }, newKey(), own.key);
+      return res.status === 400 ? res : null;
+    }, { description: 'the bound of 5000 to apply' });
+    expectError(refused, 400, 'invalid_request_error', 'parameter_invalid', 'amount');
+    expect((await charge(sub, { amount: 5000 }, newKey(), own.key)).status).toBe(201);
+    expect((await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', '0'], env)).code).not.toBe(0);
+    expect((await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', 'default'], env)).code).toBe(0);
+    await waitFor(async () => ((await charge(sub, { amount: 5001 }, newKey(), own.key)).status === 201 ? true : null), { description: 'the default bound again' });
+  });
+
   it('lines not adding up: 400 lines_total_mismatch with both values in the message', async () => {
     const res = await charge(await subscription(), { amount: 1000, lines: [{ description: 'a', quantity: 2, unit_amount: 300 }] });
     expectError(res, 400, 'invalid_request_error', 'lines_total_mismatch', 'lines');
