@@ -11,6 +11,7 @@ import { isDuplicateKeyError, type CustomerDoc, type StoreDoc } from '../store/c
 import {
   findClaimedCustomer,
   findCustomer,
+  emailScopeOf,
   findCustomerByEmail,
   insertCustomer,
   newCustomerDoc,
@@ -27,7 +28,8 @@ export interface CustomerDeps extends EventDeps {
 }
 
 /**
- * The customer these fields name: the store's customer holding the email (`existing`), else a new one
+ * The customer these fields name: the customer holding the email in the scope (the store's own
+ * customers, or the test clock's when `testClock` is given: a buyer never finds a clock's customer) (`existing`), else a new one
  * checked and registered at the provider but not yet written. `id` proposes the new customer's id
  * (checkout derives one, so attempts racing for one buyer register one customer); an id already held
  * by a customer with another email (since renamed) gives way to a fresh one.
@@ -43,15 +45,16 @@ export async function prepareCustomer(
   const email = fields.email!;
   // The claim lookup is a single read; a customer without a claim is still found when the unique
   // email refuses the insert.
-  const existing = await findClaimedCustomer(deps.db, store._id, email);
+  const clock = options.testClock ?? null;
+  const existing = await findClaimedCustomer(deps.db, store._id, email, clock);
   if (existing) return { customer: existing, existing: true };
 
   const doc = newCustomerDoc(store._id, { ...fields, email }, metadata);
-  if (options.testClock) doc.test_clock = options.testClock;
+  if (clock) Object.assign(doc, { test_clock: clock, email_scope: emailScopeOf(clock) });
   const proposed = options.id?.(email);
   if (proposed) {
     const holder = await findCustomer(deps.db, store._id, proposed);
-    if (holder?.email === email) return { customer: holder, existing: true };
+    if (holder?.email === email && emailScopeOf(holder.test_clock) === doc.email_scope) return { customer: holder, existing: true };
     if (!holder) doc._id = proposed;
   }
   const registered = await deps.provider.registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
@@ -66,7 +69,13 @@ export async function prepareCustomer(
  * else null. The email itself is still checked: a malformed one names nobody. The claim answers in one
  * primary-key read; `authoritative` also asks the unique email, for a customer without a claim.
  */
-export async function existingCustomerByEmail(db: Db, storeId: string, email: unknown, authoritative: boolean): Promise<CustomerDoc | null> {
+export async function existingCustomerByEmail(
+  db: Db,
+  storeId: string,
+  email: unknown,
+  authoritative: boolean,
+  clock: string | null = null,
+): Promise<CustomerDoc | null> {
   if (typeof email !== 'string') return null;
   let normalized: string;
   try {
@@ -74,7 +83,7 @@ export async function existingCustomerByEmail(db: Db, storeId: string, email: un
   } catch {
     return null;
   }
-  return authoritative ? findCustomerByEmail(db, storeId, normalized) : findClaimedCustomer(db, storeId, normalized);
+  return authoritative ? findCustomerByEmail(db, storeId, normalized, clock) : findClaimedCustomer(db, storeId, normalized, clock);
 }
 
 export async function createCustomer(
@@ -91,7 +100,7 @@ export async function createCustomer(
     prepared = await prepareCustomer(deps, store, input, { ...options, testClock });
   } catch (error) {
     // A field refused by the rules (or the provider) does not matter when the email is already a customer's.
-    const existing = error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true) : null;
+    const existing = error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true, input.test_clock ?? null) : null;
     if (existing) return { customer: existing, created: false };
     throw error;
   }

@@ -55,6 +55,8 @@ export interface CustomerDoc {
   provider_customer_id: string | null;
   /** The test clock it is attached to (set at creation only); absent on customers made before clocks. */
   test_clock?: string | null;
+  /** Where its email is unique (store/customers.ts `emailScopeOf`): its clock's id, '' for the store's own customers. */
+  email_scope?: string;
   livemode: boolean;
   created: number;
 }

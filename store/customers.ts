@@ -1,7 +1,8 @@
-// Customers: persistence. Email is unique per store (a unique index), so concurrent creates with one
-// email make one customer. A claim document per email (`customer_emails`, _id `<store>|<email>`) makes
-// "who has this email" a primary-key read; it is a shortcut checked against the customer it names, never
-// the authority (a customer without one is still found by the unique email).
+// Customers: persistence. Email is unique per store and email scope (a unique index): the store's own
+// customers share one scope, each test clock's customers another, so a buyer never meets a clock's test
+// customer. A claim document per scope and email (`customer_emails`, _id `<store>|<email>` or
+// `<store>|<clock>|<email>`) makes "who has this email" a primary-key read; it is a shortcut checked
+// against the customer it names, never the authority (a customer without one is still found by the unique email).
 import type { Db } from 'mongodb';
 import { encodeMetadata, type Metadata } from '../domain/metadata';
 import { newId } from '../domain/ids';
@@ -21,31 +22,43 @@ interface CustomerEmailClaim {
 }
 
 const emailClaims = (db: Db) => db.collection<CustomerEmailClaim>('customer_emails');
-const claimId = (storeId: string, email: string) => `${storeId}|${email}`;
 
-/** The customer an email claim names, when the claim is current; null otherwise (no full read). */
-export async function findClaimedCustomer(db: Db, storeId: string, email: string): Promise<CustomerDoc | null> {
-  const claim = await emailClaims(db).findOne({ _id: claimId(storeId, email.toLowerCase()) });
+/**
+ * The email scope of a customer on `clock` (null: the store's own customers). Never null itself: the
+ * unique key must hold on an engine that lets nulls repeat in a unique index.
+ */
+export const emailScopeOf = (clock: string | null | undefined): string => clock || '';
+
+const claimId = (storeId: string, email: string, clock: string | null) => (clock ? `${storeId}|${clock}|${email}` : `${storeId}|${email}`);
+const inScope = (doc: Pick<CustomerDoc, 'test_clock'>, clock: string | null) => emailScopeOf(doc.test_clock) === emailScopeOf(clock);
+
+/** The customer an email claim names in the scope (`clock`, null: the store's own), when current; null otherwise (no full read). */
+export async function findClaimedCustomer(db: Db, storeId: string, email: string, clock: string | null = null): Promise<CustomerDoc | null> {
+  const claim = await emailClaims(db).findOne({ _id: claimId(storeId, email.toLowerCase(), clock) });
   if (!claim) return null;
   const doc = await findCustomer(db, storeId, claim.customer);
-  return doc && doc.email === email.toLowerCase() ? doc : null;
+  return doc && doc.email === email.toLowerCase() && inScope(doc, clock) ? doc : null;
 }
 
-/** The customer with this email (exact, lowercase), by its claim or else by the unique email. */
-export async function findCustomerByEmail(db: Db, storeId: string, email: string): Promise<CustomerDoc | null> {
-  return (await findClaimedCustomer(db, storeId, email)) ?? collections(db).customers.findOne({ store_id: storeId, email: email.toLowerCase() });
+/** The customer with this email (exact, lowercase) in the scope, by its claim or else by the unique email. */
+export async function findCustomerByEmail(db: Db, storeId: string, email: string, clock: string | null = null): Promise<CustomerDoc | null> {
+  return (
+    (await findClaimedCustomer(db, storeId, email, clock)) ??
+    collections(db).customers.findOne({ store_id: storeId, email: email.toLowerCase(), email_scope: emailScopeOf(clock) })
+  );
 }
 
 /** Points the customer's email claim at it; a failure only costs the shortcut. */
 export async function claimCustomerEmail(db: Db, doc: CustomerDoc, previousEmail?: string): Promise<void> {
+  const clock = doc.test_clock || null;
   try {
     await emailClaims(db).replaceOne(
-      { _id: claimId(doc.store_id, doc.email) },
+      { _id: claimId(doc.store_id, doc.email, clock) },
       { store_id: doc.store_id, customer: doc._id, created: doc.created },
       { upsert: true },
     );
     if (previousEmail && previousEmail !== doc.email) {
-      await emailClaims(db).deleteOne({ _id: claimId(doc.store_id, previousEmail), customer: doc._id });
+      await emailClaims(db).deleteOne({ _id: claimId(doc.store_id, previousEmail, clock), customer: doc._id });
     }
   } catch {
     // Lookups fall back to the unique email.
@@ -53,9 +66,20 @@ export async function claimCustomerEmail(db: Db, doc: CustomerDoc, previousEmail
 }
 
 /** Drops these customers' email claims (their customers are being deleted). */
-export async function deleteEmailClaims(db: Db, customers: Pick<CustomerDoc, '_id' | 'store_id' | 'email'>[]): Promise<void> {
+export async function deleteEmailClaims(db: Db, customers: Pick<CustomerDoc, '_id' | 'store_id' | 'email' | 'test_clock'>[]): Promise<void> {
   if (customers.length === 0) return;
-  await emailClaims(db).deleteMany({ _id: { $in: customers.map((c) => claimId(c.store_id, c.email)) } });
+  await emailClaims(db).deleteMany({ _id: { $in: customers.map((c) => claimId(c.store_id, c.email, c.test_clock || null)) } });
+}
+
+/**
+ * Customers written before email scopes existed get theirs (a clock's customers their clock's, the
+ * rest the store's): run once, while the old store+email unique index is still there.
+ */
+export async function backfillEmailScopes(db: Db): Promise<void> {
+  const customers = collections(db).customers;
+  const onClocks = await customers.find({ email_scope: { $exists: false }, test_clock: { $type: 'string' } }, { projection: { _id: 1, test_clock: 1 } }).toArray();
+  for (const doc of onClocks) await customers.updateOne({ _id: doc._id, email_scope: { $exists: false } }, { $set: { email_scope: emailScopeOf(doc.test_clock) } });
+  await customers.updateMany({ email_scope: { $exists: false } }, { $set: { email_scope: '' } });
 }
 
 export function newCustomerDoc(
@@ -76,20 +100,22 @@ export function newCustomerDoc(
     locale: fields.locale ?? null,
     metadata: encodeMetadata(metadata),
     provider_customer_id: null,
+    email_scope: '',
     livemode: true,
     created: Math.floor(now / 1000),
   };
 }
 
-/** Inserts the customer, or returns the one that already holds the email (created: false). */
+/** Inserts the customer, or returns the one that already holds the email in its scope (created: false). */
 export async function insertCustomer(db: Db, doc: CustomerDoc): Promise<{ customer: CustomerDoc; created: boolean }> {
+  doc.email_scope = emailScopeOf(doc.test_clock);
   try {
     await collections(db).customers.insertOne(doc);
     await claimCustomerEmail(db, doc);
     return { customer: doc, created: true };
   } catch (error) {
     if (!isDuplicateKeyError(error)) throw error;
-    const existing = await findCustomerByEmail(db, doc.store_id, doc.email);
+    const existing = await findCustomerByEmail(db, doc.store_id, doc.email, doc.test_clock || null);
     if (!existing) throw error;
     return { customer: existing, created: false };
   }

@@ -4,6 +4,7 @@
 // NotImplemented to `expireAfterSeconds` and `partialFilterExpression`, so such an index is created
 // without the option it refused (and a partial unique one without uniqueness).
 import type { CreateIndexesOptions, Db } from 'mongodb';
+import { backfillEmailScopes } from './customers';
 
 interface IndexDeclaration {
   collection: string;
@@ -24,8 +25,8 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // A key's public part is unique; the admin CLI lists a store's keys.
   index('api_keys', { key_id: 1 }, { unique: true }),
   index('api_keys', { store_id: 1, _id: -1 }),
-  // One customer per email in a store; GET /v1/customers?email= and the list.
-  index('customers', { store_id: 1, email: 1 }, { unique: true }),
+  // One customer per email in a store's scope (its own, or one test clock's); GET /v1/customers?email= and the list.
+  index('customers', { store_id: 1, email: 1, email_scope: 1 }, { unique: true }),
   index('customers', { store_id: 1, _id: -1 }),
   // A test clock's customers, subscriptions (its advance limit) and sessions: what its deletion takes.
   index('customers', { store_id: 1, test_clock: 1 }),
@@ -134,7 +135,21 @@ async function createIndex(db: Db, { collection, key, options }: IndexDeclaratio
   }
 }
 
-/** Creates every declared index (idempotent); API, worker and admin CLI call it at start. */
+const INDEX_NOT_FOUND = 27;
+
+/** Customers' old unique key (store+email), replaced by store+email+scope: scopes filled in first, then it goes. */
+async function retireCustomerEmailIndex(db: Db): Promise<void> {
+  const customers = db.collection('customers');
+  const existing = await customers.listIndexes().toArray().catch(() => []);
+  if (!existing.some((found) => found.name === 'store_id_1_email_1')) return;
+  await backfillEmailScopes(db);
+  await customers.dropIndex('store_id_1_email_1').catch((error: unknown) => {
+    if (errorCode(error) !== INDEX_NOT_FOUND) throw error;
+  });
+}
+
+/** Creates every declared index (idempotent) and retires replaced ones; API, worker and admin CLI call it at start. */
 export async function ensureIndexes(db: Db): Promise<void> {
   await Promise.all(INDEXES.map((declared) => createIndex(db, declared)));
+  await retireCustomerEmailIndex(db);
 }

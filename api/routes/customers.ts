@@ -137,10 +137,13 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // (a body that validates meets it in createCustomer).
       preValidation: async (request, reply) => {
         const storeId = authOf(request).store._id;
-        const email = (request.body as { email?: unknown } | null)?.email;
+        const body = request.body as { email?: unknown; test_clock?: unknown } | null;
+        const email = body?.email;
+        // A clock's customers have their own emails: the store's customer is never a clock's, nor the reverse.
+        const clock = typeof body?.test_clock === 'string' && body.test_clock !== '' ? body.test_clock : null;
         const existing =
-          (await existingCustomerByEmail(db, storeId, email, false)) ??
-          (bodyRefused(request) ? await existingCustomerByEmail(db, storeId, email, true) : null);
+          (await existingCustomerByEmail(db, storeId, email, false, clock)) ??
+          (bodyRefused(request) ? await existingCustomerByEmail(db, storeId, email, true, clock) : null);
         if (existing) return reply.status(200).send(customerObject(existing));
       },
     },

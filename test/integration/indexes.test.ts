@@ -28,8 +28,32 @@ describe('ensureIndexes', () => {
   it('keeps uniqueness where it was declared without an option the engine may refuse', async () => {
     await ensureIndexes(mongo.db);
     const customers = mongo.db.collection('customers');
-    await customers.insertOne({ _id: 'cus_a' as never, store_id: 'st_1', email: 'a@example.com' });
-    await expect(customers.insertOne({ _id: 'cus_b' as never, store_id: 'st_1', email: 'a@example.com' })).rejects.toMatchObject({ code: 11000 });
+    await customers.insertOne({ _id: 'cus_a' as never, store_id: 'st_1', email: 'a@example.com', email_scope: '' });
+    await expect(customers.insertOne({ _id: 'cus_b' as never, store_id: 'st_1', email: 'a@example.com', email_scope: '' })).rejects.toMatchObject({ code: 11000 });
+    // A test clock's customers are another scope: the same e-mail once more there, and only once.
+    await customers.insertOne({ _id: 'cus_c' as never, store_id: 'st_1', email: 'a@example.com', email_scope: 'clock_1', test_clock: 'clock_1' });
+    await expect(customers.insertOne({ _id: 'cus_d' as never, store_id: 'st_1', email: 'a@example.com', email_scope: 'clock_1', test_clock: 'clock_1' })).rejects.toMatchObject({ code: 11000 });
+  });
+
+  it("retires customers' store+email unique key once, giving documents written before it their email scope", async () => {
+    const db = mongo.client.db(`${mongo.db.databaseName}_old`);
+    try {
+      const customers = db.collection('customers');
+      await customers.createIndex({ store_id: 1, email: 1 }, { unique: true });
+      await customers.insertMany([
+        { _id: 'cus_old' as never, store_id: 'st_1', email: 'b@example.com' },
+        { _id: 'cus_oldclock' as never, store_id: 'st_1', email: 'c@example.com', test_clock: 'clock_9' },
+      ]);
+      await ensureIndexes(db);
+      expect((await customers.listIndexes().toArray()).map((i) => i.name)).not.toContain('store_id_1_email_1');
+      expect(await customers.find({}, { projection: { email_scope: 1 } }).sort({ _id: 1 }).toArray()).toEqual([
+        { _id: 'cus_old', email_scope: '' },
+        { _id: 'cus_oldclock', email_scope: 'clock_9' },
+      ]);
+      await expect(customers.insertOne({ _id: 'cus_new' as never, store_id: 'st_1', email: 'b@example.com', email_scope: '' })).rejects.toMatchObject({ code: 11000 });
+    } finally {
+      await db.dropDatabase();
+    }
   });
 
   it('lets stores without a slug coexist while a set slug stays findable', async () => {
