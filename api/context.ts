@@ -14,6 +14,8 @@ export interface AppDeps {
   /** Temporal client: routes start and message workflows through services' typed clients. */
   temporal: Client;
   provider: PaymentProvider;
+  /** The test connection beside a real `provider` (adapters/provider: connectionFor); absent when `provider` is the test one. */
+  testProvider?: PaymentProvider | null;
 }
 
 export interface AuthContext {
@@ -27,6 +29,8 @@ export interface IdempotencyState {
   /** The request id of the run holding the key; only that run may complete or release it. */
   run: string;
   key: string;
+  /** When the key's record began (ms): ids derived from the key are unique to it. 0 on a replay. */
+  created: number;
   replayed: boolean;
 }
 

@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { ensureIndexes } from '../store/indexes';
-import { createPaymentProvider } from '../adapters/provider';
+import { createPaymentConnections } from '../adapters/provider';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { isEntryPoint } from '../adapters/entry-point';
 import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
@@ -26,7 +26,7 @@ export async function startApiServer(config = loadApiConfig()) {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(
-    { db, config, temporal, provider: createPaymentProvider(db) },
+    { db, config, temporal, ...createPaymentConnections(db) },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {

@@ -18,6 +18,8 @@ import {
   updateCustomer,
 } from '../store/customers';
 import { requireTestClock } from '../store/test-clocks';
+import { connectionFor } from '../adapters/provider';
+import { requireTestPayments } from './test-clocks';
 import { customerObject } from '../api/schemas/customer';
 import { emitEvent, type EventDeps } from './events';
 import type { EventRequest } from '../store/events';
@@ -25,6 +27,7 @@ import type { EventRequest } from '../store/events';
 export interface CustomerDeps extends EventDeps {
   db: Db;
   provider: PaymentProvider;
+  testProvider?: PaymentProvider | null;
 }
 
 /**
@@ -57,7 +60,8 @@ export async function prepareCustomer(
     if (holder?.email === email && emailScopeOf(holder.test_clock) === doc.email_scope) return { customer: holder, existing: true };
     if (!holder) doc._id = proposed;
   }
-  const registered = await deps.provider.registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
+  // A clock's customer is registered where its money will go: a test connection.
+  const registered = await connectionFor(deps, clock !== null).registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
   if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
   doc.provider_customer_id = registered.providerCustomerId;
   return { customer: doc, existing: false };
@@ -97,6 +101,7 @@ export async function createCustomer(
   try {
     // The clock a new customer attaches to must be one of the store's (creation is the only time it is set).
     const testClock = input.test_clock ? (await requireTestClock(deps.db, store._id, input.test_clock, 'test_clock'))._id : null;
+    if (testClock) requireTestPayments(deps, 'test_clock');
     prepared = await prepareCustomer(deps, store, input, { ...options, testClock });
   } catch (error) {
     // A field refused by the rules (or the provider) does not matter when the email is already a customer's.

@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { periodEnd, type BillingCycle } from '../domain/billing-periods';
 import { ApiError, invalid } from '../domain/errors';
+import { testPaymentsAvailable, type PaymentConnections } from '../adapters/provider';
 import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
 import { testClockObject } from '../api/schemas/test-clock';
 import { subscriptionsCollection } from '../store/subscriptions';
@@ -27,10 +28,20 @@ import type { EventDeps } from './events';
 import { forgetCustomers } from './usage-shared';
 import { testClockMetadata } from './workflow-summaries';
 
-export interface TestClockDeps {
+export interface TestClockDeps extends PaymentConnections {
   db: Db;
   temporal: Client;
   taskQueue: string;
+}
+
+/** A clock's objects pay only through a test connection: refused where this process has none (production without one). */
+export function requireTestPayments(connections: PaymentConnections, param: string | null = null): void {
+  if (testPaymentsAvailable(connections)) return;
+  throw new ApiError(
+    'test_payments_unavailable',
+    'Test clocks need a test payment connection, and none is configured here (production without ALLOW_TEST_PAYMENTS=1 or a test-mode provider key).',
+    { param },
+  );
 }
 
 const LIVE_STATUSES = SUBSCRIPTION_STATUSES.filter((s) => !isEnded(s));
@@ -42,6 +53,7 @@ function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
 
 /** A new clock at `frozenTime`, its workflow running before anything can attach to it. */
 export async function createTestClock(deps: TestClockDeps, storeId: string, frozenTime: number, name: string | null): Promise<TestClockDoc> {
+  requireTestPayments(deps);
   const doc = newTestClockDoc(storeId, frozenTime, name);
   await testClocksCollection(deps.db).insertOne(doc);
   await deps.temporal.workflow.start('testClockWorkflow', { ...clockWorkflowOptions(deps, doc), workflowIdConflictPolicy: 'USE_EXISTING' });
@@ -63,6 +75,7 @@ async function advanceLimit(db: Db, clock: TestClockDoc): Promise<number> {
 /** Marks the clock advancing to `frozenTime` and tells its workflow (starting it again if it is gone). */
 export async function advanceTestClock(deps: TestClockDeps, storeId: string, id: string, frozenTime: number): Promise<TestClockDoc> {
   const clock = await requireTestClock(deps.db, storeId, id);
+  requireTestPayments(deps, 'id');
   if (clock.status === 'advancing') throw advancing(clock);
   if (frozenTime <= clock.frozen_time) throw invalid('frozen_time', `frozen_time must be later than the clock's current ${clock.frozen_time}.`);
   const limit = await advanceLimit(deps.db, clock);

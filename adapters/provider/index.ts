@@ -1,6 +1,7 @@
-// The payment connection the processes use, chosen by configuration: PAYMENT_PROVIDER (only `test`,
-// the built-in test connection, exists today). A production process refuses the test connection
-// unless ALLOW_TEST_PAYMENTS=1 says so on purpose: nothing real would ever be charged.
+// The payment connections the processes use, chosen by configuration: PAYMENT_PROVIDER (only `test`,
+// the built-in test connection, exists today) is the store's; test objects (a test clock's customers and
+// what they buy) only ever use a test connection, which a production process runs only when
+// ALLOW_TEST_PAYMENTS=1 says so on purpose (later also a provider's test-mode key).
 import type { Db } from 'mongodb';
 import { createTestConnection } from './test-connection';
 import type { PaymentProvider } from './types';
@@ -19,4 +20,40 @@ export function createPaymentProvider(db: Db, env: NodeJS.ProcessEnv = process.e
     );
   }
   return createTestConnection({ db });
+}
+
+/** What a process charges through: the store's connection, and the test one when that is a real one. */
+export interface PaymentConnections {
+  /** The store's connection (PAYMENT_PROVIDER). */
+  provider: PaymentProvider;
+  /** The test connection for test objects beside a real `provider`; null or absent where none may run. */
+  testProvider?: PaymentProvider | null;
+}
+
+/** Whether this process may run a test connection at all. */
+function testPaymentsAllowed(env: NodeJS.ProcessEnv): boolean {
+  return !isProduction(env) || env.ALLOW_TEST_PAYMENTS === '1';
+}
+
+/** The store's connection plus, beside a real one, the test connection test objects need (where allowed). */
+export function createPaymentConnections(db: Db, env: NodeJS.ProcessEnv = process.env): PaymentConnections {
+  const provider = createPaymentProvider(db, env);
+  const testProvider = provider.livemode && testPaymentsAllowed(env) ? createTestConnection({ db }) : null;
+  return { provider, testProvider };
+}
+
+/** Whether test objects (test clocks) can be served here: some connection of this process is a test one. */
+export function testPaymentsAvailable(connections: PaymentConnections): boolean {
+  return !connections.provider.livemode || connections.testProvider?.livemode === false;
+}
+
+/**
+ * The connection an object's money goes through: a test object only ever a test connection, whatever
+ * the store's default (never real money for a test clock); everything else the store's connection.
+ */
+export function connectionFor(connections: PaymentConnections, testObject: boolean): PaymentProvider {
+  if (!testObject || !connections.provider.livemode) return connections.provider;
+  if (connections.testProvider && !connections.testProvider.livemode) return connections.testProvider;
+  // Retried (not failed) by an activity: it proceeds once a test connection is configured, never on a real one.
+  throw new Error('A test object needs a test payment connection and this process has none (ALLOW_TEST_PAYMENTS or a test-mode key).');
 }

@@ -39,7 +39,8 @@ const testClockRoutes: FastifyPluginAsyncTypebox = async (app) => {
 };
 
 function clockDeps(app: RouteApp) {
-  return { db: app.deps.db, temporal: app.deps.temporal, taskQueue: app.deps.config.taskQueue };
+  const { db, temporal, provider, testProvider } = app.deps;
+  return { db, temporal, taskQueue: app.deps.config.taskQueue, provider, testProvider };
 }
 
 function createAndReadRoutes(app: RouteApp): void {

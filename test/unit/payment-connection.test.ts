@@ -2,7 +2,8 @@
 // connection (which charges nothing real) refuses to run in production unless allowed on purpose.
 import { describe, expect, it } from 'vitest';
 import type { Db } from 'mongodb';
-import { createPaymentProvider, isProduction } from '../../adapters/provider';
+import { connectionFor, createPaymentConnections, createPaymentProvider, isProduction, testPaymentsAvailable } from '../../adapters/provider';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { loadApiConfig } from '../../api/config';
 import { newSecretsKey } from '../../api/sealing';
 
@@ -35,5 +36,28 @@ describe('the payment connection', () => {
 
   it('an unknown PAYMENT_PROVIDER is refused by name', () => {
     expect(() => createPaymentProvider(db, { NODE_ENV: 'development', PAYMENT_PROVIDER: 'acme' })).toThrow(/PAYMENT_PROVIDER=acme/);
+  });
+});
+
+describe('which connection an object uses', () => {
+  const real = { livemode: true } as PaymentProvider;
+  const test = { livemode: false } as PaymentProvider;
+
+  it('a test object (on a test clock) gets the test connection even when the store default is a real one', () => {
+    expect(connectionFor({ provider: real, testProvider: test }, true)).toBe(test);
+    expect(connectionFor({ provider: real, testProvider: test }, false)).toBe(real);
+    expect(connectionFor({ provider: test }, true)).toBe(test);
+  });
+
+  it('without a test connection a test object is refused, never sent to the real one', () => {
+    expect(() => connectionFor({ provider: real, testProvider: null }, true)).toThrow(/test payment connection/);
+    expect(() => connectionFor({ provider: real, testProvider: real }, true)).toThrow(/test payment connection/);
+    expect(testPaymentsAvailable({ provider: real, testProvider: null })).toBe(false);
+    expect(testPaymentsAvailable({ provider: real, testProvider: test })).toBe(true);
+    expect(testPaymentsAvailable({ provider: test })).toBe(true);
+  });
+
+  it('with the test connection as the store default, no second one is made', () => {
+    expect(createPaymentConnections(db, { NODE_ENV: 'development' })).toMatchObject({ provider: { livemode: false }, testProvider: null });
   });
 });
