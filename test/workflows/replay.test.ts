@@ -1,6 +1,8 @@
 // What this tests: every recorded workflow history (test/workflows/histories, see
 // test/support/histories.ts) still replays on today's workflow code without a nondeterminism error,
 // so a deploy cannot strand the subscription, charge, checkout, delivery and usage runs already live.
+import { fileURLToPath } from 'node:url';
+import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { expect, test } from 'vitest';
 import { workflowsPath } from '../../worker/main';
@@ -32,3 +34,10 @@ test('every recorded history replays on the current workflow code', async () => 
   expect(failures).toEqual([]);
   expect(replayed).toBe(histories.length);
 }, 120_000);
+
+test('a workflow changed without patched() fails replay of a recorded run', async () => {
+  const recorded = histories.find(({ name }) => name === 'charge-approved')!;
+  const changed = fileURLToPath(new URL('./fixtures/changed-charge-workflow.ts', import.meta.url));
+  const replay = Worker.runReplayHistory({ workflowsPath: changed, replayName: 'changed-workflow' }, recorded.history, recorded.workflowId);
+  await expect(replay).rejects.toBeInstanceOf(DeterminismViolationError);
+}, 60_000);
