@@ -2,11 +2,12 @@
 // next_billing_at, dunning retries, the end of a scheduled cancellation or of the cycle limit — and
 // serializes every action (updates) with those steps through one mutex (subscription-state.ts). It
 // continues as new once per paid cycle; in canceled or expired it stays open, idle, for a reactivation.
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import * as rules from '../domain/subscriptions';
 import { LiveSubscription } from './subscription-state';
 import { at, money, showProgress } from './lib/business-view';
 import { clockNow, clockWait, leaveClock } from './lib/clock';
+import { RunLength } from './lib/run-length';
 import {
   cancelUpdate,
   changeOfferUpdate,
@@ -20,13 +21,15 @@ import {
   subscriptionStateQuery,
   type SubscriptionWorkflowInput,
 } from './subscription-messages';
+import type { ChargeWorkflowInput } from './charge-messages';
 
 export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<void> {
   const subscription = new LiveSubscription(input);
+  const run = new RunLength();
   // The load takes the mutex before the handlers are registered: registering one runs updates
   // already waiting for this run at once, and they must see the loaded state.
   const loading = subscription.load();
-  registerHandlers(subscription);
+  registerHandlers(subscription, run);
 
   const loaded = await loading;
   // The document is the source of truth; without it there is nothing to run.
@@ -37,31 +40,48 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     return;
   }
   subscription.adopt(loaded);
+  // Runs started before this check waited for their next step whatever the updates; their replay must keep doing so.
+  const rollsOver = patched('subscription-continue-as-new-on-long-run');
+  const full = () => rollsOver && run.full();
 
   for (;;) {
-    let cyclePaid = false;
     showSubscription(subscription);
-    if (subscription.awaiting) {
-      await subscription.awaitNotice();
-      cyclePaid = await subscription.mutex.runExclusive(() => subscription.settleAwaited());
-    } else {
-      subscription.changed = false;
-      const step = rules.nextStep(subscription.life);
-      if (step === null) {
-        // Paused, canceled or expired: nothing happens until an action changes the state.
-        await clockWait(() => subscription.changed);
-        continue;
-      }
-      const waitMs = step.at * 1000 - clockNow();
-      if (waitMs > 0 && (await clockWait(() => subscription.changed, waitMs, { summary: `until ${step.kind} or an action` }))) continue;
-      cyclePaid = await subscription.mutex.runExclusive(() => subscription.takeDueStep());
-    }
-    // Once per paid cycle (or when the history grows long), start afresh from the document.
-    if (cyclePaid || workflowInfo().continueAsNewSuggested) {
-      await condition(() => allHandlersFinished() && subscription.noticesSettled());
-      if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(input);
-    }
+    const turn = await takeTurn(subscription, full);
+    // Once per paid cycle, or when the run grows long (a woken wait skipped this check before the patch).
+    const startAfresh = turn === 'woke' ? full() : turn === 'paid' || workflowInfo().continueAsNewSuggested || full();
+    if (startAfresh) await continueAsNewDrained(subscription, run, input);
   }
+}
+
+/** One turn of the main loop: settle a charge in review, or wait for the next step (or an action) and take it. */
+async function takeTurn(subscription: LiveSubscription, full: () => boolean): Promise<'paid' | 'stepped' | 'woke'> {
+  const stepped = (paid: boolean) => (paid ? 'paid' : 'stepped');
+  if (subscription.awaiting) {
+    await subscription.awaitNotice();
+    return stepped(await subscription.mutex.runExclusive(() => subscription.settleAwaited()));
+  }
+  subscription.changed = false;
+  const wake = () => subscription.changed || full();
+  const step = rules.nextStep(subscription.life);
+  if (step === null) {
+    // Paused, canceled or expired: nothing happens until an action changes the state.
+    await clockWait(wake);
+    return 'woke';
+  }
+  const waitMs = step.at * 1000 - clockNow();
+  if (waitMs > 0 && (await clockWait(wake, waitMs, { summary: `until ${step.kind} or an action` }))) return 'woke';
+  return stepped(await subscription.mutex.runExclusive(() => subscription.takeDueStep()));
+}
+
+/**
+ * Starts afresh from the document once every handler and buyer e-mail has finished (one-off charges
+ * arriving meanwhile are refused and retried on the new run); a charge in review keeps this run.
+ */
+async function continueAsNewDrained(subscription: LiveSubscription, run: RunLength, input: SubscriptionWorkflowInput): Promise<void> {
+  run.draining = true;
+  await condition(() => allHandlersFinished() && subscription.noticesSettled());
+  if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(input);
+  run.draining = false;
 }
 
 /** The subscription's status as BillingStatus and what it waits for as the current step. */
@@ -78,15 +98,20 @@ function showSubscription(subscription: LiveSubscription): void {
   return showProgress(life.status, `${life.status}: becomes ${step.to} at ${at(step.at * 1000)}`);
 }
 
-function registerHandlers(subscription: LiveSubscription): void {
-  setHandler(pauseUpdate, (input) => subscription.pause(input));
-  setHandler(resumeUpdate, (input) => subscription.resume(input));
-  setHandler(cancelUpdate, (input) => subscription.cancel(input));
-  setHandler(scheduleCancellationUpdate, (input) => subscription.scheduleCancellation(input));
-  setHandler(changeOfferUpdate, (input) => subscription.changeOffer(input));
-  setHandler(reactivateUpdate, (input) => subscription.reactivate(input));
-  setHandler(changePaymentMethodUpdate, (input) => subscription.changePaymentMethod(input));
-  setHandler(oneOffChargeUpdate, (input) => subscription.chargeOneOff(input));
-  setHandler(subscriptionProviderSettledSignal, (settled) => subscription.noticeArrived(settled));
+function registerHandlers(subscription: LiveSubscription, run: RunLength): void {
+  // Every message counts towards the run's length (Temporal's limits are per run).
+  const counted = <A, R>(handle: (input: A) => R) => (input: A): R => {
+    run.took();
+    return handle(input);
+  };
+  setHandler(pauseUpdate, counted((input) => subscription.pause(input)));
+  setHandler(resumeUpdate, counted((input) => subscription.resume(input)));
+  setHandler(cancelUpdate, counted((input) => subscription.cancel(input)));
+  setHandler(scheduleCancellationUpdate, counted((input) => subscription.scheduleCancellation(input)));
+  setHandler(changeOfferUpdate, counted((input) => subscription.changeOffer(input)));
+  setHandler(reactivateUpdate, counted((input) => subscription.reactivate(input)));
+  setHandler(changePaymentMethodUpdate, counted((input) => subscription.changePaymentMethod(input)));
+  setHandler(oneOffChargeUpdate, counted((input: ChargeWorkflowInput) => subscription.chargeOneOff(input)), { validator: (_charge: ChargeWorkflowInput) => run.admit() });
+  setHandler(subscriptionProviderSettledSignal, counted((settled) => subscription.noticeArrived(settled)));
   setHandler(subscriptionStateQuery, () => subscription.snapshot());
 }

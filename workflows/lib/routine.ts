@@ -1,7 +1,7 @@
 // A routine as one long-lived workflow: run the step, wait its interval (or a `run_now` signal), run
 // again; continue as new when the history grows, carrying the counts. One row in the Web UI for the
 // routine's whole life instead of one per run; a failed step is recorded and tried at the next turn.
-import { ActivityFailure, condition, continueAsNew, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, condition, continueAsNew, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import { routineStateQuery, runNowSignal, type RoutineInput, type RoutineState } from '../routines-messages';
 
 /** Keeps each run's history well under the size where replays on a new worker get slow. */
@@ -20,6 +20,8 @@ export async function runRoutine(input: RoutineInput, found: string, step: () =>
     setCurrentDetails(detailsOf(state, found));
     const info = workflowInfo();
     if (!wanted && (info.continueAsNewSuggested || info.historyLength > HISTORY_EVENTS_LIMIT)) {
+      // Its handlers are synchronous, so this waits for nothing today; it keeps a future async one whole.
+      await condition(allHandlersFinished);
       await continueAsNew<(input: RoutineInput) => Promise<never>>({ ...input, carried: state });
     }
   }
