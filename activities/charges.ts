@@ -1,6 +1,7 @@
 // The charge workflow's activities: each one a call into services/charge-settlement.ts, the provider's
 // review lookups (services/provider-reviews.ts) or the subscription's workflow (one-off charges).
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
 import { subscriptionClient } from '../services/subscription-client';
 import { findSubscription } from '../store/subscriptions';
@@ -27,11 +28,11 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {
-      return noticeByLookup(deps.provider, input);
+      return noticeByLookup(connectionFor(deps, Boolean(input.testClock)), input);
     },
     /** The review window ran out: void the payment at the provider. */
-    async voidReview(input: { storeId: string; idempotencyKey: string }): Promise<RefundResult> {
-      return voidReview(deps.provider, input);
+    async voidReview(input: { storeId: string; idempotencyKey: string; testClock?: string | null }): Promise<RefundResult> {
+      return voidReview(connectionFor(deps, Boolean(input.testClock)), input);
     },
     /** The events of a settled charge, each once; nothing while pending. */
     async emitChargeEvents(input: { storeId: string; chargeId: string }): Promise<void> {

@@ -1,6 +1,7 @@
 // The checkout session workflow's activities: each one a call into services/checkout-attempts.ts (the
 // provider, under the attempt's key), services/checkout-completion.ts or services/checkout-subscriptions.ts.
 import type { RefundResult } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 import type { CustomerDoc } from '../store/collections';
 import type { AttemptResult } from '../workflows/checkout-session-messages';
@@ -28,18 +29,20 @@ import { createSubscriptionForCheckout } from '../services/checkout-subscription
 import type { SubscriptionDeps } from '../services/subscriptions';
 
 export function createCheckoutActivities(deps: SubscriptionDeps) {
+  /** The connection of a session's attempt: a test clock's session only ever the test one. */
+  const attemptDeps = (input: { testClock?: string | null }) => ({ provider: connectionFor(deps, Boolean(input.testClock)) });
   return {
     /** One payment attempt at the provider under its key (a retry gets the first answer). */
     async chargeCheckoutAttempt(input: ChargeAttemptInput): Promise<AttemptResult> {
-      return chargeCheckoutAttempt(deps, input);
+      return chargeCheckoutAttempt(attemptDeps(input), input);
     },
     /** What the provider holds under the attempt's key; null when it never received it. */
     async lookupCheckoutAttempt(input: LookupAttemptInput): Promise<AttemptLookup | null> {
-      return lookupCheckoutAttempt(deps, input);
+      return lookupCheckoutAttempt(attemptDeps(input), input);
     },
     /** Voids or refunds the attempt's payment (an approval on a closed session, a review past its window). */
-    async refundCheckoutAttempt(input: { storeId: string; key: string }): Promise<RefundResult> {
-      return refundCheckoutAttempt(deps, input);
+    async refundCheckoutAttempt(input: { storeId: string; key: string; testClock?: string | null }): Promise<RefundResult> {
+      return refundCheckoutAttempt(attemptDeps(input), input);
     },
     /** The new buyer's customer, written once the payment is taken (customer.created once). */
     async writeCheckoutBuyer(input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {

@@ -3,7 +3,7 @@
 // what is truly outside. Each area adds its activities with one spread line below.
 import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
-import type { PaymentProvider } from '../adapters/provider/types';
+import type { PaymentConnections } from '../adapters/provider';
 import { createCheckoutActivities } from './checkout';
 import { createWebhookActivities } from './webhooks';
 import { createSubscriptionActivities } from './subscriptions';
@@ -14,9 +14,9 @@ import { createTestClockActivities } from './test-clocks';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 
-export interface ActivityDeps {
+/** `provider` is the store's connection; `testProvider`, beside a real one, the only one test clocks' money goes through. */
+export interface ActivityDeps extends PaymentConnections {
   db: Db;
-  provider: PaymentProvider;
   /** For activities that start or message other workflows (event fan-out, charges, usage). */
   temporal: Client;
   /** Task queue the workflows that activities start run on. */

@@ -10,6 +10,7 @@ import {
   refundSubscriptionCycle,
   settleSubscriptionCycleOrder,
   type CycleChargeInput,
+  type CycleChargeRef,
   type CycleChargeResult,
   type LoadedSubscription,
   type OfferTermsResult,
@@ -37,11 +38,11 @@ export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
       return settleSubscriptionCycleOrder(deps, input);
     },
     /** What the provider holds under a cycle charge's key (before a new attempt at the cycle). */
-    async lookupCycleCharge(input: { storeId: string; idempotencyKey: string }): Promise<'refused' | 'taken' | null> {
+    async lookupCycleCharge(input: CycleChargeRef): Promise<'refused' | 'taken' | null> {
       return lookupCycleCharge(deps, input);
     },
     /** A renewal paid after the subscription ended: refunded at the provider, order refunded, order.refunded. */
-    async refundSubscriptionCycle(input: { storeId: string; subscriptionId: string; orderId: string; key: string }): Promise<void> {
+    async refundSubscriptionCycle(input: { storeId: string; subscriptionId: string; orderId: string; key: string; testClock?: string | null }): Promise<void> {
       return refundSubscriptionCycle(deps, input);
     },
     /** The terms a subscription in `currency` would get from an offer (change_offer, reactivate). */

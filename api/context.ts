@@ -72,10 +72,11 @@ export type RouteApp = Parameters<FastifyPluginAsyncTypebox>[0];
 
 /** What the checkout services need from the API's settings: the same for the session routes and the hosted page. */
 export function checkoutDepsOf(deps: AppDeps): CheckoutDeps {
-  const { db, config, temporal, provider } = deps;
+  const { db, config, temporal, provider, testProvider } = deps;
   return {
     db,
     provider,
+    testProvider,
     temporal,
     taskQueue: config.taskQueue,
     checkoutUrl: config.checkoutUrl,

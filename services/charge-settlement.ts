@@ -6,6 +6,7 @@ import { chargeOrderItems } from '../domain/charges';
 import { derivedId } from '../domain/ids';
 import { encodeMetadata } from '../domain/metadata';
 import type { ChargeOutcome, PaymentProvider, ProviderNotice } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
 import { chargesCollection, findCharge, insertChargeOnce, type SubscriptionChargeDoc } from '../store/subscription-charges';
 import { subscriptionChargeObject } from '../api/schemas/subscription-charge';
@@ -16,6 +17,8 @@ import { emitOrderEvent } from './order-events';
 
 export interface ChargeSettlementDeps extends EventDeps {
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's charge goes only there (connectionFor). */
+  testProvider?: PaymentProvider | null;
 }
 
 function chargeOrderDoc(input: ChargeWorkflowInput, status: OrderDoc['status'], transactionId: string, livemode: boolean): OrderDoc {
@@ -51,6 +54,7 @@ function chargeOrderDoc(input: ChargeWorkflowInput, status: OrderDoc['status'], 
     livemode,
     created,
     provider_transaction_id: transactionId,
+    test_clock: input.testClock ?? null,
   };
 }
 
@@ -108,7 +112,9 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
  * anywhere (even right after the provider approved) and its retry completes the same charge.
  */
 export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput): Promise<ChargeDecision> {
-  const { db, provider } = deps;
+  const { db } = deps;
+  // The test clock comes with the input: the subscription may be deleted (with its clock) meanwhile.
+  const provider = connectionFor(deps, Boolean(input.testClock));
   const outcome = await askProvider(provider, input);
   let order: OrderDoc | null = null;
   if (outcome.transactionId !== null) {

@@ -118,6 +118,7 @@ function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fing
     createdAt: Date.now(),
     requestId: input.request?.id ?? null,
     idempotencyKey: input.request?.idempotency_key ?? null,
+    ...(sub.test_clock ? { testClock: sub.test_clock } : {}),
   };
 }
 

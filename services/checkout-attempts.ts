@@ -10,6 +10,8 @@ export interface ChargeAttemptInput extends Omit<PayInput, 'newBuyer'> {
   sessionId: string;
   /** The attempt's provider idempotency key. */
   key: string;
+  /** The session's test clock: its attempts go only to the test connection (the activity picks it). */
+  testClock?: string | null;
 }
 
 export interface LookupAttemptInput {
@@ -20,6 +22,7 @@ export interface LookupAttemptInput {
   amount: number;
   currency: string;
   description: string | null;
+  testClock?: string | null;
 }
 
 /** What the provider holds under an attempt's key: its first answer and the transaction's state now. */

@@ -15,6 +15,7 @@ import {
 import { checkoutSessionObject, type CheckoutSessionObject } from '../api/schemas/checkout-session';
 import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../store/orders';
 import type { PaymentProvider } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import type { PaymentResultInput } from '../workflows/checkout-session-messages';
 import { startsWithTrial } from '../domain/checkout';
 import { derivedId } from '../domain/ids';
@@ -27,6 +28,8 @@ import { emitOrderEvent } from './order-events';
 
 export interface CheckoutCompletionDeps extends EventDeps {
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's session paid there (connectionFor). */
+  testProvider?: PaymentProvider | null;
 }
 
 export interface CompleteSessionInput {
@@ -100,6 +103,7 @@ export function checkoutOrderDoc(
     metadata: session.metadata,
     livemode,
     created: completedAt,
+    test_clock: session.test_clock ?? null,
   };
 }
 
@@ -125,7 +129,7 @@ export async function completeCheckoutSession(
   const { storeId, sessionId, result, paymentStatus, completedAt } = input;
   const session = await sessionOrFail(deps, storeId, sessionId);
   const withOrder = !startsWithTrial(session.offer);
-  if (withOrder) await insertOrderOnce(deps.db, checkoutOrderDoc(session, result, paymentStatus, completedAt, deps.provider.livemode));
+  if (withOrder) await insertOrderOnce(deps.db, checkoutOrderDoc(session, result, paymentStatus, completedAt, connectionFor(deps, Boolean(session.test_clock)).livemode));
   const updated = await markSessionComplete(deps.db, storeId, sessionId, {
     payment_status: paymentStatus,
     customer: result.customerId,

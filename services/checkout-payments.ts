@@ -12,6 +12,7 @@ import { findCustomer } from '../store/customers';
 import { findStore } from '../store/stores';
 import { findCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { prepareCustomer } from './customers';
+import { connectionFor, testPaymentsAvailable } from '../adapters/provider';
 import type { SettlementStatus } from '../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './checkout-sessions';
 import { checkoutSessionClient } from './checkout-session-client';
@@ -186,7 +187,8 @@ async function tokenize(deps: CheckoutDeps, session: CheckoutSessionDoc, input: 
   if (input.method !== 'card') return { value: null };
   let tokenized;
   try {
-    tokenized = await deps.provider.tokenizeCard({ storeId: session.store_id, card: { ...input.card!, number: terms.cardNumber! } });
+    // The card goes where the session's attempts will charge it: a test clock's session, the test connection.
+    tokenized = await connectionFor(deps, Boolean(session.test_clock)).tokenizeCard({ storeId: session.store_id, card: { ...input.card!, number: terms.cardNumber! } });
   } catch {
     // Deliberately not logged with its input: the card must not reach any log.
     return { stop: { kind: 'error', code: 'provider_unavailable', message: 'The payment provider could not be reached.', field: 'payment' } };
@@ -238,12 +240,17 @@ export function attemptInFlight(deps: CheckoutDeps, sessionId: string): Promise<
   return checkoutSessionClient(deps.temporal, deps.taskQueue).attemptInFlight(sessionId, 3_000);
 }
 
+/** The hosted page shows the test connection's buttons where the session pays through one: a test default, or a test clock's session. */
+export function testButtonsShown(deps: CheckoutDeps, session: Pick<CheckoutSessionDoc, 'test_clock'>): boolean {
+  return session.test_clock ? testPaymentsAvailable(deps) : !deps.provider.livemode;
+}
+
 /** The test connection's buttons on the hosted page: settle the pending PIX or review now. */
 export async function settleFromHostedPage(deps: CheckoutDeps, session: CheckoutSessionDoc, outcome: SettlementStatus): Promise<boolean> {
-  if (deps.provider.livemode) return false;
+  if (!testButtonsShown(deps, session)) return false;
   const transactionId = session.payment?.transaction_id;
   if (session.payment_status !== 'pending' || !transactionId) return false;
-  const settled = await deps.provider.settle({ storeId: session.store_id, transactionId, outcome });
+  const settled = await connectionFor(deps, Boolean(session.test_clock)).settle({ storeId: session.store_id, transactionId, outcome });
   if (!settled.ok) return false;
   return deliverProviderNotice(deps, settled.notice);
 }

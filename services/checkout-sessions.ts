@@ -33,6 +33,8 @@ import { checkoutSessionClient, isNotOpenRefusal } from './checkout-session-clie
 export interface CheckoutDeps {
   db: Db;
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's session pays only there (connectionFor). */
+  testProvider?: PaymentProvider | null;
   temporal: Client;
   taskQueue: string;
   /** {checkout_url}: base of session URLs when the store has no custom domain. */

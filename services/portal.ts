@@ -4,6 +4,7 @@
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import type { PaymentProvider } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import { findCustomer } from '../store/customers';
 import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
 import { ordersCollection, type OrderDoc } from '../store/orders';
@@ -15,6 +16,8 @@ import { subscriptionClient } from './subscription-client';
 export interface PortalDeps {
   db: Db;
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's subscription saves its card there (connectionFor). */
+  testProvider?: PaymentProvider | null;
   temporal: Client;
   taskQueue: string;
 }
@@ -73,11 +76,14 @@ export async function replaceCardFromPortal(
   subscriptionId: string,
   cardNumber: string,
 ): Promise<PortalActionResult> {
-  if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
+  const subscription = await ownSubscription(deps.db, storeId, customerId, subscriptionId);
+  if (!subscription) return { ok: false, reason: 'no such subscription' };
   const digits = cardDigits(cardNumber);
   if (!digits) return { ok: false, reason: 'the card number is not valid' };
   const customer = await findCustomer(deps.db, storeId, customerId);
-  const saved = await deps.provider.saveCard({ storeId, customerId, providerCustomerId: customer?.provider_customer_id ?? null, card: { number: digits } });
+  // Saved where the subscription's renewals charge it: a test clock's, the test connection.
+  const provider = connectionFor(deps, Boolean(subscription.test_clock));
+  const saved = await provider.saveCard({ storeId, customerId, providerCustomerId: customer?.provider_customer_id ?? null, card: { number: digits } });
   if (!saved.ok) return { ok: false, reason: saved.message };
   const paymentMethod: SubscriptionPaymentMethod = {
     id: saved.card.paymentMethodId,

@@ -9,6 +9,8 @@ export interface ReviewLookupInput {
   idempotencyKey: string;
   transactionId: string;
   notifyRef: string | null;
+  /** The test clock of the payment's customer: it was made through the test connection, so it is asked there. */
+  testClock?: string | null;
 }
 
 /** Paid or refused once the provider has decided; null while it still reviews (or does not know the key). */

@@ -6,6 +6,7 @@ import { derivedId } from '../domain/ids';
 import { isBillingCycle } from '../domain/billing-periods';
 import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type SubscriptionLife } from '../domain/subscriptions';
 import type { PaymentProvider, ProviderNotice } from '../adapters/provider/types';
+import { connectionFor } from '../adapters/provider';
 import { collections } from '../store/collections';
 import { insertOrderOnce, markOrderRefunded, settlePendingOrder, type OrderDoc } from '../store/orders';
 import { orderObject } from '../api/schemas/order';
@@ -23,6 +24,15 @@ const USAGE_RESTARTING_ACTIONS = new Set(['reactivated', 'resumed']);
 /** What the subscription's activities need: the database, the provider, and Temporal to wake usage. */
 export interface SubscriptionLifeDeps extends UsageDeps {
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's subscription pays only there (connectionFor). */
+  testProvider?: PaymentProvider | null;
+}
+
+/** A renewal's lookups and refunds: the test clock (from the workflow's input) picks the connection. */
+export interface CycleChargeRef {
+  storeId: string;
+  idempotencyKey: string;
+  testClock?: string | null;
 }
 
 export interface LoadedSubscription {
@@ -93,6 +103,7 @@ function renewalOrderDoc(
     livemode,
     created: input.at,
     provider_transaction_id: transactionId,
+    test_clock: sub.test_clock ?? null,
   };
 }
 
@@ -151,9 +162,11 @@ function cycleResult(outcome: CycleChargeResult['outcome'], rest: Partial<CycleC
  * (paid, pending in review, failed when declined), with invoice.paid / invoice.payment_failed.
  */
 export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input: CycleChargeInput): Promise<CycleChargeResult> {
-  const { db, provider } = deps;
+  const { db } = deps;
   const sub = await findSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) throw new Error(`subscription ${input.subscriptionId} not found`);
+  // A test clock's renewal goes only through a test connection; its order says which (livemode).
+  const provider = connectionFor(deps, Boolean(sub.test_clock));
   const pm = sub.default_payment_method;
   if (!pm) return cycleResult('refused', { code: 'no_payment_method', message: 'The subscription has no saved card.' });
   const result = await provider.chargeSavedCard({
@@ -222,8 +235,8 @@ export async function offerTerms(db: Db, input: { storeId: string; offerId: stri
  * (declined, refused, voided, expired: the next attempt needs a new key), `taken` otherwise, null when
  * the provider never received it.
  */
-export async function lookupCycleCharge(deps: SubscriptionLifeDeps, input: { storeId: string; idempotencyKey: string }): Promise<'refused' | 'taken' | null> {
-  const found = await deps.provider.lookupCharge(input);
+export async function lookupCycleCharge(deps: SubscriptionLifeDeps, input: CycleChargeRef): Promise<'refused' | 'taken' | null> {
+  const found = await connectionFor(deps, Boolean(input.testClock)).lookupCharge({ storeId: input.storeId, idempotencyKey: input.idempotencyKey });
   if (!found) return null;
   const ended = found.state === null || found.state === 'declined' || found.state === 'refused' || found.state === 'voided' || found.state === 'expired';
   return ended ? 'refused' : 'taken';
@@ -235,9 +248,9 @@ export async function lookupCycleCharge(deps: SubscriptionLifeDeps, input: { sto
  */
 export async function refundSubscriptionCycle(
   deps: SubscriptionLifeDeps,
-  input: { storeId: string; subscriptionId: string; orderId: string; key: string },
+  input: { storeId: string; subscriptionId: string; orderId: string; key: string; testClock?: string | null },
 ): Promise<void> {
-  const back = await deps.provider.refundCharge({ storeId: input.storeId, chargeKey: input.key });
+  const back = await connectionFor(deps, Boolean(input.testClock)).refundCharge({ storeId: input.storeId, chargeKey: input.key });
   if (!back.ok) throw new Error(`renewal ${input.key} of ${input.subscriptionId} could not be refunded: ${back.reason}`);
   const order = await markOrderRefunded(deps.db, input.storeId, input.orderId);
   if (!order) throw new Error(`order ${input.orderId} not found`);

@@ -20,6 +20,8 @@ import { subscriptionClient } from './subscription-client';
 export interface SubscriptionDeps extends EventDeps {
   db: Db;
   provider: PaymentProvider;
+  /** The test connection beside a real `provider`: a test clock's objects pay only there (connectionFor). */
+  testProvider?: PaymentProvider | null;
   temporal: Client;
   taskQueue: string;
 }

@@ -46,7 +46,8 @@ export function chargeMetadata(input: ChargeWorkflowInput): WorkflowMetadata {
   const kind = input.source === 'usage' ? 'Usage charge' : 'One-off charge';
   return {
     staticSummary: `${kind} ${plainMoney(input.amount, input.currency)} · ${input.subscriptionId} · ${who(input.customerId, input.subscription.customerEmail)}`,
-    staticDetails: details({ Store: input.storeId, Charge: input.chargeId, Key: input.key, Offer: input.subscription.offerId, Description: input.description }),
+    // The full Idempotency-Key beside the charge key, which ends in a digest when the key is long.
+    staticDetails: details({ Store: input.storeId, Charge: input.chargeId, Key: input.key, 'Idempotency-Key': input.idempotencyKey, Offer: input.subscription.offerId, Description: input.description }),
   };
 }
 

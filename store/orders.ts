@@ -44,6 +44,8 @@ export interface OrderDoc {
   created: number;
   /** Transaction at the payment provider (renewals and charges); lets a provider notice find the order. */
   provider_transaction_id?: string | null;
+  /** The test clock of the customer it was charged to: paid through a test connection, never in the plan quota. */
+  test_clock?: string | null;
 }
 
 export function ordersCollection(db: Db) {
@@ -71,10 +73,11 @@ export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> 
  * The store's plan quota for [from, to) (Unix seconds): "each approved charge counts as one order",
  * so the orders paid then, by order_type. Counted from the orders themselves (each approved charge
  * writes exactly one, keyed), so a retried charge can never count twice; a later refund does not un-count.
+ * Orders of test clocks' customers never count (test money; `test_clock: null` also matches orders without the field).
  */
 export async function countPaidOrders(db: Db, storeId: string, from: number, to: number): Promise<{ total: number; by_type: Record<OrderDoc['order_type'], number> }> {
   const types: OrderDoc['order_type'][] = ['checkout', 'api', 'renewal'];
-  const counts = await Promise.all(types.map((type) => ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type })));
+  const counts = await Promise.all(types.map((type) => ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type, test_clock: null })));
   const by_type = Object.fromEntries(types.map((type, i) => [type, counts[i]])) as Record<OrderDoc['order_type'], number>;
   return { total: counts.reduce((a, b) => a + b, 0), by_type };
 }

@@ -118,6 +118,18 @@ export async function startFerretDb({ dataDir, port, readyTimeoutMs = 30_000 }: 
   };
 }
 
+/**
+ * A production cluster's limits, enforced here too so a defect that only they reveal fails locally: ids
+ * (workflow, update, activity) up to 255 characters as Temporal recommends for SQL persistence, 2 MB per
+ * payload, and 50 MB or 51,200 events of history per run (Temporal Cloud's and the server's defaults).
+ */
+export const PRODUCTION_LIMITS: Record<string, number> = {
+  'limit.maxIDLength': 255,
+  'limit.blobSize.error': 2 * 1024 * 1024,
+  'limit.historySize.error': 50 * 1024 * 1024,
+  'limit.historyCount.error': 51_200,
+};
+
 export interface RunningTemporalDevServer {
   /** host:port of the frontend gRPC service, as TEMPORAL_ADDRESS takes it. */
   address: string;
@@ -155,6 +167,7 @@ export async function startTemporalDevServer(options: StartTemporalDevServerOpti
   // WAL with synchronous=NORMAL: far fewer fsyncs per workflow task, still crash-safe for the database.
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
   for (const name of searchAttributes) args.push('--search-attribute', `${name}=Keyword`);
+  for (const [key, value] of Object.entries(PRODUCTION_LIMITS)) args.push('--dynamic-config-value', `${key}=${value}`);
   if (uiPort === undefined) args.push('--headless');
   // The UI newsfeed is fetched from the internet, which this stack must not need.
   else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');

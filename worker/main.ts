@@ -14,7 +14,7 @@ import {
 import { MongoClient, type Db } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
-import { createPaymentProvider } from '../adapters/provider';
+import { createPaymentConnections } from '../adapters/provider';
 import { ensureRoutines } from '../services/routines';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
@@ -63,7 +63,8 @@ export async function createBillingWorker({
     namespace,
     taskQueue,
     workflowsPath,
-    activities: createActivities({ db, provider: createPaymentProvider(db), temporal, taskQueue, ...activityDeps }),
+    // The store's connection and, beside a real one, the test connection test clocks' money needs.
+    activities: createActivities({ db, ...createPaymentConnections(db), temporal, taskQueue, ...activityDeps }),
   });
 }
 

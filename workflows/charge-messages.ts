@@ -38,6 +38,11 @@ export interface ChargeWorkflowInput {
   createdAt: number;
   requestId: string | null;
   idempotencyKey: string | null;
+  /**
+   * The test clock of the subscription's customer, kept here because the subscription may be deleted
+   * with its clock before a review settles: the charge and its lookups go only to a test connection.
+   */
+  testClock?: string | null;
 }
 
 export interface ChargeDecision {

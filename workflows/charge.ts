@@ -108,7 +108,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     let settled: ProviderNotice;
     // Runs that began before lookups waited for the notice alone; their replay must keep doing so.
     if (patched('review-lookups')) {
-      const reviewWait = { storeId: input.storeId, idempotencyKey: input.key, transactionId: transaction, notifyRef: workflowInfo().workflowId, startedMs: Date.now(), noticed };
+      const reviewWait = { storeId: input.storeId, idempotencyKey: input.key, transactionId: transaction, notifyRef: workflowInfo().workflowId, startedMs: Date.now(), noticed, testClock: input.testClock };
       settled = await settledReview(reviewWait);
     } else {
       await condition(() => noticed() !== null);

@@ -11,7 +11,7 @@ import { pixAllowed } from '../domain/checkout';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
 import { at, money, showProgress } from './lib/business-view';
-import { clockNow, clockWait } from './lib/clock';
+import { clockNow, clockWait, testClockRef } from './lib/clock';
 import {
   ATTEMPT_HOLD_MS,
   checkoutAttemptKey,
@@ -108,6 +108,8 @@ export class LiveCheckoutSession {
   private readonly early = new EarlyNotices(EARLY_NOTICES_KEPT);
   private readonly storeId: string;
   private readonly sessionId: string;
+  /** In every provider call: a test clock's session pays only through the test connection. */
+  private readonly onClock: { testClock?: string };
   private readonly deadlineMs: number;
   private readonly holdMs: number;
   private readonly maxCardDeclines: number;
@@ -122,6 +124,7 @@ export class LiveCheckoutSession {
   constructor(input: CheckoutWorkflowInput) {
     this.storeId = input.storeId;
     this.sessionId = input.sessionId;
+    this.onClock = testClockRef(input.testClock);
     this.deadlineMs = input.expiresAt * 1000;
     this.holdMs = input.attemptHoldMs ?? ATTEMPT_HOLD_MS;
     this.maxCardDeclines = input.maxCardDeclines ?? MAX_CARD_DECLINES;
@@ -184,7 +187,7 @@ export class LiveCheckoutSession {
   /** The charge activity; when it fails past its retries, the provider asked by the attempt's key until it answers. */
   private async chargeUntilKnown(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
     try {
-      return await charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key });
+      return await charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key, ...this.onClock });
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       log.warn('checkout charge failed after its retries; asking the provider by key', { sessionId: this.sessionId, key: attempt.key, message: error.cause?.message });
@@ -212,6 +215,7 @@ export class LiveCheckoutSession {
         amount: attempt.amount,
         currency: attempt.currency,
         description: input?.description ?? null,
+        ...this.onClock,
       }),
     );
   }
@@ -239,7 +243,7 @@ export class LiveCheckoutSession {
     attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
     if (!takesPayment(outcome)) return;
     log.error('a payment landed on a closed checkout session; giving it back', { sessionId: this.sessionId, key: attempt.key, outcome: outcome.status });
-    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key });
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
     if (back.ok) attempt.status = back.status;
     else log.error('the late payment could not be given back; an operator must look at it', { sessionId: this.sessionId, key: attempt.key, reason: back.reason });
   }
@@ -403,7 +407,7 @@ export class LiveCheckoutSession {
   /** The review window ran out: the payment counts as refused and is voided, unless the provider captured it meanwhile. */
   private async endReview(): Promise<Settlement | null> {
     const attempt = this.paying!;
-    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key });
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
     if (back.ok) {
       attempt.status = back.status;
       log.warn('review window over: payment refused and given back', { sessionId: this.sessionId, key: attempt.key, status: back.status });

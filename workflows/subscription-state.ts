@@ -4,7 +4,7 @@
 // cancellation send the buyer a notice beside those steps (never holding the mutex).
 import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
-import { clockNow, clockNowSeconds, clockWait, joinClock } from './lib/clock';
+import { clockNow, clockNowSeconds, clockWait, joinClock, testClockRef } from './lib/clock';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice } from '../adapters/provider/types';
@@ -225,7 +225,7 @@ export class LiveSubscription {
    */
   private async creditPaidReview(pending: AwaitedCharge): Promise<boolean> {
     if (rules.isEnded(this.life.status)) {
-      await records.refundSubscriptionCycle({ storeId: this.input.storeId, subscriptionId: this.input.subscriptionId, orderId: pending.orderId, key: pending.key! });
+      await records.refundSubscriptionCycle({ storeId: this.input.storeId, subscriptionId: this.input.subscriptionId, orderId: pending.orderId, key: pending.key!, ...testClockRef(this.input.testClock) });
       return false;
     }
     if (this.life.status === 'paused') {
@@ -253,6 +253,7 @@ export class LiveSubscription {
       notifyRef: this.workflowId,
       startedMs: pending.startedMs ?? clockNow(),
       noticed,
+      testClock: this.input.testClock,
     });
     this.notice = notice;
   }
@@ -371,7 +372,7 @@ export class LiveSubscription {
     const cycle = this.life.cycles_completed + 1;
     for (let k = this.life.past_due_details?.attempts ?? 0; ; k++) {
       const key = `renewal/${this.input.subscriptionId}/${cycle}/${k}`;
-      const found = await records.lookupCycleCharge({ storeId: this.input.storeId, idempotencyKey: key });
+      const found = await records.lookupCycleCharge({ storeId: this.input.storeId, idempotencyKey: key, ...testClockRef(this.input.testClock) });
       if (found !== 'refused') return key;
     }
   }

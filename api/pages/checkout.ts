@@ -8,7 +8,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout-sessions';
-import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { attemptInFlight, payCheckoutSession, settleFromHostedPage, testButtonsShown } from '../../services/checkout-payments';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
@@ -122,7 +122,7 @@ async function renderSession(
   if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
   if (session.payment_status === 'pending') {
     const store = await findStore(deps.db, session.store_id);
-    return { status: 200, body: renderPendingPage(lang, session, order, !deps.provider.livemode, store?.timezone ?? 'UTC') };
+    return { status: 200, body: renderPendingPage(lang, session, order, testButtonsShown(deps, session), store?.timezone ?? 'UTC') };
   }
   return { status: 200, body: renderFailedPage(lang, session) };
 }
@@ -222,7 +222,7 @@ function testSettleRoute(app: RouteApp): void {
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
-      if (!deps.provider.livemode) await settleFromHostedPage(deps, session, request.body.outcome);
+      if (testButtonsShown(deps, session)) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);
     },
   );

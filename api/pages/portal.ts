@@ -161,10 +161,10 @@ interface PortalSite {
 }
 
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, provider, temporal, config } = app.deps;
+  const { db, provider, testProvider, temporal, config } = app.deps;
   const site: PortalSite = {
     db,
-    deps: { db, provider, temporal, taskQueue: config.taskQueue },
+    deps: { db, provider, testProvider, temporal, taskQueue: config.taskQueue },
     path: portalRoutePath(config.portalUrl),
     https: new URL(config.portalUrl).protocol === 'https:',
   };

@@ -27,6 +27,8 @@ export async function startTestApi(options: {
   temporal?: Client;
   taskQueue?: string;
   provider?: PaymentProvider;
+  /** The test connection beside a real-looking `provider` (test clocks' money). */
+  testProvider?: PaymentProvider | null;
   config?: Partial<ApiConfig>;
 }): Promise<TestApi> {
   await ensureIndexes(options.db);
@@ -44,7 +46,8 @@ export async function startTestApi(options: {
   };
   const lazy = options.temporal ? null : lazyTestClient();
   const temporal = options.temporal ?? lazy!.client;
-  const app = await buildApp({ db: options.db, config, temporal, provider: options.provider ?? createTestConnection({ db: options.db }) }, { logger: false });
+  const provider = options.provider ?? createTestConnection({ db: options.db });
+  const app = await buildApp({ db: options.db, config, temporal, provider, testProvider: options.testProvider ?? null }, { logger: false });
   if (lazy) app.addHook('onClose', () => lazy.close());
   await app.listen({ port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;

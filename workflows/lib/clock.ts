@@ -47,6 +47,14 @@ export async function joinClock(clockId: string | null | undefined, knownNowMs?:
   if (knownNowMs === undefined) await condition(() => joined.seq >= 0);
 }
 
+/**
+ * The test clock as a money activity's input carries it (it picks the test payment connection); absent
+ * off a clock, so those inputs stay as recorded histories have them.
+ */
+export function testClockRef(clockId: string | null | undefined): { testClock?: string } {
+  return clockId ? { testClock: clockId } : {};
+}
+
 /** Tells the clock this run is over (a continued run attaches anew and needs none). */
 export async function leaveClock(): Promise<void> {
   if (!link) return;

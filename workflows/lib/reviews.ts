@@ -2,7 +2,7 @@
 // asked by the payment's key daily; at the review window's end it is voided and counts as refused
 // (domain/reviews.ts). Shared by the charge and subscription workflows.
 import { proxyActivities } from '@temporalio/workflow';
-import { clockNow, clockWait } from './clock';
+import { clockNow, clockWait, testClockRef } from './clock';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from './timeouts';
 import type { ProviderNotice } from '../../adapters/provider/types';
@@ -25,6 +25,8 @@ export interface ReviewWait {
   startedMs: number;
   /** The notice, once the workflow's signal handler has it. */
   noticed: () => ProviderNotice | null;
+  /** The test clock of the payment's customer: its lookups and void go to the test connection. */
+  testClock?: string | null;
 }
 
 function windowEnd(wait: ReviewWait): ProviderNotice {
@@ -40,7 +42,8 @@ function windowEnd(wait: ReviewWait): ProviderNotice {
 
 /** The review's outcome as a notice: the provider's own, its record read by key, or the window's end. */
 export async function settledReview(wait: ReviewWait): Promise<ProviderNotice> {
-  const ask = { storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, transactionId: wait.transactionId, notifyRef: wait.notifyRef };
+  const onClock = testClockRef(wait.testClock);
+  const ask = { storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, transactionId: wait.transactionId, notifyRef: wait.notifyRef, ...onClock };
   let pastWindow = false;
   for (;;) {
     const untilCheck = pastWindow ? REVIEW_RECHECK_MS : nextReviewCheckMs(wait.startedMs, clockNow()) - clockNow();
@@ -52,6 +55,6 @@ export async function settledReview(wait: ReviewWait): Promise<ProviderNotice> {
     if (!reviewWindowOver(wait.startedMs, clockNow())) continue;
     pastWindow = true;
     // Voided: it can never be captured now. Nothing to void: the provider decided meanwhile, read next round.
-    if ((await provider.voidReview({ storeId: wait.storeId, idempotencyKey: wait.idempotencyKey })).ok) return windowEnd(wait);
+    if ((await provider.voidReview({ storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, ...onClock })).ok) return windowEnd(wait);
   }
 }
