@@ -63,22 +63,24 @@ async function ledgerKeys(db: Db): Promise<string[]> {
   return docs.map((doc) => doc.key as string).sort();
 }
 
-/** Pays a session on the hosted page with a card that is approved and saved. */
-async function payOnHostedPage(sessionId: string): Promise<void> {
+const CARD: Record<string, string> = { method: 'card', card_number: '4242424242424242' };
+
+/** Pays a session on the hosted page (by default with a card that is approved and saved). */
+async function payOnHostedPage(sessionId: string, payment: Record<string, string>): Promise<void> {
   const res = await fetch(`${api.url}/c/${sessionId}/pay`, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...buyerForm(), method: 'card', card_number: '4242424242424242' }).toString(),
+    body: new URLSearchParams({ ...buyerForm(), ...payment }).toString(),
   });
   expect(res.status, await res.text()).toBe(303);
 }
 
 /** Opens a session for `body`, pays it and waits until it is complete (with its subscription when recurring). */
-async function buy(body: Record<string, unknown>, recurring: boolean): Promise<{ id: string; order: string; subscription: string | null }> {
+async function buy(body: Record<string, unknown>, recurring: boolean, payment = CARD): Promise<{ id: string; order: string; subscription: string | null }> {
   const session = await post('/v1/checkout/sessions', body);
   expect(session.status).toBe(201);
-  await payOnHostedPage(session.body.id);
+  await payOnHostedPage(session.body.id, payment);
   return waitFor(
     async () => {
       const s = (await get(`/v1/checkout/sessions/${session.body.id}`)).body;
@@ -146,3 +148,33 @@ test("a clock customer's purchase, renewal and one-off charge go only to the tes
 
   expect(await quotaOverAllMonths()).toEqual({ orders: 1, by_type: { checkout: 1, api: 0, renewal: 0 } });
 }, 180_000);
+
+/** The hosted page's test button "paid" for a pending payment. */
+const pressSettlePaid = (sessionId: string) =>
+  fetch(`${api.url}/c/${sessionId}/test/settle`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'outcome=paid' });
+const pageOf = async (sessionId: string) => (await fetch(`${api.url}/c/${sessionId}`)).text();
+
+test("the hosted page's test buttons settle a clock customer's PIX at the test connection; a real connection's PIX shows none", async () => {
+  const clock = (await post('/v1/test_helpers/test_clocks', { frozen_time: Math.floor(Date.now() / 1000) })).body.id as string;
+  const customer = await post('/v1/customers', {
+    email: `clock-pix-${Date.now()}@example.com`,
+    name: 'Ana Clock',
+    phone: '+5511999990000',
+    document: { type: 'cpf', number: '529.982.247-25' },
+    test_clock: clock,
+  });
+  const onClock = await buy({ offer: catalog.oneOff._id, customer: customer.body.id }, false, { method: 'pix' });
+  const real = await buy({ offer: catalog.oneOff._id }, false, { method: 'pix' });
+  expect(await pageOf(onClock.id)).toContain('data-testid="settle-paid"');
+  expect(await pageOf(real.id)).not.toContain('data-testid="settle-paid"');
+
+  expect((await pressSettlePaid(onClock.id)).status).toBe(303);
+  await waitFor(async () => (await get(`/v1/checkout/sessions/${onClock.id}`)).body.payment_status === 'paid' || null, { description: "the clock customer's PIX paid" });
+  expect((await get(`/v1/orders/${onClock.order}`)).body).toMatchObject({ status: 'paid', livemode: false });
+  // The real connection's payment is not the page's to settle: pressing the button changes nothing there.
+  expect((await pressSettlePaid(real.id)).status).toBe(303);
+  const realLedger = await realLedgerDb.collection(TEST_CHARGES_COLLECTION).findOne({ store_id: store.store._id, key: `checkout/${real.id}/1` });
+  expect(realLedger).toMatchObject({ kind: 'pix', state: 'pix_pending' });
+  expect((await get(`/v1/checkout/sessions/${real.id}`)).body).toMatchObject({ payment_status: 'pending' });
+  expect((await get(`/v1/orders/${real.order}`)).body).toMatchObject({ status: 'pending', livemode: true });
+}, 120_000);
