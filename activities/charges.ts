@@ -7,13 +7,28 @@ import { subscriptionClient } from '../services/subscription-client';
 import { findSubscription } from '../store/subscriptions';
 import type { Client } from '@temporalio/client';
 import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
-import { emitChargeEvents, executeSubscriptionCharge, settleSubscriptionCharge, type ChargeSettlementDeps } from '../services/charge-settlement';
+import {
+  emitChargeEvents,
+  executeSubscriptionCharge,
+  recordUndecidedCharge,
+  refuseUndecidedCharge,
+  settleSubscriptionCharge,
+  type ChargeSettlementDeps,
+} from '../services/charge-settlement';
 
 export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: Client; taskQueue: string }) {
   return {
     /** The provider charge, its order and the charge document; every step keyed, so retries complete the same charge. */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
       return executeSubscriptionCharge(deps, input);
+    },
+    /** The charge shown pending to a request answered before the provider decided; a decision already written wins. */
+    async recordUndecidedCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
+      return recordUndecidedCharge(deps, input);
+    },
+    /** A charge shown pending, then refused by its subscription: failed with the refusal's code. */
+    async refuseUndecidedCharge(input: { charge: ChargeWorkflowInput; code: string; message: string }): Promise<ChargeDecision> {
+      return refuseUndecidedCharge(deps, input);
     },
     /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */
     async settleSubscriptionCharge(input: { storeId: string; chargeId: string; notice: ProviderNotice }): Promise<ChargeDecision> {

@@ -33,6 +33,10 @@ export interface ApiConfig {
   webhookAllowedHosts: string[];
   /** CHECKOUT_PAY_WAIT_MS: how long the hosted page waits for a payment's outcome before showing "processing". */
   checkoutPayWaitMs: number;
+  /** CHARGE_WAIT_MS: how long a charge request waits for the provider's answer before answering the charge as it stands (pending). */
+  chargeWaitMs: number;
+  /** IDEMPOTENCY_LEASE_MS: how long a key stays held by a request no one renews (its process died); a live request renews it. */
+  idempotencyLeaseMs: number;
   /** CHECKOUT_ATTEMPT_HOLD_MS: how long a session's expiry waits for a payment in flight before asking the provider. */
   checkoutAttemptHoldMs: number;
   /** CHECKOUT_MAX_CARD_DECLINES: declined cards after which a session takes PIX only (card testing). */
@@ -89,6 +93,8 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     logLevel: env.LOG_LEVEL ?? 'info',
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
     checkoutPayWaitMs: int(env.CHECKOUT_PAY_WAIT_MS, 20_000),
+    chargeWaitMs: int(env.CHARGE_WAIT_MS, 20_000),
+    idempotencyLeaseMs: int(env.IDEMPOTENCY_LEASE_MS, 30_000),
     checkoutAttemptHoldMs: int(env.CHECKOUT_ATTEMPT_HOLD_MS, 120_000),
     checkoutMaxCardDeclines: int(env.CHECKOUT_MAX_CARD_DECLINES, 5),
     pagePostRateLimit: int(env.PAGE_POST_RATE_LIMIT, 20),

@@ -1,6 +1,6 @@
 // The one way to reach a charge's workflow: start it, or attach to the running one, with the
-// outcome update (update-with-start) and wait for the provider's answer, up to a limit. Ids and
-// messages come from workflows/charge-messages.ts.
+// outcome update (update-with-start) and wait for the provider's answer, up to a limit past which the
+// workflow answers the charge as it stands. Ids and messages come from workflows/charge-messages.ts.
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { chargeMetadata } from './workflow-summaries';
 import { BillingStatusKey } from '../workflows/search-attributes';
@@ -12,9 +12,13 @@ import { subscriptionSearchAttributes } from './search-attributes';
 /** The charge's run has closed (Temporal refuses to run its id again): MongoDB holds the answer. */
 export type ChargeRunClosed = { kind: 'closed'; error: unknown };
 
-export const chargeStillRunning = () =>
-  new ApiError('idempotency_key_in_use', 'The charge is still being processed. Retry with the same Idempotency-Key to get its result.', {
-    param: 'Idempotency-Key',
+/** How long past its wait a request gives the workflow to show the charge before deciding its workers are away. */
+const WORKERS_GRACE_MS = 15_000;
+
+/** No worker took the charge in time (it still runs once one does): a 503 releases the key, and the retry attaches to it. */
+export const chargeWorkersAway = () =>
+  new ApiError('service_unavailable', 'The charge was started but is not being processed yet. Retry after 5 seconds with the same Idempotency-Key to get it.', {
+    headers: { 'Retry-After': '5' },
   });
 
 function isAlreadyStarted(error: unknown): boolean {
@@ -24,7 +28,7 @@ function isAlreadyStarted(error: unknown): boolean {
   return false;
 }
 
-/** Rejects with 409 idempotency_key_in_use past `maxWaitMs` (no limit when absent). */
+/** Rejects with 503 when the workflow has not answered well past `maxWaitMs` (its own wait); no limit when absent. */
 async function withinWait<T>(waiting: Promise<T>, maxWaitMs: number | undefined): Promise<T> {
   if (maxWaitMs === undefined) return waiting;
   let timer: NodeJS.Timeout | undefined;
@@ -32,7 +36,7 @@ async function withinWait<T>(waiting: Promise<T>, maxWaitMs: number | undefined)
     return await Promise.race([
       waiting,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(chargeStillRunning()), maxWaitMs);
+        timer = setTimeout(() => reject(chargeWorkersAway()), maxWaitMs + WORKERS_GRACE_MS);
       }),
     ]);
   } finally {
@@ -52,7 +56,7 @@ export function chargeClient(temporal: Client, taskQueue: string) {
   ): Promise<ChargeAnswer | ChargeRunClosed> {
     try {
       const waiting = temporal.workflow.executeUpdateWithStart(chargeOutcomeUpdate, {
-        args: [{ fingerprint: input.fingerprint, requestId: input.requestId }],
+        args: [{ fingerprint: input.fingerprint, requestId: input.requestId, ...(maxWaitMs === undefined ? {} : { answerUndecidedAfterMs: maxWaitMs }) }],
         startWorkflowOperation: new WithStartWorkflowOperation('chargeWorkflow', {
           workflowId: chargeWorkflowId(input.storeId, input.key),
           taskQueue,
@@ -64,7 +68,7 @@ export function chargeClient(temporal: Client, taskQueue: string) {
           ...chargeMetadata(input),
         }),
       });
-      // Past the wait limit the update goes on unobserved; its eventual failure is not ours to report.
+      // Past the grace the update goes on unobserved; its eventual failure is not ours to report.
       waiting.catch(() => undefined);
       return await withinWait(waiting, maxWaitMs);
     } catch (error) {

@@ -1,5 +1,6 @@
 // What the charge workflow does to the world: the provider charge with its order and charge
-// document, the settlement of a charge left in review, and its events. Exactly once: the provider
+// document (shown pending first when a request is answered before the provider decides), the
+// settlement of a charge left in review, and its events. Exactly once: the provider
 // charge is keyed by the charge key, the order id derives from the charge id and is inserted once,
 // the charge document is unique per (store, key), events are emitted once per fact.
 import { chargeOrderItems } from '../domain/charges';
@@ -8,7 +9,7 @@ import { encodeMetadata } from '../domain/metadata';
 import type { ChargeOutcome, PaymentProvider, ProviderNotice } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
-import { chargesCollection, findCharge, insertChargeOnce, type SubscriptionChargeDoc } from '../store/subscription-charges';
+import { chargesCollection, decideChargeOnce, findCharge, insertChargeOnce, type SubscriptionChargeDoc } from '../store/subscription-charges';
 import { subscriptionChargeObject } from '../api/schemas/subscription-charge';
 import { chargeWorkflowId, type ChargeDecision, type ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitEventOnce } from './emit-once';
@@ -121,7 +122,28 @@ export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, inpu
     const status = outcome.status === 'approved' ? 'paid' : outcome.status === 'review' ? 'pending' : 'failed';
     order = await insertOrderOnce(db, chargeOrderDoc(input, status, outcome.transactionId, provider.livemode));
   }
-  return decisionOf(await insertChargeOnce(db, chargeDoc(input, outcome, order)));
+  return decisionOf(await decideChargeOnce(db, chargeDoc(input, outcome, order)));
+}
+
+/** The charge as it stands before the provider's answer (pending, no settled_at), for a request answered now; a decision already written wins. */
+export async function recordUndecidedCharge(deps: { db: ChargeSettlementDeps['db'] }, input: ChargeWorkflowInput): Promise<ChargeDecision> {
+  const undecided: SubscriptionChargeDoc = {
+    // Pending as a review is, with nothing from the provider yet.
+    ...chargeDoc(input, { status: 'review', transactionId: '' }, null),
+    transaction: null,
+    outcome: 'undecided',
+    answered_undecided: true,
+  };
+  return decisionOf(await insertChargeOnce(deps.db, undecided));
+}
+
+/** A charge shown undecided that the subscription then refused (e.g. paused meanwhile): it fails with the refusal's code. */
+export async function refuseUndecidedCharge(
+  deps: { db: ChargeSettlementDeps['db'] },
+  input: { charge: ChargeWorkflowInput; code: string; message: string },
+): Promise<ChargeDecision> {
+  const refused = { status: 'refused' as const, transactionId: null, code: input.code, message: input.message };
+  return decisionOf(await decideChargeOnce(deps.db, chargeDoc(input.charge, refused, null)));
 }
 
 /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */

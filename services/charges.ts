@@ -37,8 +37,8 @@ export interface StartChargeInput {
   /** The store when the caller already has it (the API's authentication); read otherwise. */
   store?: StoreDoc;
   /**
-   * How long to wait for the provider's answer; past it the charge goes on and the caller gets
-   * 409 idempotency_key_in_use (retrying with the key later returns the charge). No limit when absent.
+   * How long to wait for the provider's answer; past it the charge goes on and the caller gets the
+   * charge as it stands (pending, outcome `undecided`), recorded under the key. No limit when absent.
    */
   maxWaitMs?: number;
 }
@@ -58,7 +58,9 @@ const idempotencyReused = () =>
 
 function replayOf(doc: SubscriptionChargeDoc, fingerprint: string): StartChargeResult {
   if (doc.fingerprint !== fingerprint) throw idempotencyReused();
-  return { charge: subscriptionChargeObject(doc), outcome: doc.outcome, replayed: true, originalRequestId: doc.request_id };
+  // Answered pending before the provider decided: every replay is 200 with the charge as it is now.
+  const outcome = doc.answered_undecided ? 'undecided' : doc.outcome;
+  return { charge: subscriptionChargeObject(doc), outcome, replayed: true, originalRequestId: doc.request_id };
 }
 
 /** The request's identity under the key when the caller gives none: a hash of the charge's own fields. */

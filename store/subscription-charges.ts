@@ -7,8 +7,11 @@ import { isDuplicateKeyError } from './collections';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
 export type ChargeSource = 'api' | 'dashboard' | 'usage';
-/** How the provider answered: decides the HTTP answer of the charge call and of every replay. */
-export type ChargeOutcomeKind = 'approved' | 'review' | 'declined' | 'refused';
+/**
+ * How the provider answered: decides the HTTP answer of the charge call and of every replay. `undecided`:
+ * not yet, and a request was answered before it did (201 pending), so the charge is shown while it runs.
+ */
+export type ChargeOutcomeKind = 'approved' | 'review' | 'declined' | 'refused' | 'undecided';
 
 export interface SubscriptionChargeDoc {
   _id: string;
@@ -38,6 +41,8 @@ export interface SubscriptionChargeDoc {
   /** Request-Id of the request that created it (Original-Request-Id on replays). */
   request_id: string | null;
   idempotency_key: string | null;
+  /** A request was answered before the provider decided (201 pending): replays answer 200 with the charge as it is now. */
+  answered_undecided?: boolean;
 }
 
 export function chargesCollection(db: Db) {
@@ -63,6 +68,21 @@ export async function insertChargeOnce(db: Db, doc: SubscriptionChargeDoc): Prom
     if (!existing) throw error;
     return existing;
   }
+}
+
+/** What the provider's decision sets on a charge shown undecided; the rest was written from the same input. */
+const DECIDED_FIELDS = ['status', 'outcome', 'order', 'transaction', 'failure_code', 'failure_message', 'settled_at'] as const;
+
+/**
+ * Writes the provider's decision once: inserted, or set on the charge shown undecided (compare-and-set on
+ * `outcome`), whichever was first; a retry, or a decision already written, gets the stored charge.
+ */
+export async function decideChargeOnce(db: Db, doc: SubscriptionChargeDoc): Promise<SubscriptionChargeDoc> {
+  const stored = await insertChargeOnce(db, doc);
+  if (stored.outcome !== 'undecided' || doc.outcome === 'undecided') return stored;
+  const set = Object.fromEntries(DECIDED_FIELDS.map((field) => [field, doc[field]]));
+  const decided = await chargesCollection(db).findOneAndUpdate({ _id: stored._id, store_id: doc.store_id, outcome: 'undecided' }, { $set: set }, { returnDocument: 'after' });
+  return decided ?? (await findChargeByKey(db, doc.store_id, doc.key))!;
 }
 
 /** pending -> succeeded or failed, once (compare-and-set on status). */

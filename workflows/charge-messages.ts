@@ -56,8 +56,15 @@ export type ChargeAnswer =
   /** The subscription's own workflow refused before the provider (e.g. paused): the API answers 400 with this code. */
   | { kind: 'refused'; code: OneOffRefusalCode; message: string };
 
-/** Waits for the provider's answer (approved, declined, refused, or left in review) and returns the charge. */
-export const chargeOutcomeUpdate = defineUpdate<ChargeAnswer, [{ fingerprint: string; requestId: string | null }]>('outcome');
+export interface ChargeOutcomeRequest {
+  fingerprint: string;
+  requestId: string | null;
+  /** Past this wait the answer is the charge as it stands (pending, outcome `undecided`); no limit when absent. */
+  answerUndecidedAfterMs?: number;
+}
+
+/** Waits for the provider's answer (approved, declined, refused, or left in review), up to the caller's wait, and returns the charge. */
+export const chargeOutcomeUpdate = defineUpdate<ChargeAnswer, [ChargeOutcomeRequest]>('outcome');
 
 /** The provider settled a charge left in review. */
 export const chargeProviderSettledSignal = defineSignal<[ProviderNotice]>('providerSettled');

@@ -2,7 +2,8 @@
 // document in one keyed activity (a one-off charge decided by the subscription's own workflow), then
 // its events; a charge left in review waits for the provider's notice (asking the provider by key
 // daily, voided as refused at the window's end) and settles; an approved one then sends the store's
-// purchase confirmation. Every request under the key attaches to this run through the `outcome` update.
+// purchase confirmation. Every request under the key attaches to this run through the `outcome` update,
+// which past the request's wait shows the charge as it stands (pending) and lets it go on.
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { settledReview } from './lib/reviews';
 import { at, money, showProgress } from './lib/business-view';
@@ -70,18 +71,24 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   let refusal: Refusal | null = null;
   let notice: ProviderNotice | null = null;
   let phase: ChargeWorkflowState['phase'] = 'charging';
+  /** The charge written as it stands for a request whose wait ran out; written once, whoever asks. */
+  let undecided: Promise<ChargeDecision> | null = null;
+  const known = () => decision !== null || refusal !== null;
+  const answerOf = (shown: ChargeDecision, requestId: string | null): ChargeAnswer => ({
+    kind: 'charge',
+    charge: shown.charge,
+    outcome: shown.outcome,
+    replayed: requestId !== input.requestId,
+    originalRequestId: input.requestId,
+  });
 
-  setHandler(chargeOutcomeUpdate, async ({ fingerprint, requestId }) => {
+  setHandler(chargeOutcomeUpdate, async ({ fingerprint, requestId, answerUndecidedAfterMs }) => {
     if (fingerprint !== input.fingerprint) return { kind: 'reused' as const };
-    await condition(() => decision !== null || refusal !== null);
+    // Requests from before this answer never had a wait; their replay must keep waiting for the outcome.
+    if (answerUndecidedAfterMs === undefined || !patched('charge-answers-undecided')) await condition(known);
+    else if (!(await condition(known, answerUndecidedAfterMs))) return answerOf(await (undecided ??= records.recordUndecidedCharge(input)), requestId);
     if (refusal) return refusal;
-    return {
-      kind: 'charge' as const,
-      charge: decision!.charge,
-      outcome: decision!.outcome,
-      replayed: requestId !== input.requestId,
-      originalRequestId: input.requestId,
-    };
+    return answerOf(decision!, requestId);
   });
   setHandler(chargeProviderSettledSignal, (settled) => {
     notice = settled;
@@ -94,6 +101,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     refusal = charged;
     phase = 'settled';
     showProgress('refused', `Refused: ${charged.code}`);
+    // A request was shown the charge pending: it fails with the refusal's code, and its event goes out.
+    if (undecided) {
+      await undecided;
+      const failed = await records.refuseUndecidedCharge({ charge: input, code: charged.code, message: charged.message });
+      await records.emitChargeEvents({ storeId: input.storeId, chargeId: failed.charge.id });
+    }
     await condition(allHandlersFinished);
     return refusal;
   }

@@ -289,10 +289,9 @@ export class LiveSubscription {
     if (refusal) throw refused(refusal);
     // One payment in review at a time: a second one would replace the first in `awaiting` and lose its notice.
     if (this.awaiting) throw refused('A payment of this subscription is in review at the provider; reactivate once it has settled.');
-    // A new cycle is charged at once under a key unique to this update; a decline changes nothing.
+    // A new cycle is charged at once under a key of the state it reactivates; a decline changes nothing.
     const at = nowSeconds();
-    const updateId = currentUpdateInfo()?.id ?? `v${this.version}`;
-    const key = patched('renewal-keys-by-cycle') ? `reactivation/${this.input.subscriptionId}/${updateId}` : `reactivate:${this.input.subscriptionId}:${updateId}`;
+    const key = await this.reactivationKey();
     const result = await this.chargeCycle(key, false);
     if (result.outcome === 'review') {
       // Money may still move: the pending renewal order waits for the provider's notice, which
@@ -370,8 +369,25 @@ export class LiveSubscription {
    */
   private async renewalKey(): Promise<string> {
     const cycle = this.life.cycles_completed + 1;
-    for (let k = this.life.past_due_details?.attempts ?? 0; ; k++) {
-      const key = `renewal/${this.input.subscriptionId}/${cycle}/${k}`;
+    return this.unrefusedKey(`renewal/${this.input.subscriptionId}/${cycle}`, this.life.past_due_details?.attempts ?? 0);
+  }
+
+  /**
+   * The provider key of a reactivation: `reactivation/<sub>/v<version>/<k>`, from the state it reactivates,
+   * never from the merchant's key (a key reused after its 24 hours would replay the first approval). Every
+   * reactivation writes the document, so an approval under a version's key was never credited before.
+   */
+  private async reactivationKey(): Promise<string> {
+    if (patched('reactivation-keys-by-version')) return this.unrefusedKey(`reactivation/${this.input.subscriptionId}/v${this.version}`, 0);
+    // Runs that reactivated before keyed it by the update id; their replay must keep doing so.
+    const updateId = currentUpdateInfo()?.id ?? `v${this.version}`;
+    return patched('renewal-keys-by-cycle') ? `reactivation/${this.input.subscriptionId}/${updateId}` : `reactivate:${this.input.subscriptionId}:${updateId}`;
+  }
+
+  /** `<base>/<k>` for the first k from `start` whose attempt the provider has not refused for good (asked by lookup). */
+  private async unrefusedKey(base: string, start: number): Promise<string> {
+    for (let k = start; ; k++) {
+      const key = `${base}/${k}`;
       const found = await records.lookupCycleCharge({ storeId: this.input.storeId, idempotencyKey: key, ...testClockRef(this.input.testClock) });
       if (found !== 'refused') return key;
     }

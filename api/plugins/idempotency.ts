@@ -1,7 +1,8 @@
 // Idempotency-Key on every POST and DELETE, one key space for all of them: same key and same request
 // replays the stored response (4xx included, 5xx never stored), a different request under the key is
-// refused, and a concurrent duplicate gets 409 at once while the first still runs. Charge keys never
-// expire, and a replayed successful charge is answered by its route as the charge is now.
+// refused, and a concurrent duplicate gets 409 at once while the first still runs (its lease renewed
+// until it answers). Charge keys never expire, and a replayed successful charge is answered by its route
+// as the charge is now.
 import fp from 'fastify-plugin';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -12,7 +13,9 @@ import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   releaseIdempotencyKey,
+  renewIdempotencyLease,
   sweepExpiredIdempotencyKeys,
+  type IdempotencyClaim,
 } from '../../store/idempotency';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
@@ -33,9 +36,32 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
   return createHash('sha256').update(`${method} ${url}\n${stableStringify(body ?? {})}`).digest('hex');
 }
 
+/** No request holds a key longer than this, renewed or not: a handler stuck for good frees it. */
+const LEASE_RENEWAL_MAX_MS = 10 * 60_000;
+
+/** Renews a running request's lease every third of it until stopped; stops itself once the run is not ours. */
+function keepLease(app: FastifyInstance, claim: IdempotencyClaim, leaseMs: number): () => void {
+  const started = Date.now();
+  const timer = setInterval(() => {
+    if (Date.now() - started > LEASE_RENEWAL_MAX_MS) return clearInterval(timer);
+    renewIdempotencyLease(app.deps.db, claim, leaseMs).then(
+      (ours) => ours || clearInterval(timer),
+      (err: unknown) => app.log.warn({ err, requestId: claim.run }, 'idempotency lease renewal failed'),
+    );
+  }, leaseMs / 3);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 export default fp(async function idempotencyPlugin(app: FastifyInstance) {
   const { db, config } = app.deps;
   const sealer = sealerFor(config.secretsKey);
+  const leaseMs = config.idempotencyLeaseMs;
+  const leases = new WeakMap<object, () => void>();
+  const stopLease = (request: object) => {
+    leases.get(request)?.();
+    leases.delete(request);
+  };
   app.decorateRequest('idempotency', null);
 
   app.addHook('preValidation', async (request, reply) => {
@@ -51,10 +77,12 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
       fingerprint: requestFingerprint(request.method, request.url, request.body),
       requestId: request.id,
       permanent,
+      leaseMs,
     });
     switch (claim.kind) {
       case 'claimed':
-        request.idempotency = { id: claim.id, run: claim.run, key, replayed: false };
+        request.idempotency = { id: claim.id, run: claim.run, key, created: claim.created, replayed: false };
+        leases.set(request, keepLease(app, claim, leaseMs));
         return;
       case 'reused':
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different method, path or body.', {
@@ -66,7 +94,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
         });
       case 'replay': {
         const stored = claim.doc.response!;
-        request.idempotency = { id: claim.doc._id, run: '', key, replayed: true };
+        request.idempotency = { id: claim.doc._id, run: '', key, created: 0, replayed: true };
         if (permanent && stored.status < 300) return;
         reply.headers(stored.headers);
         reply.header('Idempotent-Replayed', 'true');
@@ -80,6 +108,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
   app.addHook('onSend', async (request, reply, payload) => {
     const state = request.idempotency;
     if (!state || state.replayed) return payload;
+    stopLease(request);
     try {
       // A route's own 409 (its work still running elsewhere) is no answer to keep: a retry asks again.
       if (reply.statusCode >= 500 || reply.statusCode === 409) {
@@ -98,6 +127,9 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
     }
     return payload;
   });
+
+  // A client that hung up does not end the work: the lease is kept until the handler answers.
+  app.addHook('onResponse', async (request) => stopLease(request));
 
   // Swept as a fallback where the TTL index on expires_at is unavailable.
   const sweeper = setInterval(() => {

@@ -1,6 +1,7 @@
 // /v1/subscriptions/{id}/charges and /v1/subscription_charges/{id}: one-off charges on the saved
 // card. The Idempotency-Key is mandatory and permanent: refusals replay through the common
 // idempotency layer, and a charge, found by its namespaced key, answers every later request as it is now.
+// The request that starts a charge never gets 409: past its wait it answers the charge as it stands (pending).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
@@ -14,9 +15,6 @@ import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
 import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
 import { CHARGE_STATUSES, subscriptionChargeObject } from '../schemas/subscription-charge';
-
-/** Below the idempotency lease (30 s): a charge still running past it answers 409 and goes on. */
-const CHARGE_WAIT_MS = 20_000;
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 
@@ -48,7 +46,7 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The HTTP answer of a charge, first time or replayed: 201/200, 402 for a decline, 400 for a refusal. */
+/** The HTTP answer of a charge, first time or replayed: 201/200 (pending while undecided), 402 for a decline, 400 for a refusal. */
 function answer(reply: FastifyReply, result: StartChargeResult) {
   const headers: Record<string, string> = {};
   if (result.replayed) {
@@ -121,8 +119,8 @@ function createChargeRoute(app: RouteApp): void {
           fingerprint: requestFingerprint(request.method, request.url, request.body),
           request: { id: request.id, idempotency_key: key },
           store,
-          // Below the server's request timeout: a charge still running answers 409 and goes on.
-          maxWaitMs: CHARGE_WAIT_MS,
+          // Below the server's request timeout: a charge still running past it answers pending and goes on.
+          maxWaitMs: config.chargeWaitMs,
         },
       );
       return answer(reply, result);

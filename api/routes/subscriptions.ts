@@ -9,6 +9,7 @@ import { findOfferByIdOrSlug } from '../../store/offers';
 import { runSubscriptionAction } from '../../services/subscriptions';
 import { findSubscription, subscriptionsCollection, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
 import { ApiError, invalid, notFound } from '../../domain/errors';
+import { boundedKey, ID_LENGTH_MAX } from '../../domain/bounded-keys';
 import { encodeMetadata, normalizeMetadata } from '../../domain/metadata';
 import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES, type CancellationReason } from '../../domain/subscriptions';
 import {
@@ -91,10 +92,13 @@ async function subscriptionOrNotFound(db: Db, storeId: string, id: string): Prom
   return doc;
 }
 
-/** Updates are identified by the request's Idempotency-Key when sent, so a retried call is one update. */
+/**
+ * Updates are identified by the request's Idempotency-Key and its record's start, so a retried call is one
+ * update while the same key past its 24 hours is a new action (Temporal remembers update ids for the whole run).
+ */
 function updateIdOf(request: FastifyRequest, name: string): string | undefined {
-  const key = request.idempotency?.key;
-  return key ? `${name}:${key}` : undefined;
+  const held = request.idempotency;
+  return held && !held.replayed ? boundedKey(`${name}/${held.created}`, held.key, ID_LENGTH_MAX) : undefined;
 }
 
 function actionDepsOf(app: RouteApp) {
