@@ -1,5 +1,6 @@
 // The checkout session workflow's activities: each one a call into services/checkout-attempts.ts (the
 // provider, under the attempt's key), services/checkout-completion.ts or services/checkout-subscriptions.ts.
+import { Context } from '@temporalio/activity';
 import type { RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
@@ -32,9 +33,9 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
   /** The connection of a session's attempt: a test clock's session only ever the test one. */
   const attemptDeps = (input: { testClock?: string | null }) => ({ provider: connectionFor(deps, Boolean(input.testClock)) });
   return {
-    /** One payment attempt at the provider under its key (a retry gets the first answer). */
+    /** One payment attempt at the provider under its key (a retry gets the first answer); a timed-out try is stopped, not left running. */
     async chargeCheckoutAttempt(input: ChargeAttemptInput): Promise<AttemptResult> {
-      return chargeCheckoutAttempt(attemptDeps(input), input);
+      return chargeCheckoutAttempt(attemptDeps(input), input, Context.current().cancellationSignal);
     },
     /** What the provider holds under the attempt's key; null when it never received it. */
     async lookupCheckoutAttempt(input: LookupAttemptInput): Promise<AttemptLookup | null> {

@@ -63,7 +63,7 @@ const decisionOf = (doc: SubscriptionChargeDoc): ChargeDecision => ({ charge: su
 
 type ProviderOutcome = ChargeOutcome | { status: 'refused'; transactionId: null; code: string; message: string };
 
-async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput): Promise<ProviderOutcome> {
+async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput, signal?: AbortSignal): Promise<ProviderOutcome> {
   const paymentMethodId = input.subscription.paymentMethodId;
   if (!paymentMethodId) return { status: 'refused', transactionId: null, code: 'no_payment_method', message: 'The subscription has no saved card.' };
   return provider.chargeSavedCard({
@@ -74,6 +74,7 @@ async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput
     currency: input.currency,
     description: input.description,
     notifyRef: chargeWorkflowId(input.storeId, input.key),
+    signal,
   });
 }
 
@@ -110,13 +111,14 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
 
 /**
  * The provider charge, its order and the charge document. Each step is keyed, so this can die
- * anywhere (even right after the provider approved) and its retry completes the same charge.
+ * anywhere (even right after the provider approved) and its retry completes the same charge; a try
+ * given up (`signal`, the local activity's timeout) is stopped, and the retries never give up.
  */
-export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput): Promise<ChargeDecision> {
+export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput, signal?: AbortSignal): Promise<ChargeDecision> {
   const { db } = deps;
   // The test clock comes with the input: the subscription may be deleted (with its clock) meanwhile.
   const provider = connectionFor(deps, Boolean(input.testClock));
-  const outcome = await askProvider(provider, input);
+  const outcome = await askProvider(provider, input, signal);
   let order: OrderDoc | null = null;
   if (outcome.transactionId !== null) {
     const status = outcome.status === 'approved' ? 'paid' : outcome.status === 'review' ? 'pending' : 'failed';

@@ -35,9 +35,9 @@ type Deps = { provider: PaymentProvider };
 
 const savedCardRef = (card: SavedCard | null) => (card ? { id: card.paymentMethodId, brand: card.brand, last4: card.last4, chargeable: card.chargeable } : null);
 
-/** One attempt at the provider under its key; a repeat returns the first answer. */
-export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInput): Promise<AttemptResult> {
-  if (input.method === 'pix') return createPix(deps, { ...input, amount: input.amounts.amount_total, currency: input.amounts.currency });
+/** One attempt at the provider under its key; a repeat returns the first answer. `signal`: the activity gave up, so does the request. */
+export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInput, signal?: AbortSignal): Promise<AttemptResult> {
+  if (input.method === 'pix') return createPix(deps, { ...input, amount: input.amounts.amount_total, currency: input.amounts.currency }, signal);
   if (input.trial) return saveTrialCard(deps, input);
   const charged = await deps.provider.chargeCard({
     storeId: input.storeId,
@@ -51,6 +51,7 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
     customerId: input.customerId,
     providerCustomerId: input.providerCustomerId,
     notifyRef: checkoutSessionWorkflowId(input.sessionId),
+    signal,
   });
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
@@ -68,7 +69,11 @@ function cardOutcome(charged: ChargeLookup['outcome']): PaymentAttemptOutcome {
   }
 }
 
-async function createPix(deps: Deps, input: { storeId: string; sessionId: string; key: string; amount: number; currency: string; description: string | null }): Promise<AttemptResult> {
+async function createPix(
+  deps: Deps,
+  input: { storeId: string; sessionId: string; key: string; amount: number; currency: string; description: string | null },
+  signal?: AbortSignal,
+): Promise<AttemptResult> {
   const pix = await deps.provider.createPix({
     storeId: input.storeId,
     idempotencyKey: input.key,
@@ -76,6 +81,7 @@ async function createPix(deps: Deps, input: { storeId: string; sessionId: string
     currency: input.currency,
     description: input.description,
     notifyRef: checkoutSessionWorkflowId(input.sessionId),
+    signal,
   });
   const outcome: PaymentAttemptOutcome =
     pix.status === 'pending'

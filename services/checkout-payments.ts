@@ -15,8 +15,8 @@ import { prepareCustomer } from './customers';
 import { connectionFor, testPaymentsAvailable } from '../adapters/provider';
 import type { SettlementStatus } from '../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './checkout-sessions';
-import { checkoutSessionClient } from './checkout-session-client';
 import { deliverProviderNotice } from './provider-notices';
+import { checkoutSessionClient, type UnsettledAttempt } from './checkout-session-client';
 import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, PIX_UNAVAILABLE_FAILURE, type PayAnswer, type PayInput } from '../workflows/checkout-session-messages';
 
 const cardLocked = (): HostedPaymentResult => ({
@@ -219,6 +219,8 @@ function pageAnswer(answer: PayAnswer): HostedPaymentResult {
   if (attempt.status === 'declined' || attempt.status === 'failed') {
     return { kind: 'error', code: attempt.code ?? 'declined', message: answer.message ?? '', field: 'payment' };
   }
+  // No answer from the provider yet: money may have been taken, so the buyer waits instead of paying again.
+  if (attempt.status === 'unknown') return answer.session === 'open' ? { kind: 'processing' } : { kind: 'closed' };
   // Taken and applied; or landed on a session that closed meanwhile (given back): the session shows which.
   return answer.session === 'complete' && attempt.status !== 'voided' && attempt.status !== 'refunded' ? { kind: 'done' } : { kind: 'closed' };
 }
@@ -235,8 +237,11 @@ async function refusedAnswer(deps: CheckoutDeps, session: CheckoutSessionDoc, ty
   return { kind: 'error', code: type, message, field: 'payment' };
 }
 
-/** The page of an open session after a submit: is an attempt still charging? Null when the workflow could not be asked. */
-export function attemptInFlight(deps: CheckoutDeps, sessionId: string): Promise<boolean | null> {
+/**
+ * The page of an open session after a submit: `charging`, `unknown` (being confirmed with the provider),
+ * false when no attempt is unsettled, null when the workflow could not be asked.
+ */
+export function attemptInFlight(deps: CheckoutDeps, sessionId: string): Promise<UnsettledAttempt | false | null> {
   return checkoutSessionClient(deps.temporal, deps.taskQueue).attemptInFlight(sessionId, 3_000);
 }
 

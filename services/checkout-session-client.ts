@@ -28,6 +28,9 @@ function refusalType(error: unknown): string | null {
   return (error.cause as { type?: string } | undefined)?.type ?? null;
 }
 
+/** An attempt the provider has not answered for: its charge running, or its tries out of time (being confirmed). */
+export type UnsettledAttempt = 'charging' | 'unknown';
+
 /** The pay update as the page sees it: answered, refused by the validator, or no answer within the bound. */
 export type PayReply = { kind: 'answered'; answer: PayAnswer } | { kind: 'refused'; type: string; message: string } | { kind: 'unanswered' };
 
@@ -66,12 +69,13 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
       return within(update, waitMs, { kind: 'unanswered' });
     },
 
-    /** True when an attempt is charging, false when none is, null when the workflow could not be asked in time. */
-    async attemptInFlight(sessionId: string, waitMs: number): Promise<boolean | null> {
+    /** The attempt not yet answered for (charging or unknown), false when none is, null when the workflow could not be asked in time. */
+    async attemptInFlight(sessionId: string, waitMs: number): Promise<UnsettledAttempt | false | null> {
+      const unsettled = (status: string): status is UnsettledAttempt => status === 'charging' || status === 'unknown';
       const asked = handle(sessionId)
         .query(stateQuery)
         .then(
-          (state) => state.attempts.some((attempt) => attempt.status === 'charging'),
+          (state) => state.attempts.map((attempt) => attempt.status).find(unsettled) ?? false,
           () => null,
         );
       return within(asked, waitMs, null);

@@ -161,7 +161,7 @@ function cycleResult(outcome: CycleChargeResult['outcome'], rest: Partial<CycleC
  * Charges one cycle on the saved card under the attempt's key and records its renewal order
  * (paid, pending in review, failed when declined), with invoice.paid / invoice.payment_failed.
  */
-export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input: CycleChargeInput): Promise<CycleChargeResult> {
+export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input: CycleChargeInput, signal?: AbortSignal): Promise<CycleChargeResult> {
   const { db } = deps;
   const sub = await findSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) throw new Error(`subscription ${input.subscriptionId} not found`);
@@ -177,6 +177,7 @@ export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input:
     currency: sub.currency,
     description: sub.offer.name,
     notifyRef: input.notifyRef,
+    signal,
   });
   if (result.status === 'refused') return cycleResult('refused', { code: result.code, message: result.message });
   if (result.status === 'declined' && !input.recordDeclinedOrder) {

@@ -31,7 +31,10 @@ export const PAYMENT_IN_PROGRESS_FAILURE = 'payment_in_progress';
 export const CARD_LOCKED_FAILURE = 'card_payments_locked';
 /** PIX asked for outside BRL or with a free trial (domain/checkout pixAllowed). */
 export const PIX_UNAVAILABLE_FAILURE = 'method_unavailable';
-/** The code of an attempt the provider never received (asked by key): nothing was charged. */
+/**
+ * The code of an attempt the provider never received: a trial's card that could not be saved, an
+ * attempt of a run begun before unknown attempts, or one a closed session's last look-up still did not find.
+ */
 export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
 
 export interface CheckoutWorkflowInput {
@@ -53,7 +56,12 @@ export interface CheckoutWorkflowInput {
 
 export const MAX_CARD_DECLINES = 5;
 
-export type AttemptStatus = 'charging' | 'approved' | 'review' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
+/**
+ * `unknown`: the charge's tries ran out on a timeout, a 5xx or a lost connection, so money may have been
+ * taken: asked again under its key until the provider answers (no new attempt meanwhile); after the
+ * session closed, looked up on a schedule and given back if it was taken.
+ */
+export type AttemptStatus = 'charging' | 'unknown' | 'approved' | 'review' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
 
 /** One payment attempt as the workflow ran it (no card data): what support looks up at the provider by `key`. */
 export interface CheckoutAttempt {
@@ -77,7 +85,7 @@ export interface CheckoutWorkflowState {
   transaction_id: string | null;
   /** Unix seconds; set while a PIX waits to be paid. */
   pix_expires_at: number | null;
-  /** Every attempt, oldest first; at most one is `charging`. */
+  /** Every attempt, oldest first; at most one is `charging` or `unknown`. */
   attempts: CheckoutAttempt[];
   last_error: { code: string; message: string } | null;
   /** How the pending payment ended: paid, refused or expired. */
@@ -125,7 +133,7 @@ export type PaymentAttemptOutcome =
   | { status: 'review'; transactionId: string }
   | { status: 'pix_pending'; transactionId: string; pixCode: string; pixExpiresAt: number }
   | { status: 'declined'; code: string; message: string }
-  /** The provider never received the attempt (asked by key): nothing was charged. */
+  /** The provider never received the attempt (see PROVIDER_UNAVAILABLE_CODE): nothing was charged. */
   | { status: 'failed'; code: string; message: string };
 
 /** What the provider answered for one attempt (the charge activity, or a lookup by its key). */

@@ -1,8 +1,9 @@
 // What one checkout session workflow knows (its queryable state with every payment attempt, the
-// provider's notice) and one method per transition: run an attempt (one keyed charge activity, then
-// the provider asked by key until its outcome is known), land it (complete, decline, or give an
-// approval on a closed session back), expire, settle a pending payment, hand off to a subscription.
-import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+// provider's notice) and one method per transition: run an attempt (one keyed charge activity; past its
+// tries the attempt is unknown and asked again under its key until the provider answers), land it
+// (complete, decline, or give an approval on a closed session back), expire, re-check what a closed
+// session left unknown, settle a pending payment, hand off to a subscription.
+import { ActivityFailure, ApplicationFailure, condition, log, patched, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
 import type { ProviderNotice, TransactionState } from '../adapters/provider/types';
@@ -32,6 +33,16 @@ import {
 } from './checkout-session-messages';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const MINUTE_MS = 60 * 1000;
+/** Runs begun before this took a charge's timeout and one "never received" look-up as nothing charged. */
+const UNKNOWN_ATTEMPTS_PATCH = 'checkout-unknown-attempts';
+/** When a closed session looks an attempt still unknown up again, counted from the close. */
+export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
+
+/** Wait before asking about an unknown attempt again while the session is open: 10 s, doubling, at most 10 minutes. */
+function unknownRecheckMs(round: number): number {
+  return Math.min(10_000 * 2 ** Math.min(round - 1, 10), 10 * MINUTE_MS);
+}
 /** Notices kept while the session's transaction is unknown: one per attempt, and a session has few. */
 const EARLY_NOTICES_KEPT = 20;
 
@@ -120,6 +131,8 @@ export class LiveCheckoutSession {
   private paidAtMs = 0;
   /** What each attempt was asked with (the lookup at expiry needs it to apply an approval). */
   private readonly requests = new Map<number, PayInput>();
+  /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
+  private readonly resolutions: Promise<void>[] = [];
 
   constructor(input: CheckoutWorkflowInput) {
     this.storeId = input.storeId;
@@ -130,9 +143,14 @@ export class LiveCheckoutSession {
     this.maxCardDeclines = input.maxCardDeclines ?? MAX_CARD_DECLINES;
   }
 
-  /** The attempt whose outcome is not known yet, if any. */
+  /** The attempt whose charge activity is running, if any. */
   inFlight(): CheckoutAttempt | undefined {
     return this.state.attempts.find((attempt) => attempt.status === 'charging');
+  }
+
+  /** Attempts whose tries ran out without the provider's answer: money may have been taken. */
+  unknownAttempts(): CheckoutAttempt[] {
+    return this.state.attempts.filter((attempt) => attempt.status === 'unknown');
   }
 
   /** Cards declined on this session so far (card testing is stopped at maxCardDeclines). */
@@ -140,10 +158,11 @@ export class LiveCheckoutSession {
     return this.state.attempts.filter((attempt) => attempt.method === 'card' && attempt.status === 'declined').length;
   }
 
-  /** The pay update's validator: an open session, before its deadline, with no attempt in flight, cards not locked, PIX only where allowed. */
+  /** The pay update's validator: an open session, before its deadline, every earlier attempt known, cards not locked, PIX only where allowed. */
   validatePay(input: PayInput): void {
     if (this.state.status !== 'open' || this.closing || clockNow() >= this.deadlineMs) throw notOpen(this.state);
     if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
+    if (this.unknownAttempts().length > 0) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is being confirmed with the provider.');
     if (input.method === 'card' && this.cardDeclines() >= this.maxCardDeclines) {
       throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
     }
@@ -177,22 +196,75 @@ export class LiveCheckoutSession {
     return this.runAttempt(attempt, input);
   }
 
+  /** Lands the attempt's outcome; an unknown one is answered as such and asked about again in the background. */
   private async runAttempt(attempt: CheckoutAttempt, input: PayInput): Promise<PayAnswer> {
     const result = await this.chargeUntilKnown(attempt, input);
-    await this.mutex.runExclusive(() => this.land(attempt, input, result));
+    if (result) await this.mutex.runExclusive(() => this.land(attempt, input, result));
+    else this.becomeUnknown(attempt, input);
     const message = attempt.status === 'declined' || attempt.status === 'failed' ? (this.state.last_error?.message ?? null) : null;
     return { attempt: { ...attempt }, session: this.state.status, message };
   }
 
-  /** The charge activity; when it fails past its retries, the provider asked by the attempt's key until it answers. */
-  private async chargeUntilKnown(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
+  /** The keyed charge request; the same request again answers what the provider did with the first. */
+  private charge(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
+    return charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key, ...this.onClock });
+  }
+
+  /**
+   * The charge activity; past its tries (a timeout, a 5xx, a lost connection) the provider is asked by
+   * key once, and null (unknown) when it has no record yet: a try may still reach it.
+   */
+  private async chargeUntilKnown(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult | null> {
     try {
-      return await charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key, ...this.onClock });
+      return await this.charge(attempt, input);
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       log.warn('checkout charge failed after its retries; asking the provider by key', { sessionId: this.sessionId, key: attempt.key, message: error.cause?.message });
     }
-    return (await this.lookupUntilKnown(attempt)) ?? NOTHING_CHARGED;
+    // A trial only saves a card, so nothing can have been charged.
+    if (input.trial || !patched(UNKNOWN_ATTEMPTS_PATCH)) return (await this.lookupUntilKnown(attempt)) ?? NOTHING_CHARGED;
+    const found = await this.lookup(attempt);
+    return found ? found.result : null;
+  }
+
+  /** The attempt is unknown: no new attempt is taken until the provider answers for it (resolveUnknown). */
+  private becomeUnknown(attempt: CheckoutAttempt, input: PayInput): void {
+    if (attempt.status !== 'charging') return;
+    attempt.status = 'unknown';
+    showProgress('open', `Attempt ${attempt.n} unknown (no answer from the provider); asking again under ${attempt.key}`);
+    this.resolutions.push(this.resolveUnknown(attempt, input));
+  }
+
+  /**
+   * While the session is open, the unknown attempt is asked about again on a backoff: its record at the
+   * provider, else the same keyed request. Ends once it landed or the session is closing (the expiry
+   * looks it up, the closed session re-checks it later).
+   */
+  private async resolveUnknown(attempt: CheckoutAttempt, input: PayInput): Promise<void> {
+    const settledElsewhere = () => this.closing || this.state.status !== 'open' || attempt.status !== 'unknown';
+    for (let round = 1; ; round++) {
+      if (await condition(settledElsewhere, unknownRecheckMs(round))) return;
+      const result = await this.askAgain(attempt, input);
+      if (result) return this.mutex.runExclusive(() => this.land(attempt, input, result));
+    }
+  }
+
+  /** The provider's record under the attempt's key, else (session still open) the keyed request again; null while unknown. */
+  private async askAgain(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult | null> {
+    const found = await this.lookup(attempt);
+    if (found) return found.result;
+    if (found === undefined || this.closing || this.state.status !== 'open') return null;
+    try {
+      return await this.charge(attempt, input);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      return null;
+    }
+  }
+
+  /** Every background resolution has ended (the session closed or each attempt became known). */
+  async resolutionsEnded(): Promise<void> {
+    await Promise.all(this.resolutions);
   }
 
   /** The provider's record of the attempt (null: it never received it), asked until it answers. */
@@ -222,7 +294,7 @@ export class LiveCheckoutSession {
 
   /** The attempt's outcome lands once: on an open session it completes or declines it; on a closed one an approval is given back. */
   private async land(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
-    if (attempt.status !== 'charging') return;
+    if (attempt.status !== 'charging' && attempt.status !== 'unknown') return;
     const { outcome } = result;
     if (this.state.status !== 'open') return this.giveBack(attempt, outcome);
     attempt.status = outcome.status;
@@ -309,12 +381,49 @@ export class LiveCheckoutSession {
    * took completes the session now, anything else lets the expiry go ahead (a later approval is given back).
    */
   private async settleAttemptInFlight(): Promise<void> {
-    if (await condition(() => this.inFlight() === undefined, this.holdMs)) return;
+    if (await condition(() => this.inFlight() === undefined, this.holdMs)) return this.settleUnknownAttempt();
     const attempt = this.inFlight()!;
     const found = await this.lookupUntilKnown(attempt);
-    if (found && takesPayment(found.outcome)) {
-      await this.mutex.runExclusive(() => (this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, found) : Promise.resolve()));
+    if (found && takesPayment(found.outcome)) await this.landWhileOpen(attempt, found);
+  }
+
+  /** Closing with an attempt unknown: one look-up by key lands what the provider holds; else the closed session re-checks it later. */
+  private async settleUnknownAttempt(): Promise<void> {
+    const [attempt] = this.unknownAttempts();
+    if (!attempt) return;
+    const found = await this.lookup(attempt);
+    if (found) await this.landWhileOpen(attempt, found.result);
+  }
+
+  private landWhileOpen(attempt: CheckoutAttempt, result: AttemptResult): Promise<void> {
+    return this.mutex.runExclusive(() => (this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, result) : Promise.resolve()));
+  }
+
+  /**
+   * The session is closed: each attempt still unknown is looked up again on CLOSED_RECHECKS_MS; a
+   * payment found is given back (refunded or voided, keyed), a decline recorded. One the provider still
+   * has no record of a day later never reached it (its tries were stopped when given up).
+   */
+  async recheckUnknownAttempts(): Promise<void> {
+    let waitedMs = 0;
+    for (const atMs of CLOSED_RECHECKS_MS) {
+      if (this.unknownAttempts().length === 0) return;
+      await sleep(atMs - waitedMs);
+      waitedMs = atMs;
+      for (const attempt of this.unknownAttempts()) await this.recheck(attempt);
     }
+    for (const attempt of this.unknownAttempts()) this.neverReceived(attempt);
+  }
+
+  private async recheck(attempt: CheckoutAttempt): Promise<void> {
+    const found = await this.lookupUntilKnown(attempt);
+    if (found) await this.mutex.runExclusive(() => this.giveBack(attempt, found.outcome));
+  }
+
+  private neverReceived(attempt: CheckoutAttempt): void {
+    attempt.status = 'failed';
+    attempt.code = PROVIDER_UNAVAILABLE_CODE;
+    log.warn('an unknown checkout attempt was never received by the provider', { sessionId: this.sessionId, key: attempt.key });
   }
 
   private async expireNow() {

@@ -1,9 +1,11 @@
 // The checkout session workflow `checkout-session/<cs_id>`: the one writer of a session. Open until
 // paid, its deadline (a timer at expires_at) or the `expire` update. Each `pay` update is one attempt
-// the workflow runs itself (keyed `checkout/<cs_id>/<n>` at the provider); an expiry waits for an
-// attempt in flight up to the hold, then asks the provider by key, and an approval that lands on a
-// closed session is given back. A pending PIX or review then waits for the provider's notice (asked
-// by key daily) and never reopens; failed lookups and subscription hand-offs are retried later.
+// the workflow runs itself (keyed `checkout/<cs_id>/<n>` at the provider); one whose tries get no answer
+// is unknown, asked again under its key (no new attempt meanwhile); an expiry waits for an attempt in
+// flight up to the hold, then asks the provider by key, an approval that lands on a closed session is
+// given back, and attempts a closed session left unknown are looked up for a day and given back if
+// taken. A pending PIX or review then waits for the provider's notice (asked by key daily) and never
+// reopens; failed lookups and subscription hand-offs are retried later.
 // A paid session ends by sending the buyer the store's purchase confirmation.
 import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './checkout-session-state';
@@ -45,7 +47,10 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
 
   // An attempt still charging on a closed session is finished (and given back) before the run ends.
   await condition(allHandlersFinished);
+  await session.resolutionsEnded();
   await leaveClock();
+  // Off the test clock: the provider's time, not the buyer's, decides when a late approval shows.
+  await session.recheckUnknownAttempts();
   return state;
 }
 

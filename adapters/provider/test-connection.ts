@@ -1,6 +1,8 @@
 // The built-in test payment connection: behaves like a real provider driven by test inputs
 // (DESIGN.md, "The test payment connection"). Orders paid through it have livemode false; its
-// ledger and saved cards are in test-ledger.ts, how its cards behave in test-cards.ts.
+// ledger and saved cards are in test-ledger.ts, how its cards behave in test-cards.ts. A charge whose
+// caller gave up (its `signal` aborted) before the ledger recorded it is never recorded, as a request
+// a connection stopped never reaches the provider.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
@@ -118,11 +120,13 @@ async function chargeSavedCard(ledger: TestLedger, input: ChargeSavedCardInput):
       ? outcomeFor(cardDecision(card.behaviour, false), newId('tx', ledger.now()))
       : { status: 'refused', transactionId: null, code: 'provider_error', message: 'The provider does not know this payment method.' };
   }
+  input.signal?.throwIfAborted();
   const doc = await ledger.record(ledger.entry(input, 'saved_card', fingerprint, outcome, { payment_method: input.paymentMethodId }));
   return replayOf(doc, fingerprint);
 }
 
 async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<CheckoutChargeOutcome> {
+  input.signal?.throwIfAborted();
   const existing = await ledger.findByKey(input.storeId, input.idempotencyKey);
   const token = await ledger.findToken(input.storeId, input.cardToken);
   // Only the last four digits take part in the fingerprint: the number itself is never kept.
@@ -130,6 +134,7 @@ async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<C
   if (existing) return { ...replayOf(existing, fingerprint), card: await ledger.cardOf(existing) };
 
   const { outcome, saved } = await chargeNewCard(ledger, input, token);
+  input.signal?.throwIfAborted();
   const doc = await ledger.record(ledger.entry(input, 'card', fingerprint, outcome, { payment_method: saved?.paymentMethodId ?? null }));
   return { ...replayOf(doc, fingerprint), card: await ledger.cardOf(doc) };
 }
@@ -147,7 +152,9 @@ async function chargeNewCard(ledger: TestLedger, input: ChargeCardInput, token: 
 
 async function createPix(ledger: TestLedger, input: CreatePixInput): Promise<PixOutcome> {
   const fingerprint = fingerprintOf({ kind: 'pix', amount: input.amount, currency: input.currency });
-  const doc = (await ledger.findByKey(input.storeId, input.idempotencyKey)) ?? (await ledger.record(newPixEntry(ledger, input, fingerprint)));
+  const found = await ledger.findByKey(input.storeId, input.idempotencyKey);
+  input.signal?.throwIfAborted();
+  const doc = found ?? (await ledger.record(newPixEntry(ledger, input, fingerprint)));
   const outcome = replayOf(doc, fingerprint);
   if (outcome.status === 'refused') return { status: 'refused', transactionId: null, code: 'provider_error', message: outcome.message };
   return { status: 'pending', transactionId: doc.transaction_id!, copyPaste: doc.pix_code!, expiresAt: doc.expires_at! };

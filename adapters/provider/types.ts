@@ -49,7 +49,15 @@ export type ChargeOutcome =
   | { status: 'declined'; transactionId: string; code: string | null; message: string }
   | { status: 'refused'; transactionId: null; code: 'provider_error' | 'payment_method_not_chargeable'; message: string };
 
-export interface ChargeSavedCardInput {
+/**
+ * A money-moving request the caller may give up on (its activity cancelled or timed out): a connection
+ * passes `signal` to its HTTP calls, so a given-up request stops, and one not yet made is never made.
+ */
+export interface Abortable {
+  signal?: AbortSignal;
+}
+
+export interface ChargeSavedCardInput extends Abortable {
   storeId: string;
   /** The charge's key: retrying with it returns the first outcome and never charges again. */
   idempotencyKey: string;
@@ -61,7 +69,7 @@ export interface ChargeSavedCardInput {
   notifyRef?: string | null;
 }
 
-export interface ChargeCardInput {
+export interface ChargeCardInput extends Abortable {
   storeId: string;
   idempotencyKey: string;
   /** The card as the provider's token (tokenizeCard): the number never reaches our workflows. */
@@ -80,7 +88,7 @@ export interface ChargeCardInput {
 /** Charge with the buyer present (checkout): the outcome plus the saved card when one was kept. */
 export type CheckoutChargeOutcome = ChargeOutcome & { card: SavedCard | null };
 
-export interface CreatePixInput {
+export interface CreatePixInput extends Abortable {
   storeId: string;
   idempotencyKey: string;
   amount: number;

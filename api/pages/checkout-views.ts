@@ -283,13 +283,16 @@ export function renderPendingPage(lang: PageLanguage, session: CheckoutSessionDo
   return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
 }
 
-/** A payment the workflow is still running: the buyer waits here (polling) instead of paying again. */
-export function renderProcessingPage(lang: PageLanguage, session: CheckoutSessionDoc): string {
+/**
+ * A payment the workflow is still running: the buyer waits here (polling) instead of paying again;
+ * `confirming` when the provider has not answered for it yet (it may have been charged).
+ */
+export function renderProcessingPage(lang: PageLanguage, session: CheckoutSessionDoc, confirming = false): string {
   const body = html`${topBar(lang, session)}
 <main class="wrap">
 <section class="panel" aria-labelledby="processing-title" data-poll="/c/${session._id}/status" data-state="processing/${session.payment_status}" data-testid="processing">
   <h1 id="processing-title">${t(lang, 'pending_title')}</h1>
-  <p>${t(lang, 'err_payment_in_progress')}</p>
+  <p${confirming ? html` data-testid="confirming"` : ''}>${t(lang, confirming ? 'confirming_text' : 'err_payment_in_progress')}</p>
   <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
 </section>
 </main>`;

@@ -115,7 +115,8 @@ async function renderSession(
   }
   if (status === 'open') {
     // After a submit: while the workflow still charges (or cannot be asked), the buyer waits instead of paying again.
-    if (options.processing && (await attemptInFlight(deps, session._id)) !== false) return { status: 200, body: renderProcessingPage(lang, session) };
+    const unsettled = options.processing ? await attemptInFlight(deps, session._id) : false;
+    if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
     return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;

@@ -3,7 +3,9 @@
 // exactly at its deadline; a PIX expires 30 minutes after it was generated; an attempt in flight at the
 // deadline or at POST expire lands first (or is looked up by key after the hold) and completes the
 // session once; an approval that lands after the session expired is refunded with no order; a charge
-// the provider never received fails and the buyer's next attempt (a new key) pays; three updates at
+// whose tries all fail is unknown, not failed: asked again under its key it pays once, and no new attempt
+// is taken meanwhile; a try that times out is stopped (its signal aborted), and when the provider still
+// records it 5 s later exactly one capture is kept, on an open session or an expired one; three updates at
 // once, even in one activation, make one attempt; a review is asked about by key daily (a lost notice
 // resolves by lookup) and counts as refused and voided at the window's end; lookups and the
 // subscription hand-off that fail past their retries are tried again later. Tests run serially.
@@ -17,12 +19,12 @@ import { collections, type StoreDoc } from '../../store/collections';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import type { PaymentProvider } from '../../adapters/provider/types';
+import type { ChargeCardInput, PaymentProvider } from '../../adapters/provider/types';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { findCheckoutSession } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { createCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
-import { payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import {
   checkoutAttemptKey,
@@ -65,6 +67,12 @@ const faults = {
   beforeCharge: new Map<string, Gate>(),
   /** Charges recorded (money taken) whose answer is held (a slow network on the way back). */
   afterCharge: new Map<string, Gate>(),
+  /** Keys whose tries never get an answer: each waits until its caller gives up (its signal aborts). */
+  unanswered: new Set<string>(),
+  /** The last unanswered try per key, as sent (the provider may still record it). */
+  lastTry: new Map<string, ChargeCardInput>(),
+  /** How many unanswered tries per key were given up by their caller (signal aborted). */
+  givenUp: new Map<string, number>(),
   /** The provider's clock, pinned to the test server's time where a test needs it (PIX validity). */
   now: null as number | null,
 };
@@ -75,6 +83,20 @@ function countDown(map: Map<string, number>, key: string): boolean {
   return left > 0;
 }
 
+/** A try on the wire with no answer: it ends only when its caller gives up (never, without a signal). */
+function unansweredTry(input: ChargeCardInput): Promise<never> {
+  const key = input.idempotencyKey;
+  faults.lastTry.set(key, input);
+  return new Promise((_, reject) => {
+    const stop = () => {
+      faults.givenUp.set(key, (faults.givenUp.get(key) ?? 0) + 1);
+      reject(input.signal!.reason);
+    };
+    if (input.signal?.aborted) stop();
+    else input.signal?.addEventListener('abort', stop, { once: true });
+  });
+}
+
 /** The worker's provider: the test connection, with the faults above. */
 function faultyProvider(): PaymentProvider {
   const base = createTestConnection({ db: mongo.db, now: () => faults.now ?? Date.now() });
@@ -82,6 +104,7 @@ function faultyProvider(): PaymentProvider {
     ...base,
     async chargeCard(input) {
       if (countDown(faults.failingCharges, input.idempotencyKey)) throw new Error('test provider unreachable');
+      if (faults.unanswered.has(input.idempotencyKey)) return unansweredTry(input);
       await faults.beforeCharge.get(input.idempotencyKey)?.promise;
       const outcome = await base.chargeCard(input);
       await faults.afterCharge.get(input.idempotencyKey)?.promise;
@@ -155,6 +178,31 @@ async function eventCount(sessionId: string, type: string): Promise<number> {
 
 const ledger = () => mongo.db.collection('provider_test_charges');
 const ordersOf = (sessionId: string) => collections(mongo.db).db.collection('orders').countDocuments({ checkout_session: sessionId });
+
+/** Skips the test server's time in 5 s steps until the first attempt's charge tries ran out (it leaves charging). */
+async function skipUntilTriesRunOut(handle: { query: (q: typeof stateQuery) => Promise<{ attempts: { key: string; status: string }[] }> }) {
+  return waitFor(
+    async () => {
+      await env.sleep(5_000);
+      const [attempt] = (await handle.query(stateQuery)).attempts;
+      return attempt && attempt.status !== 'charging' ? attempt : null;
+    },
+    { timeoutMs: 90_000, intervalMs: 0, description: 'the charge tries to run out' },
+  );
+}
+
+/** The provider records the unanswered try after all (it was on the wire when its caller gave up). */
+async function recordLastTry(key: string): Promise<void> {
+  const sent = faults.lastTry.get(key)!;
+  await createTestConnection({ db: mongo.db }).chargeCard({ ...sent, signal: undefined });
+}
+
+/** Money the provider holds for the session: `kept` approvals, every other charge given back. */
+async function expectCapturesKept(sessionId: string, kept: number): Promise<void> {
+  const states = (await ledger().find({ key: { $regex: sessionId } }).toArray()).map((doc) => doc.state as string);
+  expect(states.filter((state) => state === 'approved' || state === 'paid')).toHaveLength(kept);
+  expect(states.every((state) => ['approved', 'paid', 'refunded', 'voided'].includes(state))).toBe(true);
+}
 
 describe.sequential('checkout session workflow', () => {
   test('an untouched session is open one second before its deadline and expired exactly at it, with one checkout.session.expired', async () => {
@@ -296,19 +344,79 @@ describe.sequential('checkout session workflow', () => {
     await recordHistory(env.client, handle.workflowId, 'checkout-session-late-approval-refunded');
   });
 
-  test('a charge the provider never received (unreachable past the retries) fails with nothing charged; the next attempt, under a new key, pays', async () => {
+  test('a charge whose tries all fail to reach the provider is unknown, not failed: a second pay is refused meanwhile, and the same keyed request, asked again, pays once', async () => {
     const { session, handle, key } = await openSession(30 * MINUTE_MS);
     faults.failingCharges.set(key(1), 4);
-    const failed = await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs());
-    expect(failed).toMatchObject({ kind: 'error', code: 'provider_unavailable', field: 'payment' });
-    expect((await handle.query(stateQuery)).attempts).toEqual([expect.objectContaining({ n: 1, status: 'failed', code: 'provider_unavailable' })]);
-    expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'done' });
+    expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+    expect((await handle.query(stateQuery)).attempts).toEqual([expect.objectContaining({ n: 1, key: key(1), status: 'unknown', code: null })]);
+    expect(await attemptInFlight(deps(), session._id)).toBe('unknown');
+    expect(await payCheckoutSession(deps({ payWaitMs: 2_000 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+
     const final = await handle.result();
-    expect(final.attempts.map((a: { key: string; status: string }) => [a.key, a.status])).toEqual([
-      [key(1), 'failed'],
-      [key(2), 'approved'],
-    ]);
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'approved' })] });
+    expect(final.attempts).toHaveLength(1);
     expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
+    expect(await ordersOf(session._id)).toBe(1);
+  });
+
+  test('the last try times out and the provider records it 5 s later: the attempt is unknown, no new attempt is taken, the late approval completes the session; one capture kept, one order', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
+    faults.failingCharges.set(key(1), 3);
+    faults.unanswered.add(key(1));
+    let afterTries;
+    let payAgain;
+    try {
+      expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+      afterTries = await skipUntilTriesRunOut(handle);
+      // The buyer pays again: told the payment is being confirmed, nothing new is charged.
+      payAgain = await payCheckoutSession(deps({ payWaitMs: 2_000 }), session, CARD_OK, await env.currentTimeMs());
+      await env.sleep(5_000);
+      await recordLastTry(key(1));
+    } finally {
+      faults.unanswered.delete(key(1));
+    }
+
+    const final = await handle.result();
+    await expectCapturesKept(session._id, 1);
+    expect(await ordersOf(session._id)).toBe(1);
+    expect(afterTries).toMatchObject({ key: key(1), status: 'unknown' });
+    expect(payAgain).toEqual({ kind: 'processing' });
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'approved' })] });
+    expect(final.attempts).toHaveLength(1);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
+    // The timed-out try was stopped when its activity was given up, not left running unobserved.
+    await waitFor(() => (faults.givenUp.get(key(1)) ?? 0) >= 1, { description: 'the timed-out try to see its cancellation' });
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-unknown-attempt-approved-late');
+  });
+
+  test('the merchant expires the session during the last try, which times out and is recorded by the provider 5 s later: a minute after the close the session looks it up again and refunds it (attempt refunded, no order)', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { attemptHoldMs: 10_000 });
+    faults.failingCharges.set(key(1), 3);
+    faults.unanswered.add(key(1));
+    let expiredAt = 0;
+    try {
+      expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+      await waitFor(() => faults.lastTry.has(key(1)), { description: 'the last try to reach the provider' });
+      const expiring = handle.executeUpdate(expireUpdate);
+      await env.sleep(12_000);
+      expect((await expiring).status).toBe('expired');
+      expiredAt = await env.currentTimeMs();
+      await skipUntilTriesRunOut(handle);
+      await env.sleep(5_000);
+      await recordLastTry(key(1));
+    } finally {
+      faults.unanswered.delete(key(1));
+    }
+
+    const final = await handle.result();
+    await expectCapturesKept(session._id, 0);
+    expect(final).toMatchObject({ status: 'expired', order: null, attempts: [expect.objectContaining({ key: key(1), status: 'refunded' })] });
+    // Found by the closed session's first re-check, not by a try (none is made once the session closes).
+    expect((await handle.describe()).closeTime!.getTime() - expiredAt).toBeGreaterThanOrEqual(MINUTE_MS - 10_000);
+    expect((await createTestConnection({ db: mongo.db }).lookupCharge({ storeId: store._id, idempotencyKey: key(1) }))!.state).toBe('refunded');
+    expect(await ordersOf(session._id)).toBe(0);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(0);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-unknown-attempt-refunded-after-expiry');
   });
 
   test('three pay updates at once: one attempt runs, the others are refused as payment in progress (or find the session complete); one charge, one order', async () => {
