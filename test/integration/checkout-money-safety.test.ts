@@ -4,7 +4,9 @@
 // Temporal unreachable for 10 s right after an approval (a TCP proxy cut in front of the frontend) shows
 // "processing", never a 500, and completes the session once Temporal is back; a provider slower than the
 // hold lets the merchant's expire go ahead and the late approval is refunded (no order, no event); three
-// submits at once make one charge, one order and one checkout.session.completed.
+// submits at once make one charge, one order and one checkout.session.completed; a provider that answers
+// none of the tries leaves the page saying the payment is being confirmed (not "nothing was charged"),
+// takes no second payment, and pays once under the same key when it answers.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -43,6 +45,8 @@ const onCharge = {
   before: new Map<string, Gate>(),
   /** Run once the provider recorded the charge, before its answer goes back. */
   after: new Map<string, () => Promise<void>>(),
+  /** Keys whose tries fail before reaching the provider (connection lost) until removed. */
+  unreachable: new Set<string>(),
 };
 
 function wrappedProvider(): PaymentProvider {
@@ -50,6 +54,7 @@ function wrappedProvider(): PaymentProvider {
   return {
     ...base,
     async chargeCard(input) {
+      if (onCharge.unreachable.has(input.idempotencyKey)) throw new Error('test provider unreachable');
       await onCharge.before.get(input.idempotencyKey)?.promise;
       const outcome = await base.chargeCard(input);
       const after = onCharge.after.get(input.idempotencyKey);
@@ -214,4 +219,30 @@ describe('checkout money safety', () => {
     const state = await temporal.workflow.getHandle(checkoutSessionWorkflowId(id)).query(stateQuery);
     expect(state.attempts).toEqual([expect.objectContaining({ n: 1, status: 'approved' })]);
   }, 120_000);
+
+  test('no answer to any try: the page says the payment is being confirmed, a second submit charges nothing, and the same key pays once when the provider is back', async () => {
+    const id = await newSession();
+    const key = checkoutAttemptKey(id, 1);
+    onCharge.unreachable.add(key);
+    const form = buyer();
+    expect((await post(api.url, `/c/${id}/pay`, form)).location).toBe(`/c/${id}?processing=1`);
+    const confirming = await waitFor(
+      async () => {
+        const shown = await page(`/c/${id}?processing=1`);
+        return shown.text.includes('data-testid="confirming"') ? shown.text : null;
+      },
+      { timeoutMs: 60_000, description: 'the page to say the payment is being confirmed' },
+    );
+    expect(confirming).toContain('is being confirmed');
+    expect(confirming).not.toContain('Nothing was charged');
+    // The buyer submits again: sent back to wait, no new attempt.
+    expect((await post(api.url, `/c/${id}/pay`, form)).location).toBe(`/c/${id}?processing=1`);
+    onCharge.unreachable.delete(key);
+
+    await waitFor(async () => (await session(id)).status === 'complete', { timeoutMs: 90_000, description: 'the same key to pay once the provider answers' });
+    expect(await charges(id)).toBe(1);
+    expect(await orders(id)).toBe(1);
+    const state = await temporal.workflow.getHandle(checkoutSessionWorkflowId(id)).query(stateQuery);
+    expect(state.attempts).toEqual([expect.objectContaining({ n: 1, key, status: 'approved' })]);
+  }, 180_000);
 });
