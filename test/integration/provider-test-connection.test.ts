@@ -1,5 +1,6 @@
 // What this tests: every row of DESIGN.md's test payment connection table against FerretDB, and that
-// one idempotency key charges once (concurrently, and with a fresh connection object as after a restart).
+// one idempotency key charges once (concurrently, and with a fresh connection object as after a restart),
+// and that a charge whose caller gave up (its AbortSignal aborted) is never recorded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
@@ -165,6 +166,21 @@ describe('idempotency of charges', () => {
     const k = key();
     await charge(card.paymentMethodId, 1000, k);
     expect(await charge(card.paymentMethodId, 2000, k)).toMatchObject({ status: 'refused', code: 'provider_error' });
+  });
+
+  it('a charge whose caller gave up (its signal aborted) is refused with the abort and never recorded; the key then charges once', async () => {
+    const card = await savedCard('4242424242424242');
+    const token = await tokenOf('4242424242424242');
+    const [saved, checkout, pix] = [key(), key(), key()];
+    const gaveUp = new AbortController();
+    gaveUp.abort(new Error('the activity timed out'));
+    const signal = gaveUp.signal;
+    const common = { storeId, amount: 700, currency: 'brl', description: 'test', signal };
+    await expect(provider.chargeSavedCard({ ...common, idempotencyKey: saved, paymentMethodId: card.paymentMethodId })).rejects.toThrow('the activity timed out');
+    await expect(provider.chargeCard({ ...common, idempotencyKey: checkout, cardToken: token })).rejects.toThrow('the activity timed out');
+    await expect(provider.createPix({ ...common, idempotencyKey: pix })).rejects.toThrow('the activity timed out');
+    for (const k of [saved, checkout, pix]) expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toBeNull();
+    expect(await charge(card.paymentMethodId, 700, saved)).toMatchObject({ status: 'approved' });
   });
 });
 
