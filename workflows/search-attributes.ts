@@ -1,5 +1,5 @@
 // The search attributes billing workflows carry, one definition shared by workflows and services.
-// Operators filter the Web UI and the CLI by them (README "Finding a workflow"); the dev server
+// Operators filter the Web UI and the CLI by them (docs/operations.md); the dev server
 // registers them at start (temporal-dev/servers.ts), a production namespace once by hand.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 

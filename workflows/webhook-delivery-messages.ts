@@ -1,5 +1,6 @@
-// Messages of the webhook delivery workflow, shared by the workflow, the API and the runbook:
-// its id, the `resend` signal, the `state` query, the StoreId search attribute and the input.
+// Messages of the webhook delivery workflow, shared by the workflow, the API and the runbook
+// (docs/runbook-webhooks.md): its id, the `resend` signal, the `state` query, the StoreId search
+// attribute and the input.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';

@@ -1,6 +1,6 @@
 // What this tests: what an operator sees in the Temporal Web UI, in a real browser. A dev server with
 // its UI (the suite's shared one is headless), a worker and the API start a checkout session and a
-// subscription whose first charge is declined. The list, with the business columns README's runbook
+// subscription whose first charge is declined. The list, with the business columns docs/operations.md
 // suggests (BillingStatus, CustomerId, StoreId), shows their rows and statuses; a BillingStatus query
 // narrows it to the past-due subscription; its page shows the summary and the current step. The pinned
 // UI (2.54) lists no static summaries (ListWorkflowExecutions does not return user metadata), so the

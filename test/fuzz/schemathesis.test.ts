@@ -117,7 +117,7 @@ it(
     mkdirSync('test/artifacts', { recursive: true });
     writeFileSync('test/artifacts/schemathesis.log', output);
     if (code !== 0) console.log(output);
-    // The summary (operations, test cases, failures) is what README quotes.
+    // The summary (operations, test cases, failures) is what docs/testing.md quotes.
     else console.log(output.slice(output.lastIndexOf('API Operations')));
     const [, selected, total] = /API Operations:\s+Selected: (\d+)\/(\d+)/.exec(output) ?? [];
     expect(Number(selected), 'every operation but the streaming ones').toBe(Number(total) - STREAMING_OPERATIONS.length);

@@ -1,7 +1,7 @@
 // What this tests: what an operator sees of billing in the Temporal Web UI and CLI, through the dev
 // server. The worker process keeps one sweeper and one usage routine per task queue however often they
 // run; business workflows carry a summary (object, customer with masked e-mail, amount, offer) and a
-// current step; and each search query README's runbook shows finds the workflow it should.
+// current step; and each search query docs/operations.md shows finds the workflow it should.
 import type { Worker } from '@temporalio/worker';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { execFile } from 'node:child_process';
@@ -143,7 +143,7 @@ describe('business rows and searches', () => {
     expect(await (await handle.describe()).staticSummary()).toMatch(new RegExp(`^Subscription ${sub._id} · ${sub.customer} .\\*\\*\\*@example.com · ${catalog.monthly.name}`));
     expect(await currentDetails(handle)).toMatch(/^past_due since .*: 1 failed, retry at \d{4}-/);
 
-    // The same query as support staff type it (README): the bundled CLI through `npm run temporal`.
+    // The same query as support staff type it (docs/operations.md): the bundled CLI through `npm run temporal`.
     const listed = await runCli(['workflow', 'list', '--query', `BillingStatus='past_due' AND StoreId='${store.store._id}'`, '--output', 'json']);
     expect((JSON.parse(listed) as Array<{ execution: { workflowId: string } }>).map((row) => row.execution.workflowId)).toEqual([workflowId]);
   });

@@ -1,6 +1,6 @@
 // `npm run admin -- listen` end to end: the CLI as a child process opens the API's event stream
 // (GET /v1/webhook_endpoints/listen, Server-Sent Events), prints its session secret, and forwards a
-// customer.created made through the API to a local receiver, signed so that the README's verifier and
+// customer.created made through the API to a local receiver, signed so that docs/runbook-webhooks.md's verifier and
 // stripe.webhooks.constructEvent both accept it; it prints one line per event. No endpoint is created.
 // The stream itself: event filters, catalog 2026-09-01, replay with `since` after a disconnect, and the
 // typed errors for a bad filter, an unknown `since` and a missing key.

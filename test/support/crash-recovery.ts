@@ -1,7 +1,7 @@
 // The crash-recovery harness: a doomed worker process (test/support/crash-worker.ts) that holds one
 // activity after doing its work, and a survivor worker in this process that starts polling the moment
 // the doomed one is SIGKILLed. `recovered` measures from the kill to the path's visible completion;
-// each measurement is also written to test/artifacts/crash-recovery/<path>.json (README quotes them).
+// each measurement is also written to test/artifacts/crash-recovery/<path>.json (docs/operations.md quotes them).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ import { testCa } from './webhook-receiver';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const figuresDir = join(root, 'test/artifacts/crash-recovery');
 
-/** The recovery bound the issue sets and README promises. */
+/** The recovery bound the issue sets and docs/operations.md promises. */
 export const RECOVERY_BOUND_MS = 15_000;
 
 export interface CrashScenario {
