@@ -1,23 +1,24 @@
-// The buyer e-mail activities: each one a call into services/notices.ts under the notice's key, so a
+// The buyer e-mail activities: each one a call into services/buyer-emails.ts under the e-mail's key, so a
 // retried or replayed activity sends nothing twice.
 import {
-  sendCancellationNotice,
+  sendCancellationEmail,
   sendPaymentConfirmation,
-  type CancellationNoticeInput,
-  type NoticeDeps,
-  type NoticeOutcome,
+  type BuyerEmailDeps,
+  type BuyerEmailOutcome,
+  type CancellationEmailInput,
   type PaymentConfirmationInput,
-} from '../services/notices';
+} from '../services/buyer-emails';
 
-export function createNoticeActivities(deps: NoticeDeps) {
+export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
   return {
     /** The store's purchase confirmation for a paid order (checkout purchase, subscription cycle, charge). */
-    async sendPaymentConfirmation(input: PaymentConfirmationInput): Promise<NoticeOutcome> {
+    async sendPaymentConfirmation(input: PaymentConfirmationInput): Promise<BuyerEmailOutcome> {
       return sendPaymentConfirmation(deps, input);
     },
-    /** The notice of a subscription canceled by the store (dashboard, DELETE /v1/subscriptions/{id}). */
-    async sendCancellationNotice(input: CancellationNoticeInput): Promise<NoticeOutcome> {
-      return sendCancellationNotice(deps, input);
+    /** The cancellation e-mail of a subscription canceled by the store (dashboard, DELETE /v1/subscriptions/{id}). */
+    // Registered under its old activity name: recorded histories and running workflows call it so.
+    async sendCancellationNotice(input: CancellationEmailInput): Promise<BuyerEmailOutcome> {
+      return sendCancellationEmail(deps, input);
     },
   };
 }

@@ -9,7 +9,7 @@ import { createWebhookActivities } from './webhooks';
 import { createSubscriptionActivities } from './subscriptions';
 import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
-import { createNoticeActivities } from './notices';
+import { createBuyerEmailActivities } from './buyer-emails';
 import { createTestClockActivities } from './test-clocks';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
@@ -47,7 +47,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createChargeActivities(deps),
     ...createUsageActivities(deps),
     ...createTestClockActivities(deps),
-    ...createNoticeActivities({ db, mailer: deps.mailer ?? mailerFromEnv(), mailFrom: deps.mailFrom ?? mailFromEnv() }),
+    ...createBuyerEmailActivities({ db, mailer: deps.mailer ?? mailerFromEnv(), mailFrom: deps.mailFrom ?? mailFromEnv() }),
   };
 }
 

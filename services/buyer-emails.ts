@@ -1,20 +1,13 @@
-// The buyer's e-mails, each sent at most once under its deterministic key (DESIGN principle 3): the
+// The buyer e-mails, each sent at most once under its deterministic key (DESIGN principle 3): the
 // store's purchase confirmation when an order is paid (checkout purchase, subscription cycle, one-off
-// or usage charge) and the notice of a cancellation by the store (dashboard, DELETE /v1/subscriptions/{id}).
+// or usage charge) and the cancellation e-mail when the store cancels (dashboard, DELETE /v1/subscriptions/{id}).
 // Each is recorded in `sent_mail` before and after the SMTP hand-off; a retry finds the record and sends nothing.
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { ApplicationFailure } from '@temporalio/common';
 import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } from '../adapters/email/smtp';
-import {
-  emailLanguage,
-  renderCancellationNotice,
-  renderPaymentConfirmation,
-  type EmailLanguage,
-  type PaymentKind,
-  type Period,
-  type RenderedMail,
-} from '../domain/email-i18n';
+import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation, type PaymentKind, type Period, type RenderedMail } from '../i18n/buyer-emails';
+import type { Language } from '../i18n/languages';
 import { decodeMetadata } from '../domain/metadata';
 import { collections, type CustomerDoc, type StoreDoc } from '../store/collections';
 import { findCheckoutSession } from '../store/checkout-sessions';
@@ -25,7 +18,7 @@ import { findStore } from '../store/stores';
 import { findSubscription, subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
 import { findUsagePeriod } from '../store/usage';
 
-export interface NoticeDeps {
+export interface BuyerEmailDeps {
   db: Db;
   mailer: Mailer;
   /** Sender address; the display name is the store's. */
@@ -33,49 +26,50 @@ export interface NoticeDeps {
 }
 
 /** sent: accepted by the SMTP server now; already_sent: an earlier try did it (or skipped it); failed: refused for good. */
-export type NoticeOutcome = 'sent' | 'already_sent' | 'skipped' | 'failed';
+export type BuyerEmailOutcome = 'sent' | 'already_sent' | 'skipped' | 'failed';
 
 export interface PaymentConfirmationInput {
   storeId: string;
   orderId: string;
-  /** The notice's key, e.g. `charge/<store>/<key>/payment-confirmation`. */
+  /** The e-mail's key, e.g. `charge/<store>/<key>/payment-confirmation`. */
   key: string;
   /** The period paid for, when the caller knows it (a subscription's new cycle). */
   period?: Period | null;
 }
 
-export interface CancellationNoticeInput {
+export interface CancellationEmailInput {
   storeId: string;
   subscriptionId: string;
   key: string;
 }
 
-interface Notice {
+interface BuyerEmail {
   storeId: string;
   key: string;
   purpose: SentMailPurpose;
   subjectId: string;
 }
 
-type Draft = { to: string; language: EmailLanguage; mail: RenderedMail; storeName: string } | { skip: string; to: string | null };
+type Draft = { to: string; language: Language; mail: RenderedMail; storeName: string } | { skip: string; to: string | null };
 
 const PAID_STATUSES: readonly OrderDoc['status'][] = ['paid', 'refunded', 'partially_refunded', 'charged_back'];
 
-/** A data problem no retry fixes: the workflow logs it and goes on. */
+/** A data problem no retry fixes: the workflow logs it and goes on. Its failure type is the one operators know. */
 function missing(what: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`${what} not found`, 'notice_subject_missing');
 }
 
-/** `<hash@domain>` from the key: the same notice always carries the same Message-ID. */
-export function noticeMessageId(key: string, mailFrom: string): string {
+/** `<hash@domain>` from the key: the same e-mail always carries the same Message-ID. */
+export function buyerEmailMessageId(key: string, mailFrom: string): string {
   const domain = mailFrom.split('@')[1] || 'localhost';
+  // `.notice@` kept: an e-mail retried across an upgrade keeps the Message-ID its first try was sent with.
   return `<${createHash('sha256').update(key).digest('hex').slice(0, 32)}.notice@${domain}>`;
 }
 
 /** The store's purchase confirmation for a paid order. */
-export function sendPaymentConfirmation(deps: NoticeDeps, input: PaymentConfirmationInput): Promise<NoticeOutcome> {
-  const notice: Notice = { storeId: input.storeId, key: input.key, purpose: 'payment_confirmation', subjectId: input.orderId };
-  return deliverOnce(deps, notice, async () => {
+export function sendPaymentConfirmation(deps: BuyerEmailDeps, input: PaymentConfirmationInput): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'payment_confirmation', subjectId: input.orderId };
+  return deliverOnce(deps, email, async () => {
     const store = await storeOrFail(deps.db, input.storeId);
     const order = await findOrder(deps.db, input.storeId, input.orderId);
     if (!order) throw missing(`order ${input.orderId}`);
@@ -83,10 +77,10 @@ export function sendPaymentConfirmation(deps: NoticeDeps, input: PaymentConfirma
   });
 }
 
-/** The notice of a subscription canceled by the store. */
-export function sendCancellationNotice(deps: NoticeDeps, input: CancellationNoticeInput): Promise<NoticeOutcome> {
-  const notice: Notice = { storeId: input.storeId, key: input.key, purpose: 'cancellation', subjectId: input.subscriptionId };
-  return deliverOnce(deps, notice, async () => {
+/** The cancellation e-mail of a subscription canceled by the store. */
+export function sendCancellationEmail(deps: BuyerEmailDeps, input: CancellationEmailInput): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'cancellation', subjectId: input.subscriptionId };
+  return deliverOnce(deps, email, async () => {
     const store = await storeOrFail(deps.db, input.storeId);
     const sub = await findSubscription(deps.db, input.storeId, input.subscriptionId);
     if (!sub) throw missing(`subscription ${input.subscriptionId}`);
@@ -100,46 +94,46 @@ async function storeOrFail(db: Db, storeId: string): Promise<StoreDoc> {
   return store;
 }
 
-/** Checked before sending and recorded before and after the hand-off, so a retry never sends a notice already sent. */
-async function deliverOnce(deps: NoticeDeps, notice: Notice, draft: () => Promise<Draft>): Promise<NoticeOutcome> {
+/** Checked before sending and recorded before and after the hand-off, so a retry never sends an e-mail already sent. */
+async function deliverOnce(deps: BuyerEmailDeps, email: BuyerEmail, draft: () => Promise<Draft>): Promise<BuyerEmailOutcome> {
   const { db, mailer } = deps;
-  const seen = await findSentMail(db, notice.storeId, notice.key);
+  const seen = await findSentMail(db, email.storeId, email.key);
   if (seen && seen.status !== 'sending') return 'already_sent';
   const drafted = await draft();
   const skipReason = 'skip' in drafted ? drafted.skip : mailer.target === SMTP_DISABLED ? 'mail_disabled' : null;
-  const messageId = noticeMessageId(notice.key, deps.mailFrom);
-  const record = sentMailDoc(notice, drafted, messageId);
+  const messageId = buyerEmailMessageId(email.key, deps.mailFrom);
+  const record = sentMailDoc(email, drafted, messageId);
   if (skipReason) {
     const stored = await claimSentMail(db, { ...record, status: 'skipped', skipped_reason: skipReason });
-    if (stored.status === 'sending') await settleSentMail(db, notice.storeId, notice.key, { status: 'skipped', skipped_reason: skipReason });
-    if (skipReason === 'mail_disabled') console.warn(`notice ${notice.key}: not sent (SMTP_URL=${SMTP_DISABLED})`);
+    if (stored.status === 'sending') await settleSentMail(db, email.storeId, email.key, { status: 'skipped', skipped_reason: skipReason });
+    if (skipReason === 'mail_disabled') console.warn(`buyer e-mail ${email.key}: not sent (SMTP_URL=${SMTP_DISABLED})`);
     return 'skipped';
   }
   const ready = drafted as Exclude<Draft, { skip: string }>;
   const stored = await claimSentMail(db, record);
   if (stored.status !== 'sending') return 'already_sent';
-  await countSendAttempt(db, notice.storeId, notice.key);
+  await countSendAttempt(db, email.storeId, email.key);
   const mail: OutgoingMail = { from: { name: ready.storeName, address: deps.mailFrom }, to: ready.to, ...ready.mail, messageId, language: ready.language };
   try {
     const accepted = await mailer.send(mail);
-    await settleSentMail(db, notice.storeId, notice.key, { status: 'sent', smtp_response: accepted?.response ?? null, sent_at: Math.floor(Date.now() / 1000) });
+    await settleSentMail(db, email.storeId, email.key, { status: 'sent', smtp_response: accepted?.response ?? null, sent_at: Math.floor(Date.now() / 1000) });
     return 'sent';
   } catch (error) {
     // Anything but a refusal for good (5xx) is retried by the activity: the server may be back later.
     if (!(error instanceof PermanentMailError)) throw error;
-    await settleSentMail(db, notice.storeId, notice.key, { status: 'failed', smtp_response: error.message });
-    console.warn(`notice ${notice.key}: refused by ${mailer.target} (${error.message})`);
+    await settleSentMail(db, email.storeId, email.key, { status: 'failed', smtp_response: error.message });
+    console.warn(`buyer e-mail ${email.key}: refused by ${mailer.target} (${error.message})`);
     return 'failed';
   }
 }
 
-function sentMailDoc(notice: Notice, drafted: Draft, messageId: string): SentMailDoc {
+function sentMailDoc(email: BuyerEmail, drafted: Draft, messageId: string): SentMailDoc {
   const mail = 'mail' in drafted ? drafted : null;
   return {
-    _id: notice.key,
-    store_id: notice.storeId,
-    purpose: notice.purpose,
-    subject_id: notice.subjectId,
+    _id: email.key,
+    store_id: email.storeId,
+    purpose: email.purpose,
+    subject_id: email.subjectId,
     to: drafted.to,
     language: mail?.language ?? null,
     subject: mail?.mail.subject ?? null,
@@ -193,7 +187,7 @@ async function cancellationDraft(db: Db, store: StoreDoc, sub: SubscriptionDoc):
   const to = sub.customer_email ?? customer?.email ?? null;
   if (!to) return { skip: 'no_recipient', to };
   const language = emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
-  const mail = renderCancellationNotice({
+  const mail = renderCancellationEmail({
     ...mailFacts(store, customer, language),
     product: sub.product.name || sub.offer.name,
     amount: sub.amount,
@@ -207,7 +201,7 @@ async function cancellationDraft(db: Db, store: StoreDoc, sub: SubscriptionDoc):
   return { to, language, mail, storeName: store.name };
 }
 
-function mailFacts(store: StoreDoc, customer: CustomerDoc | null, language: EmailLanguage) {
+function mailFacts(store: StoreDoc, customer: CustomerDoc | null, language: Language) {
   return { language, storeName: store.name, timeZone: store.timezone, customerName: customer?.name ?? null };
 }
 

@@ -2,7 +2,10 @@
 // payment still running), the pending PIX and review pages, the failed-payment page and the
 // unavailable-link page. Pure rendering from the session (and its order); user text is escaped by html``.
 import { chargeAmounts, CUSTOMER_NAME_MAX, CUSTOMER_NAME_MIN, fillSessionPlaceholder, pixAllowed, priceIn, startsWithTrial, type Price } from '../../domain/checkout';
-import { formatDate, formatMoney, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
+import type { PageKey } from '../../i18n/dictionary';
+import { formatDate, formatMoney } from '../../i18n/format';
+import type { Language } from '../../i18n/languages';
+import { translate } from '../../i18n/pages';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import type { CheckoutSessionDoc } from '../../store/checkout-sessions';
 import type { OrderDoc } from '../../store/orders';
@@ -25,11 +28,11 @@ export interface FormError {
   field: string | null;
 }
 
-function t(lang: PageLanguage, key: MessageKey, vars?: Record<string, string | number>): string {
+function t(lang: Language, key: PageKey, vars?: Record<string, string | number>): string {
   return translate(lang, key, vars);
 }
 
-function topBar(lang: PageLanguage, session: CheckoutSessionDoc): Markup {
+function topBar(lang: Language, session: CheckoutSessionDoc): Markup {
   return html`<header class="top">
   ${session.cancel_url ? html`<a class="back" href="${session.cancel_url}">← ${t(lang, 'back')}</a>` : ''}
   <span class="store">${session.store_name}</span>
@@ -37,8 +40,8 @@ function topBar(lang: PageLanguage, session: CheckoutSessionDoc): Markup {
 </header>`;
 }
 
-function cycleText(lang: PageLanguage, cycle: string | null): string {
-  const key = `cycle_${cycle ?? 'custom'}` as MessageKey;
+function cycleText(lang: Language, cycle: string | null): string {
+  const key = `cycle_${cycle ?? 'custom'}` as PageKey;
   return t(lang, key);
 }
 
@@ -54,15 +57,15 @@ function isTrial(session: CheckoutSessionDoc): boolean {
   return startsWithTrial(session.offer);
 }
 
-function errorText(lang: PageLanguage, error: FormError): string {
-  const specific = `err_${error.code}` as MessageKey;
+function errorText(lang: Language, error: FormError): string {
+  const specific = `err_${error.code}` as PageKey;
   const known = ['card_declined', 'insufficient_funds', 'invalid_number', 'provider_unavailable', 'payment_in_progress', 'customer_rejected', 'card_payments_locked'];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
   return `${t(lang, 'err_declined')} (${error.message})`;
 }
 
-function summary(lang: PageLanguage, session: CheckoutSessionDoc, price: Price): Markup {
+function summary(lang: Language, session: CheckoutSessionDoc, price: Price): Markup {
   const amounts = chargeAmounts(price, session.pack, session.coupon);
   const money = (n: number) => formatMoney(n, price.currency, lang);
   const otherCurrencies = session.currency === null && session.offer.prices.length > 1;
@@ -98,7 +101,7 @@ function summary(lang: PageLanguage, session: CheckoutSessionDoc, price: Price):
 }
 
 export function renderCheckoutPage(
-  lang: PageLanguage,
+  lang: Language,
   session: CheckoutSessionDoc,
   options: { currency?: string | null; error?: FormError | null; values?: FormValues; pixAvailable: boolean },
 ): string {
@@ -139,7 +142,7 @@ ${summary(lang, session, price)}
       <div>
         <label for="document_type">${t(lang, 'document_type')}</label>
         <select id="document_type" name="document_type">${DOCUMENT_TYPES.map(
-          (type) => html`<option value="${type}"${(values.document_type ?? 'cpf') === type ? html` selected` : ''}>${t(lang, `doc_${type}` as MessageKey)}</option>`,
+          (type) => html`<option value="${type}"${(values.document_type ?? 'cpf') === type ? html` selected` : ''}>${t(lang, `doc_${type}` as PageKey)}</option>`,
         )}</select>
       </div>
       <div>
@@ -196,7 +199,7 @@ ${summary(lang, session, price)}
   return layout({ lang, title: `${session.offer.name} · ${session.store_name}`, body, script: true });
 }
 
-function orderLines(lang: PageLanguage, order: OrderDoc | null): Markup {
+function orderLines(lang: Language, order: OrderDoc | null): Markup {
   if (!order) return html``;
   const money = (n: number) => formatMoney(n, order.currency, lang);
   return html`<table class="lines"><tbody>
@@ -212,13 +215,13 @@ export function successTarget(session: CheckoutSessionDoc): string | null {
   return url ? fillSessionPlaceholder(url, session._id) : null;
 }
 
-function downloads(lang: PageLanguage, files: ProductFile[]): Markup {
+function downloads(lang: Language, files: ProductFile[]): Markup {
   if (files.length === 0) return html``;
   return html`<section aria-labelledby="files-title" data-testid="files"><h2 id="files-title">${t(lang, 'your_files')}</h2>
   <ul class="files">${files.map((file) => html`<li><a href="${file.url}" download rel="noopener">${file.name}</a></li>`)}</ul></section>`;
 }
 
-export function renderThankYouPage(lang: PageLanguage, session: CheckoutSessionDoc, order: OrderDoc | null, redirectAsked: boolean): string {
+export function renderThankYouPage(lang: Language, session: CheckoutSessionDoc, order: OrderDoc | null, redirectAsked: boolean): string {
   const target = successTarget(session);
   const files = session.files ?? [];
   // With files to download the page does not leave by itself: the buyer continues when done.
@@ -245,12 +248,12 @@ export function renderThankYouPage(lang: PageLanguage, session: CheckoutSessionD
   return layout({ lang, title: t(lang, 'thank_you'), body, head, script: Boolean(target && redirect) });
 }
 
-function trustedCountdown(lang: PageLanguage, delay: number): Markup {
+function trustedCountdown(lang: Language, delay: number): Markup {
   const [before, after] = t(lang, 'redirecting', { n: '\u0000' }).split('\u0000');
   return html`${before}<span data-countdown="${delay}">${delay}</span>${after}`;
 }
 
-function testButtons(lang: PageLanguage, session: CheckoutSessionDoc): Markup {
+function testButtons(lang: Language, session: CheckoutSessionDoc): Markup {
   return html`<div class="test" aria-label="${t(lang, 'test_connection')}">
   <p class="hint">${t(lang, 'test_connection')}</p>
   <form method="post" action="/c/${session._id}/test/settle"><input type="hidden" name="outcome" value="paid"><button type="submit" class="secondary" data-testid="settle-paid">${t(lang, 'settle_paid')}</button></form>
@@ -258,7 +261,7 @@ function testButtons(lang: PageLanguage, session: CheckoutSessionDoc): Markup {
 </div>`;
 }
 
-export function renderPendingPage(lang: PageLanguage, session: CheckoutSessionDoc, order: OrderDoc | null, testConnection: boolean, timeZone: string): string {
+export function renderPendingPage(lang: Language, session: CheckoutSessionDoc, order: OrderDoc | null, testConnection: boolean, timeZone: string): string {
   const payment = session.payment;
   const pix = payment?.method === 'pix';
   const state = `${session.status}/${session.payment_status}`;
@@ -287,7 +290,7 @@ export function renderPendingPage(lang: PageLanguage, session: CheckoutSessionDo
  * A payment the workflow is still running: the buyer waits here (polling) instead of paying again;
  * `confirming` when the provider has not answered for it yet (it may have been charged).
  */
-export function renderProcessingPage(lang: PageLanguage, session: CheckoutSessionDoc, confirming = false): string {
+export function renderProcessingPage(lang: Language, session: CheckoutSessionDoc, confirming = false): string {
   const body = html`${topBar(lang, session)}
 <main class="wrap">
 <section class="panel" aria-labelledby="processing-title" data-poll="/c/${session._id}/status" data-state="processing/${session.payment_status}" data-testid="processing">
@@ -300,7 +303,7 @@ export function renderProcessingPage(lang: PageLanguage, session: CheckoutSessio
   return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
 }
 
-export function renderFailedPage(lang: PageLanguage, session: CheckoutSessionDoc): string {
+export function renderFailedPage(lang: Language, session: CheckoutSessionDoc): string {
   const body = html`${topBar(lang, session)}
 <main class="wrap">
 <section class="panel center" aria-labelledby="failed-title" data-testid="failed">
@@ -312,7 +315,7 @@ export function renderFailedPage(lang: PageLanguage, session: CheckoutSessionDoc
   return layout({ lang, title: t(lang, 'failed_title'), body });
 }
 
-export function renderUnavailablePage(lang: PageLanguage): string {
+export function renderUnavailablePage(lang: Language): string {
   const body = html`<main class="wrap">
 <section class="panel center" aria-labelledby="unavailable-title" data-testid="unavailable">
   <h1 id="unavailable-title">${t(lang, 'unavailable_title')}</h1>

@@ -14,7 +14,8 @@ import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
 import { findCustomer } from '../../store/customers';
 import { effectiveStatus } from '../../domain/checkout';
-import { choosePageLanguage, type PageLanguage } from '../../domain/checkout-i18n';
+import type { Language } from '../../i18n/languages';
+import { choosePageLanguage } from '../../i18n/pages';
 import {
   renderCheckoutPage,
   renderFailedPage,
@@ -94,7 +95,7 @@ async function sessionServedHere(deps: CheckoutDeps, request: FastifyRequest, id
 const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
 /** A session's language: its locale, else its customer's, else the browser's, else English. */
-async function sessionLanguage(deps: CheckoutDeps, session: CheckoutSessionDoc, request: FastifyRequest): Promise<PageLanguage> {
+async function sessionLanguage(deps: CheckoutDeps, session: CheckoutSessionDoc, request: FastifyRequest): Promise<Language> {
   const customer = session.locale || !session.customer ? null : await findCustomer(deps.db, session.store_id, session.customer);
   return choosePageLanguage([session.locale, customer?.locale], request.headers['accept-language']);
 }
@@ -103,7 +104,7 @@ async function sessionLanguage(deps: CheckoutDeps, session: CheckoutSessionDoc, 
 async function renderSession(
   deps: CheckoutDeps,
   session: CheckoutSessionDoc,
-  lang: PageLanguage,
+  lang: Language,
   options: { currency?: string; done?: boolean; processing?: boolean },
 ) {
   const status = effectiveStatus(session, nowSeconds());

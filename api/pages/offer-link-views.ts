@@ -2,7 +2,9 @@
 // reads, and where a buyer picks one of the offer's packs), whose buttons open the checkout by a POST
 // that no prefetch or preview makes; and the page for an address that opened too many checkouts.
 import { priceIn } from '../../domain/checkout';
-import { formatMoney, translate, type PageLanguage } from '../../domain/checkout-i18n';
+import { formatMoney } from '../../i18n/format';
+import type { Language } from '../../i18n/languages';
+import { translate } from '../../i18n/pages';
 import type { OfferDoc } from '../../store/collections';
 import { html, layout } from './html';
 
@@ -18,7 +20,7 @@ export interface OfferLinkView {
   action: string;
 }
 
-export function renderOfferLinkPage(lang: PageLanguage, view: OfferLinkView): string {
+export function renderOfferLinkPage(lang: Language, view: OfferLinkView): string {
   const price = priceIn(view.offer.prices, view.currency)!;
   const money = (units: number) => formatMoney(price.amount * units, price.currency, lang);
   const packChoice = view.choices.length > 1;
@@ -46,7 +48,7 @@ export function renderOfferLinkPage(lang: PageLanguage, view: OfferLinkView): st
   return layout({ lang, title: `${view.offer.name} · ${view.storeName}`, body, head });
 }
 
-export function renderLinkBusyPage(lang: PageLanguage, retryAfterSeconds: number): string {
+export function renderLinkBusyPage(lang: Language, retryAfterSeconds: number): string {
   const body = html`<main class="wrap">
 <section class="panel center" aria-labelledby="busy-title" data-testid="too-many-checkouts">
   <h1 id="busy-title">${translate(lang, 'link_busy_title')}</h1>

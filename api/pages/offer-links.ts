@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutPageUrl, localeFromAcceptLanguage } from '../../domain/checkout';
-import { pageLanguage } from '../../domain/checkout-i18n';
+import { pageLanguage } from '../../i18n/pages';
 import { findLinkedOffer, linkChoice, needsPackChoice, openOfferLinkSession, type LinkChoice, type LinkedOffer } from '../../services/offer-links';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { checkoutDepsOf } from '../context';

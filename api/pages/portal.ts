@@ -32,7 +32,10 @@ import {
   type PortalDeps,
 } from '../../services/portal';
 import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
-import { choosePageLanguage, formatDate, formatMoney, hasKey, translate, type MessageKey, type PageLanguage } from '../../domain/checkout-i18n';
+import type { PageKey } from '../../i18n/dictionary';
+import { formatDate, formatMoney } from '../../i18n/format';
+import type { Language } from '../../i18n/languages';
+import { choosePageLanguage, hasKey, translate } from '../../i18n/pages';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 import type { OrderDoc } from '../../store/orders';
 import { html, layout, type Markup } from './html';
@@ -94,21 +97,21 @@ function cookieHeader(site: PortalSite, request: FastifyRequest, value: string, 
   return `${PORTAL_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
 }
 
-function t(lang: PageLanguage, key: MessageKey, vars?: Record<string, string | number>): string {
+function t(lang: Language, key: PageKey, vars?: Record<string, string | number>): string {
   return translate(lang, key, vars);
 }
 
-function messagePage(lang: PageLanguage, title: string, text: string, testId: string): string {
+function messagePage(lang: Language, title: string, text: string, testId: string): string {
   const body = html`<main class="wrap"><section class="panel center" data-testid="${testId}"><h1>${title}</h1><p>${text}</p></section></main>`;
   return layout({ lang, title, body });
 }
 
-function statusBadge(lang: PageLanguage, status: string): Markup {
+function statusBadge(lang: Language, status: string): Markup {
   const key = `status_${status}`;
   return html`<span class="badge">${hasKey(key) ? t(lang, key) : status}</span>`;
 }
 
-function subscriptionItem(lang: PageLanguage, base: string, sub: SubscriptionDoc, csrf: string, timeZone: string): Markup {
+function subscriptionItem(lang: Language, base: string, sub: SubscriptionDoc, csrf: string, timeZone: string): Markup {
   const money = sub.amount !== null && sub.currency ? formatMoney(sub.amount, sub.currency, lang) : '';
   const ended = sub.status === 'canceled' || sub.status === 'expired';
   const action = (name: string) => `${base}/account/subscriptions/${sub._id}/${name}`;
@@ -143,12 +146,12 @@ function subscriptionItem(lang: PageLanguage, base: string, sub: SubscriptionDoc
 </li>`;
 }
 
-function orderItem(lang: PageLanguage, order: OrderDoc, timeZone: string): Markup {
+function orderItem(lang: Language, order: OrderDoc, timeZone: string): Markup {
   return html`<li data-testid="order"><p><strong>${order.items[0]?.description ?? order._id}</strong> ${statusBadge(lang, order.status)}</p>
   <p class="muted">${formatDate(order.created, lang, { timeZone })} · ${formatMoney(order.amount_total, order.currency, lang)} · ${order._id}</p></li>`;
 }
 
-const DONE_KEYS: Record<string, MessageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
+const DONE_KEYS: Record<string, PageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
 
 /** What every portal handler needs: the database, the portal's services and the path it is served under. */
 interface PortalSite {
@@ -212,7 +215,7 @@ function maskedEmail(email: string): string {
 }
 
 /** The portal's language: the customer's locale when it is one of the ten, else the browser's (Accept-Language), else English. */
-const portalLanguage = (request: FastifyRequest, customerLocale?: string | null): PageLanguage =>
+const portalLanguage = (request: FastifyRequest, customerLocale?: string | null): Language =>
   choosePageLanguage([customerLocale], request.headers['accept-language']);
 
 const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>

@@ -1,15 +1,15 @@
-// What this tests: the buyer's e-mails and the plan quota through real HTTP, FerretDB, Temporal, a
+// What this tests: the buyer e-mails and the plan quota through real HTTP, FerretDB, Temporal, a
 // worker and Mailpit (the global setup's SMTP_URL). A checkout purchase, a subscription's paid cycle,
 // a one-off and a usage charge each send one purchase confirmation, and DELETE one cancellation
-// notice, to the buyer, in the buyer's language (session, then customer, then the store's country),
-// from the store's name, naming product, amount and period. A retried notice activity sends nothing
+// e-mail, to the buyer, in the buyer's language (session, then customer, then the store's country),
+// from the store's name, naming product, amount and period. A retried buyer e-mail activity sends nothing
 // twice, and a store that turned the confirmation off sends none. The quota counts the checkout, the
 // cycle, the one-off and the usage charge as one order each, and usage events not at all.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { runAdmin } from '../../admin/cli';
-import { createNoticeActivities } from '../../activities/notices';
+import { createBuyerEmailActivities } from '../../activities/buyer-emails';
 import { mailFromEnv, smtpMailer, type Mailer } from '../../adapters/email/smtp';
-import { emailMoney } from '../../domain/email-i18n';
+import { formatMoney as emailMoney } from '../../i18n/format';
 import { collections, type CustomerDoc } from '../../store/collections';
 import { createMeter } from '../../store/meters';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
@@ -17,7 +17,7 @@ import { ordersCollection, type OrderDoc } from '../../store/orders';
 import { sentMailAbout, sentMailCollection } from '../../store/sent-mail';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { usagePeriodsCollection } from '../../store/usage';
-import { noticeMessageId } from '../../services/notices';
+import { buyerEmailMessageId } from '../../services/buyer-emails';
 import { usageClient } from '../../services/usage-client';
 import { checkoutSessionWorkflowId } from '../../workflows/checkout-session-messages';
 import type { TestStore } from '../support/api';
@@ -33,7 +33,7 @@ let store: TestStore;
 let catalog: CheckoutCatalog;
 
 beforeAll(async () => {
-  stack = await startCheckoutStack('notices');
+  stack = await startCheckoutStack('buyer-emails');
   store = await createTestStore(stack.mongo.db, { name: STORE_NAME, country: 'BR' });
   catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
 });
@@ -85,14 +85,14 @@ function mailArrives(address: string, prefix: string, count = 1): Promise<Mailpi
   );
 }
 
-/** Every notice about `subjectId` was handed to the SMTP server (so Mailpit holds everything it will). */
-function noticesSent(subjectId: string, count = 1) {
+/** Every buyer e-mail about `subjectId` was handed to the SMTP server (so Mailpit holds everything it will). */
+function buyerEmailsSent(subjectId: string, count = 1) {
   return waitFor(
     async () => {
       const docs = await sentMailAbout(db(), store.store._id, subjectId);
       return docs.length >= count && docs.every((doc) => doc.status === 'sent') ? docs : null;
     },
-    { timeoutMs: 30_000, description: `${count} notice(s) about ${subjectId} sent` },
+    { timeoutMs: 30_000, description: `${count} buyer e-mail(s) about ${subjectId} sent` },
   );
 }
 
@@ -100,7 +100,7 @@ describe('purchase confirmations', () => {
   test('a checkout purchase sends one confirmation, in the session language, from the store name, with product, amount and date', async () => {
     const { email, order } = await checkoutPurchase({ locale: 'de' });
     const [summary] = await mailArrives(email, 'Zahlung bestätigt: ');
-    await noticesSent(order._id);
+    await buyerEmailsSent(order._id);
     expect(await messagesTo(email)).toHaveLength(1);
 
     const message = await mailpitMessage(summary.ID);
@@ -114,20 +114,20 @@ describe('purchase confirmations', () => {
     expect(message.Text).toContain(`Betrag: ${amount}`);
     expect(message.Text).toContain(`Bestellung: ${order._id}`);
     expect(message.HTML).toContain('<html lang="de">');
-    expect(`<${message.MessageID}>`).toBe(noticeMessageId(`${checkoutSessionWorkflowId(order.checkout_session!)}/payment-confirmation`, mailFromEnv()));
+    expect(`<${message.MessageID}>`).toBe(buyerEmailMessageId(`${checkoutSessionWorkflowId(order.checkout_session!)}/payment-confirmation`, mailFromEnv()));
   });
 
   test('without a session or customer language the e-mail is in the store country language (BR: Portuguese)', async () => {
     const { email, order } = await checkoutPurchase();
     const [summary] = await mailArrives(email, 'Pagamento confirmado: ');
-    await noticesSent(order._id);
+    await buyerEmailsSent(order._id);
     expect((await mailpitMessage(summary.ID)).Text).toContain(`Valor: ${emailMoney(19700, 'brl', 'pt')}`);
     expect(await messagesTo(email)).toHaveLength(1);
   });
 
-  test('a retried notice activity sends nothing twice: a failed hand-off is retried once, a repeat after success sends nothing', async () => {
+  test('a retried buyer e-mail activity sends nothing twice: a failed hand-off is retried once, a repeat after success sends nothing', async () => {
     const { email, order } = await checkoutPurchase();
-    await noticesSent(order._id);
+    await buyerEmailsSent(order._id);
     const real = smtpMailer(process.env.SMTP_URL!);
     let handOffs = 0;
     // The first attempt fails before the server has the message (the server away); later ones go through.
@@ -140,7 +140,7 @@ describe('purchase confirmations', () => {
       },
       close: () => real.close(),
     };
-    const activities = createNoticeActivities({ db: db(), mailer: flaky, mailFrom: mailFromEnv() });
+    const activities = createBuyerEmailActivities({ db: db(), mailer: flaky, mailFrom: mailFromEnv() });
     const input = { storeId: store.store._id, orderId: order._id, key: `retried/${order._id}/payment-confirmation` };
     await expect(activities.sendPaymentConfirmation(input)).rejects.toThrow(/ECONNREFUSED/);
     expect(await activities.sendPaymentConfirmation(input)).toBe('sent');
@@ -149,7 +149,7 @@ describe('purchase confirmations', () => {
     real.close();
 
     expect(handOffs).toBe(2);
-    const messageId = noticeMessageId(input.key, mailFromEnv()).slice(1, -1);
+    const messageId = buyerEmailMessageId(input.key, mailFromEnv()).slice(1, -1);
     expect((await messagesTo(email)).filter((message) => message.MessageID === messageId)).toHaveLength(1);
     expect(await sentMailCollection(db()).findOne({ _id: input.key })).toMatchObject({ status: 'sent', attempts: 2, to: email, language: 'pt' });
   });
@@ -178,7 +178,7 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
   const deps = () => ({ db: db(), temporal: stack.temporal.client, taskQueue: stack.taskQueue });
 
   beforeAll(async () => {
-    const email = `notices-${Math.random().toString(36).slice(2, 10)}@example.com`;
+    const email = `buyer-emails-${Math.random().toString(36).slice(2, 10)}@example.com`;
     ({ customer } = await insertCustomer(db(), newCustomerDoc(store.store._id, { email, name: 'Claire Martin', phone: '+5511999990000', locale: 'fr' }, {})));
   });
 
@@ -194,7 +194,7 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     const order = (await ordersCollection(db()).findOne({ store_id: store.store._id, subscription: sub._id, order_type: 'renewal' }))!;
 
     const [summary] = await mailArrives(customer.email, 'Paiement confirmé : ');
-    await noticesSent(order._id);
+    await buyerEmailsSent(order._id);
     const message = await mailpitMessage(summary.ID);
     expect(message.From.Name).toBe(STORE_NAME);
     expect(message.Text).toContain('Bonjour Claire Martin,');
@@ -211,19 +211,19 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     for (let i = 0; i < 2; i++) {
       const charge = await call(stack.api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
         json: { amount: 1500, description: 'Extra credits' },
-        headers: { 'idempotency-key': `notices-charge-${sub._id}` },
+        headers: { 'idempotency-key': `buyer-emails-charge-${sub._id}` },
       });
       // 201 for the charge, 200 for its replay.
       expect(charge.status, JSON.stringify(charge.body)).toBe(i === 0 ? 201 : 200);
     }
     const order = await waitFor(() => ordersCollection(db()).findOne({ store_id: store.store._id, subscription: sub._id, billing_reason: 'manual' }));
-    await noticesSent(order._id);
+    await buyerEmailsSent(order._id);
     const found = await mailArrives(customer.email, `Paiement confirmé : Image API: Extra credits, ${emailMoney(1500, 'brl', 'fr')}`);
     expect(found).toHaveLength(1);
     expect((await quota()).orders).toBe(before.orders + 1);
   });
 
-  test('usage events add nothing to the quota; DELETE sends one cancellation notice, and the usage charge it closes counts once and is confirmed', async () => {
+  test('usage events add nothing to the quota; DELETE sends one cancellation e-mail, and the usage charge it closes counts once and is confirmed', async () => {
     const storeId = store.store._id;
     const meter = await createMeter(db(), { storeId, displayName: 'Images processed', eventName: `image.${sub._id.toLowerCase()}` });
     const item = await call(stack.api, store.key, 'POST', `/v1/subscriptions/${sub._id}/usage_items`, { json: { meter: meter._id, unit_amount: 250 } });
@@ -246,8 +246,8 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     // The routine's nudge: the usage workflow sees the subscription ended and closes the period now.
     await usageClient(stack.temporal.client, stack.taskQueue).signalRecompute(sub);
 
-    const [notice] = await mailArrives(customer.email, 'Abonnement résilié : ');
-    const cancellation = await mailpitMessage(notice.ID);
+    const [cancellationMail] = await mailArrives(customer.email, 'Abonnement résilié : ');
+    const cancellation = await mailpitMessage(cancellationMail.ID);
     expect(cancellation.Subject).toBe('Abonnement résilié : Image API');
     expect(cancellation.Text).toContain(`Prix: ${emailMoney(4990, 'brl', 'fr')} par mois`);
     expect(cancellation.Text).toContain(`Abonnement: ${sub._id}`);
@@ -258,8 +258,8 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     }, { timeoutMs: 30_000, description: 'the usage period charged' });
     const usageOrder = (await ordersCollection(db()).findOne({ store_id: storeId, subscription: sub._id, billing_reason: 'usage' }))!;
     expect(usageOrder.amount_total).toBe(period.amount_total);
-    await noticesSent(usageOrder._id);
-    await noticesSent(sub._id);
+    await buyerEmailsSent(usageOrder._id);
+    await buyerEmailsSent(sub._id);
     const usageMail = await mailArrives(customer.email, `Paiement confirmé : Image API`, 3);
     expect(usageMail.filter((message) => message.Subject.includes(emailMoney(period.amount_total, 'brl', 'fr')))).toHaveLength(1);
 

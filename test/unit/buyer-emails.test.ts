@@ -1,15 +1,17 @@
-// What this tests: the buyer e-mails' words and rendering (domain/email-i18n.ts): every one of the ten
+// What this tests: the buyer e-mails' words and rendering (i18n/buyer-emails.ts): every one of the ten
 // languages renders both e-mails with product, amount and period and no placeholder left; the buyer's
 // language is the first known locale, then the store country's, then English; store text is escaped in HTML.
 import { describe, expect, test } from 'vitest';
-import { EMAIL_LANGUAGES, emailLanguage, emailMoney, renderCancellationNotice, renderPaymentConfirmation } from '../../domain/email-i18n';
+import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation } from '../../i18n/buyer-emails';
+import { formatMoney as emailMoney } from '../../i18n/format';
+import { LANGUAGES as EMAIL_LANGUAGES } from '../../i18n/languages';
 
 const NOV_24 = Date.UTC(2026, 10, 24, 12) / 1000;
 const DEC_24 = Date.UTC(2026, 11, 24, 12) / 1000;
 const facts = { storeName: 'Loja <Aurora> & Co', timeZone: 'America/Sao_Paulo', customerName: 'Ana' };
 
 describe('every language', () => {
-  test.each(EMAIL_LANGUAGES)('%s: the payment confirmation and the cancellation notice name product, amount and period, with no placeholder left', (language) => {
+  test.each(EMAIL_LANGUAGES)('%s: the payment confirmation and the cancellation e-mail name product, amount and period, with no placeholder left', (language) => {
     const paid = renderPaymentConfirmation({
       ...facts,
       language,
@@ -26,7 +28,7 @@ describe('every language', () => {
     expect(paid.subject).toContain(amount);
     expect(paid.text).toContain('2026');
     expect(paid.text).toContain('ord_1');
-    const canceled = renderCancellationNotice({
+    const canceled = renderCancellationEmail({
       ...facts,
       language,
       product: 'Photo Club',

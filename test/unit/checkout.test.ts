@@ -1,4 +1,4 @@
-// What this tests: the pure checkout rules (domain/checkout.ts, domain/checkout-i18n.ts): expiry
+// What this tests: the pure checkout rules (domain/checkout.ts, i18n/pages.ts): expiry
 // bounds, redirect-URL rules, the placeholder, amounts with packs and coupons, addresses of the
 // hosted checkout and portal, the status an overdue session has, and locale fallback and money.
 import { describe, expect, test } from 'vitest';
@@ -19,7 +19,8 @@ import {
   sessionAmountTotal,
   validateRedirectUrl,
 } from '../../domain/checkout';
-import { formatMoney, pageLanguage, translate } from '../../domain/checkout-i18n';
+import { formatMoney } from '../../i18n/format';
+import { pageLanguage, translate } from '../../i18n/pages';
 
 const prices = [
   { currency: 'brl', amount: 19700, default: true },

@@ -1,9 +1,12 @@
-// What this tests: the hosted pages' ten languages (domain/checkout-i18n.ts, domain/i18n/): every table
+// What this tests: the hosted pages' ten languages (i18n/pages.ts, i18n/<language>.ts): every table
 // keeps English's placeholders and leaves nothing in English; which language a page speaks (session,
 // customer, Accept-Language, English); money in each language with the API's minor units (no cents
 // for jpy or krw, three decimals for kwd, two for huf or isk though Intl would drop them); dates.
 import { describe, expect, test } from 'vitest';
-import { choosePageLanguage, formatDate, formatMoney, MESSAGE_KEYS, PAGE_LANGUAGES, translate, type PageLanguage } from '../../domain/checkout-i18n';
+import { PAGE_KEYS as MESSAGE_KEYS } from '../../i18n/dictionary';
+import { formatDate, formatMoney } from '../../i18n/format';
+import { LANGUAGES as PAGE_LANGUAGES, type Language as PageLanguage } from '../../i18n/languages';
+import { choosePageLanguage, translate } from '../../i18n/pages';
 import { CHECKOUT_LOCALES } from '../../domain/checkout';
 
 /** Intl separates with no-break and narrow no-break spaces; compared as plain spaces. */
