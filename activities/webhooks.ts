@@ -23,7 +23,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptResult> {
       return attemptWebhookDelivery({ db: deps.db, http }, input);
     },
-    /** Dispatches events whose deliveries were never created; returns how many (workflows/event-sweeper.ts). */
+    /** Dispatches events whose deliveries were never created; returns how many (the event sweeper, workflows/routines.ts). */
     async sweepUndispatchedEvents(input: { olderThanMs: number; limit: number }): Promise<number> {
       return sweepUndispatched({ db: deps.db, temporal: deps.temporal, taskQueue: deps.taskQueue }, input);
     },

@@ -3,20 +3,18 @@
 // messages come from workflows/webhook-delivery-messages.ts.
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { WebhookDeliveryDoc } from '../store/webhooks';
-import type { webhookDeliveryWorkflow } from '../workflows/webhook-delivery';
-import { resendSignal, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId } from '../workflows/webhook-delivery-messages';
+import { resendSignal, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../workflows/webhook-delivery-messages';
 import { deliveryMetadata, deliverySearchAttributes } from './workflow-summaries';
 
 /** A delivery; with its event's id and type when the caller has them (they name the Web UI row). */
 export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'> & { event?: string; event_type?: string };
 
 function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
+  const input: WebhookDeliveryInput = { deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend: false };
   return {
     workflowId: webhookDeliveryWorkflowId(delivery._id),
     taskQueue,
-    args: [{ deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend: false }] as Parameters<
-      typeof webhookDeliveryWorkflow
-    >,
+    args: [input],
     typedSearchAttributes: deliverySearchAttributes(delivery.store_id, delivery.webhook_endpoint),
     ...deliveryMetadata(delivery),
   };
@@ -27,7 +25,7 @@ export function deliveryClient(temporal: Client, taskQueue: string) {
     /** Starts the delivery's workflow unless its id is running or has run. */
     async start(delivery: DeliveryRef): Promise<void> {
       try {
-        await temporal.workflow.start<typeof webhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
+        await temporal.workflow.start(WEBHOOK_DELIVERY_WORKFLOW, {
           ...deliveryStart(delivery, taskQueue),
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -39,7 +37,7 @@ export function deliveryClient(temporal: Client, taskQueue: string) {
 
     /** Resend: signals the running workflow, or starts a new run (with the signal) when it has closed. */
     async resend(delivery: DeliveryRef): Promise<void> {
-      await temporal.workflow.signalWithStart<typeof webhookDeliveryWorkflow, []>(WEBHOOK_DELIVERY_WORKFLOW, {
+      await temporal.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
         ...deliveryStart(delivery, taskQueue),
         signal: resendSignal,
         signalArgs: [],

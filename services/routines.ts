@@ -2,8 +2,15 @@
 // it is. Replaces the schedules that started a workflow per run (8,640 rows a day for the sweeper),
 // which an upgrade deletes here. Each routine's Web UI row says what it does.
 import { ScheduleNotFoundError, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { eventSweeperWorkflow, usageRoutineLoopWorkflow } from '../workflows/routines';
-import { routineStateQuery, runNowSignal, type RoutineState } from '../workflows/routines-messages';
+import {
+  EVENT_SWEEPER_WORKFLOW,
+  routineStateQuery,
+  runNowSignal,
+  USAGE_ROUTINE_WORKFLOW,
+  type EventSweeperInput,
+  type RoutineInput,
+  type RoutineState,
+} from '../workflows/routines-messages';
 
 export const eventSweeperWorkflowId = (taskQueue: string) => `event-sweeper/${taskQueue}`;
 export const usageRoutineWorkflowId = (taskQueue: string) => `usage-routine/${taskQueue}`;
@@ -26,10 +33,10 @@ export async function ensureRoutines(client: Client, taskQueue: string, options:
 export async function ensureEventSweeper(client: Client, taskQueue: string, options: RoutineOptions = {}): Promise<void> {
   const { sweepEveryMs = 10_000, sweepOlderThanMs = 5_000, sweepLimit = 500 } = options;
   await startOnce(() =>
-    client.workflow.start<typeof eventSweeperWorkflow>('eventSweeperWorkflow', {
+    client.workflow.start(EVENT_SWEEPER_WORKFLOW, {
       workflowId: eventSweeperWorkflowId(taskQueue),
       taskQueue,
-      args: [{ everyMs: sweepEveryMs, olderThanMs: sweepOlderThanMs, limit: sweepLimit }],
+      args: [{ everyMs: sweepEveryMs, olderThanMs: sweepOlderThanMs, limit: sweepLimit } satisfies EventSweeperInput],
       staticSummary: `Event sweeper: re-drives events whose deliveries never started, every ${sweepEveryMs / 1000} s`,
       staticDetails: `Events older than ${sweepOlderThanMs / 1000} s without deliveries, at most ${sweepLimit} a run. Query \`state\`; signal \`run_now\`.`,
     }),
@@ -39,10 +46,10 @@ export async function ensureEventSweeper(client: Client, taskQueue: string, opti
 export async function ensureUsageRoutine(client: Client, taskQueue: string, options: RoutineOptions = {}): Promise<void> {
   const { usageEveryMs = 10 * 60_000 } = options;
   await startOnce(() =>
-    client.workflow.start<typeof usageRoutineLoopWorkflow>('usageRoutineLoopWorkflow', {
+    client.workflow.start(USAGE_ROUTINE_WORKFLOW, {
       workflowId: usageRoutineWorkflowId(taskQueue),
       taskQueue,
-      args: [{ everyMs: usageEveryMs }],
+      args: [{ everyMs: usageEveryMs } satisfies RoutineInput],
       staticSummary: `Usage routine: starts usage for new subscriptions of metered offers, every ${usageEveryMs / 60_000} min`,
       staticDetails: 'Query `state`; signal `run_now`.',
     }),

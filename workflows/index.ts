@@ -2,7 +2,6 @@
 export * from './ping';
 export * from './checkout-session';
 export * from './webhook-delivery';
-export * from './event-sweeper';
 export * from './routines';
 export * from './subscription';
 export * from './charge';

@@ -2,6 +2,10 @@
 // the `run_now` signal (support staff: `npm run temporal -- workflow signal --name run_now ...`).
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
+/** The registered workflow names (services/routines.ts starts them without importing the workflows). */
+export const EVENT_SWEEPER_WORKFLOW = 'eventSweeperWorkflow';
+export const USAGE_ROUTINE_WORKFLOW = 'usageRoutineLoopWorkflow';
+
 export interface RoutineState {
   runs: number;
   /** ISO times of the last run and of the next one due. */

@@ -2,10 +2,8 @@
 // (inheriting the offer's usage rows on its first run), recomputes it every 10 minutes and on the
 // `recompute` signal, closes it at its end, at the billing threshold or when the subscription stops
 // being chargeable, charges it once (key `usage:<period id>`) and continues as new for the next
-// period (usage-periods-state.ts has the steps). Also the usage routine's workflow.
-import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { WORKER_GONE_AFTER } from './lib/timeouts';
+// period (usage-periods-state.ts has the steps).
+import { allHandlersFinished, condition, continueAsNew, setHandler } from '@temporalio/workflow';
 import { UsagePeriodRun } from './usage-periods-state';
 import { joinClock, leaveClock } from './lib/clock';
 import { recomputeSignal, usageStateQuery, type UsageWorkflowInput } from './usage-periods-messages';
@@ -27,11 +25,4 @@ export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{
   // One run per period keeps the history small; the next run opens the next period.
   await condition(allHandlersFinished);
   await continueAsNew<typeof usagePeriodsWorkflow>(input);
-}
-
-const routine = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: WORKER_GONE_AFTER, retry: { maximumAttempts: 3 } });
-
-/** Superseded by usageRoutineLoopWorkflow (workflows/routines.ts); kept one release for runs the old schedule started. */
-export async function usageRoutineWorkflow(): Promise<{ started: number }> {
-  return routine.runUsageRoutine({});
 }
