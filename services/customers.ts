@@ -7,7 +7,7 @@ import { ApiError, notFound } from '../domain/errors';
 import { normalizeCustomerInput, normalizeEmail, type CustomerInput } from '../domain/customers';
 import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/metadata';
 import type { PaymentProvider } from '../adapters/provider/types';
-import { isDuplicateKeyError, type CustomerDoc, type StoreDoc } from '../store/collections';
+import type { CustomerDoc, StoreDoc } from '../store/collections';
 import {
   findClaimedCustomer,
   findCustomer,
@@ -130,15 +130,7 @@ export async function changeCustomer(
   const set: Partial<CustomerDoc> = { ...fields } as Partial<CustomerDoc>;
   // Metadata replaces the whole map when sent.
   if (input.metadata !== undefined) set.metadata = encodeMetadata(normalizeMetadata(input.metadata));
-  let updated: CustomerDoc | null;
-  try {
-    updated = await updateCustomer(deps.db, store._id, id, set);
-  } catch (error) {
-    if (isDuplicateKeyError(error)) {
-      throw new ApiError('parameter_invalid', 'Another customer of this store already has this email.', { param: 'email' });
-    }
-    throw error;
-  }
+  const updated = await updateCustomer(deps.db, store._id, id, set);
   if (!updated) throw notFound('customer', id);
   await emitEvent(deps, { storeId: store._id, type: 'customer.updated', object: customerObject(updated), request });
   return updated;

@@ -2,7 +2,7 @@
 // resent) and resend (signal the running workflow, or start a new run when it has closed). Ids and
 // messages come from workflows/webhook-delivery-messages.ts.
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { WebhookDeliveryDoc } from '../store/webhooks';
+import type { WebhookDeliveryDoc } from '../store/webhook-deliveries';
 import { resendSignal, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../workflows/webhook-delivery-messages';
 import { deliveryMetadata, deliverySearchAttributes } from './workflow-summaries';
 

@@ -7,7 +7,8 @@ import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import type { EventDoc } from '../store/collections';
 import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, insertEventsOnce, renderEventBody, type EventRequest } from '../store/events';
-import { endpointsForFanOut, insertDeliveries, newDeliveryDoc, type FanOutEndpoint } from '../store/webhooks';
+import { endpointsForFanOut, type FanOutEndpoint } from '../store/webhook-endpoints';
+import { insertDeliveries, newDeliveryDoc } from '../store/webhook-deliveries';
 import { startDeliveryWorkflow, taskQueueOf } from './webhook-dispatch';
 
 export interface EventDeps {

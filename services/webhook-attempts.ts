@@ -8,21 +8,8 @@ import type { Db } from 'mongodb';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../domain/webhook-retry';
 import type { WebhookDeliveryState } from '../workflows/webhook-delivery-messages';
 import { findEvent, renderEventBody } from '../store/events';
-import {
-  claimAttempt,
-  countEndpointExhaustion,
-  disabledChanges,
-  failureChanges,
-  findDelivery,
-  findEndpoint,
-  markFailureCounted,
-  recordAttemptOutcome,
-  resetDelivery,
-  resetEndpointFailures,
-  successChanges,
-  type DeliveryChanges,
-  type WebhookDeliveryDoc,
-} from '../store/webhooks';
+import { countEndpointExhaustion, findEndpoint, resetEndpointFailures } from '../store/webhook-endpoints';
+import { claimAttempt, disabledChanges, failureChanges, findDelivery, markFailureCounted, recordAttemptOutcome, resetDelivery, successChanges, type DeliveryChanges, type WebhookDeliveryDoc } from '../store/webhook-deliveries';
 import type { WebhookHttpClient } from '../adapters/webhooks/http';
 import { SIGNATURE_HEADER, signDelivery } from '../adapters/webhooks/signing';
 

@@ -7,7 +7,8 @@ import type { Db } from 'mongodb';
 import type { Client } from '@temporalio/client';
 import type { EventDoc } from '../store/collections';
 import { confirmDispatched, findEvent, findStaleOutbox, outboxCollection } from '../store/events';
-import { deliveriesOfEvent, ensureDelivery, findEndpointsByIds, type WebhookDeliveryDoc } from '../store/webhooks';
+import { findEndpointsByIds } from '../store/webhook-endpoints';
+import { deliveriesOfEvent, ensureDelivery, type WebhookDeliveryDoc } from '../store/webhook-deliveries';
 import { deliveryClient, type DeliveryRef } from './delivery-client';
 
 export interface DispatchDeps {

@@ -223,8 +223,3 @@ function openCollections(db: Db): Collections {
     db,
   };
 }
-
-/** A unique index refused the write (MongoDB's DuplicateKey). */
-export function isDuplicateKeyError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
-}

@@ -6,8 +6,10 @@
 import type { Db } from 'mongodb';
 import { encodeMetadata, type Metadata } from '../domain/metadata';
 import { newId } from '../domain/ids';
+import { ApiError } from '../domain/errors';
 import type { NormalizedCustomerFields } from '../domain/customers';
-import { collections, type CustomerDoc, isDuplicateKeyError } from './collections';
+import { collections, type CustomerDoc } from './collections';
+import { isDuplicateKeyError } from './insert-once';
 import { findOwnedById } from './owned';
 
 export async function findCustomer(db: Db, storeId: string, id: string): Promise<CustomerDoc | null> {
@@ -121,6 +123,13 @@ export async function insertCustomer(db: Db, doc: CustomerDoc): Promise<{ custom
   }
 }
 
+/** The unique email in the customer's scope refused the update: the spec's parameter error on email. */
+function refuseTakenEmail(error: unknown): never {
+  if (isDuplicateKeyError(error)) throw new ApiError('parameter_invalid', 'Another customer of this store already has this email.', { param: 'email' });
+  throw error;
+}
+
+/** Writes `set` to the customer; an email another customer of its scope holds is refused (400 on email). */
 export async function updateCustomer(
   db: Db,
   storeId: string,
@@ -129,7 +138,9 @@ export async function updateCustomer(
 ): Promise<CustomerDoc | null> {
   const current = await findCustomer(db, storeId, id);
   if (!current) return null;
-  const updated = await collections(db).customers.findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' });
+  const updated = await collections(db)
+    .customers.findOneAndUpdate({ _id: id, store_id: storeId }, { $set: set }, { returnDocument: 'after' })
+    .catch(refuseTakenEmail);
   if (updated && updated.email !== current.email) await claimCustomerEmail(db, updated, current.email);
   return updated;
 }

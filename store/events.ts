@@ -4,7 +4,8 @@
 import type { Db } from 'mongodb';
 import { CURRENT_CATALOG, type EventCatalog } from '../domain/event-catalogs';
 import { derivedId, newId } from '../domain/ids';
-import { collections, isDuplicateKeyError, type EventDoc } from './collections';
+import { collections, type EventDoc } from './collections';
+import { insertManyOnce } from './insert-once';
 import { findOwnedById } from './owned';
 
 export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
@@ -59,13 +60,8 @@ export async function insertEvents(db: Db, docs: EventDoc[]): Promise<void> {
 
 /** Inserts a keyed fact's events; false when another writer of the fact inserted them first. */
 export async function insertEventsOnce(db: Db, docs: EventDoc[]): Promise<boolean> {
-  try {
-    await collections(db).events.insertMany(docs, { ordered: false });
-    return true;
-  } catch (error) {
-    if (isDuplicateKeyError(error)) return false;
-    throw error;
-  }
+  const refused = await insertManyOnce(collections(db).events, docs);
+  return refused.size === 0;
 }
 
 /** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
@@ -107,13 +103,8 @@ export function outboxCollection(db: Db) {
 
 export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_id' | 'created'>[]): Promise<void> {
   const docs = events.map((e) => ({ _id: e._id, store_id: e.store_id, created: e.created }));
-  try {
-    if (docs.length === 1) await outboxCollection(db).insertOne(docs[0]);
-    else if (docs.length > 1) await outboxCollection(db).insertMany(docs, { ordered: false });
-  } catch (error) {
-    // A keyed fact's second writer: the entry is there already.
-    if (!isDuplicateKeyError(error)) throw error;
-  }
+  // A keyed fact's second writer: the entry is there already.
+  await insertManyOnce(outboxCollection(db), docs);
 }
 
 /** The events' deliveries exist and were started: marked dispatched, out of the outbox. */

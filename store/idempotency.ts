@@ -4,7 +4,8 @@
 // free again once the lease runs out; a live one renews it), and every later change is a compare-and-set
 // on the run that was seen, so of any number of racing processes exactly one wins.
 import type { Db, Filter } from 'mongodb';
-import { collections, type IdempotencyDoc, isDuplicateKeyError } from './collections';
+import { collections, type IdempotencyDoc } from './collections';
+import { isDuplicateKeyError } from './insert-once';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** Renewed while its request runs (every third of it), so only a dead process's key is taken over. */

@@ -5,7 +5,7 @@ import type { Db } from 'mongodb';
 import { newId } from '../domain/ids';
 import { ApiError, notFound } from '../domain/errors';
 import { DISPLAY_NAME_MAX, validateEventName, type MeterFormula } from '../domain/meter-events';
-import { isDuplicateKeyError } from './collections';
+import { isDuplicateKeyError } from './insert-once';
 
 export interface MeterDoc {
   _id: string;

@@ -1,7 +1,7 @@
 // Orders: written by charges, renewals and checkout; read-only through the API.
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
-import { isDuplicateKeyError } from './collections';
+import { insertOnce } from './insert-once';
 
 
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'canceled' | 'refunded' | 'partially_refunded' | 'charged_back';
@@ -58,15 +58,7 @@ export async function findOrder(db: Db, storeId: string, id: string): Promise<Or
 
 /** Inserts an order whose id was derived from its cause; a retry finds it already there. */
 export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> {
-  try {
-    await ordersCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    const existing = await findOrder(db, doc.store_id, doc._id);
-    if (!existing) throw error;
-    return existing;
-  }
+  return insertOnce(ordersCollection(db), doc, () => findOrder(db, doc.store_id, doc._id));
 }
 
 /**

@@ -3,7 +3,8 @@
 // than `limit` requests pass per window however many processes serve the subject. A counter carries
 // its window's end as a Date for the TTL index (and the sweep where that index is unavailable).
 import type { Db } from 'mongodb';
-import { collections, isDuplicateKeyError } from './collections';
+import { collections } from './collections';
+import { retryOnDuplicateKey } from './insert-once';
 
 export interface WindowHit {
   allowed: boolean;
@@ -29,10 +30,7 @@ async function addToWindow(db: Db, id: string, n: number, expiresAt: Date): Prom
       { upsert: true, returnDocument: 'after' },
     );
   // Two upserts racing to create the document: the loser retries once and then finds it.
-  const doc = await add().catch((error: unknown) => {
-    if (isDuplicateKeyError(error)) return add();
-    throw error;
-  });
+  const doc = await retryOnDuplicateKey(add);
   return doc!.count;
 }
 

@@ -2,19 +2,16 @@
 // The API buffers entries and writes them in batches; each carries `expires_at` (a Date) for the TTL
 // index, and expired entries are also swept as a fallback where the TTL index is unavailable.
 import type { Db } from 'mongodb';
-import { collections, isDuplicateKeyError, type RequestLogDoc } from './collections';
+import { collections, type RequestLogDoc } from './collections';
+import { insertManyOnce } from './insert-once';
 
 export const REQUEST_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export async function writeRequestLogs(db: Db, entries: RequestLogDoc[]): Promise<void> {
   if (entries.length === 0) return;
-  try {
-    const expiring = entries.map((entry) => ({ ...entry, expires_at: new Date(entry.created * 1000 + REQUEST_LOG_RETENTION_MS) }));
-    await collections(db).requestLogs.insertMany(expiring, { ordered: false });
-  } catch (error) {
-    // A batch retried after a partial write only repeats ids that are already stored.
-    if (!isDuplicateKeyError(error)) throw error;
-  }
+  const expiring = entries.map((entry) => ({ ...entry, expires_at: new Date(entry.created * 1000 + REQUEST_LOG_RETENTION_MS) }));
+  // A batch retried after a partial write only repeats ids that are already stored.
+  await insertManyOnce(collections(db).requestLogs, expiring);
 }
 
 /** Deletes entries past their retention; returns how many went. */

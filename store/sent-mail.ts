@@ -2,7 +2,7 @@
 // (`<workflow id>/<purpose>...`): checked before sending and written after, so a retried or replayed
 // notice activity finds it and sends nothing.
 import type { Db } from 'mongodb';
-import { isDuplicateKeyError } from './collections';
+import { insertOnce } from './insert-once';
 
 export type SentMailPurpose = 'payment_confirmation' | 'cancellation';
 
@@ -44,15 +44,7 @@ export function findSentMail(db: Db, storeId: string, key: string): Promise<Sent
 
 /** Records the notice (first writer wins); returns the stored document. */
 export async function claimSentMail(db: Db, doc: SentMailDoc): Promise<SentMailDoc> {
-  try {
-    await sentMailCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    const existing = await findSentMail(db, doc.store_id, doc._id);
-    if (!existing) throw error;
-    return existing;
-  }
+  return insertOnce(sentMailCollection(db), doc, () => findSentMail(db, doc.store_id, doc._id));
 }
 
 /** One more hand-off to the SMTP server of a notice still `sending`. */

@@ -3,7 +3,7 @@
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { ChargeLine } from '../domain/charges';
-import { isDuplicateKeyError } from './collections';
+import { insertOnce } from './insert-once';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
 export type ChargeSource = 'api' | 'dashboard' | 'usage';
@@ -59,15 +59,7 @@ export async function findChargeByKey(db: Db, storeId: string, key: string): Pro
 
 /** Inserts the charge once; a retry (or a second writer under the key) gets the stored one. */
 export async function insertChargeOnce(db: Db, doc: SubscriptionChargeDoc): Promise<SubscriptionChargeDoc> {
-  try {
-    await chargesCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    const existing = await findChargeByKey(db, doc.store_id, doc.key);
-    if (!existing) throw error;
-    return existing;
-  }
+  return insertOnce(chargesCollection(db), doc, () => findChargeByKey(db, doc.store_id, doc.key));
 }
 
 /** What the provider's decision sets on a charge shown undecided; the rest was written from the same input. */

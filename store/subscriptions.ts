@@ -1,7 +1,7 @@
 // Subscriptions: persistence. The subscription workflow is the only writer of
 // the lifecycle fields, through conditional single-document updates on `version` (so a retried
 // write is recognised as already applied); the API writes only client_reference_id and metadata.
-import { isDuplicateKeyError } from './collections';
+import { insertOnce } from './insert-once';
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { SubscriptionLife, SubscriptionStatus } from '../domain/subscriptions';
@@ -69,15 +69,7 @@ export async function findSubscription(db: Db, storeId: string, id: string): Pro
 
 /** Inserts the subscription; a second insert under the same id returns the one stored first. */
 export async function insertSubscriptionOnce(db: Db, doc: SubscriptionDoc): Promise<SubscriptionDoc> {
-  try {
-    await subscriptionsCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    const stored = await findSubscription(db, doc.store_id, doc._id);
-    if (!stored) throw error;
-    return stored;
-  }
+  return insertOnce(subscriptionsCollection(db), doc, () => findSubscription(db, doc.store_id, doc._id));
 }
 
 export class SubscriptionVersionConflict extends Error {

@@ -5,7 +5,7 @@
 // id, so the first to apply counts it and any replay (any process, any time) matches nothing.
 import type { AnyBulkWriteOperation, Db, UpdateFilter } from 'mongodb';
 import { randomBase62 } from '../domain/ids';
-import { isDuplicateKeyError } from './collections';
+import { onlyDuplicateKeys } from './insert-once';
 
 /** Totals of a set of events; `last` is `<timestamp, 12 digits>|<event id>|<value>` ($max keeps the latest). */
 export interface RollupTotals {
@@ -162,13 +162,6 @@ const journalWritesOf = (db: Db) => {
   if (!writes) journalWrites.set(db, (writes = new JournalWrites(db)));
   return writes;
 };
-
-/** True when every write of a failed (bulk) write hit an existing `_id`. */
-function onlyDuplicateKeys(error: unknown): boolean {
-  const writeErrors = (error as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
-  if (!writeErrors) return isDuplicateKeyError(error);
-  return (Array.isArray(writeErrors) ? writeErrors : [writeErrors]).every((e) => e.code === 11000);
-}
 
 /** Adds the journal's id to `pending` on each of its keys (a new key starts at zero), in one round trip. */
 async function addPending(db: Db, journal: JournalDoc): Promise<void> {

@@ -8,7 +8,7 @@ import { derivedId, hashedId } from '../domain/ids';
 import type { Rounding, Tier } from '../domain/pricing';
 import { dayHourRollupKey, HOUR, lateRollupKey, periodRollupKey, unattachedRollupKey, windowStart, type CloseReason } from '../domain/usage-periods';
 import type { JournalDoc, RollupContribution } from './usage-rollups';
-import { isDuplicateKeyError } from './collections';
+import { insertIfAbsent, insertManyOnce, insertOnce, retryOnDuplicateKey } from './insert-once';
 
 // ---------------------------------------------------------------------------------------------
 // Meter events
@@ -58,18 +58,8 @@ export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'custo
 
 /** Inserts events in one unordered insertMany; returns the ids that were new. */
 export async function insertMeterEvents(db: Db, docs: MeterEventDoc[]): Promise<Set<string>> {
-  const inserted = new Set(docs.map((d) => d._id));
-  if (docs.length === 0) return inserted;
-  try {
-    await meterEventsCollection(db).insertMany(docs, { ordered: false });
-  } catch (error) {
-    const writeErrors = (error as { writeErrors?: { index: number; code: number }[] | { index: number; code: number } }).writeErrors;
-    if (!writeErrors) throw error;
-    const list = Array.isArray(writeErrors) ? writeErrors : [writeErrors];
-    if (list.some((e) => e.code !== 11000)) throw error;
-    for (const e of list) inserted.delete(docs[e.index]._id);
-  }
-  return inserted;
+  const refused = await insertManyOnce(meterEventsCollection(db), docs);
+  return new Set(docs.filter((_, i) => !refused.has(i)).map((d) => d._id));
 }
 
 export async function findMeterEvents(db: Db, ids: string[]): Promise<Map<string, MeterEventDoc>> {
@@ -131,24 +121,13 @@ export async function listUsageItems(db: Db, storeId: string, subscriptionId: st
 
 /** Writes an item set through the API (replacing any item of that meter). */
 export async function saveUsageItem(db: Db, doc: UsageItemDoc): Promise<void> {
-  try {
-    await usageItemsCollection(db).replaceOne({ _id: doc._id }, doc, { upsert: true });
-  } catch (error) {
-    // Lost the race to insert the first item of that meter: replace the one that won.
-    if (!isDuplicateKeyError(error)) throw error;
-    await usageItemsCollection(db).replaceOne({ _id: doc._id }, doc);
-  }
+  // Lost the race to insert the first item of that meter: the second replace finds the one that won.
+  await retryOnDuplicateKey(() => usageItemsCollection(db).replaceOne({ _id: doc._id }, doc, { upsert: true }));
 }
 
 /** Inserts an inherited item unless the meter already has one (from the API or earlier): true when inserted. */
 export async function insertInheritedItem(db: Db, doc: UsageItemDoc): Promise<boolean> {
-  try {
-    await usageItemsCollection(db).insertOne(doc);
-    return true;
-  } catch (error) {
-    if (isDuplicateKeyError(error)) return false;
-    throw error;
-  }
+  return insertIfAbsent(usageItemsCollection(db), doc);
 }
 
 export async function deleteUsageItem(db: Db, storeId: string, id: string): Promise<boolean> {
@@ -203,13 +182,7 @@ export function findUsageState(db: Db, storeId: string, subscriptionId: string):
 
 /** Creates the state once (insert: whoever comes first sets next_start); returns the stored one. */
 export async function ensureUsageState(db: Db, doc: UsageStateDoc): Promise<UsageStateDoc> {
-  try {
-    await usageStatesCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    return (await usageStatesCollection(db).findOne({ _id: doc._id }))!;
-  }
+  return insertOnce(usageStatesCollection(db), doc);
 }
 
 export async function updateUsageState(db: Db, subscriptionId: string, update: Record<string, unknown>): Promise<UsageStateDoc | null> {
@@ -248,13 +221,8 @@ export async function addCustomerSubscription(db: Db, storeId: string, customerI
       { $addToSet: { subscriptions: subscriptionId }, $setOnInsert: { store_id: storeId } },
       { upsert: true },
     );
-  try {
-    await add();
-  } catch (error) {
-    // Lost the race to create the customer's document: the upsert now finds the winner's.
-    if (!isDuplicateKeyError(error)) throw error;
-    await add();
-  }
+  // Lost the race to create the customer's document: the upsert again finds the winner's.
+  await retryOnDuplicateKey(add);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,13 +280,7 @@ export function findUsagePeriod(db: Db, storeId: string, id: string): Promise<Us
 
 /** Inserts the period once; returns the stored one. */
 export async function insertUsagePeriod(db: Db, doc: UsagePeriodDoc): Promise<UsagePeriodDoc> {
-  try {
-    await usagePeriodsCollection(db).insertOne(doc);
-    return doc;
-  } catch (error) {
-    if (!isDuplicateKeyError(error)) throw error;
-    return (await usagePeriodsCollection(db).findOne({ _id: doc._id }))!;
-  }
+  return insertOnce(usagePeriodsCollection(db), doc);
 }
 
 export async function updateUsagePeriod(db: Db, id: string, set: Partial<UsagePeriodDoc>): Promise<UsagePeriodDoc | null> {

@@ -6,7 +6,9 @@ import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
 import { behaviourOf, brandOf, type TestCardBehaviour } from './test-cards';
 import type { ChargeOutcome, SavedCard, TransactionInfo, TransactionState } from './types';
-import { isDuplicateKeyError } from '../../store/collections';
+
+/** The simulated provider keeps its own database apart from store/ (DESIGN.md, rooms): its own DuplicateKey check. */
+const isDuplicateKeyError = (error: unknown) => (error as { code?: unknown } | null)?.code === 11000;
 
 export interface TestCardDoc {
   _id: string;

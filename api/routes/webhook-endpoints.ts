@@ -14,23 +14,8 @@ import {
 import { ApiError, notFound } from '../../domain/errors';
 import { newId } from '../../domain/ids';
 import { confirmDispatched, recordEvent } from '../../store/events';
-import {
-  deleteDeliveriesOf,
-  deleteEndpoint,
-  deliveriesCollection,
-  DELIVERY_STATUSES,
-  endpointsCollection,
-  findEndpoint,
-  ENDPOINTS_PER_STORE,
-  insertEndpoint,
-  releaseEndpointSlot,
-  takeEndpointSlot,
-  openDeliveriesOf,
-  rotateEndpointSecret,
-  updateEndpoint,
-  type DeliveryStatus,
-  type EndpointStatus,
-} from '../../store/webhooks';
+import { deleteEndpoint, endpointsCollection, findEndpoint, ENDPOINTS_PER_STORE, insertEndpoint, releaseEndpointSlot, takeEndpointSlot, rotateEndpointSecret, updateEndpoint, type EndpointStatus } from '../../store/webhook-endpoints';
+import { deleteDeliveriesOf, deliveriesCollection, DELIVERY_STATUSES, openDeliveriesOf, type DeliveryStatus } from '../../store/webhook-deliveries';
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
 import { deliverEventTo } from '../../services/webhook-dispatch';
 import { deliveryClient } from '../../services/delivery-client';

@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CURRENT_CATALOG, EVENT_CATALOGS, normalizeEnabledEvents, unknownEventEntry, type EventCatalog } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import { findEvent } from '../../store/events';
-import { newWebhookSecret } from '../../store/webhooks';
+import { newWebhookSecret } from '../../store/webhook-endpoints';
 import { streamEvents } from '../../services/event-stream';
 import { authOf, type RouteApp } from '../context';
 import { withErrors } from '../schemas/common';

@@ -1,6 +1,6 @@
 // The webhook delivery as the API shows it (OpenAPI component `WebhookDelivery`) and its builder.
 import { Type, type Static } from '@sinclair/typebox';
-import { DELIVERY_STATUSES, type WebhookDeliveryDoc } from '../../store/webhooks';
+import { DELIVERY_STATUSES, type WebhookDeliveryDoc } from '../../store/webhook-deliveries';
 import { Nullable } from './common';
 
 export const WebhookDelivery = Type.Object(

@@ -2,7 +2,7 @@
 // the signing secret appears only in the create and rotate_secret answers.
 import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_CATALOGS } from '../../domain/event-catalogs';
-import type { WebhookEndpointDoc } from '../../store/webhooks';
+import type { WebhookEndpointDoc } from '../../store/webhook-endpoints';
 import { Nullable } from './common';
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));

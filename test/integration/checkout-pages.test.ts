@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { collections } from '../../store/collections';
 import { findCheckoutSession } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
-import { insertEndpoint } from '../../store/webhooks';
+import { insertEndpoint } from '../../store/webhook-endpoints';
 import { CONTENT_SECURITY_POLICY } from '../../api/pages';
 import { startTestApi, type TestStore } from '../support/api';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, buyerForm, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';

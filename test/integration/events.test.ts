@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../services/events';
 import { collections } from '../../store/collections';
 import { addToOutbox, outboxCollection, recordEvent } from '../../store/events';
-import { deliveriesCollection, deliveryIdFor } from '../../store/webhooks';
+import { deliveriesCollection, deliveryIdFor } from '../../store/webhook-deliveries';
 import { dispatchEvent, sweepUndispatched } from '../../services/webhook-dispatch';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { call, createTestStore } from '../support/api';

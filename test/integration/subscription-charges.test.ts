@@ -18,7 +18,7 @@ import { requestFingerprint } from '../../api/plugins/idempotency';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
 import { merchantChargeKey, usageChargeKey, usageIdempotencyKey } from '../../domain/charges';
 import { newId } from '../../domain/ids';
-import { insertEndpoint } from '../../store/webhooks';
+import { insertEndpoint } from '../../store/webhook-endpoints';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../support/env';
 import { recordHistory } from '../support/histories';

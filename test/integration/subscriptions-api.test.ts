@@ -8,7 +8,7 @@ import { createTestWorker } from '../support/worker';
 import { collections } from '../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
-import { insertEndpoint } from '../../store/webhooks';
+import { insertEndpoint } from '../../store/webhook-endpoints';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../services/search-attributes';
 import { runAdmin } from '../../admin/cli';
 import { subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';

@@ -11,7 +11,7 @@ import { projectRoot } from '../../temporal-dev/tools';
 import { emitEvent } from '../../services/events';
 import { eventSweeperWorkflowId, routineState, usageRoutineWorkflowId } from '../../services/routines';
 import { ensureIndexes } from '../../store/indexes';
-import { insertEndpoint } from '../../store/webhooks';
+import { insertEndpoint } from '../../store/webhook-endpoints';
 import { subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { chargeWorkflowId } from '../../workflows/charge-messages';
 import { merchantChargeKey } from '../../domain/charges';

@@ -9,22 +9,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { emitEvent } from '../../services/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
-import {
-  AUTO_DISABLE_AFTER,
-  AUTO_DISABLED_REASON,
-  claimAttempt,
-  countEndpointExhaustion,
-  deliveriesCollection,
-  ensureDelivery,
-  endpointsCollection,
-  findDelivery,
-  findEndpoint,
-  insertEndpoint,
-  markFailureCounted,
-  recordAttemptOutcome,
-  failureChanges,
-  type WebhookDeliveryDoc,
-} from '../../store/webhooks';
+import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, countEndpointExhaustion, endpointsCollection, findEndpoint, insertEndpoint } from '../../store/webhook-endpoints';
+import { claimAttempt, deliveriesCollection, ensureDelivery, findDelivery, markFailureCounted, recordAttemptOutcome, failureChanges, type WebhookDeliveryDoc } from '../../store/webhook-deliveries';
 import { attemptWebhookDelivery, type AttemptInput } from '../../services/webhook-attempts';
 import { createWebhookHttpClient, type WebhookHttpClient } from '../../adapters/webhooks/http';
 import { RETRY_DELAYS_MS } from '../../domain/webhook-retry';

@@ -4,7 +4,8 @@
 // stopping pending deliveries; and a host that resolves to a private address at connection time.
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliveriesCollection, endpointsCollection, findDelivery } from '../../store/webhooks';
+import { endpointsCollection } from '../../store/webhook-endpoints';
+import { deliveriesCollection, findDelivery } from '../../store/webhook-deliveries';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
 import { call } from '../support/api';

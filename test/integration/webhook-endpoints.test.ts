@@ -3,7 +3,7 @@
 // addresses, internal names and names resolving to private addresses, invalid_event_type, limits,
 // unknown ids) with its status, type, code and param. No worker runs here: no event is emitted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointsCollection, SECRET_ROTATION_OVERLAP_MS } from '../../store/webhooks';
+import { endpointsCollection, SECRET_ROTATION_OVERLAP_MS } from '../../store/webhook-endpoints';
 import { testMongo, type TestMongo } from '../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { fakeResolver } from '../support/fake-dns';

@@ -10,7 +10,7 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { listen } from '../../admin/listen';
-import { endpointsCollection } from '../../store/webhooks';
+import { endpointsCollection } from '../../store/webhook-endpoints';
 import { freePort } from '../../temporal-dev/servers';
 import { projectRoot } from '../../temporal-dev/tools';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';

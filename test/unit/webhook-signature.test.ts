@@ -12,7 +12,7 @@ import {
   verifySignature,
   WebhookSignatureError,
 } from '../../adapters/webhooks/verify';
-import { SECRET_ROTATION_OVERLAP_MS } from '../../store/webhooks';
+import { SECRET_ROTATION_OVERLAP_MS } from '../../store/webhook-endpoints';
 
 const stripe = new Stripe('sk_test_unused');
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);

@@ -11,15 +11,8 @@ import { createBillingWorker } from '../../worker/main';
 import { emitEvent } from '../../services/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
-import {
-  AUTO_DISABLED_REASON,
-  deliveryIdFor,
-  endpointsCollection,
-  findDelivery,
-  findEndpoint,
-  insertEndpoint,
-  type WebhookEndpointDoc,
-} from '../../store/webhooks';
+import { AUTO_DISABLED_REASON, endpointsCollection, findEndpoint, insertEndpoint, type WebhookEndpointDoc } from '../../store/webhook-endpoints';
+import { deliveryIdFor, findDelivery } from '../../store/webhook-deliveries';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { RECEIVER_TIMEOUT_MS, RETRY_DELAYS_MS } from '../../domain/webhook-retry';
 import {
