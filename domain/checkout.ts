@@ -137,7 +137,8 @@ export function couponDiscount(coupon: CouponTerms | null, subtotal: number, cur
   return Math.max(0, Math.min(subtotal, discount));
 }
 
-export interface ChargeAmounts {
+/** What the buyer is charged for one checkout payment (the page computes it; the workflow's `pay` carries it). */
+export interface PaymentAmounts {
   currency: string;
   quantity: number;
   unit_amount: number;
@@ -147,7 +148,7 @@ export interface ChargeAmounts {
 }
 
 /** What the buyer pays: unit price times the pack (1 without one), minus the coupon. */
-export function chargeAmounts(price: { currency: string; amount: number }, pack: number | null, coupon: CouponTerms | null): ChargeAmounts {
+export function chargeAmounts(price: { currency: string; amount: number }, pack: number | null, coupon: CouponTerms | null): PaymentAmounts {
   const quantity = pack ?? 1;
   const subtotal = price.amount * quantity;
   const discount = couponDiscount(coupon, subtotal, price.currency);

@@ -5,7 +5,7 @@
 // in the workflow (services/checkout-attempts.ts), so a page that stops waiting loses nothing.
 import { ApiError } from '../domain/errors';
 import { derivedId } from '../domain/ids';
-import { cardDigits, chargeAmounts, type ChargeAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, pixAllowed, priceIn, startsWithTrial } from '../domain/checkout';
+import { cardDigits, chargeAmounts, type PaymentAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, pixAllowed, priceIn, startsWithTrial } from '../domain/checkout';
 import type { DocumentType } from '../domain/documents';
 import type { CustomerDoc, StoreDoc } from '../store/collections';
 import { findCustomer } from '../store/customers';
@@ -77,7 +77,7 @@ type Step<T> = { value: T } | { stop: HostedPaymentResult };
 /** What one attempt charges, decided before the buyer or the provider is involved. */
 interface ChargeTerms {
   trial: boolean;
-  amounts: ChargeAmounts;
+  amounts: PaymentAmounts;
   installments: number | null;
   cardNumber: string | null;
 }

@@ -2,7 +2,7 @@
 // (`temporal workflow update|signal|query`): updates pay (one attempt, run by the workflow) and expire;
 // signal providerSettled (a PIX or review notice); query state (with every attempt and its provider key).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { PaymentStatus, SessionStatus } from '../domain/checkout';
+import type { PaymentAmounts, PaymentStatus, SessionStatus } from '../domain/checkout';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
 import type { CustomerDoc } from '../store/collections';
@@ -95,16 +95,6 @@ export interface CheckoutWorkflowState {
    * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
    */
   problem: { step: 'check_transaction' | 'create_subscription'; type: string | null; message: string; nonRetryable: boolean; failures: number } | null;
-}
-
-/** What the buyer is charged, computed by the page from the session (pack, currency, coupon). */
-export interface PaymentAmounts {
-  currency: string;
-  quantity: number;
-  unit_amount: number;
-  amount_subtotal: number;
-  amount_discount: number;
-  amount_total: number;
 }
 
 /** The card kept for the subscription (never the number). */
