@@ -6,7 +6,7 @@
 // an anti-forgery token derived from the portal session; a store that turns its portal off closes it at once.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { collections, type StoreDoc } from '../../store/collections';
@@ -32,13 +32,9 @@ import {
   type PortalDeps,
 } from '../../services/portal';
 import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
-import type { PageKey } from '../../i18n/dictionary';
-import { formatDate, formatMoney } from '../../i18n/format';
 import type { Language } from '../../i18n/languages';
-import { choosePageLanguage, hasKey, translate } from '../../i18n/pages';
-import type { SubscriptionDoc } from '../../store/subscriptions';
-import type { OrderDoc } from '../../store/orders';
-import { html, layout, type Markup } from './html';
+import { choosePageLanguage } from '../../i18n/pages';
+import { renderAccountPage, renderPortalOffPage, renderSignedOutPage, renderSignInConfirmPage, renderSignInInvalidPage } from './portal-views';
 
 export const PORTAL_COOKIE = 'portal_session';
 const HTML = 'text/html; charset=utf-8';
@@ -97,65 +93,9 @@ function cookieHeader(site: PortalSite, request: FastifyRequest, value: string, 
   return `${PORTAL_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
 }
 
-function t(lang: Language, key: PageKey, vars?: Record<string, string | number>): string {
-  return translate(lang, key, vars);
-}
-
-function messagePage(lang: Language, title: string, text: string, testId: string): string {
-  const body = html`<main class="wrap"><section class="panel center" data-testid="${testId}"><h1>${title}</h1><p>${text}</p></section></main>`;
-  return layout({ lang, title, body });
-}
-
-function statusBadge(lang: Language, status: string): Markup {
-  const key = `status_${status}`;
-  return html`<span class="badge">${hasKey(key) ? t(lang, key) : status}</span>`;
-}
-
-function subscriptionItem(lang: Language, base: string, sub: SubscriptionDoc, csrf: string, timeZone: string): Markup {
-  const money = sub.amount !== null && sub.currency ? formatMoney(sub.amount, sub.currency, lang) : '';
-  const ended = sub.status === 'canceled' || sub.status === 'expired';
-  const action = (name: string) => `${base}/account/subscriptions/${sub._id}/${name}`;
-  const pm = sub.default_payment_method;
-  return html`<li data-testid="subscription" data-subscription="${sub._id}">
-  <p><strong>${sub.offer?.name ?? sub._id}</strong> ${statusBadge(lang, sub.status)} <span class="muted">${money}</span></p>
-  ${
-    sub.cancel_at_period_end && sub.current_period_end
-      ? html`<p data-testid="cancels-on">${t(lang, 'cancels_on', { date: formatDate(sub.current_period_end, lang, { timeZone }) })}</p>`
-      : sub.next_billing_at && !ended
-        ? html`<p class="muted">${t(lang, 'next_billing', { date: formatDate(sub.next_billing_at, lang, { timeZone }) })}</p>`
-        : ''
-  }
-  <p class="muted" data-testid="card-on-file">${pm?.last4 ? t(lang, 'card_on_file', { last4: pm.last4 }) : t(lang, 'no_card')}</p>
-  ${
-    ended
-      ? ''
-      : html`<div class="inline">
-    ${
-      sub.cancel_at_period_end
-        ? html`<form method="post" action="${action('reactivate')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="reactivate">${t(lang, 'reactivate')}</button></form>`
-        : html`<form method="post" action="${action('cancel')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="cancel">${t(lang, 'cancel_at_period_end')}</button></form>`
-    }
-  </div>
-  <form method="post" action="${action('card')}" class="inline" data-once>
-    <input type="hidden" name="csrf" value="${csrf}">
-    <div><label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
-    <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23"></div>
-    <button type="submit" data-testid="replace-card">${t(lang, 'save_card')}</button>
-  </form>`
-  }
-</li>`;
-}
-
-function orderItem(lang: Language, order: OrderDoc, timeZone: string): Markup {
-  return html`<li data-testid="order"><p><strong>${order.items[0]?.description ?? order._id}</strong> ${statusBadge(lang, order.status)}</p>
-  <p class="muted">${formatDate(order.created, lang, { timeZone })} · ${formatMoney(order.amount_total, order.currency, lang)} · ${order._id}</p></li>`;
-}
-
-const DONE_KEYS: Record<string, PageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
-
 /** What every portal handler needs: the database, the portal's services and the path it is served under. */
 interface PortalSite {
-  db: Db;
+  db: Database;
   deps: PortalDeps;
   /** Sign-in links are built from PORTAL_URL (portalAddress), so the routes follow its path. */
   path: string;
@@ -218,11 +158,9 @@ function maskedEmail(email: string): string {
 const portalLanguage = (request: FastifyRequest, customerLocale?: string | null): Language =>
   choosePageLanguage([customerLocale], request.headers['accept-language']);
 
-const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>
-  reply.status(410).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-invalid'));
+const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) => reply.status(410).type(HTML).send(renderSignInInvalidPage(lang, 'signin-invalid'));
 
-const portalOff = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>
-  reply.status(403).type(HTML).send(messagePage(lang, t(lang, 'portal_unavailable_title'), t(lang, 'portal_unavailable_text'), 'portal-unavailable'));
+const portalOff = (reply: FastifyReply, lang = portalLanguage(reply.request)) => reply.status(403).type(HTML).send(renderPortalOffPage(lang));
 
 /**
  * Opening the link only shows whose account it opens: a link someone else planted (login CSRF) cannot
@@ -235,11 +173,7 @@ async function confirmSignIn(site: PortalSite, request: FastifyRequest<{ Params:
   if (!store || !link) return invalidLink(reply);
   const customer = await findCustomer(site.db, store._id, link.customer);
   const lang = portalLanguage(request, customer?.locale);
-  const email = maskedEmail(customer?.email ?? '');
-  const body = html`<main class="wrap"><section class="panel center" data-testid="signin-confirm"><h1>${t(lang, 'signin_confirm_title', { store: store.name })}</h1>
-  <p>${t(lang, 'signin_confirm_text', { email })}</p>
-  <form method="post" data-once><button type="submit" data-testid="signin-continue">${t(lang, 'signin_continue', { email })}</button></form></section></main>`;
-  return reply.type(HTML).send(layout({ lang, title: t(lang, 'signin_confirm_title', { store: store.name }), body, script: true }));
+  return reply.type(HTML).send(renderSignInConfirmPage(lang, store.name, maskedEmail(customer?.email ?? '')));
 }
 
 /** A browser says where a form was sent from; one sent from another site is not the customer's click. */
@@ -275,31 +209,14 @@ async function account(site: PortalSite, request: FastifyRequest<{ Params: { slu
   if (store && !store.portal_enabled) return portalOff(reply);
   const login = await loginOf(site, request, store);
   if (!store || !login) {
-    const lang = portalLanguage(request);
-    return reply.status(401).type(HTML).send(messagePage(lang, t(lang, 'signin_invalid_title'), t(lang, 'signin_invalid_text'), 'signin-needed'));
+    return reply.status(401).type(HTML).send(renderSignInInvalidPage(portalLanguage(request), 'signin-needed'));
   }
   const customer = await findCustomer(db, store._id, login.customer);
   const lang = portalLanguage(request, customer?.locale);
-  const [subs, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
-  const base = basePath(site, slug);
-  const csrf = csrfToken(login);
-  const done = request.query.done ? DONE_KEYS[request.query.done] : undefined;
-  const body = html`<header class="top"><span class="store">${store.name}</span><span class="muted">${t(lang, 'signed_in_as', { email: customer?.email ?? '' })}</span></header>
-<main class="wrap">
-  <h1>${t(lang, 'portal_title')}</h1>
-  ${done ? html`<p class="ok" role="status" data-testid="done">${t(lang, done)}</p>` : ''}
-  ${request.query.failed ? html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'action_failed', { reason: request.query.failed })}</p>` : ''}
-  <div class="grid">
-    <section class="panel" aria-labelledby="subs-title"><h2 id="subs-title">${t(lang, 'subscriptions')}</h2>
-      ${subs.length ? html`<ul class="list">${subs.map((s) => subscriptionItem(lang, base, s, csrf, store.timezone))}</ul>` : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`}
-    </section>
-    <section class="panel" aria-labelledby="orders-title"><h2 id="orders-title">${t(lang, 'orders')}</h2>
-      ${orders.length ? html`<ul class="list">${orders.map((o) => orderItem(lang, o, store.timezone))}</ul>` : html`<p class="muted">${t(lang, 'no_orders')}</p>`}
-    </section>
-  </div>
-  <form method="post" action="${base}/account/sign-out" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
-</main>`;
-  return reply.type(HTML).send(layout({ lang, title: `${t(lang, 'portal_title')} · ${store.name}`, body, script: true }));
+  const [subscriptions, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
+  const { done, failed } = request.query;
+  const view = { storeName: store.name, email: customer?.email ?? '', base: basePath(site, slug), csrf: csrfToken(login), timeZone: store.timezone, subscriptions, orders, done, failed };
+  return reply.type(HTML).send(renderAccountPage(lang, view));
 }
 
 async function act(
@@ -332,7 +249,7 @@ async function signOut(site: PortalSite, request: FastifyRequest<{ Params: { slu
   reply.header('Set-Cookie', cookieHeader(site, request, '', 0));
   const customer = login ? await findCustomer(site.db, login.store_id, login.customer) : null;
   const lang = portalLanguage(request, customer?.locale);
-  return reply.type(HTML).send(messagePage(lang, t(lang, 'sign_out'), t(lang, 'signed_out'), 'signed-out'));
+  return reply.type(HTML).send(renderSignedOutPage(lang));
 }
 
 async function entry(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string } }>, reply: FastifyReply) {
