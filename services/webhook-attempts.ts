@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../domain/webhook-retry';
-import type { WebhookDeliveryState } from '../workflows/webhook-delivery-messages';
+import { deliveryState, type WebhookDeliveryState } from '../api/schemas/webhook-delivery';
 import { findEvent, renderEventBody } from '../store/events';
 import { countEndpointExhaustion, findEndpoint, resetEndpointFailures } from '../store/webhook-endpoints';
 import { claimAttempt, disabledChanges, failureChanges, findDelivery, markFailureCounted, recordAttemptOutcome, resetDelivery, successChanges, type DeliveryChanges, type WebhookDeliveryDoc } from '../store/webhook-deliveries';
@@ -41,39 +41,6 @@ export interface AttemptResult {
   nextAttemptInMs: number | null;
   /** Where the time went (benchmark): reads and claim, the POST, the writes after it. */
   timings: { prepareMs: number; httpMs: number; recordMs: number };
-}
-
-export function deliveryState(doc: WebhookDeliveryDoc | null, id: string): WebhookDeliveryState {
-  if (!doc) {
-    return {
-      id,
-      status: 'exhausted',
-      attempts: 0,
-      next_attempt_at: null,
-      last_attempt_at: null,
-      delivered_at: null,
-      last_response_status: null,
-      last_error: null,
-      last_duration_ms: null,
-      event: null,
-      webhook_endpoint: null,
-      stopped: true,
-    };
-  }
-  return {
-    id: doc._id,
-    status: doc.status,
-    attempts: doc.attempts,
-    next_attempt_at: doc.next_attempt_at,
-    last_attempt_at: doc.last_attempt_at,
-    delivered_at: doc.delivered_at,
-    last_response_status: doc.last_response_status,
-    last_error: doc.last_error,
-    last_duration_ms: doc.last_duration_ms,
-    event: doc.event,
-    webhook_endpoint: doc.webhook_endpoint,
-    stopped: false,
-  };
 }
 
 export interface AttemptDeps {

@@ -2,6 +2,7 @@
 // (docs/runbook-webhooks.md): its id, the `resend` signal, the `state` query, the StoreId search
 // attribute and the input.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { WebhookDeliveryState } from '../api/schemas/webhook-delivery';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
 
@@ -34,19 +35,5 @@ export interface WebhookDeliveryInput {
   attempt?: number;
 }
 
-/** What the workflow knows of its delivery: the webhook_delivery object after the latest step. */
-export interface WebhookDeliveryState {
-  id: string;
-  status: 'pending' | 'delivering' | 'succeeded' | 'failed' | 'exhausted';
-  attempts: number;
-  next_attempt_at: number | null;
-  last_attempt_at: number | null;
-  delivered_at: number | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  last_duration_ms: number | null;
-  event: string | null;
-  webhook_endpoint: string | null;
-  /** True once the delivery no longer exists (endpoint deleted) or the workflow was cancelled. */
-  stopped: boolean;
-}
+/** What the workflow knows of its delivery: the webhook_delivery resource's own description of it. */
+export type { WebhookDeliveryState } from '../api/schemas/webhook-delivery';
