@@ -100,7 +100,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // The test payment connection finds a charge by transaction (settle notices, the admin CLI).
   index('provider_test_charges', { store_id: 1, transaction_id: 1 }),
   index('provider_test_charges', { transaction_id: 1 }),
-  // The buyer e-mails about one order or subscription (support: "did the buyer get it?"); a notice itself is found by its key (_id).
+  // The buyer e-mails about one order or subscription (support: "did the buyer get it?"); an e-mail itself is found by its key (_id).
   index('sent_mail', { store_id: 1, subject_id: 1 }),
 ];
 

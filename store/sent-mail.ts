@@ -1,6 +1,6 @@
-// The buyer e-mails the worker sent, one document per notice keyed by the notice's deterministic key
+// The buyer e-mails the worker sent, one document per e-mail keyed by the e-mail's deterministic key
 // (`<workflow id>/<purpose>...`): checked before sending and written after, so a retried or replayed
-// notice activity finds it and sends nothing.
+// buyer e-mail activity finds it and sends nothing.
 import type { Db } from 'mongodb';
 import { insertOnce } from './insert-once';
 
@@ -13,7 +13,7 @@ export type SentMailPurpose = 'payment_confirmation' | 'cancellation';
 export type SentMailStatus = 'sending' | 'sent' | 'skipped' | 'failed';
 
 export interface SentMailDoc {
-  /** The notice's key. */
+  /** The e-mail's key. */
   _id: string;
   store_id: string;
   purpose: SentMailPurpose;
@@ -42,12 +42,12 @@ export function findSentMail(db: Db, storeId: string, key: string): Promise<Sent
   return sentMailCollection(db).findOne({ _id: key, store_id: storeId });
 }
 
-/** Records the notice (first writer wins); returns the stored document. */
+/** Records the e-mail (first writer wins); returns the stored document. */
 export async function claimSentMail(db: Db, doc: SentMailDoc): Promise<SentMailDoc> {
   return insertOnce(sentMailCollection(db), doc, () => findSentMail(db, doc.store_id, doc._id));
 }
 
-/** One more hand-off to the SMTP server of a notice still `sending`. */
+/** One more hand-off to the SMTP server of an e-mail still `sending`. */
 export async function countSendAttempt(db: Db, storeId: string, key: string): Promise<void> {
   await sentMailCollection(db).updateOne({ _id: key, store_id: storeId, status: 'sending' }, { $inc: { attempts: 1 } });
 }
@@ -65,7 +65,7 @@ export async function settleSentMail(
   );
 }
 
-/** A store's notices about one order or subscription (tests and operators). */
+/** A store's buyer e-mails about one order or subscription (tests and operators). */
 export function sentMailAbout(db: Db, storeId: string, subjectId: string): Promise<SentMailDoc[]> {
   return sentMailCollection(db).find({ store_id: storeId, subject_id: subjectId }).toArray();
 }

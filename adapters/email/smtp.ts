@@ -8,7 +8,7 @@ export interface OutgoingMail {
   subject: string;
   text: string;
   html: string;
-  /** `<...@...>`, derived from the notice's key: a resend after a crash carries the same one. */
+  /** `<...@...>`, derived from the e-mail's key: a resend after a crash carries the same one. */
   messageId: string;
   /** Content-Language of the body. */
   language: string;
@@ -35,7 +35,7 @@ export interface Mailer {
 
 export const SMTP_DISABLED = 'disabled';
 
-// A notice activity has a minute; an unreachable or silent server fails the attempt well before.
+// A buyer e-mail activity has a minute; an unreachable or silent server fails the attempt well before.
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
 function shownTarget(url: URL): string {
@@ -70,7 +70,7 @@ export function smtpMailer(smtpUrl: string): Mailer {
   };
 }
 
-/** SMTP_URL=disabled: nothing is sent; each notice is recorded as skipped. */
+/** SMTP_URL=disabled: nothing is sent; each buyer e-mail is recorded as skipped. */
 export function disabledMailer(): Mailer {
   return { target: SMTP_DISABLED, send: async () => null, close: () => undefined };
 }
@@ -80,7 +80,7 @@ export function mailerFromEnv(env: NodeJS.ProcessEnv = process.env): Mailer {
   const url = env.SMTP_URL?.trim();
   if (!url) {
     throw new Error(
-      `SMTP_URL is not set: the worker sends the buyers' notices (purchase confirmations, cancellations) by e-mail. ` +
+      `SMTP_URL is not set: the worker sends the buyer e-mails (purchase confirmations, cancellations). ` +
         `Set SMTP_URL=smtp://user:pass@host:587 (smtps:// for TLS), or SMTP_URL=${SMTP_DISABLED} to run without e-mail on purpose (npm start sets it to its Mailpit).`,
     );
   }

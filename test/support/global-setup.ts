@@ -1,5 +1,5 @@
 // Vitest global setup: one FerretDB, one headless in-memory Temporal dev server and one Mailpit (the
-// SMTP_URL every worker sends notices to) for the whole run, on free ports, unless MONGODB_URI /
+// SMTP_URL every worker sends buyer e-mails to) for the whole run, on free ports, unless MONGODB_URI /
 // TEMPORAL_ADDRESS / SMTP_URL point at servers already running (then MAILPIT_URL names the inbox, if any).
 // Test files reach them through inject('mongoUri' | 'temporalAddress' | 'mailpitUrl') or the same env variables.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,7 +25,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       }),
     process.env.SMTP_URL
       ? { smtpUrl: process.env.SMTP_URL, apiUrl: process.env.MAILPIT_URL ?? null }
-      : // Every suite's notices land here; keep them all (Mailpit drops the oldest past --max).
+      : // Every suite's buyer e-mails land here; keep them all (Mailpit drops the oldest past --max).
         startMailpit({ dbFile: join(workDir, 'mailpit', 'mailpit.db'), maxMessages: 100_000 }).then((mailpit) => {
           stops.push(mailpit.stop);
           return { smtpUrl: mailpit.smtpUrl, apiUrl: mailpit.apiUrl };
