@@ -1,7 +1,7 @@
 // Every side effect the workflows may perform, built from injected dependencies
 // (database, payment provider, Temporal client, clock) so tests pass real servers and only fake
 // what is truly outside. Each area adds its activities with one spread line below.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import type { PaymentConnections } from '../adapters/provider';
 import { createCheckoutActivities } from './checkout';
@@ -16,7 +16,7 @@ import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp'
 
 /** `provider` is the store's connection; `testProvider`, beside a real one, the only one test clocks' money goes through. */
 export interface ActivityDeps extends PaymentConnections {
-  db: Db;
+  db: Database;
   /** For activities that start or message other workflows (event fan-out, charges, usage). */
   temporal: Client;
   /** Task queue the workflows that activities start run on. */

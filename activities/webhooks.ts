@@ -1,7 +1,7 @@
 // The webhook activities the worker registers: one delivery attempt, and the sweeper's re-dispatch
 // of events left undispatched. Network settings come from the environment (config.ts) unless the
 // caller passes them (tests: an allowlisted local receiver and its CA).
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import { webhookNetworkFromEnv, type WebhookNetwork } from '../adapters/webhooks/config';
 import { attemptWebhookDelivery, type AttemptInput, type AttemptResult } from '../services/webhook-attempts';
@@ -9,7 +9,7 @@ import { sweepUndispatched } from '../services/webhook-dispatch';
 import { createWebhookHttpClient } from '../adapters/webhooks/http';
 
 export interface WebhookActivityDeps {
-  db: Db;
+  db: Database;
   temporal: Client;
   taskQueue: string;
   webhooks?: Partial<WebhookNetwork>;

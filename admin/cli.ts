@@ -1,7 +1,7 @@
 // The operator's admin CLI (`npm run admin -- <area> <command> [options] [--json]`). It talks to
 // MongoDB directly. With --json every command prints one JSON document: tests and scripts rely on it.
 import { parseArgs } from 'node:util';
-import { MongoClient } from 'mongodb';
+import { connectDatabase, type DatabaseConnection } from '../store/database';
 import { ensureIndexes } from '../store/indexes';
 import { commands, type CommandContext } from './commands';
 import { isEntryPoint } from '../adapters/entry-point';
@@ -42,10 +42,10 @@ export async function runAdmin(argv: string[], env = process.env, stdin: () => P
     return { code: 2, output: `${(error as Error).message}\n\n${usage()}` };
   }
   const json = Boolean(parsed.values.json);
-  const mongo = new MongoClient(env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/');
+  let database: DatabaseConnection | null = null;
   try {
-    await mongo.connect();
-    const db = mongo.db(env.MONGODB_DB ?? 'billing');
+    database = await connectDatabase(env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/', env.MONGODB_DB ?? 'billing');
+    const { db } = database;
     await ensureIndexes(db);
     const ctx: CommandContext = { db, values: parsed.values as Record<string, unknown>, positionals: parsed.positionals, env, stdin };
     const result = await command.run(ctx);
@@ -54,7 +54,7 @@ export async function runAdmin(argv: string[], env = process.env, stdin: () => P
     const message = (error as Error).message;
     return { code: 1, output: json ? JSON.stringify({ error: message }) : `error: ${message}` };
   } finally {
-    await mongo.close();
+    await database?.close();
   }
 }
 

@@ -1,5 +1,5 @@
 // What every route can reach on the Fastify instance and on each request.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import type { ApiKeyDoc, StoreDoc } from '../store/collections';
 import type { ApiConfig } from './config';
@@ -9,7 +9,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CheckoutDeps } from '../services/checkout-sessions';
 
 export interface AppDeps {
-  db: Db;
+  db: Database;
   config: ApiConfig;
   /** Temporal client: routes start and message workflows through services' typed clients. */
   temporal: Client;

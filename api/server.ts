@@ -1,9 +1,9 @@
-// The API process: configuration, MongoDB and Temporal connections, listen, graceful close.
+// The API process: configuration, database and Temporal connections, listen, graceful close.
 import http from 'node:http';
-import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
+import { connectDatabase } from '../store/database';
 import { ensureIndexes } from '../store/indexes';
 import { createPaymentConnections } from '../adapters/provider';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
@@ -12,9 +12,8 @@ import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
 
 export async function startApiServer(config = loadApiConfig()) {
   // A database that cannot be reached answers 503 in about two seconds, not after the driver's 30.
-  const mongo = new MongoClient(config.mongoUri, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
-  await mongo.connect();
-  const db = mongo.db(config.mongoDb);
+  const database = await connectDatabase(config.mongoUri, config.mongoDb, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
+  const { db } = database;
   await ensureIndexes(db);
   // Lazy: the API answers reads even while Temporal is still starting or briefly away.
   const connection = Connection.lazy({
@@ -31,7 +30,7 @@ export async function startApiServer(config = loadApiConfig()) {
   );
   app.addHook('onClose', async () => {
     await connection.close().catch(() => undefined);
-    await mongo.close();
+    await database.close();
   });
   await app.listen({ port: config.port, host: config.host });
 

@@ -3,7 +3,7 @@
 // or usage charge) and the cancellation e-mail when the store cancels (dashboard, DELETE /v1/subscriptions/{id}).
 // Each is recorded in `sent_mail` before and after the SMTP hand-off; a retry finds the record and sends nothing.
 import { createHash } from 'node:crypto';
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApplicationFailure } from '@temporalio/common';
 import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } from '../adapters/email/smtp';
 import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation, type PaymentKind, type Period, type RenderedMail } from '../i18n/buyer-emails';
@@ -19,7 +19,7 @@ import { findSubscription, subscriptionsCollection, type SubscriptionDoc } from 
 import { findUsagePeriod } from '../store/usage';
 
 export interface BuyerEmailDeps {
-  db: Db;
+  db: Database;
   mailer: Mailer;
   /** Sender address; the display name is the store's. */
   mailFrom: string;
@@ -88,7 +88,7 @@ export function sendCancellationEmail(deps: BuyerEmailDeps, input: CancellationE
   });
 }
 
-async function storeOrFail(db: Db, storeId: string): Promise<StoreDoc> {
+async function storeOrFail(db: Database, storeId: string): Promise<StoreDoc> {
   const store = await findStore(db, storeId);
   if (!store) throw missing(`store ${storeId}`);
   return store;
@@ -156,7 +156,7 @@ function paymentKind(order: OrderDoc): PaymentKind {
   return order.billing_reason === 'usage' ? 'usage' : 'charge';
 }
 
-async function paymentDraft(db: Db, store: StoreDoc, order: OrderDoc, knownPeriod: Period | null): Promise<Draft> {
+async function paymentDraft(db: Database, store: StoreDoc, order: OrderDoc, knownPeriod: Period | null): Promise<Draft> {
   const customer = order.customer ? await findCustomer(db, store._id, order.customer) : null;
   const to = order.customer_email ?? customer?.email ?? null;
   if (!to) return { skip: 'no_recipient', to };
@@ -182,7 +182,7 @@ async function paymentDraft(db: Db, store: StoreDoc, order: OrderDoc, knownPerio
   return { to, language, mail, storeName: store.name };
 }
 
-async function cancellationDraft(db: Db, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {
+async function cancellationDraft(db: Database, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {
   const customer = sub.customer ? await findCustomer(db, store._id, sub.customer) : null;
   const to = sub.customer_email ?? customer?.email ?? null;
   if (!to) return { skip: 'no_recipient', to };
@@ -205,19 +205,19 @@ function mailFacts(store: StoreDoc, customer: CustomerDoc | null, language: Lang
   return { language, storeName: store.name, timeZone: store.timezone, customerName: customer?.name ?? null };
 }
 
-async function checkoutLocale(db: Db, storeId: string, sessionId: string | null): Promise<string | null> {
+async function checkoutLocale(db: Database, storeId: string, sessionId: string | null): Promise<string | null> {
   if (!sessionId) return null;
   return (await findCheckoutSession(db, storeId, sessionId))?.locale ?? null;
 }
 
 /** A recurring checkout's subscription (created right after its order is paid). */
-async function subscriptionOfCheckout(db: Db, storeId: string, order: OrderDoc): Promise<SubscriptionDoc | null> {
+async function subscriptionOfCheckout(db: Database, storeId: string, order: OrderDoc): Promise<SubscriptionDoc | null> {
   if (order.order_type !== 'checkout' || order.recurrence !== 'scheduled' || !order.checkout_session) return null;
   return subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: order.checkout_session });
 }
 
 /** The product's name; for a one-off or usage charge, with what was charged when that says more. */
-async function productLine(db: Db, storeId: string, order: OrderDoc, kind: PaymentKind): Promise<string> {
+async function productLine(db: Database, storeId: string, order: OrderDoc, kind: PaymentKind): Promise<string> {
   const product = order.product ? await collections(db).products.findOne({ _id: order.product, store_id: storeId }) : null;
   const item = order.items[0]?.description ?? null;
   const name = product?.name ?? item ?? order._id;
@@ -231,7 +231,7 @@ function periodOf(sub: SubscriptionDoc | null): Period | null {
 }
 
 /** What an order paid for: a subscription's period, a usage period, or nothing (a one-time payment). */
-async function paidPeriod(db: Db, storeId: string, order: OrderDoc, kind: PaymentKind, sub: SubscriptionDoc | null): Promise<Period | null> {
+async function paidPeriod(db: Database, storeId: string, order: OrderDoc, kind: PaymentKind, sub: SubscriptionDoc | null): Promise<Period | null> {
   if (kind === 'renewal' || (kind === 'purchase' && order.recurrence === 'scheduled')) return periodOf(sub);
   if (kind !== 'usage') return null;
   const periodId = decodeMetadata(order.metadata).usage_period;

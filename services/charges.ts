@@ -1,7 +1,7 @@
 // One-off subscription charges from the API's side (API, dashboard and usage): the checks in the
 // spec's order, then the charge workflow through its client. A key is permanent: the charge document
 // is unique per (store, key), so a replay answers from MongoDB whatever Temporal still remembers.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from '../domain/errors';
@@ -129,7 +129,7 @@ function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fing
  * provider (in the spec's order); returns the charge (new, attached to a running one, or replayed)
  * otherwise, declines and provider refusals included: the caller maps the outcome to HTTP.
  */
-export async function startCharge(deps: { db: Db; temporal: Client; taskQueue: string }, input: StartChargeInput): Promise<StartChargeResult> {
+export async function startCharge(deps: { db: Database; temporal: Client; taskQueue: string }, input: StartChargeInput): Promise<StartChargeResult> {
   const { db } = deps;
   const fingerprint = fingerprintOf(input);
   // A key is permanent: whatever happened since, it answers with its charge.

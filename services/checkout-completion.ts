@@ -2,7 +2,7 @@
 // (conditional single-document writes, harmless when retried), write its order once (its id derives
 // from the attempt's key), write a new buyer once the payment is taken, emit its events, and hand a
 // paid recurring purchase to the subscriptions area.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   findCheckoutSession,
@@ -47,7 +47,7 @@ export interface SettleSessionInput {
   settledAt: number;
 }
 
-export async function sessionOrFail(deps: { db: Db }, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
+export async function sessionOrFail(deps: { db: Database }, storeId: string, sessionId: string): Promise<CheckoutSessionDoc> {
   const doc = await findCheckoutSession(deps.db, storeId, sessionId);
   if (!doc) throw ApplicationFailure.nonRetryable(`checkout session ${sessionId} not found in store ${storeId}`, 'session_missing');
   return doc;
@@ -149,7 +149,7 @@ export async function completeCheckoutSession(
 }
 
 /** open -> expired; repeatable. */
-export async function markCheckoutSessionExpired(deps: { db: Db }, input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
+export async function markCheckoutSessionExpired(deps: { db: Database }, input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
   const updated = await markSessionExpired(deps.db, input.storeId, input.sessionId);
   if (updated) return checkoutSessionObject(updated);
   const current = await sessionOrFail(deps, input.storeId, input.sessionId);
@@ -159,14 +159,14 @@ export async function markCheckoutSessionExpired(deps: { db: Db }, input: { stor
 
 /** A declined attempt: shown on the page, the session stays open. */
 export async function recordCheckoutDecline(
-  deps: { db: Db },
+  deps: { db: Database },
   input: { storeId: string; sessionId: string; error: { code: string; message: string }; cardLocked?: boolean },
 ): Promise<void> {
   await recordSessionDecline(deps.db, input.storeId, input.sessionId, input.error, input.cardLocked === true);
 }
 
 /** complete/pending -> paid or unpaid, and its order with it; repeatable. */
-export async function settleCheckoutSession(deps: { db: Db }, input: SettleSessionInput): Promise<CheckoutSessionObject> {
+export async function settleCheckoutSession(deps: { db: Database }, input: SettleSessionInput): Promise<CheckoutSessionObject> {
   const { storeId, sessionId, outcome, settledAt } = input;
   const session = await sessionOrFail(deps, storeId, sessionId);
   if (session.order) {

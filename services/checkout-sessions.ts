@@ -2,7 +2,7 @@
 // write the session, start its workflow) and expire (through the workflow's update, so it
 // serializes with a payment in flight). The hosted page's payment is in checkout-payments.ts, the
 // charge the workflow runs in checkout-attempts.ts.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import { ApiError, invalid, missing, notFound } from '../domain/errors';
 import { newId } from '../domain/ids';
@@ -31,7 +31,7 @@ import type { CheckoutWorkflowInput } from '../workflows/checkout-session-messag
 import { checkoutSessionClient, isNotOpenRefusal } from './checkout-session-client';
 
 export interface CheckoutDeps {
-  db: Db;
+  db: Database;
   provider: PaymentProvider;
   /** The test connection beside a real `provider`: a test clock's session pays only there (connectionFor). */
   testProvider?: PaymentProvider | null;
@@ -174,7 +174,7 @@ function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSe
  * Independent lookups in parallel (the product too, once this offer's product is known); their
  * errors are still reported in order: the offer, then whether the store, offer and product can sell.
  */
-async function validateOffer(db: Db, store: StoreDoc, request: SessionRequest): Promise<Offer> {
+async function validateOffer(db: Database, store: StoreDoc, request: SessionRequest): Promise<Offer> {
   const { offerRef, offerParam, customerRef, couponCode } = request;
   const { products, coupons } = collections(db);
   const knownProductId = productOfOffer.get(offerRef);
@@ -222,7 +222,7 @@ function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | nu
 }
 
 /** The session's time and deadline; the clock is read only for a customer attached to one. */
-async function sessionTime(db: Db, storeId: string, request: SessionRequest, customer: CustomerDoc | null, realMs: number): Promise<SessionTime> {
+async function sessionTime(db: Database, storeId: string, request: SessionRequest, customer: CustomerDoc | null, realMs: number): Promise<SessionTime> {
   const testClock = customer?.test_clock ?? null;
   const nowMs = testClock ? await clockNowMs(db, storeId, testClock) : realMs;
   return { realMs, nowMs, testClock, expiresAt: resolveExpiresAt(request.requestedExpiresAt, Math.floor(nowMs / 1000)) };

@@ -2,7 +2,7 @@
 // metadata {}). Registration at the provider happens before the record is written, so a refused
 // customer leaves nothing behind; checkout prepares the customer before the payment and writes it
 // only once the payment is taken.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApiError, notFound } from '../domain/errors';
 import { normalizeCustomerInput, normalizeEmail, type CustomerInput } from '../domain/customers';
 import { encodeMetadata, normalizeMetadata, type Metadata } from '../domain/metadata';
@@ -25,7 +25,7 @@ import { emitEvent, type EventDeps } from './events';
 import type { EventRequest } from '../store/events';
 
 export interface CustomerDeps extends EventDeps {
-  db: Db;
+  db: Database;
   provider: PaymentProvider;
   testProvider?: PaymentProvider | null;
 }
@@ -74,7 +74,7 @@ export async function prepareCustomer(
  * primary-key read; `authoritative` also asks the unique email, for a customer without a claim.
  */
 export async function existingCustomerByEmail(
-  db: Db,
+  db: Database,
   storeId: string,
   email: unknown,
   authoritative: boolean,

@@ -4,7 +4,7 @@
 // time, the event ids derive from key and time, and the unique _id lets only one writer's events in;
 // the claim's `created` Date lets a TTL index drop it once no retry can come.
 import { Context } from '@temporalio/activity';
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { collections } from '../store/collections';
 import { emitEvent, type EmitEventInput, type EventDeps } from './events';
 import { CURRENT_EVENT_CATALOG } from '../store/events';
@@ -17,7 +17,7 @@ interface EmissionClaimDoc {
   created: Date;
 }
 
-const claimsOf = (db: Db) => db.collection<EmissionClaimDoc>('event_emissions');
+const claimsOf = (db: Database) => db.collection<EmissionClaimDoc>('event_emissions');
 
 /** The running activity's attempt and first scheduling time; attempt 1 outside an activity. */
 function currentAttempt(): { attempt: number; scheduledMs: number } {
@@ -33,7 +33,7 @@ function currentAttempt(): { attempt: number; scheduledMs: number } {
 const secondsBefore = (at: Date) => Math.floor(at.getTime() / 1000) - 1;
 
 /** The id of an event of this type about this object written since `sinceSeconds`, if any. */
-async function findEmitted(db: Db, input: EmitEventInput, sinceSeconds: number): Promise<string | null> {
+async function findEmitted(db: Database, input: EmitEventInput, sinceSeconds: number): Promise<string | null> {
   const objectId = input.object.id;
   const candidates = await collections(db)
     .events.find({ store_id: input.storeId, type: input.type, created: { $gte: sinceSeconds } })

@@ -1,7 +1,7 @@
 // A store's events as they are written, for a `listen` session (GET /v1/webhook_endpoints/listen):
 // read by polling the events collection (no change streams: DESIGN.md), rendered in the session's
 // catalog and signed with the session's secret, byte for byte what a delivery would carry.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { generateSignatureHeader } from '../adapters/webhooks/verify';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import { idFloorAt } from '../domain/ids';
@@ -50,7 +50,7 @@ function toStreamed(doc: EventDoc, secret: string): StreamedEvent {
  * within a poll. The read floor trails the clock by LATE_WRITE_WINDOW_MS and ids already sent are
  * remembered for that long, so a late write is sent once and nothing is sent twice.
  */
-export async function* streamEvents(db: Db, session: ListenSession): AsyncGenerator<StreamedEvent> {
+export async function* streamEvents(db: Database, session: ListenSession): AsyncGenerator<StreamedEvent> {
   const pollMs = session.pollMs ?? 250;
   const sent = new Set<string>();
   let floor = session.since ?? idFloorAt('evt', Date.now());

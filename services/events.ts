@@ -2,7 +2,7 @@
 // 2026-11-01 (and under its original name while the store has a 2026-09-01 endpoint) with the request
 // that caused it and its matching endpoints, then dispatched; the sweeper finishes a dispatch a dead
 // process left in the outbox, and dispatching twice creates nothing twice.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../domain/event-catalogs';
 import type { EventDoc } from '../store/collections';
@@ -12,7 +12,7 @@ import { insertDeliveries, newDeliveryDoc } from '../store/webhook-deliveries';
 import { startDeliveryWorkflow, taskQueueOf } from './webhook-dispatch';
 
 export interface EventDeps {
-  db: Db;
+  db: Database;
   /** Used to start deliveries right away; without it the sweeper dispatches the event. */
   temporal?: Client;
   taskQueue?: string;

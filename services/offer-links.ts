@@ -1,7 +1,7 @@
 // Offer links (an offer's `checkout_url`): which store and offer a link names on the host it reached,
 // what the link's query asks for (kept only where the offer has it), and a new checkout session for a
 // buyer who follows it, marked as the link's (its subscription is then one "from a regular link").
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApiError } from '../domain/errors';
 import { offerOnSale } from '../domain/checkout';
 import type { OfferDoc, ProductDoc, StoreDoc } from '../store/collections';
@@ -35,7 +35,7 @@ export interface LinkChoice {
 }
 
 /** The store and offer a link names on this host; null when it names none here. */
-export async function findLinkedOffer(db: Db, address: LinkAddress): Promise<LinkedOffer | null> {
+export async function findLinkedOffer(db: Database, address: LinkAddress): Promise<LinkedOffer | null> {
   const store = await storeOfLink(db, address);
   if (!store) return null;
   const offer = await findOfferByIdOrSlug(db, store._id, address.ref);
@@ -44,7 +44,7 @@ export async function findLinkedOffer(db: Db, address: LinkAddress): Promise<Lin
   return { store, offer, product, onSale: offerOnSale(store, offer, product) };
 }
 
-async function storeOfLink(db: Db, { host, checkoutHost, storeSlug, ref }: LinkAddress): Promise<StoreDoc | null> {
+async function storeOfLink(db: Database, { host, checkoutHost, storeSlug, ref }: LinkAddress): Promise<StoreDoc | null> {
   if (storeSlug !== null) return host === checkoutHost ? findStoreByAddress(db, { slug: storeSlug }) : null;
   if (host !== checkoutHost) return findStoreByAddress(db, { customDomain: host });
   // An ofr_ id names one offer of one store: the shared host serves it.

@@ -2,7 +2,7 @@
 // subscription's one writer): schedule the cancellation at period end, undo it (reactivate), and
 // replace the saved card (the new card goes to the provider adapter only, in memory).
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { PaymentProvider } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import { findCustomer } from '../store/customers';
@@ -14,7 +14,7 @@ import { changePaymentMethodUpdate, reactivateUpdate, scheduleCancellationUpdate
 import { subscriptionClient } from './subscription-client';
 
 export interface PortalDeps {
-  db: Db;
+  db: Database;
   provider: PaymentProvider;
   /** The test connection beside a real `provider`: a test clock's subscription saves its card there (connectionFor). */
   testProvider?: PaymentProvider | null;
@@ -26,15 +26,15 @@ export type PortalActionResult = { ok: true } | { ok: false; reason: string };
 
 const PORTAL_SOURCE: CancellationSource = 'customer portal';
 
-export async function portalSubscriptions(db: Db, storeId: string, customerId: string): Promise<SubscriptionDoc[]> {
+export async function portalSubscriptions(db: Database, storeId: string, customerId: string): Promise<SubscriptionDoc[]> {
   return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
 }
 
-export async function portalOrders(db: Db, storeId: string, customerId: string): Promise<OrderDoc[]> {
+export async function portalOrders(db: Database, storeId: string, customerId: string): Promise<OrderDoc[]> {
   return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
 }
 
-async function ownSubscription(db: Db, storeId: string, customerId: string, id: string): Promise<SubscriptionDoc | null> {
+async function ownSubscription(db: Database, storeId: string, customerId: string, id: string): Promise<SubscriptionDoc | null> {
   const doc = await subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
   return doc && doc.customer === customerId ? doc : null;
 }

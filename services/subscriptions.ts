@@ -1,6 +1,6 @@
 // Subscriptions from the API's and the CLI's side: the document of a new one, creating it (with
 // customer.subscription.created and its workflow) and running an action on it through its workflow.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { newId } from '../domain/ids';
@@ -18,7 +18,7 @@ import type { EventDeps } from './events';
 import { subscriptionClient } from './subscription-client';
 
 export interface SubscriptionDeps extends EventDeps {
-  db: Db;
+  db: Database;
   provider: PaymentProvider;
   /** The test connection beside a real `provider`: a test clock's objects pay only there (connectionFor). */
   testProvider?: PaymentProvider | null;

@@ -2,7 +2,7 @@
 // its workflow reaches a stop. The clock's document is the API's answer; its workflow
 // (`test-clock/<id>`) is the time its customers' subscriptions, usage and checkout sessions follow.
 import type { Client } from '@temporalio/client';
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { periodEnd, type BillingCycle } from '../domain/billing-periods';
 import { ApiError, invalid } from '../domain/errors';
 import { testPaymentsAvailable, type PaymentConnections } from '../adapters/provider';
@@ -29,7 +29,7 @@ import { forgetCustomers } from './usage-shared';
 import { testClockMetadata } from './workflow-summaries';
 
 export interface TestClockDeps extends PaymentConnections {
-  db: Db;
+  db: Database;
   temporal: Client;
   taskQueue: string;
 }
@@ -64,7 +64,7 @@ export async function createTestClock(deps: TestClockDeps, storeId: string, froz
  * The furthest a clock may move in one advance: two cycles of the shortest billing cycle among its
  * customers' live subscriptions (two months without any), so no cycle is skipped unseen.
  */
-async function advanceLimit(db: Db, clock: TestClockDoc): Promise<number> {
+async function advanceLimit(db: Database, clock: TestClockDoc): Promise<number> {
   const subs = await subscriptionsCollection(db)
     .find({ store_id: clock.store_id, test_clock: clock._id, status: { $in: LIVE_STATUSES } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
     .toArray();

@@ -2,7 +2,7 @@
 // attachment decided once, on arrival (event rule 5), the events and their rollups written exactly
 // once (store/usage-rollups.ts), the hourly error report for unattached events (event rule 6), and the
 // recompute signal when a batch may have taken a period to its billing threshold.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApiError } from '../domain/errors';
 import {
   chosenSubscriptionOf,
@@ -91,7 +91,7 @@ function asApiError(error: unknown): ApiError {
 
 /** Event rule 5: the most recent chargeable subscription of the customer with an item for the meter. */
 async function resolveAttachment(
-  db: Db,
+  db: Database,
   storeId: string,
   customer: string,
   meter: string,
@@ -163,7 +163,7 @@ function readShapes(items: unknown[], fail: Fail): (EventShape | null)[] {
 }
 
 /** Event rules 1, 2 and 4 for each readable item, with its meter (looked up once per event name). */
-async function checkItems(db: Db, storeId: string, shapes: (EventShape | null)[], fail: Fail): Promise<Read[]> {
+async function checkItems(db: Database, storeId: string, shapes: (EventShape | null)[], fail: Fail): Promise<Read[]> {
   const names = [...new Set(shapes.filter((s): s is EventShape => s !== null).map((s) => s.eventName))];
   const meters = new Map(await Promise.all(names.map(async (name) => [name, await findMeterByEventName(db, storeId, name)] as const)));
   const checked: Read[] = [];
@@ -192,7 +192,7 @@ function checkItem(storeId: string, index: number, shape: EventShape, meter: Met
  * Event rule 3 against each customer's "now" (its test clock's, else the arrival time), then the
  * customer's existence: items that pass both are kept, the others refused (each customer looked up once).
  */
-async function keepKnownCustomers(db: Db, storeId: string, read: Read[], nowMs: number, fail: Fail): Promise<Checked[]> {
+async function keepKnownCustomers(db: Database, storeId: string, read: Read[], nowMs: number, fail: Fail): Promise<Checked[]> {
   const customers = [...new Set(read.map((c) => c.customer))];
   const clocks = new Map(await Promise.all(customers.map(async (id) => [id, await customerTestClock(db, storeId, id)] as const)));
   const clockNows = await clockNowsOf(db, storeId, clocks, nowMs);
@@ -211,7 +211,7 @@ async function keepKnownCustomers(db: Db, storeId: string, read: Read[], nowMs: 
 }
 
 /** Each test clock's time (seconds) among the batch's customers: nothing is read for a batch without one. */
-async function clockNowsOf(db: Db, storeId: string, clocks: Map<string, string | null | undefined>, nowMs: number): Promise<Map<string, number>> {
+async function clockNowsOf(db: Database, storeId: string, clocks: Map<string, string | null | undefined>, nowMs: number): Promise<Map<string, number>> {
   const ids = [...new Set([...clocks.values()].filter((clock): clock is string => Boolean(clock)))];
   if (ids.length === 0) return new Map();
   return new Map(await Promise.all(ids.map(async (id) => [id, seconds(await recentClockNowMs(db, storeId, id, nowMs))] as const)));
@@ -229,7 +229,7 @@ function splitRepeats(valid: Checked[]): { firstOf: Map<string, Checked>; unique
 }
 
 /** The events and their rollups, written exactly once (store/usage-rollups.ts). */
-async function writeEvents(db: Db, storeId: string, unique: Checked[], docs: MeterEventDoc[]): Promise<BatchWrite> {
+async function writeEvents(db: Database, storeId: string, unique: Checked[], docs: MeterEventDoc[]): Promise<BatchWrite> {
   if (unique.length === 0) return { inserted: new Set(), totals: new Map(), complete: true };
   return writeBatch(db, storeId, {
     customers: unique.map((c) => customerKey(storeId, c.customer)),
@@ -242,7 +242,7 @@ async function writeEvents(db: Db, storeId: string, unique: Checked[], docs: Met
 }
 
 /** A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event. */
-function storedDuplicates(db: Db, unique: Checked[], repeats: Checked[], written: BatchWrite): Promise<Map<string, MeterEventDoc>> {
+function storedDuplicates(db: Database, unique: Checked[], repeats: Checked[], written: BatchWrite): Promise<Map<string, MeterEventDoc>> {
   return findMeterEvents(db, [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id));
 }
 
@@ -300,7 +300,7 @@ function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null,
  * Event rule 6: notes the hour of unattached events; the usage routine reports it once the hour is over
  * (services/usage-error-reports.ts). A note for repeats only (nothing new in the hour's count) sends nothing.
  */
-async function noteUnattached(db: Db, storeId: string, docs: MeterEventDoc[], now: number): Promise<void> {
+async function noteUnattached(db: Database, storeId: string, docs: MeterEventDoc[], now: number): Promise<void> {
   const meters = new Set(docs.filter((doc) => doc.subscription === null).map((doc) => doc.meter));
   const hour = windowStart(now, HOUR);
   await Promise.all([...meters].map((meterId) => noteUnattachedHour(db, storeId, meterId, hour)));
@@ -342,7 +342,7 @@ async function signalCrossedThresholds(
 }
 
 /** Replays ingestion journals left behind (crash, database error); the API process runs this periodically. */
-export function recoverUsageJournals(db: Db, now = Date.now()): Promise<number> {
+export function recoverUsageJournals(db: Database, now = Date.now()): Promise<number> {
   return recoverJournals(db, journalEventLoader(db), now);
 }
 

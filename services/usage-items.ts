@@ -1,7 +1,7 @@
 // Usage items: set through the API (POST replaces the meter's item, same id), listed, deleted, and
 // inherited once from the offer's usage rows (an insert, so an item set through the API is never
 // overwritten).
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApiError, notFound } from '../domain/errors';
 import { normalizePrice, type PriceInput } from '../domain/pricing';
 import { collections } from '../store/collections';
@@ -77,7 +77,7 @@ export async function putUsageItem(
   return { item, created: existing === null };
 }
 
-export async function listSubscriptionUsageItems(db: Db, storeId: string, subscriptionId: string): Promise<UsageItemDoc[]> {
+export async function listSubscriptionUsageItems(db: Database, storeId: string, subscriptionId: string): Promise<UsageItemDoc[]> {
   await requireSubscription(db, storeId, subscriptionId);
   return listUsageItems(db, storeId, subscriptionId, await storeMeterIds(db, storeId));
 }
@@ -93,7 +93,7 @@ export async function removeUsageItem(deps: UsageDeps, storeId: string, subscrip
 }
 
 /** Usage rule 4: the offer's rows, once, in the subscription's currency else the store's. */
-export async function inheritOfferItems(db: Db, sub: SubscriptionDoc, now: number): Promise<number> {
+export async function inheritOfferItems(db: Database, sub: SubscriptionDoc, now: number): Promise<number> {
   const offer = await collections(db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id });
   if (!offer?.usage?.length) return 0;
   const store = await collections(db).stores.findOne({ _id: sub.store_id });

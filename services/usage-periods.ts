@@ -1,7 +1,7 @@
 // Metered usage periods: pricing a period from its rollups and the subscription's items, GET usage
 // (the open period computed at call time), and what the usage-period workflow does (open, recompute,
 // pull the end in at the threshold, close, charge once through the charge workflow).
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../domain/errors';
 import { usageChargeKey, usageIdempotencyKey } from '../domain/charges';
@@ -44,7 +44,7 @@ interface Computed {
 }
 
 /** Prices a period from its rollups and the subscription's current items (deactivated meters at zero). */
-async function computePeriod(db: Db, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[]): Promise<Computed> {
+async function computePeriod(db: Database, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[]): Promise<Computed> {
   const meters = await metersById(db, storeId, items.map((i) => i.meter));
   const priced = items.filter((i) => meters.has(i.meter)).sort((a, b) => (a.created_ms ?? 0) - (b.created_ms ?? 0) || (a.meter < b.meter ? -1 : 1));
   const rollups = await readRollups(db, priced.map((i) => periodRollupKey(subscriptionId, periodStart, i.meter)));
@@ -84,7 +84,7 @@ const LATE_LOOKBACK_SECONDS = 70 * DAY;
  * priced on top of that period's own usage (what they would have added had they been on time), named
  * after it, at zero for a deactivated meter.
  */
-async function lateLines(db: Db, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[], meters: Awaited<ReturnType<typeof metersById>>): Promise<PeriodLineDoc[]> {
+async function lateLines(db: Database, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[], meters: Awaited<ReturnType<typeof metersById>>): Promise<PeriodLineDoc[]> {
   const state = await findUsageState(db, storeId, subscriptionId);
   const starts = (state?.periods ?? []).map((id) => idTimeMs(id) / 1000).sort((a, b) => a - b);
   const origins = starts.filter((start) => start < periodStart && start >= periodStart - LATE_LOOKBACK_SECONDS);
@@ -119,7 +119,7 @@ async function lateLines(db: Db, storeId: string, subscriptionId: string, period
 }
 
 /** GET /subscriptions/{id}/usage: the 12 most recent periods, newest first, the open one computed now. */
-export async function subscriptionUsage(db: Db, storeId: string, subscriptionId: string, nowMs = Date.now()): Promise<UsagePeriodObject[]> {
+export async function subscriptionUsage(db: Database, storeId: string, subscriptionId: string, nowMs = Date.now()): Promise<UsagePeriodObject[]> {
   const sub = await requireSubscription(db, storeId, subscriptionId);
   const state = await findUsageState(db, storeId, sub._id);
   if (!state) return [];
@@ -193,7 +193,7 @@ const CLOSE_CLOCK_SKEW_MS = 60_000;
 
 const refOf = (open: UsageStateDoc['open'] & object): PeriodRef => ({ id: open.id, start: open.start, end: open.end, threshold_boundary: open.threshold_boundary });
 
-async function openPeriod(db: Db, sub: SubscriptionDoc, state: UsageStateDoc, start: number, end: number, now: number): Promise<PeriodRef> {
+async function openPeriod(db: Database, sub: SubscriptionDoc, state: UsageStateDoc, start: number, end: number, now: number): Promise<PeriodRef> {
   const id = usagePeriodId(sub._id, start);
   const stored = await insertUsagePeriod(db, {
     _id: id,
@@ -224,7 +224,7 @@ async function openPeriod(db: Db, sub: SubscriptionDoc, state: UsageStateDoc, st
 }
 
 /** The usage state, the offer's rows inherited once. */
-async function inheritedState(db: Db, sub: SubscriptionDoc, now: number): Promise<UsageStateDoc> {
+async function inheritedState(db: Database, sub: SubscriptionDoc, now: number): Promise<UsageStateDoc> {
   const state = await ensureUsageState(db, newUsageState(sub, now));
   if (state.inherited) return state;
   await inheritOfferItems(db, sub, now);
@@ -232,14 +232,14 @@ async function inheritedState(db: Db, sub: SubscriptionDoc, now: number): Promis
 }
 
 /** An ended subscription's last period: open only for usage attached after the previous one closed. */
-async function lastPeriodOfEnded(db: Db, sub: SubscriptionDoc, state: UsageStateDoc, items: UsageItemDoc[], start: number, now: number): Promise<Prepared> {
+async function lastPeriodOfEnded(db: Database, sub: SubscriptionDoc, state: UsageStateDoc, items: UsageItemDoc[], start: number, now: number): Promise<Prepared> {
   const pending = await readRollups(db, items.map((i) => periodRollupKey(sub._id, start, i.meter)));
   if (![...pending.values()].some((r) => r.count > 0) || start >= now) return { kind: 'finished', reason: 'ended' };
   return { kind: 'open', period: await openPeriod(db, sub, state, start, now, now) };
 }
 
 /** Inherits the offer's rows once, then finds or opens the period of the current cycle. */
-export async function prepareUsagePeriod(db: Db, input: WithStore & { now: number }): Promise<Prepared> {
+export async function prepareUsagePeriod(db: Database, input: WithStore & { now: number }): Promise<Prepared> {
   const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) return { kind: 'finished', reason: 'no_subscription' };
   const state = await inheritedState(db, sub, input.now);
@@ -256,7 +256,7 @@ export async function prepareUsagePeriod(db: Db, input: WithStore & { now: numbe
 }
 
 /** Prices the open period now; says whether the threshold is reached and the subscription chargeable. */
-export async function recomputeUsagePeriod(db: Db, input: WithStore & { periodId: string; now: number }): Promise<RecomputeResult> {
+export async function recomputeUsagePeriod(db: Database, input: WithStore & { periodId: string; now: number }): Promise<RecomputeResult> {
   const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
   const period = await findUsagePeriod(db, input.storeId, input.periodId);
   if (!sub || !period) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} of ${input.subscriptionId} not found`);
@@ -279,7 +279,7 @@ export async function recomputeUsagePeriod(db: Db, input: WithStore & { periodId
 }
 
 /** The threshold was reached: the open period now ends at `end` (ingestion reads the new end first). */
-export async function moveUsagePeriodEnd(db: Db, input: WithStore & { periodId: string; end: number }): Promise<PeriodRef> {
+export async function moveUsagePeriodEnd(db: Database, input: WithStore & { periodId: string; end: number }): Promise<PeriodRef> {
   const state = await findUsageState(db, input.storeId, input.subscriptionId);
   if (!state?.open || state.open.id !== input.periodId) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} is not open`);
   const open = { ...state.open, end: input.end, threshold_boundary: true };
@@ -293,7 +293,7 @@ export async function moveUsagePeriodEnd(db: Db, input: WithStore & { periodId: 
  * are still being written; replays the ones a dead process left. Later batches are not waited for:
  * a customer who never stops sending always has one.
  */
-async function awaitIngestionBefore(db: Db, sub: SubscriptionDoc, periodId: string, end: number, graceSeconds: number): Promise<void> {
+async function awaitIngestionBefore(db: Database, sub: SubscriptionDoc, periodId: string, end: number, graceSeconds: number): Promise<void> {
   const cutoffMs = (end + graceSeconds) * 1000 + CLOSE_CLOCK_SKEW_MS;
   const customer = sub.customer ? customerKey(sub.store_id, sub.customer) : null;
   const openJournals = async () => (customer ? (await openJournalsFor(db, customer, cutoffMs)).length : 0);
@@ -303,7 +303,7 @@ async function awaitIngestionBefore(db: Db, sub: SubscriptionDoc, periodId: stri
 }
 
 /** Closes the period with its final lines, once the ingestion batches for it have landed. */
-export async function closeUsagePeriod(db: Db, input: WithStore & { periodId: string; reason: CloseReason; end: number; now: number }): Promise<CloseResult> {
+export async function closeUsagePeriod(db: Database, input: WithStore & { periodId: string; reason: CloseReason; end: number; now: number }): Promise<CloseResult> {
   const period = await findUsagePeriod(db, input.storeId, input.periodId);
   if (!period) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} not found`);
   if (period.status === 'closed') {

@@ -1,7 +1,7 @@
 // The usage routine (one run every 10 minutes, workflows/routines.ts): starts the usage workflow of every new
 // subscription whose offer has usage rows (its first run inherits them), keeping a cursor of ids, and
 // sends the error reports of the hours that are over (services/usage-error-reports.ts).
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { idTimeMs } from '../domain/ids';
 import { collections } from '../store/collections';
 import { subscriptionsCollection } from '../store/subscriptions';
@@ -9,12 +9,12 @@ import { usageClient } from './usage-client';
 import { sendErrorReports } from './usage-error-reports';
 import type { UsageDeps } from './usage-shared';
 
-const routineCursors = (db: Db) => db.collection<{ _id: string; last: string }>('usage_routine');
+const routineCursors = (db: Database) => db.collection<{ _id: string; last: string }>('usage_routine');
 
 /** Subscriptions younger than this are left to the next run (their insert may still be in flight). */
 const ROUTINE_LAG_MS = 60_000;
 
-async function offersWithUsage(db: Db): Promise<Set<string>> {
+async function offersWithUsage(db: Database): Promise<Set<string>> {
   const offers = await collections(db).offers.find({}, { projection: { _id: 1, usage: 1 } }).toArray();
   return new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
 }

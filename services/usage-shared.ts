@@ -1,7 +1,7 @@
 // What every part of metered usage shares: the activities' dependencies, a store's subscriptions and
 // customers, starting or signalling the usage workflow, the short-lived cache of what attachment
 // reads, and the subscription's items and usage state.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import { notFound } from '../domain/errors';
 import { cycleOf } from '../domain/usage-periods';
@@ -16,7 +16,7 @@ import { usageClient } from './usage-client';
 import type { SubscriptionShown } from './workflow-summaries';
 
 export interface UsageDeps extends EventDeps {
-  db: Db;
+  db: Database;
   temporal: Client;
   taskQueue: string;
   /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
@@ -29,7 +29,7 @@ export const seconds = (ms: number) => Math.floor(ms / 1000);
 export const isChargeable = (sub: SubscriptionDoc) => CHARGEABLE_STATUSES.includes(sub.status);
 
 /** A subscription of the store (another store's is answered like a missing one). */
-export function loadSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
+export function loadSubscription(db: Database, storeId: string, id: string): Promise<SubscriptionDoc | null> {
   return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
 }
 
@@ -44,7 +44,7 @@ export function forgetCustomers(storeId: string, ids: string[]): void {
 }
 
 /** The customer's test clock (null: none); undefined when the store has no such customer. */
-export async function customerTestClock(db: Db, storeId: string, id: string): Promise<string | null | undefined> {
+export async function customerTestClock(db: Database, storeId: string, id: string): Promise<string | null | undefined> {
   const key = `${storeId}|${id}`;
   const known = knownCustomers.get(key);
   if (known !== undefined) return known;
@@ -56,7 +56,7 @@ export async function customerTestClock(db: Db, storeId: string, id: string): Pr
   return clock;
 }
 
-export async function customerExists(db: Db, storeId: string, id: string): Promise<boolean> {
+export async function customerExists(db: Database, storeId: string, id: string): Promise<boolean> {
   return (await customerTestClock(db, storeId, id)) !== undefined;
 }
 
@@ -105,7 +105,7 @@ export function recent<T>(key: string, load: () => Promise<T>, now: number): Pro
 }
 
 /** A test clock's time (milliseconds), read at most once per ATTACH_FRESH_MS of real time (`nowMs`). */
-export function recentClockNowMs(db: Db, storeId: string, clockId: string, nowMs: number): Promise<number> {
+export function recentClockNowMs(db: Database, storeId: string, clockId: string, nowMs: number): Promise<number> {
   return recent(`k|${storeId}|${clockId}`, () => clockNowMs(db, storeId, clockId), nowMs);
 }
 
@@ -115,7 +115,7 @@ export function forgetAttachment(storeId: string, sub: { _id: string; customer: 
   if (meterId) attachReads.delete(`i|${storeId}|${sub._id}|${meterId}`);
 }
 
-export async function storeMeterIds(db: Db, storeId: string): Promise<string[]> {
+export async function storeMeterIds(db: Database, storeId: string): Promise<string[]> {
   const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
   return docs.map((d) => d._id);
 }
@@ -136,13 +136,13 @@ export function newUsageState(sub: SubscriptionDoc, now: number): UsageStateDoc 
   };
 }
 
-export async function requireSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc> {
+export async function requireSubscription(db: Database, storeId: string, id: string): Promise<SubscriptionDoc> {
   const sub = await loadSubscription(db, storeId, id);
   if (!sub) throw notFound('subscription', id);
   return sub;
 }
 
-export async function subscriptionItems(db: Db, sub: SubscriptionDoc): Promise<UsageItemDoc[]> {
+export async function subscriptionItems(db: Database, sub: SubscriptionDoc): Promise<UsageItemDoc[]> {
   return listUsageItems(db, sub.store_id, sub._id, await storeMeterIds(db, sub.store_id));
 }
 

@@ -1,7 +1,7 @@
 // GET /billing/meters/{id}/event_summaries: a customer's events on a meter (attached or not) summed
 // per hour, per UTC day or over the whole range (any two instants), from the day rollups (one read
 // per day) and, for a range's partial hours, the events themselves.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { invalid, notFound } from '../domain/errors';
 import { DAY, dayRollupKey, HOUR, windowStart } from '../domain/usage-periods';
 import { findMeter, type MeterDoc } from '../store/meters';
@@ -25,7 +25,7 @@ export function oneYearAfter(seconds: number): number {
 }
 
 /** GET /billing/meters/{id}/event_summaries: sums of the customer's events (attached or not) per window. */
-export async function meterEventSummaries(db: Db, storeId: string, meterId: string, query: SummaryQuery) {
+export async function meterEventSummaries(db: Database, storeId: string, meterId: string, query: SummaryQuery) {
   const meter = await findMeter(db, storeId, meterId);
   if (!meter) throw notFound('meter', meterId);
   const { start_time: start, end_time: end, value_grouping_window: window } = query;
@@ -56,7 +56,7 @@ export async function meterEventSummaries(db: Db, storeId: string, meterId: stri
 const list = (meterId: string, data: MeterEventSummaryObject[]) => ({ object: 'list' as const, url: `/v1/billing/meters/${meterId}/event_summaries`, has_more: false, data });
 
 /** One window over the whole range: whole hours from the rollups, the partial hours at its ends from the events. */
-async function wholeRangeSummary(db: Db, storeId: string, meter: MeterDoc, query: SummaryQuery) {
+async function wholeRangeSummary(db: Database, storeId: string, meter: MeterDoc, query: SummaryQuery) {
   const { start_time: start, end_time: end, customer } = query;
   const firstHour = Math.ceil(start / HOUR) * HOUR;
   const lastHour = Math.floor(end / HOUR) * HOUR;
@@ -77,7 +77,7 @@ async function wholeRangeSummary(db: Db, storeId: string, meter: MeterDoc, query
 }
 
 /** Totals of the events in [from, to) read one by one: only ever a partial hour at a range's end. */
-async function eventTotals(db: Db, storeId: string, meterId: string, customer: string, from: number, to: number): Promise<RollupTotals> {
+async function eventTotals(db: Database, storeId: string, meterId: string, customer: string, from: number, to: number): Promise<RollupTotals> {
   const totals: RollupTotals = { sum: 0, count: 0 };
   if (from >= to) return totals;
   const events = meterEventsCollection(db).find(

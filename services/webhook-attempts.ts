@@ -4,7 +4,7 @@
 // auto-disable at 20). A retry whose attempt has an outcome POSTs nothing; one left delivering POSTs
 // again: duplicates are possible, loss is not.
 import { Context } from '@temporalio/activity';
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { MAX_ATTEMPTS, retryDelayAfter } from '../domain/webhook-retry';
 import { deliveryState, type WebhookDeliveryState } from '../api/schemas/webhook-delivery';
 import { findEvent, renderEventBody } from '../store/events';
@@ -44,7 +44,7 @@ export interface AttemptResult {
 }
 
 export interface AttemptDeps {
-  db: Db;
+  db: Database;
   http: WebhookHttpClient;
   now?: () => number;
 }

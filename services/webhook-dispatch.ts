@@ -3,7 +3,7 @@
 // the id running or closed does nothing), then the event is marked dispatched. Running it twice, or
 // from the sweeper after a crash, creates nothing twice. Resends signal the workflow, starting a new
 // run when the old one has closed.
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import type { EventDoc } from '../store/collections';
 import { confirmDispatched, findEvent, findStaleOutbox, outboxCollection } from '../store/events';
@@ -12,7 +12,7 @@ import { deliveriesOfEvent, ensureDelivery, type WebhookDeliveryDoc } from '../s
 import { deliveryClient, type DeliveryRef } from './delivery-client';
 
 export interface DispatchDeps {
-  db: Db;
+  db: Database;
   /** Without a client nothing is started here; the sweeper dispatches later. */
   temporal?: Client;
   taskQueue?: string;

@@ -11,7 +11,7 @@ import {
   type LogLevel,
   type WorkerOptions,
 } from '@temporalio/worker';
-import { MongoClient, type Db } from 'mongodb';
+import { connectDatabase, type Database } from '../store/database';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createPaymentConnections } from '../adapters/provider';
@@ -31,7 +31,7 @@ export interface BillingWorkerOptions
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
-  db: Db;
+  db: Database;
   /** Client activities use to start or message workflows; tests pass theirs. */
   temporal: Client;
   /** Overrides for activity dependencies (tests only fake what is truly outside). */
@@ -102,8 +102,8 @@ async function main(): Promise<void> {
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
 
-  const mongo = await MongoClient.connect(mongoUri);
-  const db = mongo.db(process.env.MONGODB_DB ?? 'billing');
+  const database = await connectDatabase(mongoUri, process.env.MONGODB_DB ?? 'billing');
+  const { db } = database;
   await ensureIndexes(db);
   const connection = await NativeConnection.connect(temporalOptions);
   const clientConnection = await Connection.connect(temporalOptions);
@@ -139,7 +139,7 @@ async function main(): Promise<void> {
   } finally {
     await clientConnection.close();
     await connection.close();
-    await mongo.close();
+    await database.close();
   }
   console.log('worker stopped');
 }

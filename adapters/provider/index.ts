@@ -2,8 +2,7 @@
 // the built-in test connection, exists today) is the store's; test objects (a test clock's customers and
 // what they buy) only ever use a test connection, which a production process runs only when
 // ALLOW_TEST_PAYMENTS=1 says so on purpose (later also a provider's test-mode key).
-import type { Db } from 'mongodb';
-import { createTestConnection } from './test-connection';
+import { createTestConnection, type LedgerDatabase } from './test-connection';
 import type { PaymentProvider } from './types';
 
 /** Production unless NODE_ENV says development or test: a forgotten variable fails safe. */
@@ -11,7 +10,7 @@ export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test';
 }
 
-export function createPaymentProvider(db: Db, env: NodeJS.ProcessEnv = process.env): PaymentProvider {
+export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env): PaymentProvider {
   const name = env.PAYMENT_PROVIDER ?? 'test';
   if (name !== 'test') throw new Error(`PAYMENT_PROVIDER=${name}: no such payment connection (available: test)`);
   if (isProduction(env) && env.ALLOW_TEST_PAYMENTS !== '1') {
@@ -36,7 +35,7 @@ function testPaymentsAllowed(env: NodeJS.ProcessEnv): boolean {
 }
 
 /** The store's connection plus, beside a real one, the test connection test objects need (where allowed). */
-export function createPaymentConnections(db: Db, env: NodeJS.ProcessEnv = process.env): PaymentConnections {
+export function createPaymentConnections(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env): PaymentConnections {
   const provider = createPaymentProvider(db, env);
   const testProvider = provider.livemode && testPaymentsAllowed(env) ? createTestConnection({ db }) : null;
   return { provider, testProvider };

@@ -36,9 +36,12 @@ export const REJECTED_EMAIL_DOMAIN = 'reject.test';
 export const REFUSED_AMOUNT = 424242;
 export const PIX_VALIDITY_SECONDS = 30 * 60;
 
+/** The database the simulated provider keeps its ledger in (DESIGN.md: its own, not store/'s). */
+export type LedgerDatabase = Db;
+
 export interface TestConnectionOptions {
   /** Needed by everything but registerCustomer: the ledger and saved cards live there. */
-  db?: Db | null;
+  db?: LedgerDatabase | null;
   /** Milliseconds clock (PIX expiry, settlement times). */
   now?: () => number;
 }

@@ -1,6 +1,6 @@
 // demo: the store `npm start` prints on first start — a key, a one-off offer, a recurring monthly
 // offer with a metered usage row, and a coupon. Idempotent: later runs report what exists.
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { collections } from '../../store/collections';
 import { createStore, createApiKey } from '../../store/stores';
 import { addOfferUsageRow, createCoupon, createMeter, createOffer, createProduct } from '../../store/catalog';
@@ -8,7 +8,7 @@ import type { Command } from './types';
 
 export const DEMO_SLUG = 'demo';
 
-export async function seedDemoStore(db: Db) {
+export async function seedDemoStore(db: Database) {
   const { stores, offers, coupons } = collections(db);
   const existing = await stores.findOne({ slug: DEMO_SLUG });
   if (existing) {

@@ -2,7 +2,7 @@
 // test payment connection. Both need TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE)
 // to reach the workflows: creating starts the subscription's workflow, a notice is a signal.
 import { Client, Connection } from '@temporalio/client';
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { collections } from '../../store/collections';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { SettlementStatus } from '../../adapters/provider/types';
@@ -27,7 +27,7 @@ async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQue
 }
 
 /** The transaction behind a charge (sch_), order (ord_), checkout session (cs_) or transaction (tx_) id. */
-async function transactionOf(db: Db, ref: string): Promise<{ storeId: string; transactionId: string }> {
+async function transactionOf(db: Database, ref: string): Promise<{ storeId: string; transactionId: string }> {
   if (ref.startsWith('sch_')) {
     const charge = await chargesCollection(db).findOne({ _id: ref });
     if (!charge) throw new Error(`no charge ${ref}`);

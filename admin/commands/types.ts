@@ -1,9 +1,9 @@
 // The shape of an admin command: its options (node:util parseArgs), what it does, how it prints.
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { validateRedirectUrl } from '../../domain/checkout';
 
 export interface CommandContext {
-  db: Db;
+  db: Database;
   values: Record<string, unknown>;
   positionals: string[];
   env: NodeJS.ProcessEnv;

@@ -4,7 +4,7 @@
 // never re-serialized, so the bytes match what receivers got.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { CURRENT_CATALOG, EVENT_PATTERN_MAX_LENGTH, isPattern, typesMatching } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import type { EventDoc } from '../../store/collections';
@@ -39,7 +39,7 @@ const EventResend = Type.Object({
 });
 
 /** pending_webhooks as of now for the 2026-11-01 events among `events`. */
-async function pendingWebhooks(db: Db, storeId: string, events: EventDoc[]): Promise<Map<string, number>> {
+async function pendingWebhooks(db: Database, storeId: string, events: EventDoc[]): Promise<Map<string, number>> {
   return pendingWebhookCounts(db, storeId, events.filter((e) => e.api_version === CURRENT_CATALOG));
 }
 

@@ -20,7 +20,7 @@ import {
   resumeUpdate,
   scheduleCancellationUpdate,
 } from '../../workflows/subscription-messages';
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
@@ -86,7 +86,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   changeOfferRoute(app);
 };
 
-async function subscriptionOrNotFound(db: Db, storeId: string, id: string): Promise<SubscriptionDoc> {
+async function subscriptionOrNotFound(db: Database, storeId: string, id: string): Promise<SubscriptionDoc> {
   const doc = await findSubscription(db, storeId, id);
   if (!doc) throw notFound('subscription', id);
   return doc;

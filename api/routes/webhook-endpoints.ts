@@ -19,7 +19,7 @@ import { deleteDeliveriesOf, deliveriesCollection, DELIVERY_STATUSES, openDelive
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
 import { deliverEventTo } from '../../services/webhook-dispatch';
 import { deliveryClient } from '../../services/delivery-client';
-import type { Db } from 'mongodb';
+import type { Database } from '../../store/database';
 import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, OLDEST_FIRST, paginate, PaginationQuery } from '../pagination';
 import { IdParams, Nullable, withErrors } from '../schemas/common';
@@ -99,7 +99,7 @@ function hostPolicyOf(app: RouteApp): HostPolicy {
   return { allowedHosts: config.webhookAllowedHosts ?? [], resolver: config.webhookResolver };
 }
 
-async function endpointOrNotFound(db: Db, storeId: string, id: string) {
+async function endpointOrNotFound(db: Database, storeId: string, id: string) {
   const endpoint = await findEndpoint(db, storeId, id);
   if (!endpoint) throw notFound('webhook endpoint', id);
   return endpoint;
