@@ -105,7 +105,8 @@ const DONE_KEYS: Record<string, PageKey> = { canceled: 'done_canceled', reactiva
 /** The signed-in customer's account: subscriptions (cancel at period end, keep, replace the card) and orders. */
 export function renderAccountPage(lang: Language, view: AccountView): string {
   const { base, csrf, timeZone, subscriptions: subs, orders } = view;
-  const done = view.done ? DONE_KEYS[view.done] : undefined;
+  // Own keys only: ?done=constructor would otherwise find Object's and answer 500.
+  const done = view.done && Object.hasOwn(DONE_KEYS, view.done) ? DONE_KEYS[view.done] : undefined;
   const body = html`<header class="top"><span class="store">${view.storeName}</span><span class="muted">${t(lang, 'signed_in_as', { email: view.email })}</span></header>
 <main class="wrap">
   <h1>${t(lang, 'portal_title')}</h1>

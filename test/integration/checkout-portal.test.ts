@@ -251,6 +251,14 @@ describe('the portal', () => {
     expect(res.text).toContain(catalog.monthly.name);
   });
 
+  test('an unknown ?done= (even a name every object inherits, like constructor) shows the account without an outcome line', async () => {
+    const cookie = await signIn();
+    for (const done of ['constructor', 'toString', 'nothing']) {
+      const res = await get(`/portal/${slug}/account?done=${done}`, cookie);
+      expect([res.status, res.text.includes('data-testid="done"')], done).toEqual([200, false]);
+    }
+  });
+
   test('cancel at period end (source customer portal), then reactivate, through the subscription workflow', async () => {
     const cookie = await signIn();
     const csrf = csrfOf((await get(`/portal/${slug}/account`, cookie)).text);
