@@ -15,6 +15,25 @@ export interface SubscriptionWorkflowInput {
   subscriptionId: string;
   /** The test clock the subscription's customer is attached to: its time, not the real one. */
   testClock?: string | null;
+  /** A cycle charge in review carried from the run that continued as new while waiting for it. */
+  review?: CarriedReview | null;
+}
+
+/** A renewal or reactivation charge in review, as one run hands it to the next: the next run waits on. */
+export interface CarriedReview {
+  transactionId: string;
+  orderId: string;
+  /** Unix seconds: the period the renewal pays for starts here (a reactivation's starts when paid). */
+  periodStart: number;
+  reactivation: boolean;
+  /** The provider key it was charged under: what the provider is asked by. */
+  key: string;
+  /** Workflow time (ms) the review began: its window counts from here. */
+  startedMs: number;
+  /** Workflow time (ms) the provider was next to be asked by key. */
+  nextCheckMs: number;
+  /** Its notice, when the old run received it while draining (a notice arriving later reaches the new run). */
+  notice: ProviderNotice | null;
 }
 
 /** Who asked (recorded on the events the action emits). */

@@ -3,7 +3,7 @@
 // and written through activities that compare-and-set the document's version. A paid cycle and a
 // cancellation send the buyer a notice beside those steps (never holding the mutex).
 import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import { settledReview } from './lib/reviews';
+import { reviewUntilStopped } from './lib/reviews';
 import { clockNow, clockNowSeconds, clockWait, joinClock, testClockRef } from './lib/clock';
 import type { Activities } from '../activities';
 import { WORKER_GONE_AFTER } from './lib/timeouts';
@@ -12,12 +12,14 @@ import type { EventRequest } from '../store/events';
 import type { SubscriptionObject } from '../api/schemas/subscription';
 import type { ChargeDecision, ChargeWorkflowInput } from './charge-messages';
 import * as rules from '../domain/subscriptions';
+import { nextReviewCheckMs } from '../domain/reviews';
 import { EarlyNotices } from './lib/early-notices';
 import { Mutex } from './lib/mutex';
 import { noticeKey, sendNotice, sendsNotices } from './lib/notices';
 import {
   ACTION_REFUSED,
   type CancelInput,
+  type CarriedReview,
   type ChangeOfferInput,
   type PauseInput,
   type SubscriptionWorkflowInput,
@@ -64,6 +66,8 @@ interface AwaitedCharge {
   /** The provider key it was charged under and when its review began (runs from before lookups have neither). */
   key?: string;
   startedMs?: number;
+  /** When the provider is next asked by key, kept across continue-as-new (default: a day after the wait begins). */
+  nextCheckMs?: number;
 }
 
 type Loaded = NonNullable<Awaited<ReturnType<Activities['loadSubscription']>>>;
@@ -84,20 +88,24 @@ export class LiveSubscription {
   /**
    * Notices for transactions not awaited, oldest first: a charge's notice can arrive while its activity
    * runs, and signals are handled before the activity's result in an activation. No charge is in flight
-   * at continueAsNew (it waits for handlers and is skipped while awaiting), so none is carried across it.
+   * at continueAsNew (it waits for handlers), so none is carried across it; the awaited one's is.
    */
   private readonly earlyNotices = new EarlyNotices(EARLY_NOTICES_KEPT);
   private readonly workflowId = workflowInfo().workflowId;
   /** Buyer e-mails under way; continue-as-new waits for them. */
   private noticesInFlight = 0;
 
-  constructor(private readonly input: SubscriptionWorkflowInput) {}
+  constructor(private readonly input: SubscriptionWorkflowInput) {
+    // Set before the handlers are registered, so a notice signalled to this run at once is taken.
+    if (input.review) this.resumeReview(input.review);
+  }
 
   /** Joins the test clock and reads the document under the mutex, so updates already waiting for this run see both. */
   load() {
     return this.mutex.runExclusive(async () => {
       await joinClock(this.input.testClock);
-      return records.loadSubscription(this.input);
+      const { storeId, subscriptionId, testClock } = this.input;
+      return records.loadSubscription({ storeId, subscriptionId, testClock });
     });
   }
 
@@ -238,23 +246,48 @@ export class LiveSubscription {
     return true;
   }
 
-  /** The notice of the charge in review; lost notices are looked up by key and a review past its window is voided. */
-  async awaitNotice(): Promise<void> {
+  /**
+   * The notice of the charge in review; lost notices are looked up by key and a review past its window is
+   * voided. False when `stop` came true first (the run continues as new; the review is carried).
+   */
+  async awaitNotice(stop: () => boolean): Promise<boolean> {
     const pending = this.awaiting!;
     if (!pending.key || !patched('review-lookups')) {
       await clockWait(() => this.notice !== null);
-      return;
+      return true;
     }
-    const noticed = () => this.notice;
-    const notice = await settledReview({
-      storeId: this.input.storeId,
-      idempotencyKey: pending.key,
-      transactionId: pending.transactionId,
-      notifyRef: this.workflowId,
-      startedMs: pending.startedMs ?? clockNow(),
-      noticed,
-      testClock: this.input.testClock,
-    });
+    const progress = await reviewUntilStopped(
+      {
+        storeId: this.input.storeId,
+        idempotencyKey: pending.key,
+        transactionId: pending.transactionId,
+        notifyRef: this.workflowId,
+        startedMs: pending.startedMs ?? clockNow(),
+        noticed: () => this.notice,
+        testClock: this.input.testClock,
+        firstCheckMs: pending.nextCheckMs,
+      },
+      stop,
+    );
+    if (!('settled' in progress)) {
+      pending.nextCheckMs = progress.nextCheckMs;
+      return false;
+    }
+    this.notice = progress.settled;
+    return true;
+  }
+
+  /** The charge in review as the next run takes it over, with its notice if this run already has it; null without a key to ask by. */
+  carriedReview(): CarriedReview | null {
+    const { transactionId, orderId, periodStart, reactivation, key, startedMs = clockNow(), nextCheckMs } = this.awaiting!;
+    if (!key) return null;
+    return { transactionId, orderId, periodStart, reactivation, key, startedMs, nextCheckMs: nextCheckMs ?? nextReviewCheckMs(startedMs, clockNow()), notice: this.notice };
+  }
+
+  /** Waits on the charge in review the previous run carried over. */
+  private resumeReview(review: CarriedReview): void {
+    const { notice, ...pending } = review;
+    this.awaiting = pending;
     this.notice = notice;
   }
 

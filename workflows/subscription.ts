@@ -1,7 +1,8 @@
 // One subscription's life (`subscription/<sub_id>`): it owns time — the trial's end, renewals at
 // next_billing_at, dunning retries, the end of a scheduled cancellation or of the cycle limit — and
 // serializes every action (updates) with those steps through one mutex (subscription-state.ts). It
-// continues as new once per paid cycle; in canceled or expired it stays open, idle, for a reactivation.
+// continues as new once per paid cycle and when a run grows long (carrying a charge in review to the
+// next run); in canceled or expired it stays open, idle, for a reactivation.
 import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import * as rules from '../domain/subscriptions';
 import { LiveSubscription } from './subscription-state';
@@ -43,21 +44,26 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   // Runs started before this check waited for their next step whatever the updates; their replay must keep doing so.
   const rollsOver = patched('subscription-continue-as-new-on-long-run');
   const full = () => rollsOver && run.full();
+  // Runs started before this kept a charge in review in their run however long it grew; their replay must too.
+  const carriesReview = patched('subscription-review-continues-as-new');
 
   for (;;) {
     showSubscription(subscription);
-    const turn = await takeTurn(subscription, full);
+    const turn = await takeTurn(subscription, full, () => carriesReview && full());
     // Once per paid cycle, or when the run grows long (a woken wait skipped this check before the patch).
     const startAfresh = turn === 'woke' ? full() : turn === 'paid' || workflowInfo().continueAsNewSuggested || full();
-    if (startAfresh) await continueAsNewDrained(subscription, run, input);
+    if (startAfresh) await continueAsNewDrained(subscription, run, input, carriesReview);
   }
 }
 
-/** One turn of the main loop: settle a charge in review, or wait for the next step (or an action) and take it. */
-async function takeTurn(subscription: LiveSubscription, full: () => boolean): Promise<'paid' | 'stepped' | 'woke'> {
+/**
+ * One turn of the main loop: settle a charge in review (unless the run grows long first), or wait for the
+ * next step (or an action) and take it.
+ */
+async function takeTurn(subscription: LiveSubscription, full: () => boolean, reviewStops: () => boolean): Promise<'paid' | 'stepped' | 'woke'> {
   const stepped = (paid: boolean) => (paid ? 'paid' : 'stepped');
   if (subscription.awaiting) {
-    await subscription.awaitNotice();
+    if (!(await subscription.awaitNotice(reviewStops))) return 'woke';
     return stepped(await subscription.mutex.runExclusive(() => subscription.settleAwaited()));
   }
   subscription.changed = false;
@@ -75,19 +81,26 @@ async function takeTurn(subscription: LiveSubscription, full: () => boolean): Pr
 
 /**
  * Starts afresh from the document once every handler and buyer e-mail has finished (one-off charges
- * arriving meanwhile are refused and retried on the new run); a charge in review keeps this run.
+ * arriving meanwhile are refused and retried on the new run). A charge in review goes to the next run
+ * with its notice if one arrived by now (the input is built after the drain, so a notice handled in
+ * this run is in it, and one signalled later reaches the new run); runs from before the patch kept it.
  */
-async function continueAsNewDrained(subscription: LiveSubscription, run: RunLength, input: SubscriptionWorkflowInput): Promise<void> {
+async function continueAsNewDrained(subscription: LiveSubscription, run: RunLength, input: SubscriptionWorkflowInput, carriesReview: boolean): Promise<void> {
   run.draining = true;
   await condition(() => allHandlersFinished() && subscription.noticesSettled());
-  if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(input);
+  // The review this run was given (if any) is settled or carried anew, never handed on as it came.
+  const { review: _given, ...afresh } = input;
+  if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(afresh);
+  const review = carriesReview ? subscription.carriedReview() : null;
+  if (review) await continueAsNew<typeof subscriptionWorkflow>({ ...afresh, review });
   run.draining = false;
 }
 
 /** The subscription's status as BillingStatus and what it waits for as the current step. */
 function showSubscription(subscription: LiveSubscription): void {
   const { life } = subscription;
-  if (subscription.awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(clockNow())}; awaiting the provider`);
+  const { awaiting } = subscription;
+  if (awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(awaiting.startedMs ?? clockNow())}; awaiting the provider`);
   const step = rules.nextStep(life);
   if (step === null) return showProgress(life.status, `${life.status}: nothing scheduled; waits for an action`);
   if (step.kind === 'charge') return showProgress(life.status, `${life.status}: renewal ${life.cycles_completed + 1} (${money(life.amount, life.currency)}) at ${at(step.at * 1000)}`);
