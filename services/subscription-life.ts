@@ -10,9 +10,9 @@ import { connectionFor } from '../adapters/provider';
 import { collections } from '../store/collections';
 import { insertOrderOnce, markOrderRefunded, settlePendingOrder, type OrderDoc } from '../store/orders';
 import { orderObject } from '../api/schemas/order';
-import { findSubscription, lifeOf, writeSubscriptionLife, type SubscriptionDoc } from '../store/subscriptions';
+import { findSubscription, writeSubscriptionLife, type SubscriptionDoc } from '../store/subscriptions';
 import type { EventRequest } from '../store/events';
-import { subscriptionObject, type SubscriptionObject } from '../api/schemas/subscription';
+import { subscriptionLife, subscriptionObject, type SubscriptionObject } from '../api/schemas/subscription';
 import type { SubscriptionWorkflowInput } from '../workflows/subscription-messages';
 import { emitEventOnce } from './emit-once';
 import { emitOrderEvent } from './order-events';
@@ -118,7 +118,7 @@ export interface SubscriptionChangeInput {
   request: EventRequest | null;
 }
 
-const loaded = (doc: SubscriptionDoc, object = subscriptionObject(doc)): LoadedSubscription => ({ life: lifeOf(doc), version: doc.version, object });
+const loaded = (doc: SubscriptionDoc, object = subscriptionObject(doc)): LoadedSubscription => ({ life: subscriptionLife(doc), version: doc.version, object });
 
 export async function loadSubscriptionState(db: Db, input: SubscriptionWorkflowInput): Promise<LoadedSubscription | null> {
   const doc = await findSubscription(db, input.storeId, input.subscriptionId);

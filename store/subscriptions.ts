@@ -35,34 +35,6 @@ export function subscriptionsCollection(db: Db) {
   return db.collection<SubscriptionDoc>('subscriptions');
 }
 
-/** The lifecycle fields of a document, as the workflow holds them. */
-export function lifeOf(doc: SubscriptionDoc): SubscriptionLife {
-  return {
-    status: doc.status,
-    offer: doc.offer,
-    product: doc.product,
-    product_family: doc.product_family,
-    billing_cycle: doc.billing_cycle,
-    custom_billing_days: doc.custom_billing_days,
-    currency: doc.currency,
-    amount: doc.amount,
-    current_period_start: doc.current_period_start,
-    current_period_end: doc.current_period_end,
-    next_billing_at: doc.next_billing_at,
-    trial_start: doc.trial_start,
-    trial_end: doc.trial_end,
-    cycles_completed: doc.cycles_completed,
-    cycle_limit: doc.cycle_limit,
-    cancel_at_period_end: doc.cancel_at_period_end,
-    canceled_at: doc.canceled_at,
-    ended_at: doc.ended_at,
-    cancellation_details: doc.cancellation_details,
-    default_payment_method: doc.default_payment_method,
-    past_due_details: doc.past_due_details,
-    billing_anchor_day: doc.billing_anchor_day,
-  };
-}
-
 export async function findSubscription(db: Db, storeId: string, id: string): Promise<SubscriptionDoc | null> {
   return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
 }
