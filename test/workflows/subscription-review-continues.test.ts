@@ -28,6 +28,7 @@ import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge
 import { changePaymentMethodUpdate, subscriptionProviderSettledSignal, subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';
 import { MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import { recordHistory } from '../support/histories';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
 
 /** Charges in flight at once: the server admits 10 updates in flight per workflow. */
@@ -281,6 +282,11 @@ it('a notice the old run takes while it drains goes with the review to the new r
   expect(orders.map((o) => o.status)).toEqual(['paid', 'paid']);
   await waitFor(async () => (await invoiceEvents(orders[1]._id)).length > 0, { description: 'invoice.paid' });
   expect(await invoiceEvents(orders[1]._id)).toEqual(['invoice.paid']);
+  // The resumed run continues as new for its paid cycle, handing on no review.
+  await waitFor(async () => (await handle(sub._id).fetchHistory()).events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId !== reviewRun, { description: 'the paid cycle continued as new' });
+  expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
+  // The paid cycle's run, the run that resumed the carried review, the run that carried it.
+  await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-review-carried-across-continue-as-new');
 }, 300_000);
 
 it('a notice lost after the run continued is found by the lookup the old run had scheduled, not a day after the new run began', async () => {
