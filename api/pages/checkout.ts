@@ -132,7 +132,6 @@ async function renderSession(
 /** GET /c/:id: the session's page. */
 function sessionPageRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  const { db } = deps;
   app.get(
     '/c/:id',
     { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
@@ -151,7 +150,6 @@ function sessionPageRoute(app: RouteApp): void {
 /** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
 function payRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  const { db } = deps;
   app.post(
     '/c/:id/pay',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
@@ -185,7 +183,7 @@ function payRoute(app: RouteApp): void {
         method,
         installments,
       };
-      const fresh = (await findCheckoutSessionForPage(db, session._id)) ?? session;
+      const fresh = (await findCheckoutSessionForPage(deps.db, session._id)) ?? session;
       const lang = await sessionLanguage(deps, fresh, request);
       const status = result.field === 'payment' ? 402 : 400;
       return reply
@@ -199,7 +197,6 @@ function payRoute(app: RouteApp): void {
 /** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
 function statusRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  const { db } = deps;
   app.get(
     '/c/:id/status',
     { config: { public: true }, schema: { hide: true, params: SessionParams, response: { 200: StatusResponse, 404: StatusResponse } } },
@@ -217,7 +214,6 @@ function statusRoute(app: RouteApp): void {
 /** POST /c/:id/test/settle: the test connection's buttons settle a pending PIX or review. */
 function testSettleRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  const { db } = deps;
   app.post(
     '/c/:id/test/settle',
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
