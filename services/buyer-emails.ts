@@ -9,13 +9,14 @@ import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } fro
 import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation, type PaymentKind, type Period, type RenderedMail } from '../i18n/buyer-emails';
 import type { Language } from '../i18n/languages';
 import { decodeMetadata } from '../domain/metadata';
-import { collections, type CustomerDoc, type StoreDoc } from '../store/collections';
+import type { CustomerDoc, StoreDoc } from '../store/collections';
 import { findCheckoutSession } from '../store/checkout-sessions';
 import { findCustomer } from '../store/customers';
 import { findOrder, type OrderDoc } from '../store/orders';
+import { findProduct } from '../store/offers';
 import { claimSentMail, countSendAttempt, findSentMail, settleSentMail, type SentMailDoc, type SentMailPurpose } from '../store/sent-mail';
 import { findStore } from '../store/stores';
-import { findSubscription, subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { findSubscription, findSubscriptionOfCheckout, type SubscriptionDoc } from '../store/subscriptions';
 import { findUsagePeriod } from '../store/usage';
 
 export interface BuyerEmailDeps {
@@ -213,12 +214,12 @@ async function checkoutLocale(db: Database, storeId: string, sessionId: string |
 /** A recurring checkout's subscription (created right after its order is paid). */
 async function subscriptionOfCheckout(db: Database, storeId: string, order: OrderDoc): Promise<SubscriptionDoc | null> {
   if (order.order_type !== 'checkout' || order.recurrence !== 'scheduled' || !order.checkout_session) return null;
-  return subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: order.checkout_session });
+  return findSubscriptionOfCheckout(db, storeId, order.checkout_session);
 }
 
 /** The product's name; for a one-off or usage charge, with what was charged when that says more. */
 async function productLine(db: Database, storeId: string, order: OrderDoc, kind: PaymentKind): Promise<string> {
-  const product = order.product ? await collections(db).products.findOne({ _id: order.product, store_id: storeId }) : null;
+  const product = order.product ? await findProduct(db, storeId, order.product) : null;
   const item = order.items[0]?.description ?? null;
   const name = product?.name ?? item ?? order._id;
   if ((kind === 'charge' || kind === 'usage') && item && item !== name && order.items.length === 1) return `${name}: ${item}`;

@@ -9,7 +9,7 @@ import { encodeMetadata } from '../domain/metadata';
 import type { ChargeOutcome, PaymentProvider, ProviderNotice } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
-import { chargesCollection, decideChargeOnce, findCharge, insertChargeOnce, type SubscriptionChargeDoc } from '../store/subscription-charges';
+import { decideChargeOnce, findCharge, insertChargeOnce, settleCharge, type SubscriptionChargeDoc } from '../store/subscription-charges';
 import { subscriptionChargeObject } from '../api/schemas/subscription-charge';
 import { chargeWorkflowId, type ChargeDecision, type ChargeWorkflowInput } from '../workflows/charge-messages';
 import { emitEventOnce } from './emit-once';
@@ -155,20 +155,14 @@ export async function settleSubscriptionCharge(deps: EventDeps, input: { storeId
   const charge = await findCharge(db, input.storeId, input.chargeId);
   if (!charge) throw new Error(`charge ${input.chargeId} not found`);
   if (charge.order) await settlePendingOrder(db, input.storeId, charge.order, paid ? 'paid' : 'failed', paid ? input.notice.settledAt : null);
-  const updated = await chargesCollection(db).findOneAndUpdate(
-    { _id: input.chargeId, store_id: input.storeId, status: 'pending' },
-    {
-      $set: {
-        // `outcome` stays 'review': replays answer as the first request was answered (200 with the charge now settled).
-        status: paid ? 'succeeded' : 'failed',
-        failure_code: paid ? null : input.notice.code ?? 'declined',
-        failure_message: paid ? null : input.notice.message ?? 'The payment was refused after review.',
-        settled_at: input.notice.settledAt,
-      },
-    },
-    { returnDocument: 'after' },
-  );
-  return decisionOf(updated ?? (await findCharge(db, input.storeId, input.chargeId))!);
+  const updated = await settleCharge(db, input.storeId, input.chargeId, {
+    // `outcome` stays 'review': replays answer as the first request was answered (200 with the charge now settled).
+    status: paid ? 'succeeded' : 'failed',
+    failure_code: paid ? null : (input.notice.code ?? 'declined'),
+    failure_message: paid ? null : (input.notice.message ?? 'The payment was refused after review.'),
+    settled_at: input.notice.settledAt,
+  });
+  return decisionOf(updated!);
 }
 
 /**

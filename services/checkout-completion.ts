@@ -13,7 +13,7 @@ import {
   type CheckoutSessionDoc,
 } from '../store/checkout-sessions';
 import { checkoutSessionObject, type CheckoutSessionObject } from '../api/schemas/checkout-session';
-import { findOrder, insertOrderOnce, ordersCollection, type OrderDoc } from '../store/orders';
+import { findOrder, insertOrderOnce, settlePendingOrder, type OrderDoc } from '../store/orders';
 import type { PaymentProvider } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import type { PaymentResultInput } from '../workflows/checkout-session-messages';
@@ -171,10 +171,7 @@ export async function settleCheckoutSession(deps: { db: Database }, input: Settl
   const session = await sessionOrFail(deps, storeId, sessionId);
   if (session.order) {
     const status = outcome === 'paid' ? 'paid' : outcome === 'refused' ? 'failed' : 'canceled';
-    await ordersCollection(deps.db).updateOne(
-      { _id: session.order, store_id: storeId, status: 'pending' },
-      { $set: { status, paid_at: outcome === 'paid' ? settledAt : null } },
-    );
+    await settlePendingOrder(deps.db, storeId, session.order, status, outcome === 'paid' ? settledAt : null);
   }
   const updated = await markSessionSettled(deps.db, storeId, sessionId, outcome === 'paid' ? 'paid' : 'unpaid');
   return checkoutSessionObject(updated ?? session);

@@ -20,8 +20,8 @@ import {
   validateRedirectUrl,
   REDIRECT_DELAY_DEFAULT,
 } from '../domain/checkout';
-import { collections, type CouponDoc, type CustomerDoc, type OfferDoc, type ProductDoc, type StoreDoc } from '../store/collections';
-import { findOfferByIdOrSlug } from '../store/offers';
+import type { CouponDoc, CustomerDoc, OfferDoc, ProductDoc, StoreDoc } from '../store/collections';
+import { findCouponByCode, findOfferByIdOrSlug, findProduct } from '../store/offers';
 import { findCustomer } from '../store/customers';
 import { deleteCheckoutSession, findCheckoutSession, insertCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { clockNowMs } from '../store/test-clocks';
@@ -176,17 +176,16 @@ function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSe
  */
 async function validateOffer(db: Database, store: StoreDoc, request: SessionRequest): Promise<Offer> {
   const { offerRef, offerParam, customerRef, couponCode } = request;
-  const { products, coupons } = collections(db);
   const knownProductId = productOfOffer.get(offerRef);
   const [offer, customer, foundCoupon, productGuess] = await Promise.all([
     findOfferByIdOrSlug(db, store._id, offerRef),
     customerRef !== undefined ? findCustomer(db, store._id, customerRef) : null,
-    couponCode !== undefined ? coupons.findOne({ store_id: store._id, code_lower: couponCode.trim().toLowerCase() }) : null,
-    knownProductId ? products.findOne({ _id: knownProductId, store_id: store._id }) : null,
+    couponCode !== undefined ? findCouponByCode(db, store._id, couponCode) : null,
+    knownProductId ? findProduct(db, store._id, knownProductId) : null,
   ]);
   if (!offer) throw notFound('offer', offerRef, offerParam);
   const product =
-    productGuess && productGuess._id === offer.product_id ? productGuess : await products.findOne({ _id: offer.product_id, store_id: store._id });
+    productGuess && productGuess._id === offer.product_id ? productGuess : await findProduct(db, store._id, offer.product_id);
   rememberProductOfOffer(offer._id, offer.product_id);
   if (!store.active) throw new ApiError('offer_unavailable', 'The store cannot sell right now.', { param: offerParam });
   if (!offer.active) throw new ApiError('offer_unavailable', 'The offer is archived or its checkout link is turned off.', { param: offerParam });

@@ -5,9 +5,11 @@
 // same id: the unique _id refuses the second and the retry finishes what the first started.
 import { ApplicationFailure } from '@temporalio/activity';
 import { decodeMetadata } from '../domain/metadata';
-import { collections } from '../store/collections';
+import { findCustomer } from '../store/customers';
+import { findOffer, findProduct } from '../store/offers';
+import { findStore } from '../store/stores';
 import { setSessionSubscription, type CheckoutSessionDoc } from '../store/checkout-sessions';
-import { ordersCollection } from '../store/orders';
+import { linkOrderToSubscription } from '../store/orders';
 import { findSubscription } from '../store/subscriptions';
 import { derivedId, idTimeMs } from '../domain/ids';
 import { subscriptionObject } from '../api/schemas/subscription';
@@ -40,12 +42,11 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
     });
     await subscriptionClient(deps.temporal, deps.taskQueue).start(subscription);
   } else {
-    const c = collections(db);
     const [store, customer, offer, product] = await Promise.all([
-      c.stores.findOne({ _id: storeId }),
-      session.customer ? c.customers.findOne({ _id: session.customer, store_id: storeId }) : null,
-      c.offers.findOne({ _id: session.offer.id, store_id: storeId }),
-      c.products.findOne({ _id: session.offer.product_id, store_id: storeId }),
+      findStore(db, storeId),
+      session.customer ? findCustomer(db, storeId, session.customer) : null,
+      findOffer(db, storeId, session.offer.id),
+      findProduct(db, storeId, session.offer.product_id),
     ]);
     if (!store || !customer || !offer || !product) {
       throw ApplicationFailure.nonRetryable(`checkout session ${session._id}: store, customer, offer or product is missing`, 'subscription_inputs_missing');
@@ -72,6 +73,6 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
   }
 
   await setSessionSubscription(db, storeId, session._id, subscription._id);
-  if (session.order) await ordersCollection(db).updateOne({ _id: session.order, store_id: storeId }, { $set: { subscription: subscription._id } });
+  if (session.order) await linkOrderToSubscription(db, storeId, session.order, subscription._id);
   return subscription._id;
 }

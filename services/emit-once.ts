@@ -5,19 +5,9 @@
 // the claim's `created` Date lets a TTL index drop it once no retry can come.
 import { Context } from '@temporalio/activity';
 import type { Database } from '../store/database';
-import { collections } from '../store/collections';
+import { claimEmission, completeEmission, recentEventsOfType } from '../store/event-emissions';
 import { emitEvent, type EmitEventInput, type EventDeps } from './events';
 import { CURRENT_EVENT_CATALOG } from '../store/events';
-
-interface EmissionClaimDoc {
-  _id: string;
-  store_id: string;
-  state: 'emitting' | 'done';
-  event_id: string | null;
-  created: Date;
-}
-
-const claimsOf = (db: Database) => db.collection<EmissionClaimDoc>('event_emissions');
 
 /** The running activity's attempt and first scheduling time; attempt 1 outside an activity. */
 function currentAttempt(): { attempt: number; scheduledMs: number } {
@@ -35,10 +25,7 @@ const secondsBefore = (at: Date) => Math.floor(at.getTime() / 1000) - 1;
 /** The id of an event of this type about this object written since `sinceSeconds`, if any. */
 async function findEmitted(db: Database, input: EmitEventInput, sinceSeconds: number): Promise<string | null> {
   const objectId = input.object.id;
-  const candidates = await collections(db)
-    .events.find({ store_id: input.storeId, type: input.type, created: { $gte: sinceSeconds } })
-    .limit(500)
-    .toArray();
+  const candidates = await recentEventsOfType(db, input.storeId, input.type, sinceSeconds);
   for (const event of candidates) {
     if (event.api_version !== CURRENT_EVENT_CATALOG) continue;
     try {
@@ -51,13 +38,11 @@ async function findEmitted(db: Database, input: EmitEventInput, sinceSeconds: nu
 }
 
 async function emitKeyed(deps: EventDeps, key: string, input: EmitEventInput): Promise<void> {
-  const claims = claimsOf(deps.db);
   const id = `${input.storeId}:${key}`;
-  const fresh = { store_id: input.storeId, state: 'emitting' as const, event_id: null, created: new Date() };
-  const claim = await claims.findOneAndUpdate({ _id: id }, { $setOnInsert: fresh }, { upsert: true, returnDocument: 'after' });
+  const claim = await claimEmission(deps.db, id, input.storeId);
   if (!claim || claim.state === 'done') return;
   const event = await emitEvent(deps, { ...input, fact: { key: id, ms: claim.created.getTime() } });
-  await claims.updateOne({ _id: id }, { $set: { state: 'done', event_id: event._id } });
+  await completeEmission(deps.db, id, event._id);
 }
 
 export async function emitEventOnce(deps: EventDeps, input: EmitEventInput): Promise<void>;

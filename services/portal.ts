@@ -6,8 +6,8 @@ import type { Database } from '../store/database';
 import type { PaymentProvider } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import { findCustomer } from '../store/customers';
-import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
-import { ordersCollection, type OrderDoc } from '../store/orders';
+import { findSubscription, subscriptionsOfCustomer, type SubscriptionDoc } from '../store/subscriptions';
+import { ordersOfCustomer, type OrderDoc } from '../store/orders';
 import type { CancellationSource, SubscriptionPaymentMethod } from '../domain/subscriptions';
 import { cardDigits } from '../domain/checkout';
 import { changePaymentMethodUpdate, reactivateUpdate, scheduleCancellationUpdate, type CancelInput } from '../workflows/subscription-messages';
@@ -27,15 +27,15 @@ export type PortalActionResult = { ok: true } | { ok: false; reason: string };
 const PORTAL_SOURCE: CancellationSource = 'customer portal';
 
 export async function portalSubscriptions(db: Database, storeId: string, customerId: string): Promise<SubscriptionDoc[]> {
-  return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
+  return subscriptionsOfCustomer(db, storeId, customerId);
 }
 
 export async function portalOrders(db: Database, storeId: string, customerId: string): Promise<OrderDoc[]> {
-  return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(50).toArray();
+  return ordersOfCustomer(db, storeId, customerId);
 }
 
 async function ownSubscription(db: Database, storeId: string, customerId: string, id: string): Promise<SubscriptionDoc | null> {
-  const doc = await subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
+  const doc = await findSubscription(db, storeId, id);
   return doc && doc.customer === customerId ? doc : null;
 }
 

@@ -1,13 +1,13 @@
 // What the subscription workflow does to the world: read its state, write a lifecycle change with its
 // events, charge a cycle on the saved card (renewal order), settle a charge left in review, and read
 // an offer's terms. Every write is keyed (document version, derived order id, event claim).
-import type { Db } from 'mongodb';
+import type { Database } from '../store/database';
 import { derivedId } from '../domain/ids';
 import { isBillingCycle } from '../domain/billing-periods';
 import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type SubscriptionLife } from '../domain/subscriptions';
 import type { PaymentProvider, ProviderNotice } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
-import { collections } from '../store/collections';
+import { findOffer, findProduct } from '../store/offers';
 import { insertOrderOnce, markOrderRefunded, settlePendingOrder, type OrderDoc } from '../store/orders';
 import { orderObject } from '../api/schemas/order';
 import { findSubscription, writeSubscriptionLife, type SubscriptionDoc } from '../store/subscriptions';
@@ -120,7 +120,7 @@ export interface SubscriptionChangeInput {
 
 const loaded = (doc: SubscriptionDoc, object = subscriptionObject(doc)): LoadedSubscription => ({ life: subscriptionLife(doc), version: doc.version, object });
 
-export async function loadSubscriptionState(db: Db, input: SubscriptionWorkflowInput): Promise<LoadedSubscription | null> {
+export async function loadSubscriptionState(db: Database, input: SubscriptionWorkflowInput): Promise<LoadedSubscription | null> {
   const doc = await findSubscription(db, input.storeId, input.subscriptionId);
   return doc ? loaded(doc) : null;
 }
@@ -208,14 +208,13 @@ export async function settleSubscriptionCycleOrder(
 }
 
 /** The terms a subscription in `currency` would get from an offer (change_offer, reactivate). */
-export async function offerTerms(db: Db, input: { storeId: string; offerId: string; currency: string }): Promise<OfferTermsResult> {
-  const { offers, products } = collections(db);
-  const offer = await offers.findOne({ _id: input.offerId, store_id: input.storeId });
+export async function offerTerms(db: Database, input: { storeId: string; offerId: string; currency: string }): Promise<OfferTermsResult> {
+  const offer = await findOffer(db, input.storeId, input.offerId);
   if (!offer) return { ok: false, reason: `No such offer: '${input.offerId}'.` };
   if (offer.type !== 'recurring' || !isBillingCycle(offer.billing_cycle)) return { ok: false, reason: `The offer ${offer._id} is not a recurring offer.` };
   const price = offer.prices.find((p) => p.currency === input.currency);
   if (!price) return { ok: false, reason: `The offer ${offer._id} has no price in ${input.currency}, the subscription's currency.` };
-  const product = await products.findOne({ _id: offer.product_id, store_id: input.storeId });
+  const product = await findProduct(db, input.storeId, offer.product_id);
   return {
     ok: true,
     active: offer.active && (product?.active ?? false),

@@ -8,7 +8,7 @@ import { ApiError, invalid } from '../domain/errors';
 import { testPaymentsAvailable, type PaymentConnections } from '../adapters/provider';
 import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
 import { testClockObject } from '../api/schemas/test-clock';
-import { subscriptionsCollection } from '../store/subscriptions';
+import { clockSubscriptionCycles } from '../store/subscriptions';
 import {
   clockObjects,
   deleteClockObjects,
@@ -16,7 +16,7 @@ import {
   recordClockReady,
   requireTestClock,
   startAdvance,
-  testClocksCollection,
+  insertTestClock,
   type TestClockDoc,
 } from '../store/test-clocks';
 import { advanceClockSignal, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowInput } from '../workflows/test-clock-messages';
@@ -55,7 +55,7 @@ function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
 export async function createTestClock(deps: TestClockDeps, storeId: string, frozenTime: number, name: string | null): Promise<TestClockDoc> {
   requireTestPayments(deps);
   const doc = newTestClockDoc(storeId, frozenTime, name);
-  await testClocksCollection(deps.db).insertOne(doc);
+  await insertTestClock(deps.db, doc);
   await deps.temporal.workflow.start('testClockWorkflow', { ...clockWorkflowOptions(deps, doc), workflowIdConflictPolicy: 'USE_EXISTING' });
   return doc;
 }
@@ -65,9 +65,7 @@ export async function createTestClock(deps: TestClockDeps, storeId: string, froz
  * customers' live subscriptions (two months without any), so no cycle is skipped unseen.
  */
 async function advanceLimit(db: Database, clock: TestClockDoc): Promise<number> {
-  const subs = await subscriptionsCollection(db)
-    .find({ store_id: clock.store_id, test_clock: clock._id, status: { $in: LIVE_STATUSES } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
-    .toArray();
+  const subs = await clockSubscriptionCycles(db, clock.store_id, clock._id, LIVE_STATUSES);
   const twoCycles = (cycle: BillingCycle, days: number | null) => periodEnd(periodEnd(clock.frozen_time, cycle, days), cycle, days);
   return Math.min(twoCycles('monthly', null), ...subs.map((s) => twoCycles(s.billing_cycle, s.custom_billing_days)));
 }

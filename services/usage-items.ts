@@ -4,7 +4,8 @@
 import type { Database } from '../store/database';
 import { ApiError, notFound } from '../domain/errors';
 import { normalizePrice, type PriceInput } from '../domain/pricing';
-import { collections } from '../store/collections';
+import { findOffer } from '../store/offers';
+import { findStore } from '../store/stores';
 import { findMeter } from '../store/meters';
 import type { SubscriptionDoc } from '../store/subscriptions';
 import {
@@ -94,9 +95,9 @@ export async function removeUsageItem(deps: UsageDeps, storeId: string, subscrip
 
 /** Usage rule 4: the offer's rows, once, in the subscription's currency else the store's. */
 export async function inheritOfferItems(db: Database, sub: SubscriptionDoc, now: number): Promise<number> {
-  const offer = await collections(db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id });
+  const offer = await findOffer(db, sub.store_id, sub.offer.id);
   if (!offer?.usage?.length) return 0;
-  const store = await collections(db).stores.findOne({ _id: sub.store_id });
+  const store = await findStore(db, sub.store_id);
   const byMeter = new Map<string, (typeof offer.usage)[number]>();
   for (const row of offer.usage) {
     if (row.currency === sub.currency) byMeter.set(row.meter, row);

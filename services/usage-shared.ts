@@ -6,11 +6,12 @@ import type { Client } from '@temporalio/client';
 import { notFound } from '../domain/errors';
 import { cycleOf } from '../domain/usage-periods';
 import { CHARGEABLE_STATUSES } from '../domain/subscriptions';
-import { collections } from '../store/collections';
-import { metersCollection } from '../store/meters';
-import { subscriptionsCollection, type SubscriptionDoc } from '../store/subscriptions';
+import { findCustomerClock } from '../store/customers';
+import { meterIdsOf } from '../store/meters';
+import { findOffer } from '../store/offers';
+import { findSubscription, type SubscriptionDoc } from '../store/subscriptions';
 import { clockNowMs } from '../store/test-clocks';
-import { listUsageItems, usageStatesCollection, type UsageItemDoc, type UsageStateDoc } from '../store/usage';
+import { findUsageState, listUsageItems, type UsageItemDoc, type UsageStateDoc } from '../store/usage';
 import type { EventDeps } from './events';
 import { usageClient } from './usage-client';
 import type { SubscriptionShown } from './workflow-summaries';
@@ -30,7 +31,7 @@ export const isChargeable = (sub: SubscriptionDoc) => CHARGEABLE_STATUSES.includ
 
 /** A subscription of the store (another store's is answered like a missing one). */
 export function loadSubscription(db: Database, storeId: string, id: string): Promise<SubscriptionDoc | null> {
-  return subscriptionsCollection(db).findOne({ _id: id, store_id: storeId });
+  return findSubscription(db, storeId, id);
 }
 
 // Customers get their test clock at creation and are deleted only with their clock: once seen, both are
@@ -48,9 +49,9 @@ export async function customerTestClock(db: Database, storeId: string, id: strin
   const key = `${storeId}|${id}`;
   const known = knownCustomers.get(key);
   if (known !== undefined) return known;
-  const found = await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1, test_clock: 1 } });
+  const found = await findCustomerClock(db, storeId, id);
   if (!found) return undefined;
-  const clock = found.test_clock ?? null;
+  const clock = found.test_clock;
   if (knownCustomers.size > 100_000) knownCustomers.clear();
   knownCustomers.set(key, clock);
   return clock;
@@ -71,8 +72,8 @@ export async function signalUsageWorkflow(client: Client, taskQueue: string, sub
  */
 export async function ensureUsageForSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
   const [offer, state] = await Promise.all([
-    sub.offer ? collections(deps.db).offers.findOne({ _id: sub.offer.id, store_id: sub.store_id }) : Promise.resolve(null),
-    usageStatesCollection(deps.db).findOne({ _id: sub._id, store_id: sub.store_id }),
+    sub.offer ? findOffer(deps.db, sub.store_id, sub.offer.id) : Promise.resolve(null),
+    findUsageState(deps.db, sub.store_id, sub._id),
   ]);
   if (!state && !(offer?.usage?.length)) return false;
   await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
@@ -115,9 +116,8 @@ export function forgetAttachment(storeId: string, sub: { _id: string; customer: 
   if (meterId) attachReads.delete(`i|${storeId}|${sub._id}|${meterId}`);
 }
 
-export async function storeMeterIds(db: Database, storeId: string): Promise<string[]> {
-  const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
-  return docs.map((d) => d._id);
+export function storeMeterIds(db: Database, storeId: string): Promise<string[]> {
+  return meterIdsOf(db, storeId);
 }
 
 export function newUsageState(sub: SubscriptionDoc, now: number): UsageStateDoc {

@@ -6,7 +6,7 @@ import { invalid, notFound } from '../domain/errors';
 import { DAY, dayRollupKey, HOUR, windowStart } from '../domain/usage-periods';
 import { findMeter, type MeterDoc } from '../store/meters';
 import { encodeLast, quantityOf, readRollups, type RollupTotals } from '../store/usage-rollups';
-import { meterEventsCollection } from '../store/usage';
+import { meterEventsBetween } from '../store/usage';
 import { meterEventSummaryObject, type MeterEventSummaryObject } from '../api/schemas/meter-event-summary';
 import { customerExists } from './usage-shared';
 
@@ -80,11 +80,7 @@ async function wholeRangeSummary(db: Database, storeId: string, meter: MeterDoc,
 async function eventTotals(db: Database, storeId: string, meterId: string, customer: string, from: number, to: number): Promise<RollupTotals> {
   const totals: RollupTotals = { sum: 0, count: 0 };
   if (from >= to) return totals;
-  const events = meterEventsCollection(db).find(
-    { store_id: storeId, meter: meterId, customer, timestamp: { $gte: from, $lt: to } },
-    { projection: { _id: 1, value: 1, timestamp: 1 } },
-  );
-  for await (const event of events) {
+  for await (const event of meterEventsBetween(db, storeId, meterId, customer, from, to)) {
     const last = encodeLast(event.timestamp, event._id, event.value);
     totals.sum += event.value;
     totals.count += 1;

@@ -6,7 +6,7 @@
 import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import type { EventDoc } from '../store/collections';
-import { confirmDispatched, findEvent, findStaleOutbox, outboxCollection } from '../store/events';
+import { confirmDispatched, dropOutboxEntry, findEvent, findStaleOutbox } from '../store/events';
 import { findEndpointsByIds } from '../store/webhook-endpoints';
 import { deliveriesOfEvent, ensureDelivery, type WebhookDeliveryDoc } from '../store/webhook-deliveries';
 import { deliveryClient, type DeliveryRef } from './delivery-client';
@@ -75,7 +75,7 @@ export async function sweepUndispatched(deps: DispatchDeps, { olderThanMs, limit
     for (const entry of entries) {
       const event = await findEvent(deps.db, entry.store_id, entry._id);
       // The writer died before the event itself was written: nothing happened, nothing to deliver.
-      if (!event) await outboxCollection(deps.db).deleteOne({ _id: entry._id });
+      if (!event) await dropOutboxEntry(deps.db, entry._id);
       else await dispatchEvent(deps, event);
       swept += 1;
     }

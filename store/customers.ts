@@ -108,6 +108,12 @@ export function newCustomerDoc(
   };
 }
 
+/** The customer's test clock alone (null: none); null when the store has no such customer. */
+export async function findCustomerClock(db: Db, storeId: string, id: string): Promise<{ test_clock: string | null } | null> {
+  const found = await collections(db).customers.findOne({ _id: id, store_id: storeId }, { projection: { _id: 1, test_clock: 1 } });
+  return found ? { test_clock: found.test_clock ?? null } : null;
+}
+
 /** Inserts the customer, or returns the one that already holds the email in its scope (created: false). */
 export async function insertCustomer(db: Db, doc: CustomerDoc): Promise<{ customer: CustomerDoc; created: boolean }> {
   doc.email_scope = emailScopeOf(doc.test_clock);

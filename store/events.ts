@@ -117,6 +117,11 @@ export async function confirmDispatched(db: Db, ids: string[]): Promise<void> {
   );
 }
 
+/** An outbox entry whose event was never written (its writer died first): nothing to deliver. */
+export async function dropOutboxEntry(db: Db, id: string): Promise<void> {
+  await outboxCollection(db).deleteOne({ _id: id });
+}
+
 /** Outbox entries written more than `olderThanMs` ago (their writer had time to finish), oldest first. */
 export async function findStaleOutbox(db: Db, { olderThanMs, limit, now = Date.now() }: { olderThanMs: number; limit: number; now?: number }) {
   return outboxCollection(db)

@@ -19,7 +19,7 @@ const expiresAt = { expireAfterSeconds: 0 };
 const slugIsSet = (field: string) => ({ unique: true, partialFilterExpression: { [field]: { $type: 'string' } } });
 
 export const INDEXES: readonly IndexDeclaration[] = [
-  // Portal pages and the admin CLI: a store by its slug (unique while set) or by its custom domain.
+  // Portal pages and the admin CLI: a store by its slug (unique while set) or by its custom domain (findStoreByAddress).
   index('stores', { slug: 1 }, slugIsSet('slug')),
   index('stores', { custom_domain: 1 }),
   // A key's public part is unique; the admin CLI lists a store's keys.
@@ -28,7 +28,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // One customer per email in a store's scope (its own, or one test clock's); GET /v1/customers?email= and the list.
   index('customers', { store_id: 1, email: 1, email_scope: 1 }, { unique: true }),
   index('customers', { store_id: 1, _id: -1 }),
-  // A test clock's customers, subscriptions (its advance limit) and sessions: what its deletion takes.
+  // A test clock's customers, subscriptions (its advance limit: clockSubscriptionCycles) and sessions: what its deletion takes (clockObjects).
   index('customers', { store_id: 1, test_clock: 1 }),
   index('subscriptions', { store_id: 1, test_clock: 1 }),
   index('checkout_sessions', { store_id: 1, test_clock: 1 }),
@@ -39,7 +39,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // GET /v1/offers (alphabetical, by type/active) and an offer by slug on the hosted page.
   index('offers', { store_id: 1, name: 1, _id: 1 }),
   index('offers', { store_id: 1, slug: 1 }),
-  // A coupon code at checkout, case-insensitively.
+  // A coupon code at checkout, case-insensitively (findCouponByCode).
   index('coupons', { store_id: 1, code_lower: 1 }),
   // Ended idempotency keys (24 h) and rate windows.
   index('idempotency_keys', { expires_at: 1 }, expiresAt),
@@ -47,21 +47,21 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // The admin CLI's request log of a store, and its retention.
   index('request_logs', { store_id: 1, _id: -1 }),
   index('request_logs', { expires_at: 1 }, expiresAt),
-  // GET /v1/events (by type, created), and the retry of a once-only event looking for itself.
+  // GET /v1/events (by type, created), and the retry of a once-only event looking for itself (recentEventsOfType).
   index('events', { store_id: 1, _id: -1 }),
   index('events', { store_id: 1, type: 1, created: -1 }),
   // The sweeper re-drives outbox entries oldest first.
   index('event_outbox', { created: 1 }),
-  // Once-only event claims, kept 30 days (an activity retries for far less).
+  // Once-only event claims (claimEmission, by _id), kept 30 days (an activity retries for far less).
   index('event_emissions', { created: 1 }, { expireAfterSeconds: 30 * DAY_S }),
-  // GET /v1/orders filters, and the portal's orders of a customer.
+  // GET /v1/orders filters, and the portal's orders of a customer (ordersOfCustomer).
   index('orders', { store_id: 1, _id: -1 }),
   index('orders', { store_id: 1, customer: 1, _id: -1 }),
   index('orders', { store_id: 1, subscription: 1, _id: -1 }),
   index('orders', { store_id: 1, status: 1, _id: -1 }),
   // The plan quota: orders paid in a calendar month (admin CLI `stores quota`).
   index('orders', { store_id: 1, paid_at: 1 }),
-  // GET /v1/subscriptions filters, the portal, and the subscription a checkout created.
+  // GET /v1/subscriptions filters, the portal (subscriptionsOfCustomer), and the subscription a checkout created (findSubscriptionOfCheckout).
   index('subscriptions', { store_id: 1, _id: -1 }),
   index('subscriptions', { store_id: 1, customer: 1, _id: -1 }),
   index('subscriptions', { store_id: 1, status: 1, _id: -1 }),
@@ -71,7 +71,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('checkout_sessions', { store_id: 1, customer: 1, _id: -1 }),
   index('checkout_sessions', { store_id: 1, client_reference_id: 1, _id: -1 }),
   index('checkout_sessions', { store_id: 1, status: 1, _id: -1 }),
-  // A portal sign-in link by its token hash; links and logins expire.
+  // A portal sign-in link by its token hash (findPortalLink, claimPortalLink); links and logins expire.
   index('billing_portal_sessions', { token_hash: 1 }, { unique: true }),
   index('billing_portal_sessions', { expires_at: 1 }),
   index('portal_logins', { store_id: 1, customer: 1 }),
@@ -79,12 +79,12 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // A charge by its Idempotency-Key (permanent), and GET /v1/subscriptions/{id}/charges.
   index('subscription_charges', { store_id: 1, key: 1 }, { unique: true }),
   index('subscription_charges', { store_id: 1, subscription: 1, _id: -1 }),
-  // Meters: event_name unique per store; GET /v1/billing/meters.
+  // Meters: event_name unique per store; GET /v1/billing/meters and a store's meter ids (meterIdsOf).
   index('billing_meters', { store_id: 1, event_name: 1 }, { unique: true }),
   index('billing_meters', { store_id: 1, _id: -1 }),
   // A meter event's identifier is unique per meter.
   index('billing_meter_events', { store_id: 1, meter: 1, identifier: 1 }, { unique: true }),
-  // event_summaries over any two instants: the partial hours at the range's ends are read event by event.
+  // event_summaries over any two instants: the partial hours at the range's ends are read event by event (meterEventsBetween).
   index('billing_meter_events', { store_id: 1, meter: 1, customer: 1, timestamp: 1 }),
   // Ingestion journals past their lease (recovery), and a customer's open ones (closing a period).
   index('usage_journals', { lease_until: 1 }),

@@ -120,3 +120,9 @@ export async function metersById(db: Db, storeId: string, ids: string[]): Promis
   const docs = await metersCollection(db).find({ _id: { $in: [...new Set(ids)] }, store_id: storeId }).toArray();
   return new Map(docs.map((d) => [d._id, d]));
 }
+
+/** Ids of the store's meters. */
+export async function meterIdsOf(db: Db, storeId: string): Promise<string[]> {
+  const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  return docs.map((d) => d._id);
+}

@@ -1,6 +1,6 @@
-// Offers and products: the reads the catalog routes and checkout make.
+// Offers, products and coupons: the reads the catalog routes, checkout and the workflows make.
 import type { Db } from 'mongodb';
-import { collections, type OfferDoc, type ProductDoc } from './collections';
+import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from './collections';
 
 /** Products of the given offers in one query. */
 export async function productsById(db: Db, storeId: string, ids: string[]): Promise<Map<string, ProductDoc>> {
@@ -24,4 +24,19 @@ export async function findOfferById(db: Db, id: string): Promise<OfferDoc | null
 
 export async function findProduct(db: Db, storeId: string, id: string): Promise<ProductDoc | null> {
   return collections(db).products.findOne({ _id: id, store_id: storeId });
+}
+
+export async function findOffer(db: Db, storeId: string, id: string): Promise<OfferDoc | null> {
+  return collections(db).offers.findOne({ _id: id, store_id: storeId });
+}
+
+/** Ids of the offers, of every store, that have usage rows (the usage routine starts their subscriptions' usage). */
+export async function offerIdsWithUsage(db: Db): Promise<Set<string>> {
+  const offers = await collections(db).offers.find({}, { projection: { _id: 1, usage: 1 } }).toArray();
+  return new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
+}
+
+/** A coupon by its code, case aside. */
+export async function findCouponByCode(db: Db, storeId: string, code: string): Promise<CouponDoc | null> {
+  return collections(db).coupons.findOne({ store_id: storeId, code_lower: code.trim().toLowerCase() });
 }

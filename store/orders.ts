@@ -74,12 +74,12 @@ export async function countPaidOrders(db: Db, storeId: string, from: number, to:
   return { total: counts.reduce((a, b) => a + b, 0), by_type };
 }
 
-/** pending -> paid or failed, once (compare-and-set on status); returns the order as it now is. */
+/** pending -> paid, failed or canceled, once (compare-and-set on status); returns the order as it now is. */
 export async function settlePendingOrder(
   db: Db,
   storeId: string,
   id: string,
-  status: 'paid' | 'failed',
+  status: 'paid' | 'failed' | 'canceled',
   paidAt: number | null,
 ): Promise<OrderDoc | null> {
   const updated = await ordersCollection(db).findOneAndUpdate(
@@ -94,4 +94,14 @@ export async function settlePendingOrder(
 export async function markOrderRefunded(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
   const updated = await ordersCollection(db).findOneAndUpdate({ _id: id, store_id: storeId, status: 'paid' }, { $set: { status: 'refunded' } }, { returnDocument: 'after' });
   return updated ?? findOrder(db, storeId, id);
+}
+
+/** The order a checkout paid belongs to the subscription that checkout became. */
+export async function linkOrderToSubscription(db: Db, storeId: string, orderId: string, subscriptionId: string): Promise<void> {
+  await ordersCollection(db).updateOne({ _id: orderId, store_id: storeId }, { $set: { subscription: subscriptionId } });
+}
+
+/** A customer's latest orders, newest first (the portal). */
+export function ordersOfCustomer(db: Db, storeId: string, customerId: string, limit = 50): Promise<OrderDoc[]> {
+  return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(limit).toArray();
 }

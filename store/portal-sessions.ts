@@ -73,6 +73,11 @@ export async function createPortalLink(
   return doc;
 }
 
+/** The link a token opens, looked up without using it. */
+export function findPortalLink(db: Db, token: string): Promise<PortalLinkDoc | null> {
+  return portalLinksCollection(db).findOne({ token_hash: hashToken(token) });
+}
+
 /** Uses the link once: the first opener within 15 minutes gets it, anyone later gets null. */
 export async function claimPortalLink(db: Db, token: string, now = Date.now()): Promise<PortalLinkDoc | null> {
   const seconds = Math.floor(now / 1000);

@@ -77,8 +77,8 @@ export async function decideChargeOnce(db: Db, doc: SubscriptionChargeDoc): Prom
   return decided ?? (await findChargeByKey(db, doc.store_id, doc.key))!;
 }
 
-/** pending -> succeeded or failed, once (compare-and-set on status). */
-export async function settleChargeDoc(
+/** pending -> succeeded or failed, once (compare-and-set on status); the charge as it now is. */
+export async function settleCharge(
   db: Db,
   storeId: string,
   id: string,

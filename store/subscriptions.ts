@@ -83,3 +83,33 @@ export async function updateSubscriptionReference(
 }
 
 export type { SubscriptionStatus };
+
+/** A customer's latest subscriptions, newest first (the portal). */
+export function subscriptionsOfCustomer(db: Db, storeId: string, customerId: string, limit = 50): Promise<SubscriptionDoc[]> {
+  return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(limit).toArray();
+}
+
+/** The subscription a recurring checkout session became. */
+export function findSubscriptionOfCheckout(db: Db, storeId: string, sessionId: string): Promise<SubscriptionDoc | null> {
+  return subscriptionsCollection(db).findOne({ store_id: storeId, checkout_session: sessionId });
+}
+
+/** Subscriptions of every store with ids after `afterId` (all when null), oldest first: the usage routine's walk. */
+export function subscriptionsAfter(db: Db, afterId: string | null): Promise<SubscriptionDoc[]> {
+  return subscriptionsCollection(db)
+    .find(afterId !== null ? { _id: { $gt: afterId } } : {})
+    .sort({ _id: 1 })
+    .toArray();
+}
+
+/** The billing cycles of a test clock's subscriptions in `statuses` (what bounds an advance). */
+export function clockSubscriptionCycles(
+  db: Db,
+  storeId: string,
+  clockId: string,
+  statuses: SubscriptionStatus[],
+): Promise<Pick<SubscriptionDoc, '_id' | 'billing_cycle' | 'custom_billing_days'>[]> {
+  return subscriptionsCollection(db)
+    .find({ store_id: storeId, test_clock: clockId, status: { $in: statuses } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
+    .toArray();
+}

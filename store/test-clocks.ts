@@ -29,6 +29,10 @@ export function testClocksCollection(db: Db) {
   return db.collection<TestClockDoc>('test_clocks');
 }
 
+export async function insertTestClock(db: Db, doc: TestClockDoc): Promise<void> {
+  await testClocksCollection(db).insertOne(doc);
+}
+
 export function findTestClock(db: Db, storeId: string, id: string): Promise<TestClockDoc | null> {
   return findOwnedById(testClocksCollection(db), storeId, id);
 }

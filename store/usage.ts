@@ -62,6 +62,14 @@ export async function insertMeterEvents(db: Db, docs: MeterEventDoc[]): Promise<
   return new Set(docs.filter((_, i) => !refused.has(i)).map((d) => d._id));
 }
 
+/** A customer's events of a meter with timestamps in [from, to), read one by one (only ever a partial hour). */
+export function meterEventsBetween(db: Db, storeId: string, meterId: string, customer: string, from: number, to: number): AsyncIterable<Pick<MeterEventDoc, '_id' | 'value' | 'timestamp'>> {
+  return meterEventsCollection(db).find(
+    { store_id: storeId, meter: meterId, customer, timestamp: { $gte: from, $lt: to } },
+    { projection: { _id: 1, value: 1, timestamp: 1 } },
+  );
+}
+
 export async function findMeterEvents(db: Db, ids: string[]): Promise<Map<string, MeterEventDoc>> {
   const docs = await Promise.all([...new Set(ids)].map((id) => meterEventsCollection(db).findOne({ _id: id })));
   return new Map(docs.filter((d): d is MeterEventDoc => d !== null).map((d) => [d._id, d]));

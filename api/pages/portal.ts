@@ -9,15 +9,15 @@ import { Type } from '@sinclair/typebox';
 import type { Database } from '../../store/database';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { collections, type StoreDoc } from '../../store/collections';
+import type { StoreDoc } from '../../store/collections';
 import { findCustomer } from '../../store/customers';
+import { findStoreByAddress } from '../../store/stores';
 import {
   claimPortalLink,
   closePortalLogin,
+  findPortalLink,
   findPortalLogin,
-  hashToken,
   openPortalLogin,
-  portalLinksCollection,
   sweepPortalDocs,
   type PortalLinkDoc,
   type PortalLoginDoc,
@@ -84,8 +84,7 @@ function hostOf(request: FastifyRequest): string {
 
 /** The store this portal address belongs to: by slug, or by the custom domain the request came to. */
 async function storeAt(request: FastifyRequest, slug: string | undefined): Promise<StoreDoc | null> {
-  const { stores } = collections(request.server.deps.db);
-  return slug ? stores.findOne({ slug }) : stores.findOne({ custom_domain: hostOf(request) });
+  return findStoreByAddress(request.server.deps.db, slug ? { slug } : { customDomain: hostOf(request) });
 }
 
 function cookieHeader(site: PortalSite, request: FastifyRequest, value: string, maxAge: number): string {
@@ -144,7 +143,7 @@ async function loginOf(site: PortalSite, request: FastifyRequest, store: StoreDo
 
 /** A link that still works at this store's address, looked up without using it. */
 async function usableLink(site: PortalSite, store: StoreDoc | null, token: string): Promise<PortalLinkDoc | null> {
-  const link = await portalLinksCollection(site.db).findOne({ token_hash: hashToken(token) });
+  const link = await findPortalLink(site.db, token);
   const now = Math.floor(Date.now() / 1000);
   return store && link && link.store_id === store._id && link.used_at === null && link.expires_at > now ? link : null;
 }
