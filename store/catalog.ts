@@ -8,6 +8,7 @@ import {
   type OfferPrice,
   type OfferUsageRow,
   type ProductDoc,
+  type ProductFile,
 } from './collections';
 
 const nowSeconds = (now: number) => Math.floor(now / 1000);
@@ -132,4 +133,30 @@ export async function createCoupon(
 }
 
 // Meters live in meters.ts (validation, unique event_name, status); re-exported for the admin CLI and the demo seed.
+/** The downloadable files the thank-you page lists (the operator's); null when there is no such product. */
+export function setProductFiles(db: Db, id: string, files: ProductFile[]): Promise<ProductDoc | null> {
+  return collections(db).products.findOneAndUpdate({ _id: id }, { $set: { files } }, { returnDocument: 'after' });
+}
+
+/** Whether another offer of the store already has the slug (its checkout link). */
+export async function isOfferSlugTaken(db: Db, storeId: string, slug: string, exceptId?: string): Promise<boolean> {
+  const filter = exceptId === undefined ? { store_id: storeId, slug } : { store_id: storeId, slug, _id: { $ne: exceptId } };
+  return (await collections(db).offers.findOne(filter)) !== null;
+}
+
+/** What the operator changes on an offer (active, name, slug, success_url); null when there is no such offer. */
+export function updateOfferFields(db: Db, id: string, set: Partial<Pick<OfferDoc, 'active' | 'name' | 'slug' | 'success_url'>>): Promise<OfferDoc | null> {
+  return collections(db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+}
+
+export function setCouponActive(db: Db, id: string, active: boolean): Promise<CouponDoc | null> {
+  return collections(db).coupons.findOneAndUpdate({ _id: id }, { $set: { active } }, { returnDocument: 'after' });
+}
+
+/** A store's offers in creation order and its first coupon (the demo store as it stands). */
+export async function storeCatalog(db: Db, storeId: string): Promise<{ offers: OfferDoc[]; coupon: CouponDoc | null }> {
+  const { offers, coupons } = collections(db);
+  return { offers: await offers.find({ store_id: storeId }).sort({ _id: 1 }).toArray(), coupon: await coupons.findOne({ store_id: storeId }) };
+}
+
 export { createMeter, type MeterDoc } from './meters';

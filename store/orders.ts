@@ -105,3 +105,8 @@ export async function linkOrderToSubscription(db: Db, storeId: string, orderId: 
 export function ordersOfCustomer(db: Db, storeId: string, customerId: string, limit = 50): Promise<OrderDoc[]> {
   return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(limit).toArray();
 }
+
+/** An order by its id alone, whichever store it is in (the operator CLI names only the ord_ id). */
+export async function findOrderById(db: Db, id: string): Promise<OrderDoc | null> {
+  return ordersCollection(db).findOne({ _id: id });
+}

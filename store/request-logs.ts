@@ -19,3 +19,10 @@ export async function sweepRequestLogs(db: Db, now = Date.now()): Promise<number
   const result = await collections(db).requestLogs.deleteMany({ expires_at: { $lte: new Date(now) } });
   return result.deletedCount;
 }
+
+/** A store's log, newest first, of one key when given (the admin CLI). */
+export function listRequestLogs(db: Db, storeId: string, apiKey: string | undefined, limit: number): Promise<RequestLogDoc[]> {
+  const filter: Record<string, unknown> = { store_id: storeId };
+  if (apiKey) filter.api_key = apiKey;
+  return collections(db).requestLogs.find(filter).sort({ created: -1, _id: -1 }).limit(limit).toArray();
+}

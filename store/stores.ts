@@ -41,6 +41,22 @@ export async function findStoreByAddress(db: Db, by: { slug: string } | { custom
   return 'slug' in by ? stores.findOne({ slug: by.slug }) : stores.findOne({ custom_domain: by.customDomain });
 }
 
+/** Whether another store already has the slug (the portal's address on the shared host). */
+export async function isStoreSlugTaken(db: Db, slug: string, exceptId?: string): Promise<boolean> {
+  const filter = exceptId === undefined ? { slug } : { slug, _id: { $ne: exceptId } };
+  return (await collections(db).stores.findOne(filter)) !== null;
+}
+
+/** Every store, in creation order (the admin CLI). */
+export function listStores(db: Db): Promise<StoreDoc[]> {
+  return collections(db).stores.find({}).sort({ _id: 1 }).toArray();
+}
+
+/** The operator's changes to a store's flags and settings; null when there is no such store. */
+export function updateStoreFields(db: Db, id: string, set: Partial<StoreDoc>): Promise<StoreDoc | null> {
+  return collections(db).stores.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+}
+
 export interface NewApiKey {
   storeId: string;
   name: string;
@@ -79,6 +95,18 @@ export function apiKeyIdOf(keyId: string): string {
 export async function findApiKeyByKeyId(db: Db, keyId: string): Promise<ApiKeyDoc | null> {
   const byId = await collections(db).apiKeys.findOne({ _id: apiKeyIdOf(keyId) });
   return byId?.key_id === keyId ? byId : null;
+}
+
+/** A store's keys in creation order (the admin CLI). */
+export function listApiKeys(db: Db, storeId: string): Promise<ApiKeyDoc[]> {
+  return collections(db).apiKeys.find({ store_id: storeId }).sort({ _id: 1 }).toArray();
+}
+
+/** Revokes the key now, once (a revoked key keeps its first revocation time); null when there is no such key. */
+export async function revokeApiKey(db: Db, id: string, now = Date.now()): Promise<ApiKeyDoc | null> {
+  const { apiKeys } = collections(db);
+  const revoked = await apiKeys.findOneAndUpdate({ _id: id, revoked_at: null }, { $set: { revoked_at: Math.floor(now / 1000) } }, { returnDocument: 'after' });
+  return revoked ?? apiKeys.findOne({ _id: id });
 }
 
 /**

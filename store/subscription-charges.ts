@@ -87,3 +87,8 @@ export async function settleCharge(
   const updated = await chargesCollection(db).findOneAndUpdate({ _id: id, store_id: storeId, status: 'pending' }, { $set: set }, { returnDocument: 'after' });
   return updated ?? findCharge(db, storeId, id);
 }
+
+/** A charge by its id alone, whichever store it is in (the operator CLI names only the sch_ id). */
+export async function findChargeById(db: Db, id: string): Promise<SubscriptionChargeDoc | null> {
+  return chargesCollection(db).findOne({ _id: id });
+}

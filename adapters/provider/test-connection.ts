@@ -66,6 +66,11 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
   };
 }
 
+/** The store whose charge a test transaction is (null: no such transaction), for the operator CLI's `provider settle tx_...`. */
+export async function storeOfTestTransaction(db: LedgerDatabase, transactionId: string): Promise<string | null> {
+  return (await new TestLedger(db, Date.now).findAnyStoreTransaction(transactionId))?.store_id ?? null;
+}
+
 const refusedAmount = (): ChargeOutcome => ({
   status: 'refused',
   transactionId: null,

@@ -162,6 +162,11 @@ export class TestLedger {
     return this.charges().findOne({ _id: `${storeId}:${idempotencyKey}` });
   }
 
+  /** The charge behind a transaction, whichever store made it (the operator CLI names only the tx_ id). */
+  findAnyStoreTransaction(transactionId: string): Promise<TestChargeDoc | null> {
+    return this.charges().findOne({ transaction_id: transactionId });
+  }
+
   findByTransaction(storeId: string, transactionId: string): Promise<TestChargeDoc | null> {
     return this.charges().findOne({ store_id: storeId, transaction_id: transactionId });
   }

@@ -1,5 +1,8 @@
 // products / offers / coupons / meters: the catalog the operator sets up for a store.
-import { collections, type OfferPrice, type OfferUsageRow, type ProductFile } from '../../store/collections';
+import type { OfferPrice, OfferUsageRow, ProductFile } from '../../store/collections';
+import { findMeter } from '../../store/meters';
+import { findOfferById, findProduct } from '../../store/offers';
+import { findStore } from '../../store/stores';
 import { validateRedirectUrl } from '../../domain/checkout';
 import {
   BILLING_CYCLES,
@@ -8,6 +11,10 @@ import {
   createMeter,
   createOffer,
   createProduct,
+  isOfferSlugTaken,
+  setCouponActive,
+  setProductFiles,
+  updateOfferFields,
   type BillingCycle,
 } from '../../store/catalog';
 import { asJson, bool, num, positional, str, successUrlOption, type Command, type CommandContext } from './types';
@@ -22,7 +29,7 @@ function parsePrice(text: string): OfferPrice {
 
 async function requireStore(ctx: Parameters<Command['run']>[0]): Promise<string> {
   const storeId = str(ctx, 'store')!;
-  if (!(await collections(ctx.db).stores.findOne({ _id: storeId }))) throw new Error(`no store ${storeId}`);
+  if (!(await findStore(ctx.db, storeId))) throw new Error(`no store ${storeId}`);
   return storeId;
 }
 
@@ -51,7 +58,7 @@ export const catalogCommands: Record<string, Command> = {
       });
       const files = parseFiles(ctx);
       if (!files) return product;
-      await collections(ctx.db).products.updateOne({ _id: product._id }, { $set: { files } });
+      await setProductFiles(ctx.db, product._id, files);
       return { ...product, files };
     },
     format: asJson,
@@ -63,7 +70,7 @@ export const catalogCommands: Record<string, Command> = {
       const id = positional(ctx, 0, 'product id');
       const files = parseFiles(ctx);
       if (!files) throw new Error('nothing to change: give --file');
-      const product = await collections(ctx.db).products.findOneAndUpdate({ _id: id }, { $set: { files } }, { returnDocument: 'after' });
+      const product = await setProductFiles(ctx.db, id, files);
       if (!product) throw new Error(`no product ${id}`);
       return product;
     },
@@ -91,7 +98,7 @@ export const catalogCommands: Record<string, Command> = {
     async run(ctx) {
       const storeId = await requireStore(ctx);
       const productId = str(ctx, 'product')!;
-      if (!(await collections(ctx.db).products.findOne({ _id: productId, store_id: storeId }))) {
+      if (!(await findProduct(ctx.db, storeId, productId))) {
         throw new Error(`no product ${productId} in store ${storeId}`);
       }
       const type = str(ctx, 'type')!;
@@ -101,7 +108,7 @@ export const catalogCommands: Record<string, Command> = {
       const cycle = str(ctx, 'cycle', false);
       if (cycle && !(BILLING_CYCLES as readonly string[]).includes(cycle)) throw new Error(`--cycle is one of ${BILLING_CYCLES.join(', ')}`);
       const slug = str(ctx, 'slug', false) ?? null;
-      if (slug && (await collections(ctx.db).offers.findOne({ store_id: storeId, slug }))) throw new Error(`slug '${slug}' is taken`);
+      if (slug && (await isOfferSlugTaken(ctx.db, storeId, slug))) throw new Error(`slug '${slug}' is taken`);
       const packs = str(ctx, 'packs', false);
       return createOffer(ctx.db, {
         storeId,
@@ -120,7 +127,7 @@ export const catalogCommands: Record<string, Command> = {
       }).then(async (offer) => {
         const successUrl = successUrlOption(ctx);
         if (successUrl === undefined) return offer;
-        await collections(ctx.db).offers.updateOne({ _id: offer._id }, { $set: { success_url: successUrl } });
+        await updateOfferFields(ctx.db, offer._id, { success_url: successUrl });
         return { ...offer, success_url: successUrl };
       });
     },
@@ -131,7 +138,7 @@ export const catalogCommands: Record<string, Command> = {
     options: { active: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' }, 'success-url': { type: 'string' } },
     async run(ctx) {
       const id = positional(ctx, 0, 'offer id');
-      const set: Record<string, unknown> = {};
+      const set: Parameters<typeof updateOfferFields>[2] = {};
       const active = bool(ctx, 'active');
       if (active !== undefined) set.active = active;
       const name = str(ctx, 'name', false);
@@ -139,13 +146,13 @@ export const catalogCommands: Record<string, Command> = {
       const slug = str(ctx, 'slug', false);
       if (slug) {
         // The slug is the offer's link: two offers of a store with one slug would share it.
-        const offer = await collections(ctx.db).offers.findOne({ _id: id });
-        if (offer && (await collections(ctx.db).offers.findOne({ store_id: offer.store_id, slug, _id: { $ne: id } }))) throw new Error(`slug '${slug}' is taken`);
+        const offer = await findOfferById(ctx.db, id);
+        if (offer && (await isOfferSlugTaken(ctx.db, offer.store_id, slug, id))) throw new Error(`slug '${slug}' is taken`);
         set.slug = slug;
       }
       const successUrl = successUrlOption(ctx);
       if (successUrl !== undefined) set.success_url = successUrl;
-      const offer = await collections(ctx.db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+      const offer = await updateOfferFields(ctx.db, id, set);
       if (!offer) throw new Error(`no offer ${id}`);
       return offer;
     },
@@ -166,10 +173,10 @@ export const catalogCommands: Record<string, Command> = {
     },
     async run(ctx) {
       const id = positional(ctx, 0, 'offer id');
-      const offer = await collections(ctx.db).offers.findOne({ _id: id });
+      const offer = await findOfferById(ctx.db, id);
       if (!offer) throw new Error(`no offer ${id}`);
       const meter = str(ctx, 'meter')!;
-      if (!(await ctx.db.collection('billing_meters').findOne({ _id: meter as never, store_id: offer.store_id }))) {
+      if (!(await findMeter(ctx.db, offer.store_id, meter))) {
         throw new Error(`no meter ${meter} in the offer's store`);
       }
       const rounding = str(ctx, 'rounding', false) ?? 'up';
@@ -210,7 +217,7 @@ export const catalogCommands: Record<string, Command> = {
       const id = positional(ctx, 0, 'coupon id');
       const active = bool(ctx, 'active');
       if (active === undefined) throw new Error('--active is required');
-      const coupon = await collections(ctx.db).coupons.findOneAndUpdate({ _id: id }, { $set: { active } }, { returnDocument: 'after' });
+      const coupon = await setCouponActive(ctx.db, id, active);
       if (!coupon) throw new Error(`no coupon ${id}`);
       return coupon;
     },

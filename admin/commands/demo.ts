@@ -1,25 +1,15 @@
 // demo: the store `npm start` prints on first start — a key, a one-off offer, a recurring monthly
 // offer with a metered usage row, and a coupon. Idempotent: later runs report what exists.
 import type { Database } from '../../store/database';
-import { collections } from '../../store/collections';
-import { createStore, createApiKey } from '../../store/stores';
-import { addOfferUsageRow, createCoupon, createMeter, createOffer, createProduct } from '../../store/catalog';
+import { createStore, createApiKey, findStoreByAddress } from '../../store/stores';
+import { addOfferUsageRow, createCoupon, createMeter, createOffer, createProduct, storeCatalog } from '../../store/catalog';
 import type { Command } from './types';
 
 export const DEMO_SLUG = 'demo';
 
 export async function seedDemoStore(db: Database) {
-  const { stores, offers, coupons } = collections(db);
-  const existing = await stores.findOne({ slug: DEMO_SLUG });
-  if (existing) {
-    return {
-      created: false,
-      store: existing,
-      api_key: null,
-      offers: await offers.find({ store_id: existing._id }).sort({ _id: 1 }).toArray(),
-      coupon: await coupons.findOne({ store_id: existing._id }),
-    };
-  }
+  const existing = await findStoreByAddress(db, { slug: DEMO_SLUG });
+  if (existing) return { created: false, store: existing, api_key: null, ...(await storeCatalog(db, existing._id)) };
   const store = await createStore(db, { name: 'Demo Store', slug: DEMO_SLUG, country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
   const { key, doc: keyDoc } = await createApiKey(db, { storeId: store._id, name: 'Demo key', scopes: ['read', 'write'] });
   const course = await createProduct(db, { storeId: store._id, name: 'Photography Course', family: 'courses' });

@@ -1,6 +1,6 @@
 // keys create | list | revoke. The full key is printed once at creation; only a hash is kept.
-import { collections, type ApiKeyDoc, type Scope } from '../../store/collections';
-import { createApiKey } from '../../store/stores';
+import type { ApiKeyDoc, Scope } from '../../store/collections';
+import { createApiKey, findStore, listApiKeys, revokeApiKey } from '../../store/stores';
 import { positional, str, type Command } from './types';
 
 function publicKey(doc: ApiKeyDoc) {
@@ -30,7 +30,7 @@ export const keyCommands: Record<string, Command> = {
     options: { store: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' } },
     async run(ctx) {
       const storeId = str(ctx, 'store')!;
-      if (!(await collections(ctx.db).stores.findOne({ _id: storeId }))) throw new Error(`no store ${storeId}`);
+      if (!(await findStore(ctx.db, storeId))) throw new Error(`no store ${storeId}`);
       const scopes = (str(ctx, 'scopes', false) ?? 'read,write').split(',').map((s) => s.trim()) as Scope[];
       if (scopes.length === 0 || scopes.some((s) => s !== 'read' && s !== 'write')) throw new Error('--scopes is read, write or read,write');
       const { doc, key } = await createApiKey(ctx.db, {
@@ -50,7 +50,7 @@ export const keyCommands: Record<string, Command> = {
     summary: 'list the API keys of a store (--store)',
     options: { store: { type: 'string' } },
     async run(ctx) {
-      const docs = await collections(ctx.db).apiKeys.find({ store_id: str(ctx, 'store')! }).sort({ _id: 1 }).toArray();
+      const docs = await listApiKeys(ctx.db, str(ctx, 'store')!);
       return docs.map(publicKey);
     },
     format: (r) =>
@@ -63,13 +63,7 @@ export const keyCommands: Record<string, Command> = {
     options: {},
     async run(ctx) {
       const id = positional(ctx, 0, 'key id');
-      const now = Math.floor(Date.now() / 1000);
-      const doc = await collections(ctx.db).apiKeys.findOneAndUpdate(
-        { _id: id, revoked_at: null },
-        { $set: { revoked_at: now } },
-        { returnDocument: 'after' },
-      );
-      const current = doc ?? (await collections(ctx.db).apiKeys.findOne({ _id: id }));
+      const current = await revokeApiKey(ctx.db, id);
       if (!current) throw new Error(`no key ${id}`);
       return publicKey(current);
     },

@@ -1,6 +1,6 @@
 // stores create | show | set: the store record and the operator's flags on it.
-import { collections, type StoreDoc } from '../../store/collections';
-import { createStore } from '../../store/stores';
+import type { StoreDoc } from '../../store/collections';
+import { createStore, findStore, isStoreSlugTaken, listStores, updateStoreFields } from '../../store/stores';
 import { countPaidOrders } from '../../store/orders';
 import { bool, positional, str, successUrlOption, type Command, type CommandContext } from './types';
 
@@ -50,7 +50,7 @@ export const storeCommands: Record<string, Command> = {
         throw new Error(`unknown time zone '${timezone}'`);
       }
       const slug = str(ctx, 'slug', false) ?? null;
-      if (slug && (await collections(ctx.db).stores.findOne({ slug }))) throw new Error(`slug '${slug}' is taken`);
+      if (slug && (await isStoreSlugTaken(ctx.db, slug))) throw new Error(`slug '${slug}' is taken`);
       return createStore(ctx.db, { name: str(ctx, 'name')!, slug, country, currency, timezone });
     },
     format: formatStore,
@@ -60,7 +60,7 @@ export const storeCommands: Record<string, Command> = {
     options: {},
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
-      const store = await collections(ctx.db).stores.findOne({ _id: id });
+      const store = await findStore(ctx.db, id);
       if (!store) throw new Error(`no store ${id}`);
       return store;
     },
@@ -71,7 +71,7 @@ export const storeCommands: Record<string, Command> = {
     options: { month: { type: 'string' } },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
-      if (!(await collections(ctx.db).stores.findOne({ _id: id }))) throw new Error(`no store ${id}`);
+      if (!(await findStore(ctx.db, id))) throw new Error(`no store ${id}`);
       const month = str(ctx, 'month', false) ?? new Date().toISOString().slice(0, 7);
       const { from, to } = calendarMonth(month);
       const { total, by_type } = await countPaidOrders(ctx.db, id, from, to);
@@ -86,7 +86,7 @@ export const storeCommands: Record<string, Command> = {
     summary: 'list stores',
     options: {},
     async run(ctx) {
-      return collections(ctx.db).stores.find({}).sort({ _id: 1 }).toArray();
+      return listStores(ctx.db);
     },
     format: (result) => (result as StoreDoc[]).map(formatStore).join('\n'),
   },
@@ -123,8 +123,7 @@ export const storeCommands: Record<string, Command> = {
       if (typeof domain === 'string') set.custom_domain = domain === '' || domain === 'none' ? null : domain.toLowerCase();
       const slug = str(ctx, 'slug', false);
       if (slug) {
-        const taken = await collections(ctx.db).stores.findOne({ slug, _id: { $ne: id } });
-        if (taken) throw new Error(`slug '${slug}' is taken`);
+        if (await isStoreSlugTaken(ctx.db, slug, id)) throw new Error(`slug '${slug}' is taken`);
         set.slug = slug;
       }
       const name = str(ctx, 'name', false);
@@ -133,7 +132,7 @@ export const storeCommands: Record<string, Command> = {
       if (successUrl !== undefined) set.default_success_url = successUrl;
       const maxCharge = maxChargeOption(ctx);
       if (maxCharge !== undefined) set.max_charge_amount = maxCharge;
-      const store = await collections(ctx.db).stores.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+      const store = await updateStoreFields(ctx.db, id, set);
       if (!store) throw new Error(`no store ${id}`);
       return store;
     },

@@ -3,16 +3,19 @@
 // to reach the workflows: creating starts the subscription's workflow, a notice is a signal.
 import { Client, Connection } from '@temporalio/client';
 import type { Database } from '../../store/database';
-import { collections } from '../../store/collections';
-import { createTestConnection } from '../../adapters/provider/test-connection';
+import { findCheckoutSessionForPage } from '../../store/checkout-sessions';
+import { findCustomer } from '../../store/customers';
+import { findOffer, findProduct } from '../../store/offers';
+import { findStore } from '../../store/stores';
+import { createTestConnection, storeOfTestTransaction } from '../../adapters/provider/test-connection';
 import type { SettlementStatus } from '../../adapters/provider/types';
-import { ordersCollection } from '../../store/orders';
-import { chargesCollection } from '../../store/subscription-charges';
+import { findOrderById } from '../../store/orders';
+import { findChargeById } from '../../store/subscription-charges';
 import { subscriptionObject } from '../../api/schemas/subscription';
 import { createSubscription } from '../../services/subscriptions';
 import { deliverProviderNotice } from '../../services/provider-notices';
 import { temporalConnectionOptions } from '../../adapters/temporal-connection';
-import { asJson, positional, str, type Command, type CommandContext } from './types';
+import { positional, str, type Command, type CommandContext } from './types';
 
 async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
   const address = ctx.env.TEMPORAL_ADDRESS;
@@ -29,13 +32,13 @@ async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQue
 /** The transaction behind a charge (sch_), order (ord_), checkout session (cs_) or transaction (tx_) id. */
 async function transactionOf(db: Database, ref: string): Promise<{ storeId: string; transactionId: string }> {
   if (ref.startsWith('sch_')) {
-    const charge = await chargesCollection(db).findOne({ _id: ref });
+    const charge = await findChargeById(db, ref);
     if (!charge) throw new Error(`no charge ${ref}`);
     if (!charge.transaction) throw new Error(`charge ${ref} has no provider transaction (it was refused before the card)`);
     return { storeId: charge.store_id, transactionId: charge.transaction };
   }
   if (ref.startsWith('ord_')) {
-    const order = await ordersCollection(db).findOne({ _id: ref });
+    const order = await findOrderById(db, ref);
     if (!order) throw new Error(`no order ${ref}`);
     if (order.provider_transaction_id) return { storeId: order.store_id, transactionId: order.provider_transaction_id };
     if (order.external_order_id?.startsWith('sch_')) return transactionOf(db, order.external_order_id);
@@ -44,16 +47,16 @@ async function transactionOf(db: Database, ref: string): Promise<{ storeId: stri
     throw new Error(`order ${ref} has no provider transaction`);
   }
   if (ref.startsWith('cs_')) {
-    const session = await db.collection<{ _id: string; store_id: string; payment?: { transaction_id?: string | null } | null }>('checkout_sessions').findOne({ _id: ref });
+    const session = await findCheckoutSessionForPage(db, ref);
     if (!session) throw new Error(`no checkout session ${ref}`);
     const transactionId = session.payment?.transaction_id;
     if (!transactionId) throw new Error(`checkout session ${ref} has no pending provider transaction`);
     return { storeId: session.store_id, transactionId };
   }
   if (ref.startsWith('tx_')) {
-    const ledger = await db.collection<{ store_id: string; transaction_id: string }>('provider_test_charges').findOne({ transaction_id: ref });
-    if (!ledger) throw new Error(`no transaction ${ref} at the test connection`);
-    return { storeId: ledger.store_id, transactionId: ref };
+    const storeId = await storeOfTestTransaction(db, ref);
+    if (!storeId) throw new Error(`no transaction ${ref} at the test connection`);
+    return { storeId, transactionId: ref };
   }
   throw new Error(`'${ref}' is not a charge (sch_), order (ord_), checkout session (cs_) or transaction (tx_) id`);
 }
@@ -63,16 +66,15 @@ export const subscriptionCommands: Record<string, Command> = {
     summary: 'create a subscription paying with a test card read from standard input and start its workflow (--store --customer --offer [--currency])',
     options: { store: { type: 'string' }, customer: { type: 'string' }, offer: { type: 'string' }, card: { type: 'string' }, currency: { type: 'string' } },
     async run(ctx) {
-      const { stores, customers, offers, products } = collections(ctx.db);
       const storeId = str(ctx, 'store')!;
-      const store = await stores.findOne({ _id: storeId });
+      const store = await findStore(ctx.db, storeId);
       if (!store) throw new Error(`no store ${storeId}`);
-      const customer = await customers.findOne({ _id: str(ctx, 'customer')!, store_id: storeId });
+      const customer = await findCustomer(ctx.db, storeId, str(ctx, 'customer')!);
       if (!customer) throw new Error(`no customer ${str(ctx, 'customer')} in store ${storeId}`);
-      const offer = await offers.findOne({ _id: str(ctx, 'offer')!, store_id: storeId });
+      const offer = await findOffer(ctx.db, storeId, str(ctx, 'offer')!);
       if (!offer) throw new Error(`no offer ${str(ctx, 'offer')} in store ${storeId}`);
       if (offer.type !== 'recurring') throw new Error(`offer ${offer._id} is not recurring`);
-      const product = await products.findOne({ _id: offer.product_id, store_id: storeId });
+      const product = await findProduct(ctx.db, storeId, offer.product_id);
       if (!product) throw new Error(`offer ${offer._id} has no product`);
       const currency = str(ctx, 'currency', false)?.toLowerCase();
       if (currency && !offer.prices.some((p) => p.currency === currency)) throw new Error(`offer ${offer._id} has no price in ${currency}`);
