@@ -14,17 +14,17 @@ const others = (...allowed) => everyRoom.filter((room) => !allowed.includes(room
 const zones = [
   { target: './domain', from: others('domain'), message: 'domain/ holds pure rules and imports only domain/.' },
   { target: './i18n', from: others('i18n', 'domain'), message: 'i18n/ holds words: it imports only domain/.' },
-  { target: './store', from: ['./api', './services', './workflows', './activities', './worker', './admin'], message: 'store/ is documents in, documents out.' },
+  { target: './store', from: ['./api', './resources', './services', './workflows', './activities', './worker', './admin'], message: 'store/ is documents in, documents out.' },
   { target: './services', from: ['./api', './activities', './worker', './admin'], message: 'services/ must not reach up into the API: take resource descriptions from resources/.' },
   { target: './adapters', from: ['./api', './services', './store', './workflows', './activities', './worker', './admin'], message: 'adapters/ speak to the outside world only.' },
-  { target: './resources', from: others('resources', 'domain'), message: 'resources/ describes resources: it imports only domain/.' },
+  { target: './resources', from: others('resources', 'domain', 'store'), message: 'resources/ describes resources from their documents: it imports only domain/ and store/.' },
 ].map((zone) => ({ ...zone, from: zone.from.filter((from) => from !== zone.target) }));
 
 const nodeModules = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 const deterministic = { paths: nodeModules.map((name) => ({ name, message: 'Workflows are deterministic: no Node modules (DESIGN.md, principle 7).' })) };
 /** Workflows may name the world's types (activities, provider results) but never load its code. */
 const worldOutsideWorkflows = {
-  group: ['**/store/**', '**/services/**', '**/adapters/**', '**/api/**', '**/admin/**', '**/worker/**', '**/activities', '**/activities/**'],
+  group: ['**/store/**', '**/resources/**', '**/services/**', '**/adapters/**', '**/api/**', '**/admin/**', '**/worker/**', '**/activities', '**/activities/**'],
   message: 'Workflows reach the world only through activities: import its types only (`import type`).',
   allowTypeImports: true,
 };

@@ -1,13 +1,13 @@
-// The charge workflow's activities: each one a call into services/charge-settlement.ts, the provider's
-// review lookups (services/provider-reviews.ts) or the subscription's workflow (one-off charges).
+// The charge workflow's activities: each one a call into services/charges/settlement.ts, the provider's
+// review lookups (services/provider/reviews.ts) or the subscription's workflow (one-off charges).
 import { Context } from '@temporalio/activity';
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
-import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider-reviews';
-import { subscriptionClient } from '../services/subscription-client';
+import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider/reviews';
+import { subscriptionClient } from '../services/subscriptions/client';
 import { findSubscription } from '../store/subscriptions';
 import type { Client } from '@temporalio/client';
-import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge-messages';
+import type { ChargeDecision, ChargeWorkflowInput } from '../workflows/charge/messages';
 import {
   emitChargeEvents,
   executeSubscriptionCharge,
@@ -15,7 +15,7 @@ import {
   refuseUndecidedCharge,
   settleSubscriptionCharge,
   type ChargeSettlementDeps,
-} from '../services/charge-settlement';
+} from '../services/charges/settlement';
 
 export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: Client; taskQueue: string }) {
   return {

@@ -1,11 +1,11 @@
-// The checkout session workflow's activities: each one a call into services/checkout-attempts.ts (the
-// provider, under the attempt's key), services/checkout-completion.ts or services/checkout-subscriptions.ts.
+// The checkout session workflow's activities: each one a call into services/checkout/attempts.ts (the
+// provider, under the attempt's key), services/checkout/completion.ts or services/checkout/subscriptions.ts.
 import { Context } from '@temporalio/activity';
 import type { RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
-import type { CheckoutSessionObject } from '../api/schemas/checkout-session';
+import type { CheckoutSessionObject } from '../resources/checkout-session';
 import type { CustomerDoc } from '../store/collections';
-import type { AttemptResult } from '../workflows/checkout-session-messages';
+import type { AttemptResult } from '../workflows/checkout-session/messages';
 import {
   chargeCheckoutAttempt,
   lookupCheckoutAttempt,
@@ -13,7 +13,7 @@ import {
   type AttemptLookup,
   type ChargeAttemptInput,
   type LookupAttemptInput,
-} from '../services/checkout-attempts';
+} from '../services/checkout/attempts';
 import {
   completeCheckoutSession,
   emitCheckoutOrderEvent,
@@ -25,9 +25,9 @@ import {
   writeCheckoutBuyer,
   type CompleteSessionInput,
   type SettleSessionInput,
-} from '../services/checkout-completion';
-import { createSubscriptionForCheckout } from '../services/checkout-subscriptions';
-import type { SubscriptionDeps } from '../services/subscriptions';
+} from '../services/checkout/completion';
+import { createSubscriptionForCheckout } from '../services/checkout/subscriptions';
+import type { SubscriptionDeps } from '../services/subscriptions/subscriptions';
 
 export function createCheckoutActivities(deps: SubscriptionDeps) {
   /** The connection of a session's attempt: a test clock's session only ever the test one. */

@@ -1,7 +1,7 @@
-// The subscription workflow's activities: each one a call into services/subscription-life.ts.
+// The subscription workflow's activities: each one a call into services/subscriptions/life.ts.
 import { Context } from '@temporalio/activity';
 import type { ProviderNotice } from '../adapters/provider/types';
-import type { SubscriptionWorkflowInput } from '../workflows/subscription-messages';
+import type { SubscriptionWorkflowInput } from '../workflows/subscription/messages';
 import {
   applySubscriptionChange,
   chargeSubscriptionCycle,
@@ -17,9 +17,9 @@ import {
   type OfferTermsResult,
   type SubscriptionChangeInput,
   type SubscriptionLifeDeps,
-} from '../services/subscription-life';
+} from '../services/subscriptions/life';
 
-export type { CycleChargeInput, CycleChargeResult, LoadedSubscription, OfferTermsResult } from '../services/subscription-life';
+export type { CycleChargeInput, CycleChargeResult, LoadedSubscription, OfferTermsResult } from '../services/subscriptions/life';
 
 export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
   return {

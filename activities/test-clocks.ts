@@ -1,7 +1,7 @@
 // The test clock workflow's activities: a write to the clock's document, and the settle of services/test-clocks.ts.
 import { recordClockTime } from '../store/test-clocks';
 import { settleTestClock } from '../services/test-clocks';
-import type { EventDeps } from '../services/events';
+import type { EventDeps } from '../services/events/events';
 
 export function createTestClockActivities(deps: EventDeps) {
   return {

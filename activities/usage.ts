@@ -1,8 +1,8 @@
 // The usage-period workflow's activities and the usage routine: each one a call into
-// services/usage-periods.ts and services/usage-routine.ts.
+// services/usage/periods.ts and services/usage/routine.ts.
 import { RECOMPUTE_INTERVAL_SECONDS, USAGE_HISTORY_EVENTS_LIMIT, type CloseReason } from '../domain/usage-periods';
-import type { UsageWorkflowInput } from '../workflows/usage-periods-messages';
-import type { UsageDeps } from '../services/usage-shared';
+import type { UsageWorkflowInput } from '../workflows/usage-periods/messages';
+import type { UsageDeps } from '../services/usage/shared';
 import {
   chargeUsagePeriod,
   closeUsagePeriod,
@@ -14,10 +14,10 @@ import {
   type PeriodRef,
   type PrepareResult,
   type RecomputeResult,
-} from '../services/usage-periods';
-import { runUsageRoutine } from '../services/usage-routine';
+} from '../services/usage/periods';
+import { runUsageRoutine } from '../services/usage/routine';
 
-export type { ChargeResult, CloseResult, PeriodRef, PrepareResult, RecomputeResult } from '../services/usage-periods';
+export type { ChargeResult, CloseResult, PeriodRef, PrepareResult, RecomputeResult } from '../services/usage/periods';
 
 type WithStore = UsageWorkflowInput;
 

@@ -4,8 +4,8 @@
 import type { Database } from '../store/database';
 import type { Client } from '@temporalio/client';
 import { webhookNetworkFromEnv, type WebhookNetwork } from '../adapters/webhooks/config';
-import { attemptWebhookDelivery, type AttemptInput, type AttemptResult } from '../services/webhook-attempts';
-import { sweepUndispatched } from '../services/webhook-dispatch';
+import { attemptWebhookDelivery, type AttemptInput, type AttemptResult } from '../services/webhooks/attempts';
+import { sweepUndispatched } from '../services/webhooks/dispatch';
 import { createWebhookHttpClient } from '../adapters/webhooks/http';
 
 export interface WebhookActivityDeps {
@@ -19,11 +19,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   const network: WebhookNetwork = { ...webhookNetworkFromEnv(), ...deps.webhooks };
   const http = createWebhookHttpClient(network);
   return {
-    /** One attempt of a webhook delivery (workflows/webhook-delivery.ts). */
+    /** One attempt of a webhook delivery (workflows/webhook-delivery/workflow.ts). */
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptResult> {
       return attemptWebhookDelivery({ db: deps.db, http }, input);
     },
-    /** Dispatches events whose deliveries were never created; returns how many (the event sweeper, workflows/routines.ts). */
+    /** Dispatches events whose deliveries were never created; returns how many (the event sweeper, workflows/routines/workflow.ts). */
     async sweepUndispatchedEvents(input: { olderThanMs: number; limit: number }): Promise<number> {
       return sweepUndispatched({ db: deps.db, temporal: deps.temporal, taskQueue: deps.taskQueue }, input);
     },

@@ -18,7 +18,7 @@ const read = (env: Env, name: string): Buffer | undefined => {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new Error(`${name}=${path} cannot be read: ${(error as Error).message}`);
+    throw new Error(`${name}=${path} cannot be read: ${(error as Error).message}`, { cause: error });
   }
 };
 

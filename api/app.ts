@@ -11,7 +11,7 @@ import auth, { authorize } from './plugins/auth';
 import rateLimits from './plugins/rate-limits';
 import idempotency from './plugins/idempotency';
 import openapi from './plugins/openapi';
-import { ErrorResponse } from './schemas/common';
+import { ErrorResponse } from './http-schemas';
 import { componentSchemas, routeModules } from './routes';
 import healthRoutes from './routes/health';
 import pages from './pages';

@@ -6,7 +6,7 @@ import type { ApiConfig } from './config';
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { EventRequest } from '../store/events';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { CheckoutDeps } from '../services/checkout-sessions';
+import type { CheckoutDeps } from '../services/checkout/sessions';
 
 export interface AppDeps {
   db: Database;

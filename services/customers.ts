@@ -20,8 +20,8 @@ import {
 import { requireTestClock } from '../store/test-clocks';
 import { connectionFor } from '../adapters/provider';
 import { requireTestPayments } from './test-clocks';
-import { customerObject } from '../api/schemas/customer';
-import { emitEvent, type EventDeps } from './events';
+import { customerObject } from '../resources/customer';
+import { emitEvent, type EventDeps } from './events/events';
 import type { EventRequest } from '../store/events';
 
 export interface CustomerDeps extends EventDeps {

@@ -10,8 +10,8 @@ import { findSubscription, subscriptionsOfCustomer, type SubscriptionDoc } from 
 import { ordersOfCustomer, type OrderDoc } from '../store/orders';
 import type { CancellationSource, SubscriptionPaymentMethod } from '../domain/subscriptions';
 import { cardDigits } from '../domain/checkout';
-import { changePaymentMethodUpdate, reactivateUpdate, scheduleCancellationUpdate, type CancelInput } from '../workflows/subscription-messages';
-import { subscriptionClient } from './subscription-client';
+import { changePaymentMethodUpdate, reactivateUpdate, scheduleCancellationUpdate, type CancelInput } from '../workflows/subscription/messages';
+import { subscriptionClient } from './subscriptions/client';
 
 export interface PortalDeps {
   db: Database;

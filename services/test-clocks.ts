@@ -7,7 +7,7 @@ import { periodEnd, type BillingCycle } from '../domain/billing-periods';
 import { ApiError, invalid } from '../domain/errors';
 import { testPaymentsAvailable, type PaymentConnections } from '../adapters/provider';
 import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
-import { testClockObject } from '../api/schemas/test-clock';
+import { testClockObject } from '../resources/test-clock';
 import { clockSubscriptionCycles } from '../store/subscriptions';
 import {
   clockObjects,
@@ -19,14 +19,14 @@ import {
   insertTestClock,
   type TestClockDoc,
 } from '../store/test-clocks';
-import { advanceClockSignal, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowInput } from '../workflows/test-clock-messages';
-import { checkoutSessionWorkflowId } from '../workflows/checkout-session-messages';
-import { subscriptionWorkflowId } from '../workflows/subscription-messages';
-import { usageWorkflowId } from '../workflows/usage-periods-messages';
-import { emitEventOnce } from './emit-once';
-import type { EventDeps } from './events';
-import { forgetCustomers } from './usage-shared';
-import { testClockMetadata } from './workflow-summaries';
+import { advanceClockSignal, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowInput } from '../workflows/test-clock/messages';
+import { checkoutSessionWorkflowId } from '../workflows/checkout-session/messages';
+import { subscriptionWorkflowId } from '../workflows/subscription/messages';
+import { usageWorkflowId } from '../workflows/usage-periods/messages';
+import { emitEventOnce } from './events/emit-once';
+import type { EventDeps } from './events/events';
+import { forgetCustomers } from './usage/shared';
+import { testClockMetadata } from './operations/workflow-summaries';
 
 export interface TestClockDeps extends PaymentConnections {
   db: Database;

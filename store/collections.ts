@@ -178,7 +178,7 @@ export interface EventDoc {
   test: boolean;
   /** False until its deliveries were created; the sweeper re-drives undispatched events. */
   dispatched: boolean;
-  /** Webhook endpoint ids the event goes to, matched when it was written (services/events.ts). */
+  /** Webhook endpoint ids the event goes to, matched when it was written (services/events/events.ts). */
   targets?: string[];
   /** On a 2026-11-01 event: the fact's name in catalog 2026-09-01 (null: none there); what `listen` renders for that catalog. */
   legacy_type?: string | null;

@@ -15,7 +15,7 @@ import { connectDatabase, type Database } from '../store/database';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createPaymentConnections } from '../adapters/provider';
-import { ensureRoutines } from '../services/routines';
+import { ensureRoutines } from '../services/operations/routines';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
@@ -24,7 +24,7 @@ import { mailerFromEnv } from '../adapters/email/smtp';
 
 export const defaultTaskQueue = 'billing';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const workflowsPath = fileURLToPath(new URL('../workflows', import.meta.url));
 
 export interface BillingWorkerOptions
   extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'> {

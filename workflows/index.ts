@@ -1,9 +1,9 @@
 // What the worker loads: one export per workflow module.
 export * from './ping';
-export * from './checkout-session';
-export * from './webhook-delivery';
-export * from './routines';
-export * from './subscription';
-export * from './charge';
-export * from './usage-periods';
-export * from './test-clock';
+export * from './checkout-session/workflow';
+export * from './webhook-delivery/workflow';
+export * from './routines/workflow';
+export * from './subscription/workflow';
+export * from './charge/workflow';
+export * from './usage-periods/workflow';
+export * from './test-clock/workflow';

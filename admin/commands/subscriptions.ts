@@ -11,9 +11,9 @@ import { createTestConnection, storeOfTestTransaction } from '../../adapters/pro
 import type { SettlementStatus } from '../../adapters/provider/types';
 import { findOrderById } from '../../store/orders';
 import { findChargeById } from '../../store/subscription-charges';
-import { subscriptionObject } from '../../api/schemas/subscription';
-import { createSubscription } from '../../services/subscriptions';
-import { deliverProviderNotice } from '../../services/provider-notices';
+import { subscriptionObject } from '../../resources/subscription';
+import { createSubscription } from '../../services/subscriptions/subscriptions';
+import { deliverProviderNotice } from '../../services/provider/notices';
 import { temporalConnectionOptions } from '../../adapters/temporal-connection';
 import { positional, str, type Command, type CommandContext } from './types';
 

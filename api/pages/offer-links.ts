@@ -10,7 +10,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutPageUrl, localeFromAcceptLanguage } from '../../domain/checkout';
 import { pageLanguage } from '../../i18n/pages';
-import { findLinkedOffer, linkChoice, needsPackChoice, openOfferLinkSession, type LinkChoice, type LinkedOffer } from '../../services/offer-links';
+import { findLinkedOffer, linkChoice, needsPackChoice, openOfferLinkSession, type LinkChoice, type LinkedOffer } from '../../services/checkout/offer-links';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { checkoutDepsOf } from '../context';
 import { renderUnavailablePage } from './checkout-views';

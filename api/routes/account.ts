@@ -1,8 +1,8 @@
 // GET /v1/account: the store the key belongs to, and the key itself.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authOf } from '../context';
-import { Account, accountObject } from '../schemas/account';
-import { NoQuery, withErrors } from '../schemas/common';
+import { Account, accountObject } from '../../resources/account';
+import { NoQuery, withErrors } from '../http-schemas';
 
 const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(

@@ -7,8 +7,9 @@ import { createPortalLink } from '../../store/portal-sessions';
 import { portalAddress } from '../../domain/checkout';
 import { ApiError, notFound } from '../../domain/errors';
 import { authOf } from '../context';
-import { portalLinkObject } from '../schemas/billing-portal-session';
-import { Nullable, withErrors } from '../schemas/common';
+import { portalLinkObject } from '../../resources/billing-portal-session';
+import { Nullable } from '../../resources/common';
+import { withErrors } from '../http-schemas';
 
 const CreateBody = Type.Object(
   {

@@ -7,9 +7,9 @@ import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { alphabeticalBy, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, withErrors } from '../schemas/common';
-import { offerObject } from '../schemas/offer';
-import { productObject } from '../schemas/product';
+import { IdParams, NoQuery, withErrors } from '../http-schemas';
+import { offerObject } from '../../resources/offer';
+import { productObject } from '../../resources/product';
 
 const BooleanQuery = Type.Boolean();
 

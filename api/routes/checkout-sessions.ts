@@ -2,14 +2,14 @@
 // client_reference_id, status, payment_status), retrieve, and expire (through the session workflow).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createCheckoutSession, expireCheckoutSession } from '../../services/checkout-sessions';
+import { createCheckoutSession, expireCheckoutSession } from '../../services/checkout/sessions';
 import { checkoutSessionsCollection, effectiveStatusFilter, findCheckoutSession } from '../../store/checkout-sessions';
 import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
 import { authOf, checkoutDepsOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { checkoutSessionObject, checkoutSessionReadObject } from '../schemas/checkout-session';
-import { IdParams, MetadataInput, withErrors } from '../schemas/common';
+import { checkoutSessionObject, checkoutSessionReadObject } from '../../resources/checkout-session';
+import { IdParams, MetadataInput, withErrors } from '../http-schemas';
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 

@@ -11,8 +11,9 @@ import { DOCUMENT_TYPES } from '../../domain/documents';
 import { notFound } from '../../domain/errors';
 import { authOf, eventRequestOf } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, MetadataInput, Nullable, withErrors } from '../schemas/common';
-import { customerObject } from '../schemas/customer';
+import { Nullable } from '../../resources/common';
+import { IdParams, NoQuery, MetadataInput, withErrors } from '../http-schemas';
+import { customerObject } from '../../resources/customer';
 
 const NullableText = Nullable(Type.String());
 

@@ -12,10 +12,11 @@ import { collections } from '../../store/collections';
 import { findEvent, renderEventBody } from '../../store/events';
 import { findEndpoint } from '../../store/webhook-endpoints';
 import { deliveriesOfEvent, pendingWebhookCounts } from '../../store/webhook-deliveries';
-import { deliverEventTo, resendDeliveryWorkflow, taskQueueOf } from '../../services/webhook-dispatch';
+import { deliverEventTo, resendDeliveryWorkflow, taskQueueOf } from '../../services/webhooks/dispatch';
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, Nullable, withErrors } from '../schemas/common';
+import { Nullable } from '../../resources/common';
+import { IdParams, withErrors } from '../http-schemas';
 
 const ListQuery = Type.Object(
   {

@@ -16,6 +16,6 @@ import meterEvents from './meter-events';
 import usage from './usage';
 import testClocks from './test-clocks';
 
-export { componentSchemas } from '../schemas';
+export { componentSchemas } from '../../resources';
 
 export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookListen, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage, testClocks];

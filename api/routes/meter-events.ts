@@ -6,9 +6,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { BATCH_MAX, IDENTIFIER_MAX } from '../../domain/meter-events';
-import { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../../services/usage-ingestion';
+import { ingestMeterEvents, recoverUsageJournals, type IngestResult } from '../../services/usage/ingestion';
 import { authOf, eventRequestOf } from '../context';
-import { Nullable, withErrors } from '../schemas/common';
+import { Nullable } from '../../resources/common';
+import { withErrors } from '../http-schemas';
 
 // Types are checked by the ingestion rules (invalid_payload for payload values), not here.
 const EventBody = Type.Object(

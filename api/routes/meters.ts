@@ -5,11 +5,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { DISPLAY_NAME_MAX, validatePayloadKey } from '../../domain/meter-events';
 import { createMeter, deactivateMeter, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
-import { meterEventSummaries } from '../../services/usage-summaries';
+import { meterEventSummaries } from '../../services/usage/summaries';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, withErrors } from '../schemas/common';
-import { MeterFormula, meterObject } from '../schemas/meter';
+import { IdParams, withErrors } from '../http-schemas';
+import { MeterFormula, meterObject } from '../../resources/meter';
 
 const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX, description: `1 to ${DISPLAY_NAME_MAX} characters; shown on the buyer's order line.` });
 

@@ -6,8 +6,8 @@ import { findOwnedById } from '../../store/owned';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
 import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, withErrors } from '../schemas/common';
-import { ORDER_STATUSES, orderObject } from '../schemas/order';
+import { IdParams, NoQuery, withErrors } from '../http-schemas';
+import { ORDER_STATUSES, orderObject } from '../../resources/order';
 
 const ListQuery = Type.Object(
   {

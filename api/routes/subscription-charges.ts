@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { startCharge, type StartChargeResult } from '../../services/charges';
+import { startCharge, type StartChargeResult } from '../../services/charges/charges';
 import { chargesCollection, findCharge } from '../../store/subscription-charges';
 import { findSubscription } from '../../store/subscriptions';
 import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX, merchantChargeKey } from '../../domain/charges';
@@ -13,8 +13,9 @@ import { ApiError, notFound } from '../../domain/errors';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
-import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
-import { CHARGE_STATUSES, subscriptionChargeObject } from '../schemas/subscription-charge';
+import { Nullable } from '../../resources/common';
+import { IdParams, MetadataInput, withErrors } from '../http-schemas';
+import { CHARGE_STATUSES, subscriptionChargeObject } from '../../resources/subscription-charge';
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 

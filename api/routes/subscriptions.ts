@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { findOfferByIdOrSlug } from '../../store/offers';
-import { runSubscriptionAction } from '../../services/subscriptions';
+import { runSubscriptionAction } from '../../services/subscriptions/subscriptions';
 import { findSubscription, subscriptionsCollection, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
 import { ApiError, invalid, notFound } from '../../domain/errors';
 import { boundedKey, ID_LENGTH_MAX } from '../../domain/bounded-keys';
@@ -19,12 +19,13 @@ import {
   reactivateUpdate,
   resumeUpdate,
   scheduleCancellationUpdate,
-} from '../../workflows/subscription-messages';
+} from '../../workflows/subscription/messages';
 import type { Database } from '../../store/database';
 import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, MetadataInput, Nullable, withErrors } from '../schemas/common';
-import { subscriptionObject } from '../schemas/subscription';
+import { Nullable } from '../../resources/common';
+import { IdParams, MetadataInput, withErrors } from '../http-schemas';
+import { subscriptionObject } from '../../resources/subscription';
 
 const NullableText = Nullable(Type.String());
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));

@@ -6,8 +6,9 @@ import { advanceTestClock, createTestClock, deleteTestClock } from '../../servic
 import { requireTestClock, testClocksCollection, type TestClockDoc } from '../../store/test-clocks';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
-import { IdParams, NoQuery, Nullable, withErrors } from '../schemas/common';
-import { testClockObject } from '../schemas/test-clock';
+import { Nullable } from '../../resources/common';
+import { IdParams, NoQuery, withErrors } from '../http-schemas';
+import { testClockObject } from '../../resources/test-clock';
 
 const TAGS = ['test_helpers'];
 // Years 2000 to 2100: wide enough for any test, narrow enough for calendar arithmetic.

@@ -4,12 +4,13 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TIERS_MAX, TIERS_MIN } from '../../domain/pricing';
 import { findUsageState } from '../../store/usage';
-import { listSubscriptionUsageItems, putUsageItem, removeUsageItem } from '../../services/usage-items';
-import { subscriptionUsage } from '../../services/usage-periods';
+import { listSubscriptionUsageItems, putUsageItem, removeUsageItem } from '../../services/usage/items';
+import { subscriptionUsage } from '../../services/usage/periods';
 import { authOf } from '../context';
 import { listEnvelope } from '../pagination';
-import { IdParams, Nullable, withErrors } from '../schemas/common';
-import { usageItemObject } from '../schemas/usage-item';
+import { Nullable } from '../../resources/common';
+import { IdParams, withErrors } from '../http-schemas';
+import { usageItemObject } from '../../resources/usage-item';
 
 const TierInput = Type.Object(
   {

@@ -8,9 +8,9 @@ import { CURRENT_CATALOG, EVENT_CATALOGS, normalizeEnabledEvents, unknownEventEn
 import { ApiError, notFound } from '../../domain/errors';
 import { findEvent } from '../../store/events';
 import { newWebhookSecret } from '../../store/webhook-endpoints';
-import { streamEvents } from '../../services/event-stream';
+import { streamEvents } from '../../services/events/stream';
 import { authOf, type RouteApp } from '../context';
-import { withErrors } from '../schemas/common';
+import { withErrors } from '../http-schemas';
 
 /** Open sessions per store in one API process: a runaway script cannot hold every socket. */
 export const LISTEN_SESSIONS_PER_STORE = 5;

@@ -25,7 +25,7 @@ import { createApiKey, createStore } from '../../store/stores';
 import { createOffer, createProduct } from '../../store/catalog';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../adapters/provider/test-connection';
-import { recordSubscription } from '../../services/subscriptions';
+import { recordSubscription } from '../../services/subscriptions/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { machineInfo, printActivityTimings, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';

@@ -17,7 +17,7 @@ import { loadApiConfig } from '../../api/config';
 import { collections } from '../../store/collections';
 import { ensureIndexes } from '../../store/indexes';
 import { newCustomerDoc } from '../../store/customers';
-import { customerObject } from '../../api/schemas/customer';
+import { customerObject } from '../../resources/customer';
 import { apiKeyIdOf, createApiKey, createStore } from '../../store/stores';
 import { parseApiKey } from '../../domain/api-keys';
 import { createTestConnection } from '../../adapters/provider/test-connection';

@@ -22,7 +22,7 @@ import { createOffer, createProduct } from '../../store/catalog';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { ordersCollection } from '../../store/orders';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import { createSubscription } from '../../services/subscriptions';
+import { createSubscription } from '../../services/subscriptions/subscriptions';
 import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
 import { machineInfo, printTable, round, saveResults } from './lib';
 

@@ -27,12 +27,12 @@ import { createMeter } from '../../store/meters';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createOffer, createProduct } from '../../store/catalog';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import { recordSubscription } from '../../services/subscriptions';
+import { recordSubscription } from '../../services/subscriptions/subscriptions';
 import { contributionOf, customerKey, insertMeterEvents, meterEventId, meterEventsCollection, type MeterEventDoc } from '../../store/usage';
 import { readRollups, writeBatch } from '../../store/usage-rollups';
 import { createUsageActivities } from '../../activities/usage';
-import { ingestMeterEvents } from '../../services/usage-ingestion';
-import { putUsageItem } from '../../services/usage-items';
+import { ingestMeterEvents } from '../../services/usage/ingestion';
+import { putUsageItem } from '../../services/usage/items';
 import { periodRollupKey } from '../../domain/usage-periods';
 import { machineInfo, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 

@@ -17,12 +17,12 @@ import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
 import { ActivityTimings } from '../../worker/activity-interceptors';
-import { emitEvent } from '../../services/events';
+import { emitEvent } from '../../services/events/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { insertEndpoint } from '../../store/webhook-endpoints';
 import { deliveryIdFor } from '../../store/webhook-deliveries';
-import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery-messages';
+import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery/messages';
 import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
 import { machineInfo, printActivityTimings, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 

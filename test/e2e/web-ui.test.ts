@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTemporalDevServer, type RunningTemporalDevServer } from '../../temporal-dev/servers';
 import { ensureIndexes } from '../../store/indexes';
-import { subscriptionWorkflowId } from '../../workflows/subscription-messages';
+import { subscriptionWorkflowId } from '../../workflows/subscription/messages';
 import { createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { launchBrowser, screenshot } from '../support/browser';
 import { createSession, seedCheckoutCatalog } from '../support/checkout-fixtures';

@@ -108,7 +108,7 @@ it(
         '--workers',
         '1',
         // A valid request opens a stream that lasts until the client leaves: the fuzzer would only
-        // time out. Its refusals and its stream are tested in test/integration/webhook-listen.test.ts.
+        // time out. Its refusals and its stream are tested in test/integration/webhooks/listen.test.ts.
         ...STREAMING_OPERATIONS.flatMap((id) => ['--exclude-operation-id', id]),
       ],
       RUN_TIMEOUT_MS,

@@ -40,7 +40,7 @@ async function whenReady(app: AppProcess, what: string, ready: () => Promise<boo
     });
   } catch (error) {
     await app.group.stop({ signal: 'SIGKILL' });
-    throw new Error(`${(error as Error).message}\n${app.output().slice(-4000)}`);
+    throw new Error(`${(error as Error).message}\n${app.output().slice(-4000)}`, { cause: error });
   }
 }
 

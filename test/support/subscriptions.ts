@@ -8,7 +8,7 @@ import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
-import { createSubscription, recordSubscription } from '../../services/subscriptions';
+import { createSubscription, recordSubscription } from '../../services/subscriptions/subscriptions';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 
 export interface TestCatalog {

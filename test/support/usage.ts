@@ -7,7 +7,7 @@ import { createOffer, createProduct } from '../../store/catalog';
 import type { OfferDoc, StoreDoc } from '../../store/collections';
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createTestConnection } from '../../adapters/provider/test-connection';
-import { createSubscription, recordSubscription } from '../../services/subscriptions';
+import { createSubscription, recordSubscription } from '../../services/subscriptions/subscriptions';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 import type { CustomerDoc } from '../../store/collections';
 

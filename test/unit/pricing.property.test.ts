@@ -83,13 +83,12 @@ describe('pricing properties', () => {
         const uses = spreadOverTiers(billable, t);
         const covered = uses.reduce((sum, u) => add(sum, u.units), ZERO);
         expect(cmp(covered, billable)).toBe(0);
-        let lower = 0;
         let previousTier = -1;
         for (const use of uses) {
           expect(use.tier).toBeGreaterThan(previousTier);
           previousTier = use.tier;
           const tier = t[use.tier];
-          lower = use.tier === 0 ? 0 : (t[use.tier - 1].up_to as number);
+          const lower = use.tier === 0 ? 0 : (t[use.tier - 1].up_to as number);
           if (tier.up_to !== null) expect(cmp(use.units, toDecimal(tier.up_to - lower))).toBeLessThanOrEqual(0);
           expect(cmp(use.units, ZERO)).toBeGreaterThan(0);
         }

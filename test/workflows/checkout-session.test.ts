@@ -23,8 +23,8 @@ import type { ChargeCardInput, PaymentProvider } from '../../adapters/provider/t
 import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { findCheckoutSession } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
-import { createCheckoutSession, type CheckoutDeps } from '../../services/checkout-sessions';
-import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout-payments';
+import { createCheckoutSession, type CheckoutDeps } from '../../services/checkout/sessions';
+import { attemptInFlight, payCheckoutSession, settleFromHostedPage } from '../../services/checkout/payments';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import {
   checkoutAttemptKey,
@@ -35,7 +35,7 @@ import {
   payUpdate,
   stateQuery,
   type PayInput,
-} from '../../workflows/checkout-session-messages';
+} from '../../workflows/checkout-session/messages';
 import { REVIEW_WINDOW_MS } from '../../domain/reviews';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
@@ -393,7 +393,7 @@ describe.sequential('checkout session workflow', () => {
     const { session, handle, key } = await openSession(30 * MINUTE_MS, { attemptHoldMs: 10_000 });
     faults.failingCharges.set(key(1), 3);
     faults.unanswered.add(key(1));
-    let expiredAt = 0;
+    let expiredAt: number;
     try {
       expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
       await waitFor(() => faults.lastTry.has(key(1)), { description: 'the last try to reach the provider' });

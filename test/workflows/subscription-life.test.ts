@@ -19,9 +19,9 @@ import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
-import { paymentMethodOf } from '../../services/subscriptions';
+import { paymentMethodOf } from '../../services/subscriptions/subscriptions';
 import { addMonths, periodEnd } from '../../domain/billing-periods';
-import { startCharge } from '../../services/charges';
+import { startCharge } from '../../services/charges/charges';
 import { chargesCollection } from '../../store/subscription-charges';
 import { merchantChargeKey } from '../../domain/charges';
 import {
@@ -33,7 +33,7 @@ import {
   subscriptionProviderSettledSignal,
   subscriptionStateQuery,
   subscriptionWorkflowId,
-} from '../../workflows/subscription-messages';
+} from '../../workflows/subscription/messages';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';

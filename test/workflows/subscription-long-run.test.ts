@@ -16,12 +16,12 @@ import type { StoreDoc } from '../../store/collections';
 import { findSubscription } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
-import { subscriptionClient } from '../../services/subscription-client';
+import { subscriptionClient } from '../../services/subscriptions/client';
 import { merchantChargeKey } from '../../domain/charges';
 import { newId } from '../../domain/ids';
 import type { SubscriptionDoc } from '../../store/subscriptions';
-import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge-messages';
-import { subscriptionWorkflowId } from '../../workflows/subscription-messages';
+import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
+import { subscriptionWorkflowId } from '../../workflows/subscription/messages';
 import { EVENTS_PER_RUN, MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { seedCatalog, seedSubscription } from '../support/subscriptions';
@@ -72,7 +72,7 @@ async function inLanes<T>(count: number, limit: number, task: (i: number) => Pro
   return results;
 }
 
-/** A one-off charge as services/charges.ts hands it to its charge workflow (amounts all different). */
+/** A one-off charge as services/charges/charges.ts hands it to its charge workflow (amounts all different). */
 function oneOffCharge(sub: SubscriptionDoc, i: number): ChargeWorkflowInput {
   const key = merchantChargeKey(`long-run-${sub._id}-${i}`);
   return {

@@ -20,12 +20,12 @@ import { createStore } from '../../store/stores';
 import { collections, type StoreDoc } from '../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
-import { subscriptionClient } from '../../services/subscription-client';
-import { paymentMethodOf } from '../../services/subscriptions';
+import { subscriptionClient } from '../../services/subscriptions/client';
+import { paymentMethodOf } from '../../services/subscriptions/subscriptions';
 import { merchantChargeKey } from '../../domain/charges';
 import { newId } from '../../domain/ids';
-import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge-messages';
-import { changePaymentMethodUpdate, subscriptionProviderSettledSignal, subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription-messages';
+import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
+import { changePaymentMethodUpdate, subscriptionProviderSettledSignal, subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription/messages';
 import { MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
@@ -106,7 +106,7 @@ async function inLanes<T>(count: number, limit: number, task: (i: number) => Pro
   return results;
 }
 
-/** A one-off charge as services/charges.ts hands it to its charge workflow. */
+/** A one-off charge as services/charges/charges.ts hands it to its charge workflow. */
 function oneOffCharge(sub: SubscriptionDoc, i: number, amount = 100 + i): ChargeWorkflowInput {
   const key = merchantChargeKey(`review-run-${sub._id}-${i}`);
   return {

@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import { emitEvent } from '../../services/events';
+import { emitEvent } from '../../services/events/events';
 import { ensureIndexes } from '../../store/indexes';
 import { createStore } from '../../store/stores';
 import { AUTO_DISABLED_REASON, endpointsCollection, findEndpoint, insertEndpoint, type WebhookEndpointDoc } from '../../store/webhook-endpoints';
@@ -20,7 +20,7 @@ import {
   resendSignal,
   webhookDeliveryWorkflowId,
   type WebhookDeliveryState,
-} from '../../workflows/webhook-delivery-messages';
+} from '../../workflows/webhook-delivery/messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';

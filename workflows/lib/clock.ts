@@ -10,7 +10,7 @@ import {
   clockWaitingSignal,
   detachClockSignal,
   testClockWorkflowId,
-} from '../test-clock-messages';
+} from '../test-clock/messages';
 
 interface Waiting {
   untilMs: number | null;

@@ -2,7 +2,7 @@
 // again; continue as new when the history grows, carrying the counts. One row in the Web UI for the
 // routine's whole life instead of one per run; a failed step is recorded and tried at the next turn.
 import { ActivityFailure, allHandlersFinished, condition, continueAsNew, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import { routineStateQuery, runNowSignal, type RoutineInput, type RoutineState } from '../routines-messages';
+import { routineStateQuery, runNowSignal, type RoutineInput, type RoutineState } from '../routines/messages';
 
 /** Keeps each run's history well under the size where replays on a new worker get slow. */
 const HISTORY_EVENTS_LIMIT = 2_000;

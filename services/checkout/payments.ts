@@ -1,0 +1,261 @@
+// The hosted page's payment, page side: check the form against the session, resolve the buyer (an
+// existing customer, or a new one prepared but written by the workflow only once the payment is
+// taken), turn the card into a provider token (the number goes nowhere else), and hand the attempt to
+// the session workflow's `pay` update, waiting for its outcome up to a bound. The charge itself runs
+// in the workflow (services/checkout/attempts.ts), so a page that stops waiting loses nothing.
+import { ApiError } from '../../domain/errors';
+import { derivedId } from '../../domain/ids';
+import { cardDigits, chargeAmounts, type PaymentAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, pixAllowed, priceIn, startsWithTrial } from '../../domain/checkout';
+import type { DocumentType } from '../../domain/documents';
+import type { CustomerDoc, StoreDoc } from '../../store/collections';
+import { findCustomer } from '../../store/customers';
+import { findStore } from '../../store/stores';
+import { findCheckoutSession, type CheckoutSessionDoc } from '../../store/checkout-sessions';
+import { prepareCustomer } from '../customers';
+import { connectionFor, testPaymentsAvailable } from '../../adapters/provider';
+import type { SettlementStatus } from '../../adapters/provider/types';
+import { requestOverdueExpiry, type CheckoutDeps } from './sessions';
+import { deliverProviderNotice } from '../provider/notices';
+import { checkoutSessionClient, type UnsettledAttempt } from './client';
+import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, PIX_UNAVAILABLE_FAILURE, type PayAnswer, type PayInput } from '../../workflows/checkout-session/messages';
+
+const cardLocked = (): HostedPaymentResult => ({
+  kind: 'error',
+  code: CARD_LOCKED_FAILURE,
+  message: 'Too many cards were declined on this checkout; pay by PIX or ask the store for a new link.',
+  field: 'method',
+});
+
+const pixUnavailable = (): HostedPaymentResult => ({
+  kind: 'error',
+  code: PIX_UNAVAILABLE_FAILURE,
+  message: 'PIX is only available for payments in BRL without a free trial.',
+  field: 'method',
+});
+
+/** How long the page waits for the workflow's answer before telling the buyer "processing". */
+export const PAY_WAIT_MS = 20_000;
+
+export interface HostedPaymentInput {
+  method: 'card' | 'pix';
+  email?: string | null;
+  name?: string | null;
+  phone?: string | null;
+  document_type?: string | null;
+  document_number?: string | null;
+  currency?: string | null;
+  installments?: number | null;
+  /** Only ever in memory: handed to the provider's tokenizer and dropped. */
+  card?: { number: string; exp_month?: number; exp_year?: number; cvc?: string } | null;
+}
+
+export type HostedPaymentResult =
+  | { kind: 'done' }
+  | { kind: 'closed' }
+  /** The workflow has the attempt (or Temporal is away): the page shows "processing" and polls. */
+  | { kind: 'processing' }
+  | { kind: 'error'; code: string; message: string; field: string | null };
+
+function fieldError(error: unknown): HostedPaymentResult {
+  if (error instanceof ApiError) return { kind: 'error', code: error.code, message: error.message, field: error.param };
+  throw error;
+}
+
+/**
+ * A new buyer's customer id, the same for every attempt with this email in one window: attempts racing
+ * for one buyer (two sessions at once) register and write one customer.
+ */
+const BUYER_ID_WINDOW_MS = 2 * 60 * 1000;
+function newBuyerCustomerId(storeId: string, email: string, now: number): string {
+  const windowStart = now - (now % BUYER_ID_WINDOW_MS);
+  return derivedId('cust', windowStart, `checkout-buyer:${storeId}:${email}:${windowStart}`);
+}
+
+/** Where a step may end the attempt early: with the page's answer instead of its value. */
+type Step<T> = { value: T } | { stop: HostedPaymentResult };
+
+/** What one attempt charges, decided before the buyer or the provider is involved. */
+interface ChargeTerms {
+  trial: boolean;
+  amounts: PaymentAmounts;
+  installments: number | null;
+  cardNumber: string | null;
+}
+
+/** Who pays: an existing customer, or a new buyer written only once the provider takes the payment. */
+interface Buyer {
+  customerId: string;
+  customerEmail: string;
+  providerCustomerId: string | null;
+  newBuyer: CustomerDoc | null;
+}
+
+/** The hosted page's pay button: see the module header. */
+export async function payCheckoutSession(
+  deps: CheckoutDeps,
+  session: CheckoutSessionDoc,
+  input: HostedPaymentInput,
+  now = Date.now(),
+): Promise<HostedPaymentResult> {
+  if (effectiveStatus(session, Math.floor(now / 1000)) !== 'open') return { kind: 'closed' };
+  const trial = startsWithTrial(session.offer);
+  // The workflow refuses too; this spares a tokenization the buyer cannot use.
+  if (input.method === 'card' && session.card_locked) return cardLocked();
+
+  const store = await findStore(deps.db, session.store_id);
+  if (!store) return { kind: 'closed' };
+  const terms = chargeTermsFor(session, input, trial);
+  if ('stop' in terms) return terms.stop;
+  const buyer = await resolveBuyer(deps, store, session, input, now);
+  if ('stop' in buyer) return buyer.stop;
+  const token = await tokenize(deps, session, input, terms.value);
+  if ('stop' in token) return token.stop;
+  const request = payInput(session, input, terms.value, buyer.value, token.value);
+  const reply = await checkoutSessionClient(deps.temporal, deps.taskQueue).pay(session._id, request, deps.payWaitMs ?? PAY_WAIT_MS);
+  if (reply.kind === 'answered') return pageAnswer(reply.answer);
+  if (reply.kind === 'refused') return refusedAnswer(deps, session, reply.type, reply.message);
+  // No answer in time: the workflow may have the attempt; a closed session shows as it is.
+  const current = await findCheckoutSession(deps.db, session.store_id, session._id).catch(() => null);
+  return current && current.status !== 'open' ? { kind: 'closed' } : { kind: 'processing' };
+}
+
+/** What is charged: the session's currency, else the buyer's choice among the offer's prices; a card's number and installments. */
+function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, trial: boolean): Step<ChargeTerms> {
+  let price;
+  try {
+    const currency = session.currency ?? (input.currency ? checkCurrency(session.offer.prices, input.currency) : null);
+    price = priceIn(session.offer.prices, currency);
+  } catch (error) {
+    return { stop: fieldError(error) };
+  }
+  if (!price) return { stop: { kind: 'error', code: 'currency_unsupported', message: 'This currency is not available.', field: 'currency' } };
+  const amounts = chargeAmounts(price, session.pack, session.coupon);
+  // The page offers PIX only where it may be used; a hand-made form is refused the same way.
+  if (input.method === 'pix' && !pixAllowed(amounts.currency, trial)) {
+    return { stop: pixUnavailable() };
+  }
+  if (input.method !== 'card') return { value: { trial, amounts, installments: null, cardNumber: null } };
+
+  let installments: number | null;
+  try {
+    installments = trial ? null : checkInstallments(input.installments ?? 1, session.offer.max_installments);
+  } catch (error) {
+    return { stop: fieldError(error) };
+  }
+  const cardNumber = input.card ? cardDigits(input.card.number) : null;
+  if (!cardNumber) return { stop: { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' } };
+  return { value: { trial, amounts, installments, cardNumber } };
+}
+
+/**
+ * The buyer: the session's customer, else the store's customer with this e-mail, else a new one
+ * registered at the provider now (customer_rejected refuses before any charge) and written by the
+ * workflow only once the provider takes the payment: a declined or failed attempt leaves no customer behind.
+ */
+async function resolveBuyer(deps: CheckoutDeps, store: StoreDoc, session: CheckoutSessionDoc, input: HostedPaymentInput, now: number): Promise<Step<Buyer>> {
+  try {
+    if (session.customer) {
+      const customer = await findCustomer(deps.db, store._id, session.customer);
+      if (!customer) return { stop: { kind: 'closed' } };
+      return { value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: null } };
+    }
+    const email = session.customer_email ?? input.email ?? null;
+    if (!email) return { stop: { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' } };
+    const documentType = (input.document_type ?? null) as DocumentType | null;
+    const { customer, existing } = await prepareCustomer(
+      deps,
+      store,
+      {
+        email,
+        name: input.name ?? null,
+        phone: input.phone ?? null,
+        document: documentType && input.document_number ? { type: documentType, number: input.document_number } : undefined,
+      },
+      // The page takes any name the session's customer_name rule allows, so the record does too.
+      { nameMin: CUSTOMER_NAME_MIN, id: (normalized) => newBuyerCustomerId(store._id, normalized, now) },
+    );
+    return {
+      value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: existing ? null : customer },
+    };
+  } catch (error) {
+    return { stop: fieldError(error) };
+  }
+}
+
+/** The card becomes the provider's token here, as its client-side fields would; PIX needs none. */
+async function tokenize(deps: CheckoutDeps, session: CheckoutSessionDoc, input: HostedPaymentInput, terms: ChargeTerms): Promise<Step<string | null>> {
+  if (input.method !== 'card') return { value: null };
+  let tokenized;
+  try {
+    // The card goes where the session's attempts will charge it: a test clock's session, the test connection.
+    tokenized = await connectionFor(deps, Boolean(session.test_clock)).tokenizeCard({ storeId: session.store_id, card: { ...input.card!, number: terms.cardNumber! } });
+  } catch {
+    // Deliberately not logged with its input: the card must not reach any log.
+    return { stop: { kind: 'error', code: 'provider_unavailable', message: 'The payment provider could not be reached.', field: 'payment' } };
+  }
+  if (tokenized.ok) return { value: tokenized.token };
+  return { stop: { kind: 'error', code: tokenized.code, message: tokenized.message, field: tokenized.code === 'invalid_number' ? 'card_number' : 'payment' } };
+}
+
+function payInput(session: CheckoutSessionDoc, input: HostedPaymentInput, terms: ChargeTerms, buyer: Buyer, cardToken: string | null): PayInput {
+  return {
+    method: input.method,
+    cardToken,
+    amounts: terms.amounts,
+    installments: terms.installments,
+    description: session.offer.name,
+    customerId: buyer.customerId,
+    customerEmail: buyer.customerEmail,
+    providerCustomerId: buyer.providerCustomerId,
+    newBuyer: buyer.newBuyer,
+    trial: terms.trial,
+    saveCard: session.offer.type === 'recurring',
+  };
+}
+
+/** The attempt's outcome as the page shows it. */
+function pageAnswer(answer: PayAnswer): HostedPaymentResult {
+  const { attempt } = answer;
+  if (attempt.status === 'declined' || attempt.status === 'failed') {
+    return { kind: 'error', code: attempt.code ?? 'declined', message: answer.message ?? '', field: 'payment' };
+  }
+  // No answer from the provider yet: money may have been taken, so the buyer waits instead of paying again.
+  if (attempt.status === 'unknown') return answer.session === 'open' ? { kind: 'processing' } : { kind: 'closed' };
+  // Taken and applied; or landed on a session that closed meanwhile (given back): the session shows which.
+  return answer.session === 'complete' && attempt.status !== 'voided' && attempt.status !== 'refunded' ? { kind: 'done' } : { kind: 'closed' };
+}
+
+async function refusedAnswer(deps: CheckoutDeps, session: CheckoutSessionDoc, type: string, message: string): Promise<HostedPaymentResult> {
+  if (type === PAYMENT_IN_PROGRESS_FAILURE) return { kind: 'processing' };
+  if (type === CARD_LOCKED_FAILURE) return cardLocked();
+  if (type === PIX_UNAVAILABLE_FAILURE) return pixUnavailable();
+  if (type === NOT_OPEN_FAILURE) {
+    // Refused at the deadline before the timer marked it: the workflow expires it now.
+    if (effectiveStatus(session, Math.floor(Date.now() / 1000)) === 'expired') void requestOverdueExpiry(deps, session._id);
+    return { kind: 'closed' };
+  }
+  return { kind: 'error', code: type, message, field: 'payment' };
+}
+
+/**
+ * The page of an open session after a submit: `charging`, `unknown` (being confirmed with the provider),
+ * false when no attempt is unsettled, null when the workflow could not be asked.
+ */
+export function attemptInFlight(deps: CheckoutDeps, sessionId: string): Promise<UnsettledAttempt | false | null> {
+  return checkoutSessionClient(deps.temporal, deps.taskQueue).attemptInFlight(sessionId, 3_000);
+}
+
+/** The hosted page shows the test connection's buttons where the session pays through one: a test default, or a test clock's session. */
+export function testButtonsShown(deps: CheckoutDeps, session: Pick<CheckoutSessionDoc, 'test_clock'>): boolean {
+  return session.test_clock ? testPaymentsAvailable(deps) : !deps.provider.livemode;
+}
+
+/** The test connection's buttons on the hosted page: settle the pending PIX or review now. */
+export async function settleFromHostedPage(deps: CheckoutDeps, session: CheckoutSessionDoc, outcome: SettlementStatus): Promise<boolean> {
+  if (!testButtonsShown(deps, session)) return false;
+  const transactionId = session.payment?.transaction_id;
+  if (session.payment_status !== 'pending' || !transactionId) return false;
+  const settled = await connectionFor(deps, Boolean(session.test_clock)).settle({ storeId: session.store_id, transactionId, outcome });
+  if (!settled.ok) return false;
+  return deliverProviderNotice(deps, settled.notice);
+}

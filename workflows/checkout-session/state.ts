@@ -1,0 +1,554 @@
+// What one checkout session workflow knows (its queryable state with every payment attempt, the
+// provider's notice) and one method per transition: run an attempt (one keyed charge activity; past its
+// tries the attempt is unknown and asked again under its key until the provider answers), land it
+// (complete, decline, or give an approval on a closed session back), expire, re-check what a closed
+// session left unknown, settle a pending payment, hand off to a subscription.
+import { ActivityFailure, ApplicationFailure, condition, log, patched, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import { WORKER_GONE_AFTER } from '../lib/timeouts';
+import type { ProviderNotice, TransactionState } from '../../adapters/provider/types';
+import { nextReviewCheckMs, reviewWindowOver } from '../../domain/reviews';
+import { pixAllowed } from '../../domain/checkout';
+import { EarlyNotices } from '../lib/early-notices';
+import { Mutex } from '../lib/mutex';
+import { at, money, showProgress } from '../lib/business-view';
+import { clockNow, clockWait, testClockRef } from '../lib/clock';
+import {
+  ATTEMPT_HOLD_MS,
+  checkoutAttemptKey,
+  CUSTOMER_ID_ATTRIBUTE,
+  NOT_OPEN_FAILURE,
+  PAYMENT_IN_PROGRESS_FAILURE,
+  CARD_LOCKED_FAILURE,
+  MAX_CARD_DECLINES,
+  PIX_UNAVAILABLE_FAILURE,
+  PROVIDER_UNAVAILABLE_CODE,
+  type AttemptResult,
+  type CheckoutAttempt,
+  type CheckoutWorkflowInput,
+  type CheckoutWorkflowState,
+  type PayAnswer,
+  type PayInput,
+  type PaymentAttemptOutcome,
+} from './messages';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const MINUTE_MS = 60 * 1000;
+/** Runs begun before this took a charge's timeout and one "never received" look-up as nothing charged. */
+const UNKNOWN_ATTEMPTS_PATCH = 'checkout-unknown-attempts';
+/** When a closed session looks an attempt still unknown up again, counted from the close. */
+export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
+
+/** Wait before asking about an unknown attempt again while the session is open: 10 s, doubling, at most 10 minutes. */
+function unknownRecheckMs(round: number): number {
+  return Math.min(10_000 * 2 ** Math.min(round - 1, 10), 10 * MINUTE_MS);
+}
+/** Notices kept while the session's transaction is unknown: one per attempt, and a session has few. */
+const EARLY_NOTICES_KEPT = 20;
+
+/** Wait before trying a failed outside step again: 5 minutes, doubling, at most a day (short history). */
+export function retryDelayMs(failures: number): number {
+  return Math.min(5 * 60 * 1000 * 2 ** Math.min(failures - 1, 10), DAY_MS);
+}
+
+// Database writes and giving money back: retried until they succeed (each is keyed or conditional).
+const records = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
+});
+// The charge itself: a few tries under the attempt's key; then the provider is asked by key instead.
+const charges = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 4 },
+});
+// Provider lookups and the subscription hand-off: bounded; a failure is logged and tried again later (outsideStep).
+const outside = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10 },
+});
+
+type Settlement = 'paid' | 'refused' | 'expired';
+
+function refusal(type: string, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true });
+}
+
+function notOpen(state: CheckoutWorkflowState): ApplicationFailure {
+  return refusal(NOT_OPEN_FAILURE, `The checkout session is ${state.status === 'open' ? 'closing' : state.status}, not open.`);
+}
+
+/** The provider took the payment (or holds it pending): the session completes with it. */
+function takesPayment(outcome: PaymentAttemptOutcome): boolean {
+  return outcome.status === 'approved' || outcome.status === 'review' || outcome.status === 'pix_pending';
+}
+
+/** The charge needs the buyer's ids only: a new buyer's record is written once the payment is taken. */
+function withoutNewBuyer(input: PayInput): Omit<PayInput, 'newBuyer'> {
+  const request: Partial<PayInput> = { ...input };
+  delete request.newBuyer;
+  return request as Omit<PayInput, 'newBuyer'>;
+}
+
+const NOTHING_CHARGED: AttemptResult = {
+  outcome: { status: 'failed', code: PROVIDER_UNAVAILABLE_CODE, message: 'The payment provider could not be reached. Nothing was charged; try again.' },
+  savedCard: null,
+};
+
+export class LiveCheckoutSession {
+  /** One transition at a time: handlers and the main path take it around their writes. */
+  readonly mutex = new Mutex();
+  readonly state: CheckoutWorkflowState = {
+    status: 'open',
+    payment_status: 'unpaid',
+    order: null,
+    subscription: null,
+    customer: null,
+    method: null,
+    transaction_id: null,
+    pix_expires_at: null,
+    attempts: [],
+    last_error: null,
+    settlement: null,
+    problem: null,
+  };
+  private notice: ProviderNotice | null = null;
+  /** A notice can overtake the attempt's result: kept until the transaction id is known. */
+  private readonly early = new EarlyNotices(EARLY_NOTICES_KEPT);
+  private readonly storeId: string;
+  private readonly sessionId: string;
+  /** In every provider call: a test clock's session pays only through the test connection. */
+  private readonly onClock: { testClock?: string };
+  private readonly deadlineMs: number;
+  private readonly holdMs: number;
+  private readonly maxCardDeclines: number;
+  /** An expiry (deadline or update) has begun: no new attempt may start. */
+  private closing = false;
+  /** The attempt that completed the session, and when (the review window starts there). */
+  private paying: CheckoutAttempt | null = null;
+  private paidAtMs = 0;
+  /** What each attempt was asked with (the lookup at expiry needs it to apply an approval). */
+  private readonly requests = new Map<number, PayInput>();
+  /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
+  private readonly resolutions: Promise<void>[] = [];
+
+  constructor(input: CheckoutWorkflowInput) {
+    this.storeId = input.storeId;
+    this.sessionId = input.sessionId;
+    this.onClock = testClockRef(input.testClock);
+    this.deadlineMs = input.expiresAt * 1000;
+    this.holdMs = input.attemptHoldMs ?? ATTEMPT_HOLD_MS;
+    this.maxCardDeclines = input.maxCardDeclines ?? MAX_CARD_DECLINES;
+  }
+
+  /** The attempt whose charge activity is running, if any. */
+  inFlight(): CheckoutAttempt | undefined {
+    return this.state.attempts.find((attempt) => attempt.status === 'charging');
+  }
+
+  /** Attempts whose tries ran out without the provider's answer: money may have been taken. */
+  unknownAttempts(): CheckoutAttempt[] {
+    return this.state.attempts.filter((attempt) => attempt.status === 'unknown');
+  }
+
+  /** Cards declined on this session so far (card testing is stopped at maxCardDeclines). */
+  cardDeclines(): number {
+    return this.state.attempts.filter((attempt) => attempt.method === 'card' && attempt.status === 'declined').length;
+  }
+
+  /** The pay update's validator: an open session, before its deadline, every earlier attempt known, cards not locked, PIX only where allowed. */
+  validatePay(input: PayInput): void {
+    if (this.state.status !== 'open' || this.closing || clockNow() >= this.deadlineMs) throw notOpen(this.state);
+    if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
+    if (this.unknownAttempts().length > 0) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is being confirmed with the provider.');
+    if (input.method === 'card' && this.cardDeclines() >= this.maxCardDeclines) {
+      throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
+    }
+    if (input.method === 'card' && !input.cardToken) throw refusal('parameter_missing', 'A card payment needs a card token.');
+    // The page refuses it first; the session's one writer refuses it for any other caller. (A
+    // validator is not re-run on replay, so this needs no patch.)
+    if (input.method === 'pix' && !pixAllowed(input.amounts.currency, input.trial)) {
+      throw refusal(PIX_UNAVAILABLE_FAILURE, 'PIX is only available for payments in BRL without a free trial.');
+    }
+  }
+
+  /**
+   * The pay update: the attempt is recorded before the first await (a second update in the same
+   * activation finds it in flight), charged under its key, and landed; the page gets its outcome.
+   */
+  pay(input: PayInput): Promise<PayAnswer> {
+    const n = this.state.attempts.length + 1;
+    const attempt: CheckoutAttempt = {
+      n,
+      key: checkoutAttemptKey(this.sessionId, n),
+      method: input.method,
+      amount: input.amounts.amount_total,
+      currency: input.amounts.currency,
+      status: 'charging',
+      code: null,
+      transaction_id: null,
+    };
+    this.state.attempts.push(attempt);
+    this.requests.set(n, input);
+    showProgress('open', `Attempt ${n} (${attempt.method}, ${money(attempt.amount, attempt.currency)}) charging`);
+    return this.runAttempt(attempt, input);
+  }
+
+  /** Lands the attempt's outcome; an unknown one is answered as such and asked about again in the background. */
+  private async runAttempt(attempt: CheckoutAttempt, input: PayInput): Promise<PayAnswer> {
+    const result = await this.chargeUntilKnown(attempt, input);
+    if (result) await this.mutex.runExclusive(() => this.land(attempt, input, result));
+    else this.becomeUnknown(attempt, input);
+    const message = attempt.status === 'declined' || attempt.status === 'failed' ? (this.state.last_error?.message ?? null) : null;
+    return { attempt: { ...attempt }, session: this.state.status, message };
+  }
+
+  /** The keyed charge request; the same request again answers what the provider did with the first. */
+  private charge(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
+    return charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key, ...this.onClock });
+  }
+
+  /**
+   * The charge activity; past its tries (a timeout, a 5xx, a lost connection) the provider is asked by
+   * key once, and null (unknown) when it has no record yet: a try may still reach it.
+   */
+  private async chargeUntilKnown(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult | null> {
+    try {
+      return await this.charge(attempt, input);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      log.warn('checkout charge failed after its retries; asking the provider by key', { sessionId: this.sessionId, key: attempt.key, message: error.cause?.message });
+    }
+    // A trial only saves a card, so nothing can have been charged.
+    if (input.trial || !patched(UNKNOWN_ATTEMPTS_PATCH)) return (await this.lookupUntilKnown(attempt)) ?? NOTHING_CHARGED;
+    const found = await this.lookup(attempt);
+    return found ? found.result : null;
+  }
+
+  /** The attempt is unknown: no new attempt is taken until the provider answers for it (resolveUnknown). */
+  private becomeUnknown(attempt: CheckoutAttempt, input: PayInput): void {
+    if (attempt.status !== 'charging') return;
+    attempt.status = 'unknown';
+    showProgress('open', `Attempt ${attempt.n} unknown (no answer from the provider); asking again under ${attempt.key}`);
+    this.resolutions.push(this.resolveUnknown(attempt, input));
+  }
+
+  /**
+   * While the session is open, the unknown attempt is asked about again on a backoff: its record at the
+   * provider, else the same keyed request. Ends once it landed or the session is closing (the expiry
+   * looks it up, the closed session re-checks it later).
+   */
+  private async resolveUnknown(attempt: CheckoutAttempt, input: PayInput): Promise<void> {
+    const settledElsewhere = () => this.closing || this.state.status !== 'open' || attempt.status !== 'unknown';
+    for (let round = 1; ; round++) {
+      if (await condition(settledElsewhere, unknownRecheckMs(round))) return;
+      const result = await this.askAgain(attempt, input);
+      if (result) return this.mutex.runExclusive(() => this.land(attempt, input, result));
+    }
+  }
+
+  /** The provider's record under the attempt's key, else (session still open) the keyed request again; null while unknown. */
+  private async askAgain(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult | null> {
+    const found = await this.lookup(attempt);
+    if (found) return found.result;
+    if (found === undefined || this.closing || this.state.status !== 'open') return null;
+    try {
+      return await this.charge(attempt, input);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      return null;
+    }
+  }
+
+  /** Every background resolution has ended (the session closed or each attempt became known). */
+  async resolutionsEnded(): Promise<void> {
+    await Promise.all(this.resolutions);
+  }
+
+  /** The provider's record of the attempt (null: it never received it), asked until it answers. */
+  private async lookupUntilKnown(attempt: CheckoutAttempt): Promise<AttemptResult | null> {
+    for (;;) {
+      const found = await this.lookup(attempt);
+      if (found !== undefined) return found && found.result;
+      await sleep(retryDelayMs(this.state.problem!.failures));
+    }
+  }
+
+  private lookup(attempt: CheckoutAttempt) {
+    const input = this.requests.get(attempt.n);
+    return this.outsideStep('check_transaction', () =>
+      outside.lookupCheckoutAttempt({
+        storeId: this.storeId,
+        sessionId: this.sessionId,
+        key: attempt.key,
+        method: attempt.method,
+        amount: attempt.amount,
+        currency: attempt.currency,
+        description: input?.description ?? null,
+        ...this.onClock,
+      }),
+    );
+  }
+
+  /** The attempt's outcome lands once: on an open session it completes or declines it; on a closed one an approval is given back. */
+  private async land(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
+    if (attempt.status !== 'charging' && attempt.status !== 'unknown') return;
+    const { outcome } = result;
+    if (this.state.status !== 'open') return this.giveBack(attempt, outcome);
+    attempt.status = outcome.status;
+    attempt.code = 'code' in outcome ? outcome.code : null;
+    attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
+    if (takesPayment(outcome)) return this.complete(attempt, input, result);
+    const error = { code: attempt.code!, message: 'message' in outcome ? outcome.message : '' };
+    this.state.last_error = error;
+    const cardLocked = this.cardDeclines() >= this.maxCardDeclines;
+    showProgress('open', `Attempt ${attempt.n} ${attempt.status} (${attempt.code})${cardLocked ? '; cards locked' : ''}; open until ${at(this.deadlineMs)}`);
+    await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
+  }
+
+  /** An outcome that arrived after the session closed: nothing is applied, and money taken goes back. */
+  private async giveBack(attempt: CheckoutAttempt, outcome: PaymentAttemptOutcome): Promise<void> {
+    attempt.status = outcome.status;
+    attempt.code = 'code' in outcome ? outcome.code : null;
+    attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
+    if (!takesPayment(outcome)) return;
+    log.error('a payment landed on a closed checkout session; giving it back', { sessionId: this.sessionId, key: attempt.key, outcome: outcome.status });
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
+    if (back.ok) attempt.status = back.status;
+    else log.error('the late payment could not be given back; an operator must look at it', { sessionId: this.sessionId, key: attempt.key, reason: back.reason });
+  }
+
+  private async complete(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
+    const { storeId, sessionId, state } = this;
+    const { outcome } = result;
+    const buyer = input.newBuyer
+      ? await records.writeCheckoutBuyer({ storeId, customer: input.newBuyer })
+      : { customerId: input.customerId, customerEmail: input.customerEmail };
+    const pending = outcome.status === 'review' || outcome.status === 'pix_pending';
+    const completed = await records.completeCheckoutSession({
+      storeId,
+      sessionId,
+      result: { attemptKey: attempt.key, method: input.method, outcome, amounts: input.amounts, installments: input.installments, ...buyer, savedCard: result.savedCard },
+      paymentStatus: pending ? 'pending' : 'paid',
+      completedAt: Math.floor(clockNow() / 1000),
+    });
+    state.status = 'complete';
+    state.payment_status = pending ? 'pending' : 'paid';
+    state.order = completed.order;
+    state.customer = buyer.customerId;
+    state.method = input.method;
+    state.transaction_id = attempt.transaction_id;
+    state.pix_expires_at = outcome.status === 'pix_pending' ? outcome.pixExpiresAt : null;
+    state.last_error = null;
+    this.paying = attempt;
+    this.paidAtMs = clockNow();
+    if (pending) this.notice = this.early.take(state.transaction_id!);
+    upsertSearchAttributes([{ key: CUSTOMER_ID_ATTRIBUTE, value: buyer.customerId }]);
+    // checkout.session.* exist only in 2026-11-01; a 2026-09-01 endpoint hears of the purchase as
+    // order.paid, which the catalog derives from the paid order's invoice.paid (so it carries the order).
+    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.completed', legacyType: null });
+    if (!pending && completed.order) await records.emitCheckoutOrderEvent({ storeId, orderId: completed.order });
+  }
+
+  /** The expire update: an attempt in flight lands first (or is looked up); the expiry then refuses if it completed the session. */
+  async expire() {
+    this.closing = true;
+    await this.settleAttemptInFlight();
+    return this.mutex.runExclusive(async () => {
+      if (this.state.status !== 'open') throw notOpen(this.state);
+      return this.expireNow();
+    });
+  }
+
+  /** Refuses an expire update at once when the session is already closed. */
+  refuseUnlessOpen(): void {
+    if (this.state.status !== 'open') throw notOpen(this.state);
+  }
+
+  /** The deadline passed: an attempt in flight lands or is looked up, then the session expires unless it completed. */
+  async expireAtDeadline(): Promise<void> {
+    this.closing = true;
+    await this.settleAttemptInFlight();
+    await this.mutex.runExclusive(async () => {
+      if (this.state.status === 'open') await this.expireNow();
+    });
+  }
+
+  /**
+   * Waits up to the hold for the attempt in flight; then asks the provider by its key: a payment it
+   * took completes the session now, anything else lets the expiry go ahead (a later approval is given back).
+   */
+  private async settleAttemptInFlight(): Promise<void> {
+    if (await condition(() => this.inFlight() === undefined, this.holdMs)) return this.settleUnknownAttempt();
+    const attempt = this.inFlight()!;
+    const found = await this.lookupUntilKnown(attempt);
+    if (found && takesPayment(found.outcome)) await this.landWhileOpen(attempt, found);
+  }
+
+  /** Closing with an attempt unknown: one look-up by key lands what the provider holds; else the closed session re-checks it later. */
+  private async settleUnknownAttempt(): Promise<void> {
+    const [attempt] = this.unknownAttempts();
+    if (!attempt) return;
+    const found = await this.lookup(attempt);
+    if (found) await this.landWhileOpen(attempt, found.result);
+  }
+
+  private landWhileOpen(attempt: CheckoutAttempt, result: AttemptResult): Promise<void> {
+    return this.mutex.runExclusive(() => (this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, result) : Promise.resolve()));
+  }
+
+  /**
+   * The session is closed: each attempt still unknown is looked up again on CLOSED_RECHECKS_MS; a
+   * payment found is given back (refunded or voided, keyed), a decline recorded. One the provider still
+   * has no record of a day later never reached it (its tries were stopped when given up).
+   */
+  async recheckUnknownAttempts(): Promise<void> {
+    let waitedMs = 0;
+    for (const atMs of CLOSED_RECHECKS_MS) {
+      if (this.unknownAttempts().length === 0) return;
+      await sleep(atMs - waitedMs);
+      waitedMs = atMs;
+      for (const attempt of this.unknownAttempts()) await this.recheck(attempt);
+    }
+    for (const attempt of this.unknownAttempts()) this.neverReceived(attempt);
+  }
+
+  private async recheck(attempt: CheckoutAttempt): Promise<void> {
+    const found = await this.lookupUntilKnown(attempt);
+    if (found) await this.mutex.runExclusive(() => this.giveBack(attempt, found.outcome));
+  }
+
+  private neverReceived(attempt: CheckoutAttempt): void {
+    attempt.status = 'failed';
+    attempt.code = PROVIDER_UNAVAILABLE_CODE;
+    log.warn('an unknown checkout attempt was never received by the provider', { sessionId: this.sessionId, key: attempt.key });
+  }
+
+  private async expireNow() {
+    const { storeId, sessionId } = this;
+    const session = await records.markCheckoutSessionExpired({ storeId, sessionId });
+    this.state.status = 'expired';
+    await records.emitCheckoutSessionEvent({ storeId, sessionId, type: 'checkout.session.expired', legacyType: null });
+    return session;
+  }
+
+  noticeArrived(incoming: ProviderNotice): void {
+    if (this.notice !== null) return;
+    if (this.state.transaction_id === null) {
+      this.early.keepFirst(incoming);
+      return;
+    }
+    // Notices for other transactions (an earlier declined attempt) do not concern this session.
+    if (incoming.transactionId === this.state.transaction_id) this.notice = incoming;
+  }
+
+  /** A pending PIX or review: waits for the provider's notice (or asks the provider by key), then settles the session. */
+  async awaitSettlement(): Promise<void> {
+    let outcome: Settlement | null = null;
+    while (outcome === null) {
+      outcome = this.state.method === 'pix' && this.state.pix_expires_at !== null ? await this.awaitPix(this.state.pix_expires_at) : await this.awaitReview();
+    }
+    await this.mutex.runExclusive(() => this.settle(outcome));
+  }
+
+  /**
+   * One outside step; undefined when it failed after its retry policy (or at once, nonRetryable):
+   * logged and kept in state.problem (queryable) for the caller to try again later.
+   */
+  async outsideStep<T>(step: 'check_transaction' | 'create_subscription', call: () => Promise<T>): Promise<T | undefined> {
+    try {
+      const value = await call();
+      if (this.state.problem?.step === step) this.state.problem = null;
+      return value;
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const cause = error.cause;
+      const nonRetryable = cause instanceof ApplicationFailure && cause.nonRetryable === true;
+      const failures = this.state.problem?.step === step ? this.state.problem.failures + 1 : 1;
+      const problem = {
+        step,
+        type: cause instanceof ApplicationFailure ? (cause.type ?? null) : null,
+        message: cause?.message ?? error.message,
+        nonRetryable,
+        failures,
+      };
+      this.state.problem = problem;
+      // A data problem needs an operator; anything else is the provider or a server being away.
+      const details = { sessionId: this.sessionId, ...problem, retryInMs: retryDelayMs(failures) };
+      if (nonRetryable) log.error('checkout step failed on a data problem; trying again later', details);
+      else log.warn('checkout step failed after its retries; trying again later', details);
+      return undefined;
+    }
+  }
+
+  /** The subscription hand-off; undefined when it failed and is to be tried again later. */
+  createSubscription(): Promise<string | null | undefined> {
+    return this.outsideStep('create_subscription', () => outside.createCheckoutSubscription({ storeId: this.storeId, sessionId: this.sessionId }));
+  }
+
+  /** A pending PIX: its notice until the code expires; then paid only if the provider says so (by key), expired otherwise. */
+  private async awaitPix(pixExpiresAt: number): Promise<Settlement | null> {
+    const left = pixExpiresAt * 1000 - clockNow();
+    if (left > 0) await clockWait(() => this.notice !== null, left);
+    if (this.notice) return this.notice.status;
+    const found = await this.lookup(this.paying!);
+    if (found !== undefined) return found?.state === 'paid' ? 'paid' : found?.state === 'refused' ? 'refused' : 'expired';
+    // The provider's answer or its notice, whichever comes first, decides.
+    await condition(() => this.notice !== null, retryDelayMs(this.state.problem!.failures));
+    return null;
+  }
+
+  /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */
+  private async awaitReview(): Promise<Settlement | null> {
+    const now = clockNow();
+    const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
+    const arrived = await clockWait(() => this.notice !== null, Math.max(wait, 1));
+    if (arrived && this.notice) return this.notice.status;
+    const found = await this.lookup(this.paying!);
+    if (found === undefined) return null;
+    const settled = settlementOf(found?.state ?? null);
+    if (settled) return settled;
+    return reviewWindowOver(this.paidAtMs, clockNow()) ? this.endReview() : null;
+  }
+
+  /** The review window ran out: the payment counts as refused and is voided, unless the provider captured it meanwhile. */
+  private async endReview(): Promise<Settlement | null> {
+    const attempt = this.paying!;
+    const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
+    if (back.ok) {
+      attempt.status = back.status;
+      log.warn('review window over: payment refused and given back', { sessionId: this.sessionId, key: attempt.key, status: back.status });
+      return 'refused';
+    }
+    // Nothing to give back: it settled just now; the provider's record says how.
+    const found = await this.lookup(attempt);
+    return settlementOf(found?.state ?? null);
+  }
+
+  private async settle(outcome: Settlement): Promise<void> {
+    const { storeId, sessionId, state } = this;
+    const paid = outcome === 'paid';
+    await records.settleCheckoutSession({ storeId, sessionId, outcome, settledAt: Math.floor(clockNow() / 1000) });
+    state.payment_status = paid ? 'paid' : 'unpaid';
+    state.settlement = outcome;
+    await records.emitCheckoutSessionEvent({
+      storeId,
+      sessionId,
+      type: paid ? 'checkout.session.async_payment_succeeded' : 'checkout.session.async_payment_failed',
+      legacyType: null,
+    });
+    // invoice.paid, or invoice.payment_failed for a refused payment (an expired PIX cancels its order quietly).
+    if (state.order) await records.emitCheckoutOrderEvent({ storeId, orderId: state.order });
+  }
+}
+
+/** A pending payment's settlement from the provider's state now; null while still pending. */
+function settlementOf(state: TransactionState | null): Settlement | null {
+  if (state === 'paid' || state === 'approved') return 'paid';
+  if (state === 'refused' || state === 'declined' || state === 'voided' || state === 'refunded') return 'refused';
+  if (state === 'expired') return 'expired';
+  return null;
+}
+

@@ -1,0 +1,70 @@
+// The checkout session workflow `checkout-session/<cs_id>`: the one writer of a session. Open until
+// paid, its deadline (a timer at expires_at) or the `expire` update. Each `pay` update is one attempt
+// the workflow runs itself (keyed `checkout/<cs_id>/<n>` at the provider); one whose tries get no answer
+// is unknown, asked again under its key (no new attempt meanwhile); an expiry waits for an attempt in
+// flight up to the hold, then asks the provider by key, an approval that lands on a closed session is
+// given back, and attempts a closed session left unknown are looked up for a day and given back if
+// taken. A pending PIX or review then waits for the provider's notice (asked by key daily) and never
+// reopens; failed lookups and subscription hand-offs are retried later.
+// A paid session ends by sending the buyer the store's purchase confirmation.
+import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
+import { LiveCheckoutSession, retryDelayMs } from './state';
+import { at, showProgress } from '../lib/business-view';
+import { clockNow, clockWait, joinClock, leaveClock } from '../lib/clock';
+import { noticeKey, sendNotice, sendsNotices } from '../lib/buyer-emails';
+import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './messages';
+
+export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
+  const session = new LiveCheckoutSession(input);
+  const { state } = session;
+  // Joined before the handlers are registered (the pay validator judges the deadline on the clock's
+  // time), with that time known at once: an update finding no handler would be refused.
+  const joining = joinClock(input.testClock, input.testClockNowMs);
+  registerHandlers(session);
+  await joining;
+
+  // Open: until paid, the deadline, or expire.
+  showProgress('open', `Open until ${at(input.expiresAt * 1000)}`);
+  const untilDeadline = input.expiresAt * 1000 - clockNow();
+  if (untilDeadline > 0) await clockWait(() => state.status !== 'open', untilDeadline, { summary: 'open until paid or expires_at' });
+  if (state.status === 'open') await session.expireAtDeadline();
+
+  if (state.status === 'complete' && state.payment_status === 'pending') {
+    const pix = state.method === 'pix';
+    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`);
+    await session.awaitSettlement();
+  }
+  showProgress(state.status, `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`);
+  if (state.status === 'complete' && state.payment_status === 'paid' && input.recurring) {
+    let subscription: string | null | undefined;
+    while (subscription === undefined) {
+      subscription = await session.createSubscription();
+      if (subscription === undefined) await sleep(retryDelayMs(state.problem!.failures));
+    }
+    state.subscription = subscription;
+  }
+  await confirmPurchase(input, state);
+
+  // An attempt still charging on a closed session is finished (and given back) before the run ends.
+  await condition(allHandlersFinished);
+  await session.resolutionsEnded();
+  await leaveClock();
+  // Off the test clock: the provider's time, not the buyer's, decides when a late approval shows.
+  await session.recheckUnknownAttempts();
+  return state;
+}
+
+/** The store's purchase confirmation for the paid order, once; after the hand-off, so it names the subscription's period. */
+async function confirmPurchase(input: CheckoutWorkflowInput, state: CheckoutWorkflowState): Promise<void> {
+  const orderId = state.order;
+  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsNotices()) return;
+  const key = noticeKey('payment-confirmation');
+  await sendNotice((notices) => notices.sendPaymentConfirmation({ storeId: input.storeId, orderId, key }), { key, orderId });
+}
+
+function registerHandlers(session: LiveCheckoutSession): void {
+  setHandler(stateQuery, () => session.state);
+  setHandler(payUpdate, (request) => session.pay(request), { validator: (request) => session.validatePay(request) });
+  setHandler(expireUpdate, () => session.expire(), { validator: () => session.refuseUnlessOpen() });
+  setHandler(providerSettledSignal, (incoming) => session.noticeArrived(incoming));
+}

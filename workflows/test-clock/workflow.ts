@@ -1,0 +1,133 @@
+// A test clock (`test-clock/<clock id>`): the time of the workflows attached to it. Ready, it waits for an
+// advance. Advancing, it repeats: wait until every attached workflow waits again (settled), move to the
+// earliest wake-up any of them asked for (or the target), record that time, tick them all. At the target
+// and settled it is ready again and emits test_helpers.test_clock.ready. A workflow that is gone is
+// dropped when a tick to it fails.
+import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import { at } from '../lib/business-view';
+import { WORKER_GONE_AFTER } from '../lib/timeouts';
+import {
+  advanceClockSignal,
+  attachClockSignal,
+  clockTickSignal,
+  clockWaitingSignal,
+  detachClockSignal,
+  testClockStateQuery,
+  type ClockWaiter,
+  type TestClockWorkflowInput,
+} from './messages';
+
+const records = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+/** A waiter that has not settled this long is asked whether it still runs (a failed one never reports). */
+const PROBE_EVERY_MS = 30_000;
+const HISTORY_EVENTS_LIMIT = 2_000;
+
+class ClockRun {
+  nowMs: number;
+  seq: number;
+  targetMs: number | null;
+  readonly waiters: Map<string, ClockWaiter>;
+
+  constructor(private readonly input: TestClockWorkflowInput) {
+    this.nowMs = input.nowMs;
+    this.seq = input.carried?.seq ?? 0;
+    this.targetMs = input.carried?.targetMs ?? null;
+    this.waiters = new Map((input.carried?.waiters ?? []).map((w) => [w.workflowId, w]));
+  }
+
+  async attach(workflowId: string): Promise<void> {
+    this.waiters.set(workflowId, { workflowId, seq: -1, untilMs: null });
+    await this.tick(workflowId);
+  }
+
+  waiting(report: ClockWaiter): void {
+    const known = this.waiters.get(report.workflowId);
+    if (known && known.seq > report.seq) return; // a report overtaken by a newer one
+    this.waiters.set(report.workflowId, { ...report });
+  }
+
+  /** Every attached workflow waits, having seen the current time. */
+  settled(): boolean {
+    return [...this.waiters.values()].every((w) => w.seq === this.seq);
+  }
+
+  /** Where to move next: the earliest wake-up before the target, the target, or null (there). */
+  nextStop(): number | null {
+    if (this.targetMs === null || this.nowMs >= this.targetMs) return null;
+    const wakeUps = [...this.waiters.values()].map((w) => w.untilMs).filter((u): u is number => u !== null && u > this.nowMs);
+    return Math.min(this.targetMs, ...wakeUps);
+  }
+
+  async advance(): Promise<void> {
+    for (;;) {
+      await this.untilSettled();
+      const next = this.nextStop();
+      if (next === null) break;
+      if (this.historyLong()) await this.continueAsNew();
+      this.nowMs = next;
+      this.seq++;
+      this.show();
+      await records.recordTestClockTime({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: next });
+      await Promise.all([...this.waiters.keys()].map((id) => this.tick(id)));
+    }
+    this.targetMs = null;
+    await records.settleTestClock({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: this.nowMs });
+    this.show();
+  }
+
+  private async untilSettled(): Promise<void> {
+    while (!(await condition(() => this.settled(), PROBE_EVERY_MS))) {
+      const unsettled = [...this.waiters.values()].filter((w) => w.seq !== this.seq);
+      await Promise.all(unsettled.map((w) => this.tick(w.workflowId)));
+    }
+  }
+
+  /** The current time to one workflow (a repeat is ignored there); one that is gone is dropped. */
+  private async tick(workflowId: string): Promise<void> {
+    try {
+      await getExternalWorkflowHandle(workflowId).signal(clockTickSignal, { nowMs: this.nowMs, seq: this.seq });
+    } catch {
+      this.waiters.delete(workflowId);
+    }
+  }
+
+  show(): void {
+    const where = `At ${at(this.nowMs)}, ${this.waiters.size} workflow(s) attached`;
+    setCurrentDetails(this.targetMs === null ? `Ready. ${where}` : `Advancing to ${at(this.targetMs)}. ${where}`);
+  }
+
+  historyLong(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > HISTORY_EVENTS_LIMIT;
+  }
+
+  async continueAsNew(): Promise<never> {
+    await condition(allHandlersFinished);
+    const carried = { seq: this.seq, targetMs: this.targetMs, waiters: [...this.waiters.values()] };
+    return continueAsNew<typeof testClockWorkflow>({ ...this.input, nowMs: this.nowMs, carried });
+  }
+}
+
+export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
+  const clock = new ClockRun(input);
+  setHandler(attachClockSignal, ({ workflowId }) => clock.attach(workflowId));
+  setHandler(clockWaitingSignal, (report) => clock.waiting(report));
+  setHandler(detachClockSignal, ({ workflowId }) => void clock.waiters.delete(workflowId));
+  setHandler(advanceClockSignal, ({ toMs }) => {
+    // Not before now: an advance the API recorded is always answered by a ready, even a void one.
+    if (clock.targetMs === null) clock.targetMs = Math.max(toMs, clock.nowMs);
+  });
+  setHandler(testClockStateQuery, () => ({ nowMs: clock.nowMs, targetMs: clock.targetMs, seq: clock.seq, waiters: [...clock.waiters.values()] }));
+  clock.show();
+  for (;;) {
+    await condition(() => clock.targetMs !== null || clock.historyLong());
+    if (clock.targetMs === null) await clock.continueAsNew();
+    await clock.advance();
+  }
+}
