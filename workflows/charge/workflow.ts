@@ -10,7 +10,7 @@ import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
-import { noticeKey, sendNotice, sendsNotices } from '../lib/buyer-emails';
+import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import type { ProviderNotice } from '../../adapters/provider/types';
 import {
   chargeOutcomeUpdate,
@@ -140,7 +140,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
 /** "The subscriber gets the store's purchase confirmation e-mail": once, after the charge's events. */
 async function confirmApprovedCharge(storeId: string, decision: ChargeDecision): Promise<void> {
   const orderId = decision.charge.order;
-  if (decision.charge.status !== 'succeeded' || !orderId || !sendsNotices()) return;
-  const key = noticeKey('payment-confirmation');
-  await sendNotice((notices) => notices.sendPaymentConfirmation({ storeId, orderId, key }), { key, orderId });
+  if (decision.charge.status !== 'succeeded' || !orderId || !sendsBuyerEmails()) return;
+  const key = buyerEmailKey('payment-confirmation');
+  await sendBuyerEmail((emails) => emails.sendPaymentConfirmation({ storeId, orderId, key }), { key, orderId });
 }

@@ -11,7 +11,7 @@ import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/w
 import { LiveCheckoutSession, retryDelayMs } from './state';
 import { at, showProgress } from '../lib/business-view';
 import { clockNow, clockWait, joinClock, leaveClock } from '../lib/clock';
-import { noticeKey, sendNotice, sendsNotices } from '../lib/buyer-emails';
+import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './messages';
 
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
@@ -57,9 +57,9 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
 /** The store's purchase confirmation for the paid order, once; after the hand-off, so it names the subscription's period. */
 async function confirmPurchase(input: CheckoutWorkflowInput, state: CheckoutWorkflowState): Promise<void> {
   const orderId = state.order;
-  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsNotices()) return;
-  const key = noticeKey('payment-confirmation');
-  await sendNotice((notices) => notices.sendPaymentConfirmation({ storeId: input.storeId, orderId, key }), { key, orderId });
+  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsBuyerEmails()) return;
+  const key = buyerEmailKey('payment-confirmation');
+  await sendBuyerEmail((emails) => emails.sendPaymentConfirmation({ storeId: input.storeId, orderId, key }), { key, orderId });
 }
 
 function registerHandlers(session: LiveCheckoutSession): void {

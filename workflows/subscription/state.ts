@@ -15,7 +15,7 @@ import * as rules from '../../domain/subscriptions';
 import { nextReviewCheckMs } from '../../domain/reviews';
 import { EarlyNotices } from '../lib/early-notices';
 import { Mutex } from '../lib/mutex';
-import { noticeKey, sendNotice, sendsNotices } from '../lib/buyer-emails';
+import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import {
   ACTION_REFUSED,
   type CancelInput,
@@ -93,7 +93,7 @@ export class LiveSubscription {
   private readonly earlyNotices = new EarlyNotices(EARLY_NOTICES_KEPT);
   private readonly workflowId = workflowInfo().workflowId;
   /** Buyer e-mails under way; continue-as-new waits for them. */
-  private noticesInFlight = 0;
+  private emailsInFlight = 0;
 
   constructor(private readonly input: SubscriptionWorkflowInput) {
     // Set before the handlers are registered, so a notice signalled to this run at once is taken.
@@ -141,7 +141,7 @@ export class LiveSubscription {
       () => rules.cancelNow(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
       request,
       reason ?? null,
-      () => this.notifyCancellation(),
+      () => this.emailCancellation(),
     );
   }
 
@@ -451,35 +451,35 @@ export class LiveSubscription {
   }
 
   /** No buyer e-mail is under way (continue-as-new waits for this). */
-  noticesSettled(): boolean {
-    return this.noticesInFlight === 0;
+  buyerEmailsSent(): boolean {
+    return this.emailsInFlight === 0;
   }
 
-  /** A notice sent beside the subscription's steps: an SMTP outage never holds its mutex or its renewals. */
-  private notify(send: Parameters<typeof sendNotice>[0], about: Record<string, unknown>): void {
-    this.noticesInFlight += 1;
+  /** A buyer e-mail sent beside the subscription's steps: an SMTP outage never holds its mutex or its renewals. */
+  private emailBuyer(send: Parameters<typeof sendBuyerEmail>[0], about: Record<string, unknown>): void {
+    this.emailsInFlight += 1;
     const settled = () => {
-      this.noticesInFlight -= 1;
+      this.emailsInFlight -= 1;
     };
-    void sendNotice(send, about).then(settled, settled);
+    void sendBuyerEmail(send, about).then(settled, settled);
   }
 
   /** The store's purchase confirmation for a paid cycle (renewal, trial end, reactivation), naming the period it paid for. */
   private confirmPayment(orderId: string | null): void {
-    if (!orderId || !sendsNotices()) return;
+    if (!orderId || !sendsBuyerEmails()) return;
     const { storeId } = this.input;
-    const key = noticeKey('payment-confirmation', orderId);
+    const key = buyerEmailKey('payment-confirmation', orderId);
     const { current_period_start: start, current_period_end: end } = this.life;
     const period = start !== null && end !== null ? { start, end } : null;
-    this.notify((notices) => notices.sendPaymentConfirmation({ storeId, orderId, key, period }), { key, orderId });
+    this.emailBuyer((emails) => emails.sendPaymentConfirmation({ storeId, orderId, key, period }), { key, orderId });
   }
 
-  /** "The same notices as for a dashboard cancellation": keyed by the version the cancellation wrote. */
-  private notifyCancellation(): void {
-    if (!sendsNotices()) return;
+  /** "The same notices as for a dashboard cancellation" (the spec's words: the buyer e-mails): keyed by the version the cancellation wrote. */
+  private emailCancellation(): void {
+    if (!sendsBuyerEmails()) return;
     const { storeId, subscriptionId } = this.input;
-    const key = noticeKey('cancellation', `v${this.version}`);
-    this.notify((notices) => notices.sendCancellationNotice({ storeId, subscriptionId, key }), { key, subscriptionId });
+    const key = buyerEmailKey('cancellation', `v${this.version}`);
+    this.emailBuyer((emails) => emails.sendCancellationNotice({ storeId, subscriptionId, key }), { key, subscriptionId });
   }
 
   private async cycleApproved(periodStart: number): Promise<void> {

@@ -87,7 +87,7 @@ async function takeTurn(subscription: LiveSubscription, full: () => boolean, rev
  */
 async function continueAsNewDrained(subscription: LiveSubscription, run: RunLength, input: SubscriptionWorkflowInput, carriesReview: boolean): Promise<void> {
   run.draining = true;
-  await condition(() => allHandlersFinished() && subscription.noticesSettled());
+  await condition(() => allHandlersFinished() && subscription.buyerEmailsSent());
   // The review this run was given (if any) is settled or carried anew, never handed on as it came.
   const { review: _given, ...afresh } = input;
   if (!subscription.awaiting) await continueAsNew<typeof subscriptionWorkflow>(afresh);
