@@ -7,28 +7,73 @@ import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import { builtinModules } from 'node:module';
 
-const everyRoom = ['api', 'resources', 'services', 'store', 'adapters', 'workflows', 'activities', 'worker', 'admin', 'domain', 'i18n', 'temporal-dev'];
+const everyRoom = [
+  'api',
+  'resources',
+  'services',
+  'store',
+  'adapters',
+  'workflows',
+  'activities',
+  'worker',
+  'admin',
+  'domain',
+  'i18n',
+  'temporal-dev',
+];
 const others = (...allowed) => everyRoom.filter((room) => !allowed.includes(room)).map((room) => `./${room}`);
 
 /** What each room may import from the others (DESIGN.md, rooms); resolved paths, so `../x` and `./x` alike. */
 const zones = [
   { target: './domain', from: others('domain'), message: 'domain/ holds pure rules and imports only domain/.' },
   { target: './i18n', from: others('i18n', 'domain'), message: 'i18n/ holds words: it imports only domain/.' },
-  { target: './store', from: ['./api', './resources', './services', './workflows', './activities', './worker', './admin'], message: 'store/ is documents in, documents out.' },
-  { target: './services', from: ['./api', './activities', './worker', './admin'], message: 'services/ must not reach up into the API: take resource descriptions from resources/.' },
-  { target: './adapters', from: ['./api', './services', './store', './workflows', './activities', './worker', './admin'], message: 'adapters/ speak to the outside world only.' },
-  { target: './resources', from: others('resources', 'domain', 'store'), message: 'resources/ describes resources from their documents: it imports only domain/ and store/.' },
+  {
+    target: './store',
+    from: ['./api', './resources', './services', './workflows', './activities', './worker', './admin'],
+    message: 'store/ is documents in, documents out.',
+  },
+  {
+    target: './services',
+    from: ['./api', './activities', './worker', './admin'],
+    message: 'services/ must not reach up into the API: take resource descriptions from resources/.',
+  },
+  {
+    target: './adapters',
+    from: ['./api', './services', './store', './workflows', './activities', './worker', './admin'],
+    message: 'adapters/ speak to the outside world only.',
+  },
+  {
+    target: './resources',
+    from: others('resources', 'domain', 'store'),
+    message: 'resources/ describes resources from their documents: it imports only domain/ and store/.',
+  },
 ].map((zone) => ({ ...zone, from: zone.from.filter((from) => from !== zone.target) }));
 
 const nodeModules = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
-const deterministic = { paths: nodeModules.map((name) => ({ name, message: 'Workflows are deterministic: no Node modules (DESIGN.md, principle 7).' })) };
+const deterministic = {
+  paths: nodeModules.map((name) => ({ name, message: 'Workflows are deterministic: no Node modules (DESIGN.md, principle 7).' })),
+};
 /** Workflows may name the world's types (activities, provider results) but never load its code. */
 const worldOutsideWorkflows = {
-  group: ['**/store/**', '**/resources/**', '**/services/**', '**/adapters/**', '**/api/**', '**/admin/**', '**/worker/**', '**/activities', '**/activities/**'],
+  group: [
+    '**/store/**',
+    '**/resources/**',
+    '**/services/**',
+    '**/adapters/**',
+    '**/api/**',
+    '**/admin/**',
+    '**/worker/**',
+    '**/activities',
+    '**/activities/**',
+  ],
   message: 'Workflows reach the world only through activities: import its types only (`import type`).',
   allowTypeImports: true,
 };
-const onlyStoreKnowsTheDatabase = { name: 'mongodb', message: 'Only store/ imports mongodb or names a collection (DESIGN.md, rooms).', allowTypeImports: true };
+const onlyStoreKnowsTheDatabase = {
+  name: 'mongodb',
+  message: 'Only store/ imports mongodb or names a collection (DESIGN.md, rooms).',
+  allowTypeImports: true,
+};
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.tools/**', '.data/**', 'test/artifacts/**', 'test/bench/results/**', '**/*.mjs', '**/*.js'] },
@@ -49,7 +94,12 @@ export default tseslint.config(
   },
   {
     files: ['workflows/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: [...deterministic.paths, onlyStoreKnowsTheDatabase], patterns: [worldOutsideWorkflows] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [...deterministic.paths, onlyStoreKnowsTheDatabase], patterns: [worldOutsideWorkflows] },
+      ],
+    },
   },
   {
     files: ['api/**/*.ts', 'services/**/*.ts', 'activities/**/*.ts', 'admin/**/*.ts', 'resources/**/*.ts', 'domain/**/*.ts', 'i18n/**/*.ts'],

@@ -40,7 +40,10 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
       // A retry after a dead worker attaches to the same update (its id is the key).
       const ref = { _id: input.subscriptionId, store_id: input.storeId, customer: input.customerId };
       // A lost workflow is restarted from the document: a subscription on a test clock keeps its clock.
-      return subscriptionClient(deps.temporal, deps.taskQueue).charge(input, async () => (await findSubscription(deps.db, input.storeId, input.subscriptionId)) ?? ref);
+      return subscriptionClient(deps.temporal, deps.taskQueue).charge(
+        input,
+        async () => (await findSubscription(deps.db, input.storeId, input.subscriptionId)) ?? ref,
+      );
     },
     /** A review's notice as the provider's record under its key says (null: still in review). */
     async lookupReview(input: ReviewLookupInput): Promise<ProviderNotice | null> {

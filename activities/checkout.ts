@@ -58,7 +58,12 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
       return markCheckoutSessionExpired(deps, input);
     },
     /** A declined attempt: shown on the page, the session stays open. */
-    async recordCheckoutDecline(input: { storeId: string; sessionId: string; error: { code: string; message: string }; cardLocked?: boolean }): Promise<void> {
+    async recordCheckoutDecline(input: {
+      storeId: string;
+      sessionId: string;
+      error: { code: string; message: string };
+      cardLocked?: boolean;
+    }): Promise<void> {
       return recordCheckoutDecline(deps, input);
     },
     /** complete/pending -> paid or unpaid, and its order with it; repeatable. */

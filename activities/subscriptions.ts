@@ -43,7 +43,13 @@ export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
       return lookupCycleCharge(deps, input);
     },
     /** A renewal paid after the subscription ended: refunded at the provider, order refunded, order.refunded. */
-    async refundSubscriptionCycle(input: { storeId: string; subscriptionId: string; orderId: string; key: string; testClock?: string | null }): Promise<void> {
+    async refundSubscriptionCycle(input: {
+      storeId: string;
+      subscriptionId: string;
+      orderId: string;
+      key: string;
+      testClock?: string | null;
+    }): Promise<void> {
       return refundSubscriptionCycle(deps, input);
     },
     /** The terms a subscription in `currency` would get from an offer (change_offer, reactivate). */

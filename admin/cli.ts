@@ -21,7 +21,11 @@ async function readStdin(): Promise<string> {
   return text;
 }
 
-export async function runAdmin(argv: string[], env = process.env, stdin: () => Promise<string> = readStdin): Promise<{ code: number; output: string }> {
+export async function runAdmin(
+  argv: string[],
+  env = process.env,
+  stdin: () => Promise<string> = readStdin,
+): Promise<{ code: number; output: string }> {
   // Commands are one or two words ("stores create", "demo").
   const twoWords = `${argv[0]} ${argv[1]}`;
   const consumed = commands[twoWords] ? 2 : 1;

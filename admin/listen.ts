@@ -168,7 +168,15 @@ export async function runListen(argv: string[], env: NodeJS.ProcessEnv = process
   process.once('SIGTERM', () => stop.abort());
   const apiUrl = values['api-url'] ?? env.PUBLIC_URL ?? `http://localhost:${env.PORT ?? 3000}`;
   try {
-    const outcome = await listen({ apiUrl, key, forwardTo: values['forward-to'], events: values.events, apiVersion: values['api-version'], since: values.since, signal: stop.signal });
+    const outcome = await listen({
+      apiUrl,
+      key,
+      forwardTo: values['forward-to'],
+      events: values.events,
+      apiVersion: values['api-version'],
+      since: values.since,
+      signal: stop.signal,
+    });
     if (!stop.signal.aborted) {
       console.error(`The API closed the session.${outcome.lastEventId ? ` Resume with --since ${outcome.lastEventId}.` : ''}`);
       return 1;

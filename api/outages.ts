@@ -7,7 +7,13 @@ import { ApiError } from '../domain/errors';
 export const DEPENDENCY_WAIT_MS = 2_000;
 const RETRY_AFTER_SECONDS = 5;
 
-const MONGO_OUTAGES = new Set(['MongoServerSelectionError', 'MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoNotConnectedError', 'MongoTopologyClosedError']);
+const MONGO_OUTAGES = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+]);
 /** gRPC UNAVAILABLE and DEADLINE_EXCEEDED: the Temporal frontend is away or too slow. */
 const GRPC_OUTAGES = new Set([14, 4]);
 

@@ -3,7 +3,16 @@
 // filters kept with a cursor, and a stable order (by time-ordered id, or by a field then id).
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../domain/errors';
-import { alphabeticalBy, findPage, NEWEST_FIRST, OLDEST_FIRST, type ListedCollection, type ListedDocument, type ListFilter, type ListOrder } from '../store/pagination';
+import {
+  alphabeticalBy,
+  findPage,
+  NEWEST_FIRST,
+  OLDEST_FIRST,
+  type ListedCollection,
+  type ListedDocument,
+  type ListFilter,
+  type ListOrder,
+} from '../store/pagination';
 
 export { alphabeticalBy, OLDEST_FIRST };
 
@@ -59,7 +68,8 @@ export async function paginate<D extends ListedDocument, T>(
     cursorId,
     backwards,
   });
-  if (page === 'cursor_missing') throw new ApiError('resource_missing', `No such object: '${cursorId}'`, { param: backwards ? 'ending_before' : 'starting_after' });
+  if (page === 'cursor_missing')
+    throw new ApiError('resource_missing', `No such object: '${cursorId}'`, { param: backwards ? 'ending_before' : 'starting_after' });
   return { object: 'list', url: options.url, has_more: page.hasMore, data: page.docs.map(options.toApi) };
 }
 

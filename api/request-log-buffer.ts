@@ -27,7 +27,9 @@ export class RequestLogBuffer {
     } catch (error) {
       this.entries = [...batch, ...this.entries];
       const dropped = this.trim();
-      throw Object.assign(new Error(`request log write failed; ${this.entries.length} entries kept for the next flush, ${dropped} dropped`), { cause: error });
+      throw Object.assign(new Error(`request log write failed; ${this.entries.length} entries kept for the next flush, ${dropped} dropped`), {
+        cause: error,
+      });
     }
   }
 

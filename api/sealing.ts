@@ -24,7 +24,10 @@ export function sealerFor(keyBase64: string): Sealer {
     },
     open(stored) {
       if (!stored.startsWith(PREFIX)) return stored;
-      const [iv, tag, body] = stored.slice(PREFIX.length).split(':').map((part) => Buffer.from(part, 'base64url'));
+      const [iv, tag, body] = stored
+        .slice(PREFIX.length)
+        .split(':')
+        .map((part) => Buffer.from(part, 'base64url'));
       const decipher = createDecipheriv('aes-256-gcm', key, iv);
       decipher.setAuthTag(tag);
       return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');

@@ -31,9 +31,7 @@ export function addMonths(start: number, months: number, anchorDay = anchorDayOf
   const year = d.getUTCFullYear() + Math.floor(target / 12);
   const month = ((target % 12) + 12) % 12;
   const day = Math.min(anchorDay, daysInMonth(year, month));
-  return Math.floor(
-    Date.UTC(year, month, day, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()) / 1000,
-  );
+  return Math.floor(Date.UTC(year, month, day, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()) / 1000);
 }
 
 /**

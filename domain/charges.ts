@@ -81,7 +81,10 @@ export function normalizeCharge(
   }
   if (maxAmount !== null && input.amount > maxAmount) {
     // A typo of a few digits must not take a fortune from a saved card.
-    throw invalid('amount', `The amount must be at most ${maxAmount} (the store's bound for one charge, in the minor unit of ${currency}); received ${input.amount}.`);
+    throw invalid(
+      'amount',
+      `The amount must be at most ${maxAmount} (the store's bound for one charge, in the minor unit of ${currency}); received ${input.amount}.`,
+    );
   }
   const lines = (input.lines ?? []).map((line) => {
     const quantity = line.quantity ?? 1;

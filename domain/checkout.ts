@@ -205,7 +205,9 @@ export function localeFromAcceptLanguage(header: string | undefined): CheckoutLo
     })
     .filter((entry) => entry.q > 0)
     .sort((a, b) => b.q - a.q);
-  return (wanted.map((entry) => entry.lang).find((lang) => (CHECKOUT_LOCALES as readonly string[]).includes(lang)) as CheckoutLocale | undefined) ?? null;
+  return (
+    (wanted.map((entry) => entry.lang).find((lang) => (CHECKOUT_LOCALES as readonly string[]).includes(lang)) as CheckoutLocale | undefined) ?? null
+  );
 }
 
 export function checkoutPageUrl(base: string, sessionId: string): string {
@@ -223,7 +225,10 @@ export function portalAddress(store: StoreAddressing, portalUrl: string): string
  * The status a session has now: an open session past its deadline is expired, whoever looks. A session
  * on a test clock has its deadline on the clock's time: its workflow expires it, so the stored status holds.
  */
-export function effectiveStatus(session: { status: SessionStatus; expires_at: number; test_clock?: string | null }, nowSeconds: number): SessionStatus {
+export function effectiveStatus(
+  session: { status: SessionStatus; expires_at: number; test_clock?: string | null },
+  nowSeconds: number,
+): SessionStatus {
   if (session.status === 'open' && !session.test_clock && nowSeconds >= session.expires_at) return 'expired';
   return session.status;
 }

@@ -115,11 +115,8 @@ export class ApiError extends Error {
   }
 }
 
-export const missing = (param: string, message = `Missing required param: ${param}.`) =>
-  new ApiError('parameter_missing', message, { param });
+export const missing = (param: string, message = `Missing required param: ${param}.`) => new ApiError('parameter_missing', message, { param });
 
-export const invalid = (param: string, message: string) =>
-  new ApiError('parameter_invalid', message, { param });
+export const invalid = (param: string, message: string) => new ApiError('parameter_invalid', message, { param });
 
-export const notFound = (what: string, id: string, param = 'id') =>
-  new ApiError('resource_missing', `No such ${what}: '${id}'`, { param });
+export const notFound = (what: string, id: string, param = 'id') => new ApiError('resource_missing', `No such ${what}: '${id}'`, { param });

@@ -8,8 +8,27 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const TIME_CHARS = 8;
 
 export type IdPrefix =
-  | 'cust' | 'sub' | 'ord' | 'ofr' | 'prd' | 'cs' | 'bps' | 'ak' | 'sch' | 'mtr' | 'mev'
-  | 'usi' | 'usp' | 'evt' | 'pm' | 'tok' | 'tx' | 'acct' | 'cpn' | 'bpt' | 'clock';
+  | 'cust'
+  | 'sub'
+  | 'ord'
+  | 'ofr'
+  | 'prd'
+  | 'cs'
+  | 'bps'
+  | 'ak'
+  | 'sch'
+  | 'mtr'
+  | 'mev'
+  | 'usi'
+  | 'usp'
+  | 'evt'
+  | 'pm'
+  | 'tok'
+  | 'tx'
+  | 'acct'
+  | 'cpn'
+  | 'bpt'
+  | 'clock';
 
 function encodeTime(ms: number): string {
   let out = '';

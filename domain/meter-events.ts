@@ -96,11 +96,9 @@ export function readEventShape(raw: unknown): EventShape {
 export function resolveTimestamp(timestamp: number | null, nowSeconds: number): number {
   if (timestamp === null) return nowSeconds;
   if (timestamp < nowSeconds - TIMESTAMP_PAST_SECONDS || timestamp > nowSeconds + TIMESTAMP_FUTURE_SECONDS) {
-    throw new ApiError(
-      'timestamp_out_of_range',
-      'timestamp must be within the past 35 days and no more than 5 minutes in the future.',
-      { param: 'timestamp' },
-    );
+    throw new ApiError('timestamp_out_of_range', 'timestamp must be within the past 35 days and no more than 5 minutes in the future.', {
+      param: 'timestamp',
+    });
   }
   return timestamp;
 }

@@ -90,13 +90,21 @@ export function isOneOffRefusalCode(code: unknown): code is OneOffRefusalCode {
 }
 
 /** Why a one-off charge (API, dashboard) is refused before the provider, in the spec's order; null when it may go ahead. */
-export function oneOffChargeRefusal(life: Pick<SubscriptionLife, 'status' | 'default_payment_method'>): { code: OneOffRefusalCode; message: string } | null {
+export function oneOffChargeRefusal(
+  life: Pick<SubscriptionLife, 'status' | 'default_payment_method'>,
+): { code: OneOffRefusalCode; message: string } | null {
   if (!CHARGEABLE_STATUSES.includes(life.status)) {
-    return { code: 'subscription_not_chargeable', message: `The subscription is ${life.status}; only active, trialing and past_due subscriptions accept charges.` };
+    return {
+      code: 'subscription_not_chargeable',
+      message: `The subscription is ${life.status}; only active, trialing and past_due subscriptions accept charges.`,
+    };
   }
   if (!life.default_payment_method) return { code: 'no_payment_method', message: 'The subscription has no saved card (it pays by PIX or similar).' };
   if (!life.default_payment_method.chargeable) {
-    return { code: 'payment_method_not_chargeable', message: 'The saved card is held by a provider that does not accept charges without the customer present.' };
+    return {
+      code: 'payment_method_not_chargeable',
+      message: 'The saved card is held by a provider that does not accept charges without the customer present.',
+    };
   }
   return null;
 }
@@ -105,10 +113,7 @@ const refuse = (reason: string): ActionResult => ({ ok: false, reason });
 
 /** What the workflow does next and when. */
 export type NextStep =
-  | { kind: 'charge'; at: number }
-  | { kind: 'retry'; at: number }
-  | { kind: 'end'; at: number; to: 'canceled' | 'expired' }
-  | null;
+  { kind: 'charge'; at: number } | { kind: 'retry'; at: number } | { kind: 'end'; at: number; to: 'canceled' | 'expired' } | null;
 
 export function nextStep(life: SubscriptionLife): NextStep {
   switch (life.status) {
@@ -143,7 +148,11 @@ function nextChargeAfter(life: SubscriptionLife, paidUntil: number | null): numb
 }
 
 /** A cycle charge was approved: a new period starts at `periodStart` (the due time, or now on reactivation). */
-export function chargeApproved(life: SubscriptionLife, periodStart: number, anchorDay = life.billing_anchor_day ?? anchorDayOf(periodStart)): LifeChange {
+export function chargeApproved(
+  life: SubscriptionLife,
+  periodStart: number,
+  anchorDay = life.billing_anchor_day ?? anchorDayOf(periodStart),
+): LifeChange {
   const end = periodEnd(periodStart, life.billing_cycle, life.custom_billing_days, anchorDay);
   const cycles = life.cycles_completed + 1;
   return {

@@ -57,7 +57,12 @@ export function periodStartFor(timestamp: number, open: OpenPeriodRef | null, ne
  * counted in the period now open (or the next to open) and charged there on a line of its own; `from`
  * is the start of the closed period it belongs to. Null when it is not late, or precedes every period.
  */
-export function latePeriodFor(timestamp: number, periodStarts: readonly number[], open: OpenPeriodRef | null, nextStart: number | null): { start: number; from: number } | null {
+export function latePeriodFor(
+  timestamp: number,
+  periodStarts: readonly number[],
+  open: OpenPeriodRef | null,
+  nextStart: number | null,
+): { start: number; from: number } | null {
   const target = open ? open.start : nextStart;
   if (target === null || timestamp >= target) return null;
   const from = periodStarts.filter((start) => start <= timestamp && start < target).reduce((a, b) => Math.max(a, b), -Infinity);
@@ -68,7 +73,8 @@ export function latePeriodFor(timestamp: number, periodStarts: readonly number[]
 // total per hour inside it, `<day key>@<hour 0-23>` when adding).
 export const periodRollupKey = (subscriptionId: string, start: number, meterId: string) => `p|${subscriptionId}|${start}|${meterId}`;
 /** Late events counted in the period starting at `start`, by the closed period (`from`) they belong to. */
-export const lateRollupKey = (subscriptionId: string, start: number, meterId: string, from: number) => `p|${subscriptionId}|${start}|${meterId}|late|${from}`;
+export const lateRollupKey = (subscriptionId: string, start: number, meterId: string, from: number) =>
+  `p|${subscriptionId}|${start}|${meterId}|late|${from}`;
 /** Unattached events of a meter that arrived in an hour: what that hour's error report counts. */
 export const unattachedRollupKey = (meterId: string, hourStart: number) => `u|${meterId}|${hourStart}`;
 export const dayRollupKey = (meterId: string, customerId: string, dayStart: number) => `d|${meterId}|${customerId}|${dayStart}`;
@@ -94,10 +100,7 @@ export function cycleOf(sub: {
   return null;
 }
 
-export type UsageStep =
-  | { kind: 'close'; reason: CloseReason; end: number }
-  | { kind: 'move_end'; end: number }
-  | { kind: 'wait'; until: number };
+export type UsageStep = { kind: 'close'; reason: CloseReason; end: number } | { kind: 'move_end'; end: number } | { kind: 'wait'; until: number };
 
 /**
  * What the workflow does after recomputing the open period at `now`: close it (its end passed,

@@ -11,7 +11,10 @@ import { DICTIONARIES } from './words';
 const COUNTRY_LANGUAGES: Record<string, Language> = {
   ...Object.fromEntries(['BR', 'PT', 'AO', 'MZ', 'CV', 'GW', 'ST', 'TL'].map((c) => [c, 'pt'])),
   ...Object.fromEntries(
-    ['ES', 'MX', 'AR', 'CO', 'CL', 'PE', 'VE', 'EC', 'GT', 'CU', 'BO', 'DO', 'HN', 'PY', 'SV', 'NI', 'CR', 'PA', 'UY', 'PR', 'GQ'].map((c) => [c, 'es']),
+    ['ES', 'MX', 'AR', 'CO', 'CL', 'PE', 'VE', 'EC', 'GT', 'CU', 'BO', 'DO', 'HN', 'PY', 'SV', 'NI', 'CR', 'PA', 'UY', 'PR', 'GQ'].map((c) => [
+      c,
+      'es',
+    ]),
   ),
   ...Object.fromEntries(['FR', 'BE', 'LU', 'MC', 'SN', 'CI', 'CM', 'MG', 'ML', 'BF', 'NE', 'TG', 'BJ', 'GA', 'CG', 'CD', 'HT'].map((c) => [c, 'fr'])),
   ...Object.fromEntries(['DE', 'AT', 'CH', 'LI'].map((c) => [c, 'de'])),
@@ -109,7 +112,10 @@ function compose(facts: MailFacts, subject: string, intro: string, rows: Array<[
   const labelled = rows.map(([key, value]) => [emailText(language, key), value] as const);
   const text = [greeting, '', intro, '', ...labelled.map(([label, value]) => `${label}: ${value}`), '', storeName, '', footer, ''].join('\n');
   const cells = labelled
-    .map(([label, value]) => `<tr><th align="left" style="padding:4px 16px 4px 0">${escapeHtml(label)}</th><td style="padding:4px 0">${escapeHtml(value)}</td></tr>`)
+    .map(
+      ([label, value]) =>
+        `<tr><th align="left" style="padding:4px 16px 4px 0">${escapeHtml(label)}</th><td style="padding:4px 0">${escapeHtml(value)}</td></tr>`,
+    )
     .join('');
   const html = [
     `<!doctype html><html lang="${language}"><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>`,

@@ -51,11 +51,14 @@ export const de: Dictionary = {
     err_provider_unavailable: 'Der Zahlungsdienstleister ist nicht erreichbar. Es wurde nichts belastet; bitte versuchen Sie es erneut.',
     err_payment_in_progress: 'Für diesen Bezahlvorgang wird bereits eine Zahlung verarbeitet.',
     err_card_payments_locked: 'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt.',
-    card_locked: 'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Bitten Sie den Händler um einen neuen Link.',
-    card_locked_pix: 'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Sie können weiterhin mit PIX bezahlen.',
+    card_locked:
+      'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Bitten Sie den Händler um einen neuen Link.',
+    card_locked_pix:
+      'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Sie können weiterhin mit PIX bezahlen.',
     err_provider_timeout:
       'Der Zahlungsdienstleister hat noch nicht geantwortet. Geht die Zahlung durch, wird dieser Bezahlvorgang automatisch abgeschlossen; laden Sie die Seite in einer Minute neu.',
-    confirming_text: 'Ihre Zahlung wird beim Zahlungsdienstleister bestätigt. Bitte zahlen Sie nicht erneut: Diese Seite aktualisiert sich von selbst, sobald der Zahlungsdienstleister antwortet.',
+    confirming_text:
+      'Ihre Zahlung wird beim Zahlungsdienstleister bestätigt. Bitte zahlen Sie nicht erneut: Diese Seite aktualisiert sich von selbst, sobald der Zahlungsdienstleister antwortet.',
     err_customer_rejected: 'Ihre Angaben konnten beim Zahlungsdienstleister nicht hinterlegt werden.',
     err_declined: 'Die Zahlung wurde abgelehnt. Bitte versuchen Sie es mit einer anderen Karte oder Zahlungsart.',
     err_field: 'Bitte prüfen Sie dieses Feld: {field}.',

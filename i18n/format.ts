@@ -35,7 +35,16 @@ const HOUR_CYCLES: Partial<Record<Language, 'h23'>> = { ko: 'h23' };
 export function formatDate(unixSeconds: number, language: Language, options: { withTime?: boolean; timeZone?: string } = {}): string {
   const timeZone = options.timeZone ?? 'UTC';
   const format: Intl.DateTimeFormatOptions = options.withTime
-    ? { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: HOUR_CYCLES[language], timeZoneName: 'short', timeZone }
+    ? {
+        year: 'numeric',
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: HOUR_CYCLES[language],
+        timeZoneName: 'short',
+        timeZone,
+      }
     : { year: 'numeric', month: 'short', day: 'numeric', timeZone };
   try {
     return new Intl.DateTimeFormat(INTL_TAGS[language], format).format(new Date(unixSeconds * 1000));

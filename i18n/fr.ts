@@ -52,11 +52,14 @@ export const fr: Dictionary = {
     err_provider_unavailable: 'Impossible de joindre le prestataire de paiement. Aucun montant n’a été débité\u00a0; veuillez réessayer.',
     err_payment_in_progress: 'Un paiement est déjà en cours de traitement pour cette commande.',
     err_card_payments_locked: 'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué.',
-    card_locked: 'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Demandez un nouveau lien à la boutique.',
-    card_locked_pix: 'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Vous pouvez toujours payer avec PIX.',
+    card_locked:
+      'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Demandez un nouveau lien à la boutique.',
+    card_locked_pix:
+      'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Vous pouvez toujours payer avec PIX.',
     err_provider_timeout:
       'Le prestataire de paiement n’a pas encore répondu. Si le paiement est accepté, cette commande sera finalisée automatiquement\u00a0; rechargez la page dans une minute.',
-    confirming_text: 'Votre paiement est en cours de confirmation auprès du prestataire de paiement. Ne payez pas une seconde fois\u00a0: cette page se met à jour d’elle-même dès que le prestataire répond.',
+    confirming_text:
+      'Votre paiement est en cours de confirmation auprès du prestataire de paiement. Ne payez pas une seconde fois\u00a0: cette page se met à jour d’elle-même dès que le prestataire répond.',
     err_customer_rejected: 'Nous n’avons pas pu enregistrer vos informations auprès du prestataire de paiement.',
     err_declined: 'Le paiement a été refusé. Essayez une autre carte ou un autre moyen de paiement.',
     err_field: 'Veuillez vérifier ce champ\u00a0: {field}.',

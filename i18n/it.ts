@@ -51,11 +51,13 @@ export const it: Dictionary = {
     err_provider_unavailable: 'Impossibile contattare il fornitore dei pagamenti. Non è stato addebitato nulla; riprova.',
     err_payment_in_progress: 'È già in corso l’elaborazione di un pagamento per questo ordine.',
     err_card_payments_locked: 'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati.',
-    card_locked: 'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati. Chiedi un nuovo link al venditore.',
+    card_locked:
+      'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati. Chiedi un nuovo link al venditore.',
     card_locked_pix: 'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati. Puoi comunque pagare con PIX.',
     err_provider_timeout:
       'Il fornitore dei pagamenti non ha ancora risposto. Se il pagamento va a buon fine, l’ordine si completa da solo; ricarica la pagina tra un minuto.',
-    confirming_text: 'Il tuo pagamento è in fase di conferma presso il fornitore dei pagamenti. Non pagare di nuovo: questa pagina si aggiorna da sola appena il fornitore risponde.',
+    confirming_text:
+      'Il tuo pagamento è in fase di conferma presso il fornitore dei pagamenti. Non pagare di nuovo: questa pagina si aggiorna da sola appena il fornitore risponde.',
     err_customer_rejected: 'Non è stato possibile registrare i tuoi dati presso il fornitore dei pagamenti.',
     err_declined: 'Il pagamento è stato rifiutato. Prova con un’altra carta o un altro metodo.',
     err_field: 'Controlla questo campo: {field}.',

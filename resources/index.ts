@@ -20,4 +20,23 @@ import { UsagePeriod } from './usage-period';
 import { WebhookDelivery } from './webhook-delivery';
 import { WebhookEndpoint } from './webhook-endpoint';
 
-export const componentSchemas: TSchema[] = [Account, Customer, Order, Offer, Product, CheckoutSession, BillingPortalSession, Event, WebhookEndpoint, WebhookDelivery, Subscription, SubscriptionCharge, BillingMeter, BillingMeterEventSummary, BillingMeterEvent, UsageItem, UsagePeriod, TestClock];
+export const componentSchemas: TSchema[] = [
+  Account,
+  Customer,
+  Order,
+  Offer,
+  Product,
+  CheckoutSession,
+  BillingPortalSession,
+  Event,
+  WebhookEndpoint,
+  WebhookDelivery,
+  Subscription,
+  SubscriptionCharge,
+  BillingMeter,
+  BillingMeterEventSummary,
+  BillingMeterEvent,
+  UsageItem,
+  UsagePeriod,
+  TestClock,
+];

@@ -18,7 +18,12 @@ export const BillingMeterEventSummary = Type.Object(
 );
 export type MeterEventSummaryObject = Static<typeof BillingMeterEventSummary>;
 
-export function meterEventSummaryObject(meter: string, customer: string, window: { start: number; end: number }, value: number): MeterEventSummaryObject {
+export function meterEventSummaryObject(
+  meter: string,
+  customer: string,
+  window: { start: number; end: number },
+  value: number,
+): MeterEventSummaryObject {
   return {
     id: hashedId('mes', `${meter}|${customer}|${window.start}|${window.end}`),
     object: 'billing.meter_event_summary',

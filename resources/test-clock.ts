@@ -20,5 +20,13 @@ export const TestClock = Type.Object(
 export type TestClockObject = Static<typeof TestClock>;
 
 export function testClockObject(doc: TestClockDoc): TestClockObject {
-  return { id: doc._id, object: 'test_clock', name: doc.name, frozen_time: doc.frozen_time, status: doc.status, livemode: true, created: doc.created };
+  return {
+    id: doc._id,
+    object: 'test_clock',
+    name: doc.name,
+    frozen_time: doc.frozen_time,
+    status: doc.status,
+    livemode: true,
+    created: doc.created,
+  };
 }

@@ -24,7 +24,12 @@ export const UsagePeriod = Type.Object(
         unit_amount: Nullable(Type.Number({ description: 'null with tiers (each tier has its own).' })),
         amount: Type.Integer(),
         late_period: Type.Optional(
-          Nullable(Type.Object({ start: Type.Integer(), end: Type.Integer() }, { description: 'Late events: the closed period they belong to, charged here.' })),
+          Nullable(
+            Type.Object(
+              { start: Type.Integer(), end: Type.Integer() },
+              { description: 'Late events: the closed period they belong to, charged here.' },
+            ),
+          ),
         ),
       }),
     ),

@@ -55,7 +55,14 @@ function progressOf(doc: WebhookDeliveryDoc): DeliveryProgress {
 }
 
 export function deliveryObject(doc: WebhookDeliveryDoc): WebhookDeliveryObject {
-  return { id: doc._id, object: 'webhook_delivery', event: doc.event, webhook_endpoint: doc.webhook_endpoint, ...progressOf(doc), created: doc.created };
+  return {
+    id: doc._id,
+    object: 'webhook_delivery',
+    event: doc.event,
+    webhook_endpoint: doc.webhook_endpoint,
+    ...progressOf(doc),
+    created: doc.created,
+  };
 }
 
 /** The delivery as its workflow holds it; a delivery no longer stored (endpoint deleted) is exhausted and stopped. */

@@ -6,7 +6,14 @@ import { createHash } from 'node:crypto';
 import type { Database } from '../store/database';
 import { ApplicationFailure } from '@temporalio/common';
 import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } from '../adapters/email/smtp';
-import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation, type PaymentKind, type Period, type RenderedMail } from '../i18n/buyer-emails';
+import {
+  emailLanguage,
+  renderCancellationEmail,
+  renderPaymentConfirmation,
+  type PaymentKind,
+  type Period,
+  type RenderedMail,
+} from '../i18n/buyer-emails';
 import type { Language } from '../i18n/languages';
 import { decodeMetadata } from '../domain/metadata';
 import type { CustomerDoc, StoreDoc } from '../store/collections';
@@ -114,10 +121,20 @@ async function deliverOnce(deps: BuyerEmailDeps, email: BuyerEmail, draft: () =>
   const stored = await claimSentMail(db, record);
   if (stored.status !== 'sending') return 'already_sent';
   await countSendAttempt(db, email.storeId, email.key);
-  const mail: OutgoingMail = { from: { name: ready.storeName, address: deps.mailFrom }, to: ready.to, ...ready.mail, messageId, language: ready.language };
+  const mail: OutgoingMail = {
+    from: { name: ready.storeName, address: deps.mailFrom },
+    to: ready.to,
+    ...ready.mail,
+    messageId,
+    language: ready.language,
+  };
   try {
     const accepted = await mailer.send(mail);
-    await settleSentMail(db, email.storeId, email.key, { status: 'sent', smtp_response: accepted?.response ?? null, sent_at: Math.floor(Date.now() / 1000) });
+    await settleSentMail(db, email.storeId, email.key, {
+      status: 'sent',
+      smtp_response: accepted?.response ?? null,
+      sent_at: Math.floor(Date.now() / 1000),
+    });
     return 'sent';
   } catch (error) {
     // Anything but a refusal for good (5xx) is retried by the activity: the server may be back later.

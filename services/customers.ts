@@ -61,7 +61,12 @@ export async function prepareCustomer(
     if (!holder) doc._id = proposed;
   }
   // A clock's customer is registered where its money will go: a test connection.
-  const registered = await connectionFor(deps, clock !== null).registerCustomer({ storeId: store._id, customerId: doc._id, email: doc.email, name: doc.name });
+  const registered = await connectionFor(deps, clock !== null).registerCustomer({
+    storeId: store._id,
+    customerId: doc._id,
+    email: doc.email,
+    name: doc.name,
+  });
   if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
   doc.provider_customer_id = registered.providerCustomerId;
   return { customer: doc, existing: false };
@@ -105,7 +110,8 @@ export async function createCustomer(
     prepared = await prepareCustomer(deps, store, input, { ...options, testClock });
   } catch (error) {
     // A field refused by the rules (or the provider) does not matter when the email is already a customer's.
-    const existing = error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true, input.test_clock ?? null) : null;
+    const existing =
+      error instanceof ApiError ? await existingCustomerByEmail(deps.db, store._id, input.email, true, input.test_clock ?? null) : null;
     if (existing) return { customer: existing, created: false };
     throw error;
   }

@@ -45,7 +45,10 @@ function reasonOf(error: unknown): string {
 }
 
 /** An update on the subscription's workflow (no restart: the portal acts on running subscriptions), its refusal worded for the buyer. */
-async function runUpdate(deps: PortalDeps, run: (subscriptions: ReturnType<typeof subscriptionClient>) => Promise<unknown>): Promise<PortalActionResult> {
+async function runUpdate(
+  deps: PortalDeps,
+  run: (subscriptions: ReturnType<typeof subscriptionClient>) => Promise<unknown>,
+): Promise<PortalActionResult> {
   try {
     await run(subscriptionClient(deps.temporal, deps.taskQueue));
     return { ok: true };
@@ -54,14 +57,24 @@ async function runUpdate(deps: PortalDeps, run: (subscriptions: ReturnType<typeo
   }
 }
 
-export async function cancelAtPeriodEndFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
+export async function cancelAtPeriodEndFromPortal(
+  deps: PortalDeps,
+  storeId: string,
+  customerId: string,
+  subscriptionId: string,
+): Promise<PortalActionResult> {
   if (!(await ownSubscription(deps.db, storeId, customerId, subscriptionId))) return { ok: false, reason: 'no such subscription' };
   // `source` is who canceled (the customer portal); the request is the customer's, not an API call.
   const input: CancelInput = { reason: null, comment: null, source: PORTAL_SOURCE, request: null };
   return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, scheduleCancellationUpdate, input));
 }
 
-export async function reactivateFromPortal(deps: PortalDeps, storeId: string, customerId: string, subscriptionId: string): Promise<PortalActionResult> {
+export async function reactivateFromPortal(
+  deps: PortalDeps,
+  storeId: string,
+  customerId: string,
+  subscriptionId: string,
+): Promise<PortalActionResult> {
   const doc = await ownSubscription(deps.db, storeId, customerId, subscriptionId);
   if (!doc) return { ok: false, reason: 'no such subscription' };
   // The portal only undoes a scheduled cancellation; restarting an ended subscription is the store's call.
@@ -83,7 +96,12 @@ export async function replaceCardFromPortal(
   const customer = await findCustomer(deps.db, storeId, customerId);
   // Saved where the subscription's renewals charge it: a test clock's, the test connection.
   const provider = connectionFor(deps, Boolean(subscription.test_clock));
-  const saved = await provider.saveCard({ storeId, customerId, providerCustomerId: customer?.provider_customer_id ?? null, card: { number: digits } });
+  const saved = await provider.saveCard({
+    storeId,
+    customerId,
+    providerCustomerId: customer?.provider_customer_id ?? null,
+    card: { number: digits },
+  });
   if (!saved.ok) return { ok: false, reason: saved.message };
   const paymentMethod: SubscriptionPaymentMethod = {
     id: saved.card.paymentMethodId,
@@ -93,5 +111,7 @@ export async function replaceCardFromPortal(
     chargeable: saved.card.chargeable,
   };
   // An action on the subscription (customer.subscription.updated): its workflow serializes it.
-  return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, changePaymentMethodUpdate, { payment_method: paymentMethod, request: null }));
+  return runUpdate(deps, (subscriptions) =>
+    subscriptions.update(subscriptionId, changePaymentMethodUpdate, { payment_method: paymentMethod, request: null }),
+  );
 }

@@ -48,7 +48,12 @@ const LIVE_STATUSES = SUBSCRIPTION_STATUSES.filter((s) => !isEnded(s));
 
 function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
   const input: TestClockWorkflowInput = { storeId: doc.store_id, clockId: doc._id, nowMs: doc.now_ms };
-  return { workflowId: testClockWorkflowId(doc._id), taskQueue: deps.taskQueue, args: [input] as [TestClockWorkflowInput], ...testClockMetadata(doc) };
+  return {
+    workflowId: testClockWorkflowId(doc._id),
+    taskQueue: deps.taskQueue,
+    args: [input] as [TestClockWorkflowInput],
+    ...testClockMetadata(doc),
+  };
 }
 
 /** A new clock at `frozenTime`, its workflow running before anything can attach to it. */
@@ -114,12 +119,19 @@ export async function deleteTestClock(deps: TestClockDeps, storeId: string, id: 
   const objects = await clockObjects(deps.db, storeId, id);
   const workflowIds = await attachedWorkflowIds(deps, id, objects);
   const reason = `test clock ${id} deleted`;
-  const terminate = (workflowId: string) => deps.temporal.workflow.getHandle(workflowId).terminate(reason).catch(() => undefined);
+  const terminate = (workflowId: string) =>
+    deps.temporal.workflow
+      .getHandle(workflowId)
+      .terminate(reason)
+      .catch(() => undefined);
   // The clock first: nothing moves while its workflows end.
   await terminate(testClockWorkflowId(id));
   await Promise.all(workflowIds.map(terminate));
   await deleteClockObjects(deps.db, storeId, id, objects);
-  forgetCustomers(storeId, objects.customers.map((c) => c._id));
+  forgetCustomers(
+    storeId,
+    objects.customers.map((c) => c._id),
+  );
 }
 
 /** The clock's workflow at a stop (its activity): everything attached caught up, so ready again, with the event that says so (once per stop). */

@@ -1,15 +1,7 @@
 // Products, offers, coupons and meters as the operator defines them (admin CLI) and the API reads them.
 import type { Db } from 'mongodb';
 import { newId } from '../domain/ids';
-import {
-  collections,
-  type CouponDoc,
-  type OfferDoc,
-  type OfferPrice,
-  type OfferUsageRow,
-  type ProductDoc,
-  type ProductFile,
-} from './collections';
+import { collections, type CouponDoc, type OfferDoc, type OfferPrice, type OfferUsageRow, type ProductDoc, type ProductFile } from './collections';
 
 const nowSeconds = (now: number) => Math.floor(now / 1000);
 
@@ -83,10 +75,10 @@ export async function createOffer(db: Db, input: NewOffer, now = Date.now()): Pr
     active: input.active ?? true,
     product_id: input.productId,
     prices: input.prices,
-    billing_cycle: recurring ? input.billingCycle ?? null : null,
-    custom_billing_days: recurring && input.billingCycle === 'custom' ? input.customBillingDays ?? null : null,
-    trial_days: recurring ? input.trialDays ?? null : null,
-    cycle_limit: recurring ? input.cycleLimit ?? null : null,
+    billing_cycle: recurring ? (input.billingCycle ?? null) : null,
+    custom_billing_days: recurring && input.billingCycle === 'custom' ? (input.customBillingDays ?? null) : null,
+    trial_days: recurring ? (input.trialDays ?? null) : null,
+    cycle_limit: recurring ? (input.cycleLimit ?? null) : null,
     packs: input.packs ?? [],
     max_installments: input.maxInstallments ?? null,
     usage: [],
@@ -145,7 +137,11 @@ export async function isOfferSlugTaken(db: Db, storeId: string, slug: string, ex
 }
 
 /** What the operator changes on an offer (active, name, slug, success_url); null when there is no such offer. */
-export function updateOfferFields(db: Db, id: string, set: Partial<Pick<OfferDoc, 'active' | 'name' | 'slug' | 'success_url'>>): Promise<OfferDoc | null> {
+export function updateOfferFields(
+  db: Db,
+  id: string,
+  set: Partial<Pick<OfferDoc, 'active' | 'name' | 'slug' | 'success_url'>>,
+): Promise<OfferDoc | null> {
   return collections(db).offers.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
 }
 

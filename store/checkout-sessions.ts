@@ -154,7 +154,13 @@ export async function markSessionSettled(db: Db, storeId: string, id: string, pa
   );
 }
 
-export async function recordSessionDecline(db: Db, storeId: string, id: string, error: { code: string; message: string }, cardLocked = false): Promise<void> {
+export async function recordSessionDecline(
+  db: Db,
+  storeId: string,
+  id: string,
+  error: { code: string; message: string },
+  cardLocked = false,
+): Promise<void> {
   const set = cardLocked ? { last_error: error, card_locked: true } : { last_error: error };
   await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId, status: 'open' }, { $set: set });
 }

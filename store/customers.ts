@@ -79,8 +79,11 @@ export async function deleteEmailClaims(db: Db, customers: Pick<CustomerDoc, '_i
  */
 export async function backfillEmailScopes(db: Db): Promise<void> {
   const customers = collections(db).customers;
-  const onClocks = await customers.find({ email_scope: { $exists: false }, test_clock: { $type: 'string' } }, { projection: { _id: 1, test_clock: 1 } }).toArray();
-  for (const doc of onClocks) await customers.updateOne({ _id: doc._id, email_scope: { $exists: false } }, { $set: { email_scope: emailScopeOf(doc.test_clock) } });
+  const onClocks = await customers
+    .find({ email_scope: { $exists: false }, test_clock: { $type: 'string' } }, { projection: { _id: 1, test_clock: 1 } })
+    .toArray();
+  for (const doc of onClocks)
+    await customers.updateOne({ _id: doc._id, email_scope: { $exists: false } }, { $set: { email_scope: emailScopeOf(doc.test_clock) } });
   await customers.updateMany({ email_scope: { $exists: false } }, { $set: { email_scope: '' } });
 }
 
@@ -131,17 +134,13 @@ export async function insertCustomer(db: Db, doc: CustomerDoc): Promise<{ custom
 
 /** The unique email in the customer's scope refused the update: the spec's parameter error on email. */
 function refuseTakenEmail(error: unknown): never {
-  if (isDuplicateKeyError(error)) throw new ApiError('parameter_invalid', 'Another customer of this store already has this email.', { param: 'email' });
+  if (isDuplicateKeyError(error))
+    throw new ApiError('parameter_invalid', 'Another customer of this store already has this email.', { param: 'email' });
   throw error;
 }
 
 /** Writes `set` to the customer; an email another customer of its scope holds is refused (400 on email). */
-export async function updateCustomer(
-  db: Db,
-  storeId: string,
-  id: string,
-  set: Partial<CustomerDoc>,
-): Promise<CustomerDoc | null> {
+export async function updateCustomer(db: Db, storeId: string, id: string, set: Partial<CustomerDoc>): Promise<CustomerDoc | null> {
   const current = await findCustomer(db, storeId, id);
   if (!current) return null;
   const updated = await collections(db)

@@ -26,5 +26,8 @@ export async function completeEmission(db: Database, id: string, eventId: string
 
 /** Events of a type written since `sinceSeconds` (at most 500, for a retry looking for its own). */
 export function recentEventsOfType(db: Database, storeId: string, type: string, sinceSeconds: number): Promise<EventDoc[]> {
-  return collections(db).events.find({ store_id: storeId, type, created: { $gte: sinceSeconds } }).limit(500).toArray();
+  return collections(db)
+    .events.find({ store_id: storeId, type, created: { $gte: sinceSeconds } })
+    .limit(500)
+    .toArray();
 }

@@ -110,10 +110,7 @@ export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_
 /** The events' deliveries exist and were started: marked dispatched, out of the outbox. */
 export async function confirmDispatched(db: Db, ids: string[]): Promise<void> {
   await Promise.all(
-    ids.flatMap((id) => [
-      collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } }),
-      outboxCollection(db).deleteOne({ _id: id }),
-    ]),
+    ids.flatMap((id) => [collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } }), outboxCollection(db).deleteOne({ _id: id })]),
   );
 }
 

@@ -22,11 +22,7 @@ export interface ClaimedKey extends IdempotencyClaim {
   created: number;
 }
 
-export type ClaimResult =
-  | ({ kind: 'claimed' } & ClaimedKey)
-  | { kind: 'replay'; doc: IdempotencyDoc }
-  | { kind: 'in_use' }
-  | { kind: 'reused' };
+export type ClaimResult = ({ kind: 'claimed' } & ClaimedKey) | { kind: 'replay'; doc: IdempotencyDoc } | { kind: 'in_use' } | { kind: 'reused' };
 
 /** The answer to a claim, or which run to replace (compare-and-set on it) and the creation to keep. */
 type Decision = ClaimResult | { takeover: Filter<IdempotencyDoc>; created: number };

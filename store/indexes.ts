@@ -127,7 +127,11 @@ async function createIndex(db: Db, { collection, key, options }: IndexDeclaratio
       await target.createIndex(key, withoutRefusedOptions(options));
     } else if (code !== undefined && OPTIONS_CONFLICT.includes(code)) {
       // Declared anew with other options (say, a TTL added): replace the old one.
-      await target.dropIndex(Object.entries(key).map(([field, dir]) => `${field}_${dir}`).join('_'));
+      await target.dropIndex(
+        Object.entries(key)
+          .map(([field, dir]) => `${field}_${dir}`)
+          .join('_'),
+      );
       await target.createIndex(key, options);
     } else {
       throw error;
@@ -140,7 +144,10 @@ const INDEX_NOT_FOUND = 27;
 /** Customers' old unique key (store+email), replaced by store+email+scope: scopes filled in first, then it goes. */
 async function retireCustomerEmailIndex(db: Db): Promise<void> {
   const customers = db.collection('customers');
-  const existing = await customers.listIndexes().toArray().catch(() => []);
+  const existing = await customers
+    .listIndexes()
+    .toArray()
+    .catch(() => []);
   if (!existing.some((found) => found.name === 'store_id_1_email_1')) return;
   await backfillEmailScopes(db);
   await customers.dropIndex('store_id_1_email_1').catch((error: unknown) => {

@@ -117,12 +117,16 @@ export async function findMeterByEventName(db: Db, storeId: string, eventName: s
 
 /** The store's meters among `ids`, in one query. */
 export async function metersById(db: Db, storeId: string, ids: string[]): Promise<Map<string, MeterDoc>> {
-  const docs = await metersCollection(db).find({ _id: { $in: [...new Set(ids)] }, store_id: storeId }).toArray();
+  const docs = await metersCollection(db)
+    .find({ _id: { $in: [...new Set(ids)] }, store_id: storeId })
+    .toArray();
   return new Map(docs.map((d) => [d._id, d]));
 }
 
 /** Ids of the store's meters. */
 export async function meterIdsOf(db: Db, storeId: string): Promise<string[]> {
-  const docs = await metersCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  const docs = await metersCollection(db)
+    .find({ store_id: storeId }, { projection: { _id: 1 } })
+    .toArray();
   return docs.map((d) => d._id);
 }

@@ -6,7 +6,9 @@ import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from './c
 export async function productsById(db: Db, storeId: string, ids: string[]): Promise<Map<string, ProductDoc>> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return new Map();
-  const docs = await collections(db).products.find({ store_id: storeId, _id: { $in: unique } }).toArray();
+  const docs = await collections(db)
+    .products.find({ store_id: storeId, _id: { $in: unique } })
+    .toArray();
   return new Map(docs.map((d) => [d._id, d]));
 }
 
@@ -32,7 +34,9 @@ export async function findOffer(db: Db, storeId: string, id: string): Promise<Of
 
 /** Ids of the offers, of every store, that have usage rows (the usage routine starts their subscriptions' usage). */
 export async function offerIdsWithUsage(db: Db): Promise<Set<string>> {
-  const offers = await collections(db).offers.find({}, { projection: { _id: 1, usage: 1 } }).toArray();
+  const offers = await collections(db)
+    .offers.find({}, { projection: { _id: 1, usage: 1 } })
+    .toArray();
   return new Set(offers.filter((o) => (o.usage ?? []).length > 0).map((o) => o._id));
 }
 

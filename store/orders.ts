@@ -3,7 +3,6 @@ import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import { insertOnce } from './insert-once';
 
-
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'canceled' | 'refunded' | 'partially_refunded' | 'charged_back';
 
 export interface OrderItem {
@@ -67,9 +66,18 @@ export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> 
  * writes exactly one, keyed), so a retried charge can never count twice; a later refund does not un-count.
  * Orders of test clocks' customers never count (test money; `test_clock: null` also matches orders without the field).
  */
-export async function countPaidOrders(db: Db, storeId: string, from: number, to: number): Promise<{ total: number; by_type: Record<OrderDoc['order_type'], number> }> {
+export async function countPaidOrders(
+  db: Db,
+  storeId: string,
+  from: number,
+  to: number,
+): Promise<{ total: number; by_type: Record<OrderDoc['order_type'], number> }> {
   const types: OrderDoc['order_type'][] = ['checkout', 'api', 'renewal'];
-  const counts = await Promise.all(types.map((type) => ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type, test_clock: null })));
+  const counts = await Promise.all(
+    types.map((type) =>
+      ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type, test_clock: null }),
+    ),
+  );
   const by_type = Object.fromEntries(types.map((type, i) => [type, counts[i]])) as Record<OrderDoc['order_type'], number>;
   return { total: counts.reduce((a, b) => a + b, 0), by_type };
 }
@@ -92,7 +100,11 @@ export async function settlePendingOrder(
 
 /** paid -> refunded (the money went back); the order as it is when it was already refunded. */
 export async function markOrderRefunded(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
-  const updated = await ordersCollection(db).findOneAndUpdate({ _id: id, store_id: storeId, status: 'paid' }, { $set: { status: 'refunded' } }, { returnDocument: 'after' });
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'paid' },
+    { $set: { status: 'refunded' } },
+    { returnDocument: 'after' },
+  );
   return updated ?? findOrder(db, storeId, id);
 }
 

@@ -20,9 +20,7 @@ export type ListFilter = Record<string, unknown>;
  * the filtered set in memory, so it is for small per-store collections such as offers.
  */
 export type ListOrder =
-  | { by: '_id'; direction: 1 | -1 }
-  | { by: string; direction: 1 | -1; field: true }
-  | { by: string; direction: 1 | -1; alphabetical: true };
+  { by: '_id'; direction: 1 | -1 } | { by: string; direction: 1 | -1; field: true } | { by: string; direction: 1 | -1; alphabetical: true };
 
 export const NEWEST_FIRST: ListOrder = { by: '_id', direction: -1 };
 export const OLDEST_FIRST: ListOrder = { by: '_id', direction: 1 };
@@ -58,10 +56,7 @@ function cursorFilter(order: ListOrder, cursor: Document, direction: 1 | -1): Fi
   if (order.by === '_id') return { _id: { [beyond(direction)]: cursor._id } };
   const value = cursor[order.by];
   return {
-    $or: [
-      { [order.by]: { [beyond(direction)]: value } },
-      { [order.by]: value, _id: { [beyond(direction)]: cursor._id } },
-    ],
+    $or: [{ [order.by]: { [beyond(direction)]: value } }, { [order.by]: value, _id: { [beyond(direction)]: cursor._id } }],
   };
 }
 
@@ -97,7 +92,12 @@ export async function findPage<D extends Document>(collection: ListedCollection<
 }
 
 /** Alphabetical lists: the whole filtered set sorted like people read, then cut at the cursor. */
-async function findPageInMemory<D extends Document>(collection: ListedCollection<D>, filter: Filter<D>, field: string, request: PageRequest): Promise<PageResult<D>> {
+async function findPageInMemory<D extends Document>(
+  collection: ListedCollection<D>,
+  filter: Filter<D>,
+  field: string,
+  request: PageRequest,
+): Promise<PageResult<D>> {
   const { limit, cursorId, backwards } = request;
   const docs = ((await collection.find(filter).toArray()) as D[]).sort(compareAlphabetical(field));
   let start = 0;

@@ -103,6 +103,8 @@ export class SharedRateWindows {
 
 export async function sweepExpiredWindows(db: Db, now = Date.now()): Promise<number> {
   // Numeric expiry: slot documents of the block scheme this layout replaced.
-  const result = await collections(db).rateCounters.deleteMany({ $or: [{ expires_at: { $lt: new Date(now) } }, { expires_at: { $not: { $type: 'date' } } }] });
+  const result = await collections(db).rateCounters.deleteMany({
+    $or: [{ expires_at: { $lt: new Date(now) } }, { expires_at: { $not: { $type: 'date' } } }],
+  });
   return result.deletedCount;
 }

@@ -61,7 +61,14 @@ export async function settleSentMail(
 ): Promise<void> {
   await sentMailCollection(db).updateOne(
     { _id: key, store_id: storeId, status: 'sending' },
-    { $set: { status: outcome.status, smtp_response: outcome.smtp_response ?? null, skipped_reason: outcome.skipped_reason ?? null, sent_at: outcome.sent_at ?? null } },
+    {
+      $set: {
+        status: outcome.status,
+        smtp_response: outcome.smtp_response ?? null,
+        skipped_reason: outcome.skipped_reason ?? null,
+        sent_at: outcome.sent_at ?? null,
+      },
+    },
   );
 }
 

@@ -105,7 +105,11 @@ export function listApiKeys(db: Db, storeId: string): Promise<ApiKeyDoc[]> {
 /** Revokes the key now, once (a revoked key keeps its first revocation time); null when there is no such key. */
 export async function revokeApiKey(db: Db, id: string, now = Date.now()): Promise<ApiKeyDoc | null> {
   const { apiKeys } = collections(db);
-  const revoked = await apiKeys.findOneAndUpdate({ _id: id, revoked_at: null }, { $set: { revoked_at: Math.floor(now / 1000) } }, { returnDocument: 'after' });
+  const revoked = await apiKeys.findOneAndUpdate(
+    { _id: id, revoked_at: null },
+    { $set: { revoked_at: Math.floor(now / 1000) } },
+    { returnDocument: 'after' },
+  );
   return revoked ?? apiKeys.findOne({ _id: id });
 }
 

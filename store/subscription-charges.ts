@@ -73,7 +73,11 @@ export async function decideChargeOnce(db: Db, doc: SubscriptionChargeDoc): Prom
   const stored = await insertChargeOnce(db, doc);
   if (stored.outcome !== 'undecided' || doc.outcome === 'undecided') return stored;
   const set = Object.fromEntries(DECIDED_FIELDS.map((field) => [field, doc[field]]));
-  const decided = await chargesCollection(db).findOneAndUpdate({ _id: stored._id, store_id: doc.store_id, outcome: 'undecided' }, { $set: set }, { returnDocument: 'after' });
+  const decided = await chargesCollection(db).findOneAndUpdate(
+    { _id: stored._id, store_id: doc.store_id, outcome: 'undecided' },
+    { $set: set },
+    { returnDocument: 'after' },
+  );
   return decided ?? (await findChargeByKey(db, doc.store_id, doc.key))!;
 }
 
@@ -84,7 +88,11 @@ export async function settleCharge(
   id: string,
   set: { status: 'succeeded' | 'failed'; failure_code: string | null; failure_message: string | null; settled_at: number },
 ): Promise<SubscriptionChargeDoc | null> {
-  const updated = await chargesCollection(db).findOneAndUpdate({ _id: id, store_id: storeId, status: 'pending' }, { $set: set }, { returnDocument: 'after' });
+  const updated = await chargesCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'pending' },
+    { $set: set },
+    { returnDocument: 'after' },
+  );
   return updated ?? findCharge(db, storeId, id);
 }
 

@@ -82,16 +82,32 @@ export function recordClockReady(db: Db, storeId: string, id: string, nowMs: num
 
 /** A new clock standing at `frozenTime` (Unix seconds). */
 export function newTestClockDoc(storeId: string, frozenTime: number, name: string | null, nowMs = Date.now()): TestClockDoc {
-  return { _id: newId('clock', nowMs), store_id: storeId, name, frozen_time: frozenTime, now_ms: frozenTime * 1000, status: 'ready', created: Math.floor(nowMs / 1000) };
+  return {
+    _id: newId('clock', nowMs),
+    store_id: storeId,
+    name,
+    frozen_time: frozenTime,
+    now_ms: frozenTime * 1000,
+    status: 'ready',
+    created: Math.floor(nowMs / 1000),
+  };
 }
 
 /** The clock's customers and their subscriptions (ids): what a deleted clock takes with it. */
-export async function clockObjects(db: Db, storeId: string, clockId: string): Promise<{ customers: CustomerDoc[]; subscriptions: string[]; sessions: string[] }> {
+export async function clockObjects(
+  db: Db,
+  storeId: string,
+  clockId: string,
+): Promise<{ customers: CustomerDoc[]; subscriptions: string[]; sessions: string[] }> {
   const filter = { store_id: storeId, test_clock: clockId };
   const [customers, subscriptions, sessions] = await Promise.all([
     collections(db).customers.find(filter).toArray(),
-    subscriptionsCollection(db).find(filter, { projection: { _id: 1 } }).toArray(),
-    checkoutSessionsCollection(db).find(filter, { projection: { _id: 1 } }).toArray(),
+    subscriptionsCollection(db)
+      .find(filter, { projection: { _id: 1 } })
+      .toArray(),
+    checkoutSessionsCollection(db)
+      .find(filter, { projection: { _id: 1 } })
+      .toArray(),
   ]);
   return { customers, subscriptions: subscriptions.map((s) => s._id), sessions: sessions.map((s) => s._id) };
 }

@@ -134,7 +134,10 @@ class JournalWrites {
     while (this.inserts.length > 0) {
       const group = this.inserts.splice(0);
       try {
-        await journalsCollection(this.db).insertMany(group.map((g) => g.doc), { ordered: false });
+        await journalsCollection(this.db).insertMany(
+          group.map((g) => g.doc),
+          { ordered: false },
+        );
         for (const g of group) g.done();
       } catch (error) {
         for (const g of group) g.done(error);
@@ -310,7 +313,9 @@ async function replayJournal(db: Db, id: string, load: JournalEventLoader, now: 
 
 /** Journals of a customer (`<store>|<customer>`) created before `createdBefore` and not finished yet. */
 export function openJournalsFor(db: Db, customer: string, createdBefore: number): Promise<JournalDoc[]> {
-  return journalsCollection(db).find({ customers: customer, created: { $lt: createdBefore } }).toArray();
+  return journalsCollection(db)
+    .find({ customers: customer, created: { $lt: createdBefore } })
+    .toArray();
 }
 
 /** Rollups by key, each read by `_id` (missing keys are absent from the map). */

@@ -45,11 +45,17 @@ export const encodePayload = (payload: Payload) => Object.entries(payload).map((
 export const decodePayload = (pairs: { k: string; v: PayloadValue }[]): Payload => Object.fromEntries(pairs.map((p) => [p.k, p.v]));
 
 /** The rollups an event adds to: its day (and hour in it), and its period when it has one. */
-export function contributionOf(doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'late_from' | 'value' | 'timestamp' | 'created'>): RollupContribution {
+export function contributionOf(
+  doc: Pick<MeterEventDoc, '_id' | 'meter' | 'customer' | 'subscription' | 'period_start' | 'late_from' | 'value' | 'timestamp' | 'created'>,
+): RollupContribution {
   const keys = [dayHourRollupKey(doc.meter, doc.customer, doc.timestamp)];
   if (doc.subscription !== null && doc.period_start !== null) {
     const late = doc.late_from ?? null;
-    keys.push(late === null ? periodRollupKey(doc.subscription, doc.period_start, doc.meter) : lateRollupKey(doc.subscription, doc.period_start, doc.meter, late));
+    keys.push(
+      late === null
+        ? periodRollupKey(doc.subscription, doc.period_start, doc.meter)
+        : lateRollupKey(doc.subscription, doc.period_start, doc.meter, late),
+    );
   }
   // Counted with the rollups (journaled, exactly once): the hour's error report reads the full count.
   if (doc.subscription === null) keys.push(unattachedRollupKey(doc.meter, windowStart(doc.created, HOUR)));
@@ -63,7 +69,14 @@ export async function insertMeterEvents(db: Db, docs: MeterEventDoc[]): Promise<
 }
 
 /** A customer's events of a meter with timestamps in [from, to), read one by one (only ever a partial hour). */
-export function meterEventsBetween(db: Db, storeId: string, meterId: string, customer: string, from: number, to: number): AsyncIterable<Pick<MeterEventDoc, '_id' | 'value' | 'timestamp'>> {
+export function meterEventsBetween(
+  db: Db,
+  storeId: string,
+  meterId: string,
+  customer: string,
+  from: number,
+  to: number,
+): AsyncIterable<Pick<MeterEventDoc, '_id' | 'value' | 'timestamp'>> {
   return meterEventsCollection(db).find(
     { store_id: storeId, meter: meterId, customer, timestamp: { $gte: from, $lt: to } },
     { projection: { _id: 1, value: 1, timestamp: 1 } },
@@ -324,7 +337,11 @@ export async function noteUnattachedHour(db: Db, storeId: string, meterId: strin
 
 /** Hours that started at or before `lastHour` whose report is still to send, oldest first. */
 export function unreportedHours(db: Db, lastHour: number, limit = 500): Promise<ErrorReportDoc[]> {
-  return errorReportsCollection(db).find({ reported: false, hour: { $lte: lastHour } }).sort({ hour: 1 }).limit(limit).toArray();
+  return errorReportsCollection(db)
+    .find({ reported: false, hour: { $lte: lastHour } })
+    .sort({ hour: 1 })
+    .limit(limit)
+    .toArray();
 }
 
 export async function markHourReported(db: Db, id: string): Promise<void> {

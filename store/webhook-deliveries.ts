@@ -86,7 +86,9 @@ export async function findDelivery(db: Db, storeId: string, id: string): Promise
 /** The store's deliveries among `ids`, in one query. */
 async function deliveriesByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookDeliveryDoc[]> {
   if (ids.length === 0) return [];
-  return deliveriesCollection(db).find({ _id: { $in: ids }, store_id: storeId }).toArray();
+  return deliveriesCollection(db)
+    .find({ _id: { $in: ids }, store_id: storeId })
+    .toArray();
 }
 
 /** The deliveries an event has, looked up by their derived ids. */
@@ -108,7 +110,9 @@ export async function pendingWebhookCounts(
   const counts = new Map<string, number>();
   if (events.length === 0) return counts;
   const endpointIds = await endpointIdsOf(db, storeId);
-  const ids = events.flatMap((event) => [...new Set([...endpointIds, ...(event.targets ?? [])])].map((endpointId) => deliveryIdFor(event._id, endpointId)));
+  const ids = events.flatMap((event) =>
+    [...new Set([...endpointIds, ...(event.targets ?? [])])].map((endpointId) => deliveryIdFor(event._id, endpointId)),
+  );
   const all = await deliveriesByIds(db, storeId, ids);
   for (const event of events) {
     const deliveries = all.filter((d) => d.event === event._id);
@@ -143,14 +147,14 @@ function updateIf(db: Db, expected: Filter<WebhookDeliveryDoc>, changes: Deliver
  * activity finds its token applied and resets nothing, so the attempts made since stand. Null when
  * the delivery is gone.
  */
-export async function resetDelivery(
-  db: Db,
-  storeId: string,
-  id: string,
-  resendToken: string,
-  now = Date.now(),
-): Promise<WebhookDeliveryDoc | null> {
-  const changes = { status: 'pending' as const, attempts: 0, next_attempt_at: Math.floor(now / 1000), failure_counted: false, resend_token: resendToken };
+export async function resetDelivery(db: Db, storeId: string, id: string, resendToken: string, now = Date.now()): Promise<WebhookDeliveryDoc | null> {
+  const changes = {
+    status: 'pending' as const,
+    attempts: 0,
+    next_attempt_at: Math.floor(now / 1000),
+    failure_counted: false,
+    resend_token: resendToken,
+  };
   const reset = await updateIf(db, { _id: id, store_id: storeId, resend_token: { $ne: resendToken } }, changes);
   return reset ?? findDelivery(db, storeId, id);
 }
@@ -185,10 +189,8 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
-export type DeliveryChanges = Pick<
-  WebhookDeliveryDoc,
-  'status' | 'next_attempt_at' | 'last_response_status' | 'last_error' | 'last_duration_ms'
-> & Partial<Pick<WebhookDeliveryDoc, 'delivered_at' | 'failure_counted' | 'attempts'>>;
+export type DeliveryChanges = Pick<WebhookDeliveryDoc, 'status' | 'next_attempt_at' | 'last_response_status' | 'last_error' | 'last_duration_ms'> &
+  Partial<Pick<WebhookDeliveryDoc, 'delivered_at' | 'failure_counted' | 'attempts'>>;
 
 /**
  * Records the outcome of attempt `attempt`, if the delivery is still delivering it. Otherwise an

@@ -37,16 +37,13 @@ export function endpointsCollection(db: Db): Collection<WebhookEndpointDoc> {
   return db.collection<WebhookEndpointDoc>('webhook_endpoints');
 }
 
-
 export function newEndpointId(now = Date.now()): string {
   return newTimeOrderedUuid(now);
 }
 
-
 export function newWebhookSecret(): string {
   return `whsec_${randomBase62(32)}`;
 }
-
 
 export interface NewEndpoint {
   storeId: string;
@@ -94,7 +91,9 @@ export async function endpointsForFanOut(db: Db, storeId: string): Promise<FanOu
 
 export async function findEndpointsByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookEndpointDoc[]> {
   if (ids.length === 0) return [];
-  return endpointsCollection(db).find({ _id: { $in: ids }, store_id: storeId }).toArray();
+  return endpointsCollection(db)
+    .find({ _id: { $in: ids }, store_id: storeId })
+    .toArray();
 }
 
 export interface EndpointChanges {
@@ -197,7 +196,8 @@ export async function countEndpointExhaustion(db: Db, storeId: string, id: strin
 
 /** Ids of all the store's endpoints: the only ones an event can have deliveries to (a deleted endpoint takes its deliveries along). */
 export async function endpointIdsOf(db: Db, storeId: string): Promise<string[]> {
-  const docs = await endpointsCollection(db).find({ store_id: storeId }, { projection: { _id: 1 } }).toArray();
+  const docs = await endpointsCollection(db)
+    .find({ store_id: storeId }, { projection: { _id: 1 } })
+    .toArray();
   return docs.map((doc) => doc._id);
 }
-

@@ -331,7 +331,12 @@ async function main(): Promise<void> {
   const apiOrigin = `http://localhost:${apiPort}`;
   await Promise.all([
     // Bundling the workflows takes a while on a small machine.
-    waitFor(() => workerReady, { timeoutMs: 120_000, intervalMs: 200, description: 'the worker to print "worker ready"', abortIf: exitedError(worker) }),
+    waitFor(() => workerReady, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      description: 'the worker to print "worker ready"',
+      abortIf: exitedError(worker),
+    }),
     // Any JSON answer (a 401 without a key included) means the API is listening and routing.
     waitFor(
       async () => {

@@ -180,9 +180,7 @@ export async function startTemporalDevServer(options: StartTemporalDevServerOpti
       async () => {
         const connection = await Connection.connect({ address, connectTimeout: 1_000 });
         try {
-          await connection.withDeadline(Date.now() + 2_000, () =>
-            connection.workflowService.describeNamespace({ namespace: 'default' }),
-          );
+          await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.describeNamespace({ namespace: 'default' }));
           return true;
         } finally {
           await connection.close();
@@ -258,10 +256,14 @@ export async function startMailpit(options: StartMailpitOptions = {}): Promise<R
   mkdirSync(dirname(dbFile), { recursive: true });
   const logFile = options.logFile ?? join(dirname(dbFile), 'mailpit.log');
   const args = [
-    '--smtp', `${host}:${smtpPort}`,
-    '--listen', `${host}:${uiPort}`,
-    '--database', dbFile,
-    '--max', String(options.maxMessages ?? 500),
+    '--smtp',
+    `${host}:${smtpPort}`,
+    '--listen',
+    `${host}:${uiPort}`,
+    '--database',
+    dbFile,
+    '--max',
+    String(options.maxMessages ?? 500),
     // Nothing leaves the machine: no release check, no reverse DNS of SMTP clients.
     '--disable-version-check',
     '--smtp-disable-rdns',
@@ -278,7 +280,12 @@ export async function startMailpit(options: StartMailpitOptions = {}): Promise<R
         const info = await fetch(`${apiUrl}/api/v1/info`, { signal: AbortSignal.timeout(2_000) });
         return info.ok && (await accepts(smtpPort));
       },
-      { timeoutMs: readyTimeoutMs, intervalMs: 100, description: `Mailpit to answer at ${apiUrl} and on SMTP port ${smtpPort}`, abortIf: exitedEarly(group, logFile) },
+      {
+        timeoutMs: readyTimeoutMs,
+        intervalMs: 100,
+        description: `Mailpit to answer at ${apiUrl} and on SMTP port ${smtpPort}`,
+        abortIf: exitedEarly(group, logFile),
+      },
     ),
   );
 

@@ -87,7 +87,9 @@ function installFerretDb() {
   const stampFile = join(binDir, 'ferretdb.source-hash');
   // The binary is rebuilt whenever our wrapper (any of its .go files) or its pinned dependencies change.
   const hash = createHash('sha256');
-  const goFiles = readdirSync(ferretDbSource).filter((file) => file.endsWith('.go')).sort();
+  const goFiles = readdirSync(ferretDbSource)
+    .filter((file) => file.endsWith('.go'))
+    .sort();
   for (const file of ['go.mod', 'go.sum', ...goFiles]) hash.update(`${file}\0`).update(readFileSync(join(ferretDbSource, file)));
   const sourceHash = hash.digest('hex');
   if (existsSync(binary) && readStamp(stampFile) === sourceHash) {

@@ -2,15 +2,7 @@
 // createBillingWorker is also what tests and benchmarks start; running this file connects to
 // MongoDB and Temporal from the environment and shuts down gracefully on SIGINT/SIGTERM.
 import { fileURLToPath } from 'node:url';
-import {
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  Worker,
-  makeTelemetryFilterString,
-  type LogLevel,
-  type WorkerOptions,
-} from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { connectDatabase, type Database } from '../store/database';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
@@ -26,8 +18,10 @@ export const defaultTaskQueue = 'billing';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows', import.meta.url));
 
-export interface BillingWorkerOptions
-  extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'> {
+export interface BillingWorkerOptions extends Omit<
+  WorkerOptions,
+  'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'
+> {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
@@ -133,7 +127,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
 
   const running = worker.run();
-  if (worker.getState() === 'RUNNING') console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address}, e-mail ${mailer.target})`);
+  if (worker.getState() === 'RUNNING')
+    console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address}, e-mail ${mailer.target})`);
   try {
     await running;
   } finally {

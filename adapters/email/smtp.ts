@@ -44,7 +44,8 @@ function shownTarget(url: URL): string {
 
 export function smtpMailer(smtpUrl: string): Mailer {
   const url = new URL(smtpUrl);
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`SMTP_URL must be smtp://, smtps:// or '${SMTP_DISABLED}', not ${url.protocol}//...`);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new Error(`SMTP_URL must be smtp://, smtps:// or '${SMTP_DISABLED}', not ${url.protocol}//...`);
   const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS });
   return {
     target: shownTarget(url),

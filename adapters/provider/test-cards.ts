@@ -4,12 +4,7 @@ import type { ChargeOutcome } from './types';
 
 /** How a test card behaves; derived once from its number, which is then forgotten. */
 export type TestCardBehaviour =
-  | 'approve'
-  | 'decline_card_declined'
-  | 'decline_insufficient_funds'
-  | 'approve_present_only'
-  | 'review'
-  | 'not_chargeable_unattended';
+  'approve' | 'decline_card_declined' | 'decline_insufficient_funds' | 'approve_present_only' | 'review' | 'not_chargeable_unattended';
 
 export const TEST_CARDS: Record<string, TestCardBehaviour> = {
   '4242424242424242': 'approve',

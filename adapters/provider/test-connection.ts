@@ -101,7 +101,11 @@ async function tokenizeCard(ledger: TestLedger, { storeId, card }: Parameters<Pa
 }
 
 /** A card by its number (checked here) or by a token the fields made; null when neither names a valid card. */
-async function traitsFor(ledger: TestLedger, storeId: string, source: { card: { number: string } } | { cardToken: string }): Promise<CardTraits | null> {
+async function traitsFor(
+  ledger: TestLedger,
+  storeId: string,
+  source: { card: { number: string } } | { cardToken: string },
+): Promise<CardTraits | null> {
   if ('cardToken' in source) return ledger.findToken(storeId, source.cardToken);
   const digits = digitsOf(source.card.number);
   return luhnValid(digits) ? traitsOf(digits) : null;
@@ -148,10 +152,17 @@ async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<C
 }
 
 /** A card charged for the first time under its key, saved when asked and the charge went through (or is in review). */
-async function chargeNewCard(ledger: TestLedger, input: ChargeCardInput, token: CardTraits | null): Promise<{ outcome: ChargeOutcome; saved: SavedCard | null }> {
+async function chargeNewCard(
+  ledger: TestLedger,
+  input: ChargeCardInput,
+  token: CardTraits | null,
+): Promise<{ outcome: ChargeOutcome; saved: SavedCard | null }> {
   if (input.amount === REFUSED_AMOUNT) return { outcome: refusedAmount(), saved: null };
   if (!token) {
-    return { outcome: { status: 'refused', transactionId: null, code: 'provider_error', message: 'The provider does not know this card token.' }, saved: null };
+    return {
+      outcome: { status: 'refused', transactionId: null, code: 'provider_error', message: 'The provider does not know this card token.' },
+      saved: null,
+    };
   }
   const outcome = outcomeFor(cardDecision(token.behaviour, true), newId('tx', ledger.now()));
   const keep = input.saveCard && (outcome.status === 'approved' || outcome.status === 'review');
@@ -172,11 +183,17 @@ function newPixEntry(ledger: TestLedger, input: CreatePixInput, fingerprint: str
   if (input.amount === REFUSED_AMOUNT) return ledger.entry(input, 'pix', fingerprint, refusedAmount());
   const transactionId = newId('tx', ledger.now());
   const code = `00020126580014br.gov.bcb.pix0136${randomBytes(16).toString('hex')}5204000053039865802BR6304TEST`;
-  return ledger.entry(input, 'pix', fingerprint, { status: 'review', transactionId }, {
-    state: 'pix_pending',
-    pix_code: code,
-    expires_at: ledger.seconds() + PIX_VALIDITY_SECONDS,
-  });
+  return ledger.entry(
+    input,
+    'pix',
+    fingerprint,
+    { status: 'review', transactionId },
+    {
+      state: 'pix_pending',
+      pix_code: code,
+      expires_at: ledger.seconds() + PIX_VALIDITY_SECONDS,
+    },
+  );
 }
 
 const SETTLED_STATE: Record<SettlementStatus, TransactionState> = { paid: 'paid', refused: 'refused', expired: 'expired' };
@@ -197,13 +214,16 @@ async function settle(ledger: TestLedger, { storeId, transactionId, outcome }: P
   }
   if (outcome === 'expired' && doc.kind !== 'pix') return { ok: false, reason: 'only a PIX expires' };
   const code = outcome === 'refused' ? (doc.kind === 'pix' ? 'pix_refused' : 'card_declined') : null;
-  const message = outcome === 'refused' ? 'The provider refused the payment after review.' : outcome === 'expired' ? 'The PIX code expired unpaid.' : null;
+  const message =
+    outcome === 'refused' ? 'The provider refused the payment after review.' : outcome === 'expired' ? 'The PIX code expired unpaid.' : null;
   const settledAt = ledger.seconds();
-  const updated = await ledger.charges().findOneAndUpdate(
-    { _id: doc._id, state: doc.state },
-    { $set: { state: wanted, code, message, settled_at: settledAt } },
-    { returnDocument: 'after' },
-  );
+  const updated = await ledger
+    .charges()
+    .findOneAndUpdate(
+      { _id: doc._id, state: doc.state },
+      { $set: { state: wanted, code, message, settled_at: settledAt } },
+      { returnDocument: 'after' },
+    );
   if (!updated) return { ok: false, reason: `transaction ${transactionId} changed while settling; retry` };
   return { ok: true, notice: noticeOf(doc, wanted, settledAt, code, message) };
 }
@@ -212,7 +232,10 @@ function noticeOf(doc: TestChargeDoc, state: TransactionState, settledAt: number
   return { transactionId: doc.transaction_id!, status: state as SettlementStatus, code, message, notifyRef: doc.notify_ref, settledAt };
 }
 
-async function lookupCharge(ledger: TestLedger, { storeId, idempotencyKey }: { storeId: string; idempotencyKey: string }): Promise<ChargeLookup | null> {
+async function lookupCharge(
+  ledger: TestLedger,
+  { storeId, idempotencyKey }: { storeId: string; idempotencyKey: string },
+): Promise<ChargeLookup | null> {
   const doc = await ledger.findByKey(storeId, idempotencyKey);
   if (!doc) return null;
   const state = ledger.stateOf(doc);
@@ -245,7 +268,9 @@ async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeI
     const to = state ? GIVEN_BACK[state] : undefined;
     if (!to) return { ok: false, reason: `transaction ${doc.transaction_id} is ${state}: nothing to give back` };
     const at = ledger.seconds();
-    const updated = await ledger.charges().findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, refunded_at: at, settled_at: doc.settled_at ?? at } });
+    const updated = await ledger
+      .charges()
+      .findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, refunded_at: at, settled_at: doc.settled_at ?? at } });
     if (updated) return { ok: true, status: to, transactionId: doc.transaction_id };
   }
   return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };

@@ -187,7 +187,13 @@ export class TestLedger {
     }
   }
 
-  entry(input: LedgerRequest, kind: TestChargeDoc['kind'], fingerprint: string, outcome: ChargeOutcome, extra: Partial<TestChargeDoc> = {}): TestChargeDoc {
+  entry(
+    input: LedgerRequest,
+    kind: TestChargeDoc['kind'],
+    fingerprint: string,
+    outcome: ChargeOutcome,
+    extra: Partial<TestChargeDoc> = {},
+  ): TestChargeDoc {
     const settled = outcome.status === 'approved' || outcome.status === 'declined' || outcome.status === 'refused';
     const refusal = outcome.status === 'declined' || outcome.status === 'refused' ? outcome : null;
     return {

@@ -173,7 +173,9 @@ export interface PaymentProvider {
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */
   tokenizeCard(input: { storeId: string; card: CardInput }): Promise<TokenizeResult>;
   /** Keeps a card for later charges without charging it: its number (server-side callers) or its token. */
-  saveCard(input: { storeId: string; customerId: string | null; providerCustomerId?: string | null } & ({ card: CardInput } | { cardToken: string })): Promise<SaveCardResult>;
+  saveCard(
+    input: { storeId: string; customerId: string | null; providerCustomerId?: string | null } & ({ card: CardInput } | { cardToken: string }),
+  ): Promise<SaveCardResult>;
   /** Charges a saved card without the buyer present (subscription, usage and renewal charges). */
   chargeSavedCard(input: ChargeSavedCardInput): Promise<ChargeOutcome>;
   /** Charges a card the buyer just typed (checkout), optionally keeping it. */

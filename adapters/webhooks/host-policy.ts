@@ -113,7 +113,10 @@ export function isPrivateName(hostname: string): boolean {
 
 /** Lowercase, without IPv6 brackets or a trailing dot. */
 export function normalizeHost(hostname: string): string {
-  return hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  return hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
 }
 
 export function isAllowedHost(policy: HostPolicy, hostname: string): boolean {

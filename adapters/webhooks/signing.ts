@@ -12,10 +12,7 @@ export interface SigningSecrets {
 export const SIGNATURE_HEADER = 'Service-Signature';
 
 /** The secrets that sign at `nowMs`: current first, then the rotated-out one while its overlap lasts. */
-export function signingSecretsAt(
-  endpoint: SigningSecrets,
-  nowMs: number,
-): string[] {
+export function signingSecretsAt(endpoint: SigningSecrets, nowMs: number): string[] {
   const secrets = [endpoint.secret];
   if (endpoint.previous_secret && endpoint.previous_secret_expires_at !== null && nowMs < endpoint.previous_secret_expires_at) {
     secrets.push(endpoint.previous_secret);
@@ -24,10 +21,6 @@ export function signingSecretsAt(
 }
 
 /** `t=<unix seconds>,v1=<hex>` with one v1 per signing secret. */
-export function signDelivery(
-  body: string,
-  endpoint: SigningSecrets,
-  nowMs: number,
-): string {
+export function signDelivery(body: string, endpoint: SigningSecrets, nowMs: number): string {
   return generateSignatureHeader(body, signingSecretsAt(endpoint, nowMs), Math.floor(nowMs / 1000));
 }

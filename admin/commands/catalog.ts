@@ -48,7 +48,13 @@ function parseFiles(ctx: CommandContext): ProductFile[] | undefined {
 export const catalogCommands: Record<string, Command> = {
   'products create': {
     summary: 'create a product (--store --name [--family] [--description] [--file "name=https://..."]...)',
-    options: { store: { type: 'string' }, name: { type: 'string' }, family: { type: 'string' }, description: { type: 'string' }, file: { type: 'string', multiple: true } },
+    options: {
+      store: { type: 'string' },
+      name: { type: 'string' },
+      family: { type: 'string' },
+      description: { type: 'string' },
+      file: { type: 'string', multiple: true },
+    },
     async run(ctx) {
       const product = await createProduct(ctx.db, {
         storeId: await requireStore(ctx),
@@ -198,7 +204,13 @@ export const catalogCommands: Record<string, Command> = {
   },
   'coupons create': {
     summary: 'create a coupon (--store --code (--percent-off N | --amount-off N --currency cur))',
-    options: { store: { type: 'string' }, code: { type: 'string' }, 'percent-off': { type: 'string' }, 'amount-off': { type: 'string' }, currency: { type: 'string' } },
+    options: {
+      store: { type: 'string' },
+      code: { type: 'string' },
+      'percent-off': { type: 'string' },
+      'amount-off': { type: 'string' },
+      currency: { type: 'string' },
+    },
     async run(ctx) {
       return createCoupon(ctx.db, {
         storeId: await requireStore(ctx),

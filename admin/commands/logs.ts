@@ -12,7 +12,9 @@ export const logCommands: Record<string, Command> = {
     },
     format: (r) =>
       (r as RequestLogDoc[])
-        .map((l) => `${new Date(l.created * 1000).toISOString()}  ${l.api_key ?? '-'}  ${l.method} ${l.path}  ${l.status}  ${l.duration_ms}ms  ${l._id}`)
+        .map(
+          (l) => `${new Date(l.created * 1000).toISOString()}  ${l.api_key ?? '-'}  ${l.method} ${l.path}  ${l.status}  ${l.duration_ms}ms  ${l._id}`,
+        )
         .join('\n'),
   },
 };

@@ -37,7 +37,13 @@ const formatStore = (result: unknown) => {
 export const storeCommands: Record<string, Command> = {
   'stores create': {
     summary: 'create a store (--name --country --currency --timezone [--slug])',
-    options: { name: { type: 'string' }, slug: { type: 'string' }, country: { type: 'string' }, currency: { type: 'string' }, timezone: { type: 'string' } },
+    options: {
+      name: { type: 'string' },
+      slug: { type: 'string' },
+      country: { type: 'string' },
+      currency: { type: 'string' },
+      timezone: { type: 'string' },
+    },
     async run(ctx) {
       const country = str(ctx, 'country')!;
       const currency = str(ctx, 'currency')!;
@@ -67,7 +73,7 @@ export const storeCommands: Record<string, Command> = {
     format: formatStore,
   },
   'stores quota': {
-    summary: "the plan quota: orders of approved charges in a calendar month, UTC (<store id> [--month YYYY-MM], default this month)",
+    summary: 'the plan quota: orders of approved charges in a calendar month, UTC (<store id> [--month YYYY-MM], default this month)',
     options: { month: { type: 'string' } },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');

@@ -63,8 +63,15 @@ async function transactionOf(db: Database, ref: string): Promise<{ storeId: stri
 
 export const subscriptionCommands: Record<string, Command> = {
   'subscriptions create': {
-    summary: 'create a subscription paying with a test card read from standard input and start its workflow (--store --customer --offer [--currency])',
-    options: { store: { type: 'string' }, customer: { type: 'string' }, offer: { type: 'string' }, card: { type: 'string' }, currency: { type: 'string' } },
+    summary:
+      'create a subscription paying with a test card read from standard input and start its workflow (--store --customer --offer [--currency])',
+    options: {
+      store: { type: 'string' },
+      customer: { type: 'string' },
+      offer: { type: 'string' },
+      card: { type: 'string' },
+      currency: { type: 'string' },
+    },
     async run(ctx) {
       const storeId = str(ctx, 'store')!;
       const store = await findStore(ctx.db, storeId);
@@ -80,15 +87,24 @@ export const subscriptionCommands: Record<string, Command> = {
       if (currency && !offer.prices.some((p) => p.currency === currency)) throw new Error(`offer ${offer._id} has no price in ${currency}`);
 
       // A number in the arguments would show in the process list (ps) and the shell's history.
-      if (ctx.values.card !== undefined) throw new Error('pass the card number on standard input, not as --card (arguments show in the process list)');
+      if (ctx.values.card !== undefined)
+        throw new Error('pass the card number on standard input, not as --card (arguments show in the process list)');
       const number = (await ctx.stdin()).trim();
       if (!number) throw new Error('no card number on standard input (echo 4242424242424242 | npm run admin -- subscriptions create ...)');
       const provider = createTestConnection({ db: ctx.db });
       // The card number goes to the provider only; what is kept is its pm_ id, brand and last4.
-      const saved = await provider.saveCard({ storeId, customerId: customer._id, providerCustomerId: customer.provider_customer_id, card: { number } });
+      const saved = await provider.saveCard({
+        storeId,
+        customerId: customer._id,
+        providerCustomerId: customer.provider_customer_id,
+        card: { number },
+      });
       if (!saved.ok) throw new Error(`the provider refused the card: ${saved.message}`);
       const doc = await withTemporal(ctx, (client, taskQueue) =>
-        createSubscription({ db: ctx.db, provider, temporal: client, taskQueue }, { store, customer, offer, product, currency, paymentMethod: saved.card }),
+        createSubscription(
+          { db: ctx.db, provider, temporal: client, taskQueue },
+          { store, customer, offer, product, currency, paymentMethod: saved.card },
+        ),
       );
       return subscriptionObject(doc);
     },
@@ -99,7 +115,8 @@ export const subscriptionCommands: Record<string, Command> = {
   },
 
   'provider settle': {
-    summary: 'send the test connection notice settling a pending charge, order, checkout or transaction (<sch_|ord_|cs_|tx_ id> --outcome paid|refused|expired)',
+    summary:
+      'send the test connection notice settling a pending charge, order, checkout or transaction (<sch_|ord_|cs_|tx_ id> --outcome paid|refused|expired)',
     options: { outcome: { type: 'string' } },
     async run(ctx) {
       const ref = positional(ctx, 0, 'charge, order, checkout session or transaction id');
@@ -121,4 +138,3 @@ export const subscriptionCommands: Record<string, Command> = {
     },
   },
 };
-

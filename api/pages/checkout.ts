@@ -90,7 +90,6 @@ async function sessionServedHere(deps: CheckoutDeps, request: FastifyRequest, id
   return host === hostnameOf(deps.checkoutUrl) || host === hostnameOf(session.checkout_base) ? session : null;
 }
 
-
 /** The language of a page no session names: the browser's (Accept-Language), else English. */
 const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
@@ -132,66 +131,66 @@ async function renderSession(
 /** GET /c/:id: the session's page. */
 function sessionPageRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  app.get(
-    '/c/:id',
-    { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } },
-    async (request, reply) => {
-      const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
-      const { currency, done, processing } = request.query;
-      const lang = await sessionLanguage(deps, session, request);
-      const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1' });
-      if ('redirect' in page) return reply.redirect(page.redirect!, 303);
-      return reply.status(page.status).type(HTML).send(page.body);
-    },
-  );
+  app.get('/c/:id', { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } }, async (request, reply) => {
+    const session = await sessionServedHere(deps, request, request.params.id);
+    if (!session)
+      return reply
+        .status(404)
+        .type(HTML)
+        .send(renderUnavailablePage(browserLanguage(request)));
+    const { currency, done, processing } = request.query;
+    const lang = await sessionLanguage(deps, session, request);
+    const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1' });
+    if ('redirect' in page) return reply.redirect(page.redirect!, 303);
+    return reply.status(page.status).type(HTML).send(page.body);
+  });
 }
 
 /** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
 function payRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  app.post(
-    '/c/:id/pay',
-    { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
-    async (request, reply) => {
-      const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
-      const form = request.body;
-      const method = form.method === 'pix' ? 'pix' : 'card';
-      const installments = form.installments ? Number(form.installments) : null;
-      const result = await payCheckoutSession(deps, session, {
-        method,
-        email: form.email,
-        name: form.name,
-        phone: form.phone,
-        document_type: form.document_type,
-        document_number: form.document_number,
-        currency: form.currency,
-        installments,
-        card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
-      });
-      if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
-      if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
-      if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
-      // Declined or a field to fix: the same form again with the message; the card number is not echoed.
-      const values: FormValues = {
-        email: form.email,
-        name: form.name,
-        phone: form.phone,
-        document_type: form.document_type,
-        document_number: form.document_number,
-        method,
-        installments,
-      };
-      const fresh = (await findCheckoutSessionForPage(deps.db, session._id)) ?? session;
-      const lang = await sessionLanguage(deps, fresh, request);
-      const status = result.field === 'payment' ? 402 : 400;
+  app.post('/c/:id/pay', { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } }, async (request, reply) => {
+    const session = await sessionServedHere(deps, request, request.params.id);
+    if (!session)
       return reply
-        .status(status)
+        .status(404)
         .type(HTML)
-        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
-    },
-  );
+        .send(renderUnavailablePage(browserLanguage(request)));
+    const form = request.body;
+    const method = form.method === 'pix' ? 'pix' : 'card';
+    const installments = form.installments ? Number(form.installments) : null;
+    const result = await payCheckoutSession(deps, session, {
+      method,
+      email: form.email,
+      name: form.name,
+      phone: form.phone,
+      document_type: form.document_type,
+      document_number: form.document_number,
+      currency: form.currency,
+      installments,
+      card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
+    });
+    if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
+    if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
+    if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
+    // Declined or a field to fix: the same form again with the message; the card number is not echoed.
+    const values: FormValues = {
+      email: form.email,
+      name: form.name,
+      phone: form.phone,
+      document_type: form.document_type,
+      document_number: form.document_number,
+      method,
+      installments,
+    };
+    const fresh = (await findCheckoutSessionForPage(deps.db, session._id)) ?? session;
+    const lang = await sessionLanguage(deps, fresh, request);
+    const status = result.field === 'payment' ? 402 : 400;
+    return reply
+      .status(status)
+      .type(HTML)
+      .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
+  });
 }
 
 /** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
@@ -219,7 +218,11 @@ function testSettleRoute(app: RouteApp): void {
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session) return reply.status(404).type(HTML).send(renderUnavailablePage(browserLanguage(request)));
+      if (!session)
+        return reply
+          .status(404)
+          .type(HTML)
+          .send(renderUnavailablePage(browserLanguage(request)));
       if (testButtonsShown(deps, session)) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);
     },

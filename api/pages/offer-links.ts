@@ -10,7 +10,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutPageUrl, localeFromAcceptLanguage } from '../../domain/checkout';
 import { pageLanguage } from '../../i18n/pages';
-import { findLinkedOffer, linkChoice, needsPackChoice, openOfferLinkSession, type LinkChoice, type LinkedOffer } from '../../services/checkout/offer-links';
+import {
+  findLinkedOffer,
+  linkChoice,
+  needsPackChoice,
+  openOfferLinkSession,
+  type LinkChoice,
+  type LinkedOffer,
+} from '../../services/checkout/offer-links';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { checkoutDepsOf } from '../context';
 import { renderUnavailablePage } from './checkout-views';
@@ -43,7 +50,8 @@ function isSpeculative(request: FastifyRequest): boolean {
 // Chat apps, social networks and search engines fetch a link to show or index it (Slackbot, Discordbot,
 // TelegramBot, LinkedInBot, Googlebot... end in "bot"). App names alone are not matched: Telegram's,
 // LinkedIn's or Instagram's in-app browsers carry them while a buyer is paying.
-const PREVIEW_AGENTS = /bot\b|crawler|spider|slurp|facebookexternalhit|facebookcatalog|meta-externalagent|whatsapp\/|skypeuripreview|embedly|iframely|vkshare|preview/i;
+const PREVIEW_AGENTS =
+  /bot\b|crawler|spider|slurp|facebookexternalhit|facebookcatalog|meta-externalagent|whatsapp\/|skypeuripreview|embedly|iframely|vkshare|preview/i;
 
 /** A visit that reads the link without buying: it gets the offer page (a human misjudged here still has its button). */
 function isLinkPreview(request: FastifyRequest): boolean {
@@ -57,10 +65,19 @@ const offerLinkPages: FastifyPluginAsyncTypebox = async (app) => {
   const checkoutHost = new URL(deps.checkoutUrl).hostname.toLowerCase();
 
   const unavailable = (request: FastifyRequest, reply: FastifyReply, status: 404 | 410) =>
-    reply.status(status).type(HTML).send(renderUnavailablePage(pageLanguage(localeOf(request))));
+    reply
+      .status(status)
+      .type(HTML)
+      .send(renderUnavailablePage(pageLanguage(localeOf(request))));
 
   /** GET (buyers and previews) and POST (the offer page's buttons): the offer page, or a new checkout. */
-  async function answer(request: FastifyRequest, reply: FastifyReply, link: { storeSlug: string | null; ref: string }, asked: Asked, mayOpen: boolean) {
+  async function answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    link: { storeSlug: string | null; ref: string },
+    asked: Asked,
+    mayOpen: boolean,
+  ) {
     const linked = await findLinkedOffer(db, { host: hostOf(request), checkoutHost, ...link });
     if (!linked) return unavailable(request, reply, 404);
     if (!linked.onSale) return unavailable(request, reply, 410);
@@ -84,7 +101,11 @@ const offerLinkPages: FastifyPluginAsyncTypebox = async (app) => {
     const hit = await windows.hit(`offer-link:${request.ip}`, config.offerLinkRateLimit, config.offerLinkRateWindowMs);
     if (!hit.allowed) {
       const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
-      return reply.status(429).header('Retry-After', String(retryAfter)).type(HTML).send(renderLinkBusyPage(pageLanguage(locale), retryAfter));
+      return reply
+        .status(429)
+        .header('Retry-After', String(retryAfter))
+        .type(HTML)
+        .send(renderLinkBusyPage(pageLanguage(locale), retryAfter));
     }
     const session = await openOfferLinkSession(deps, linked, choice, locale);
     if (!session) return unavailable(request, reply, 410);

@@ -46,7 +46,10 @@ const ActionParams = Type.Object({
   id: Type.String({ maxLength: 64 }),
   action: Type.Union([Type.Literal('cancel'), Type.Literal('reactivate'), Type.Literal('card')]),
 });
-const ActionForm = Type.Object({ csrf: Type.String({ maxLength: 128 }), card_number: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 40 })])) });
+const ActionForm = Type.Object({
+  csrf: Type.String({ maxLength: 128 }),
+  card_number: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 40 })])),
+});
 const SignOutForm = Type.Object({ csrf: Type.String({ maxLength: 128 }) });
 const DoneQuery = Type.Object({
   done: Type.Optional(Type.String({ maxLength: 20 })),
@@ -121,7 +124,11 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
     app.get(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, confirmSignIn.bind(null, site));
     app.post(`${prefix}/session/:token`, { config, schema: { hide: true, params: TokenParams } }, signIn.bind(null, site));
     app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account.bind(null, site));
-    app.post(`${prefix}/account/subscriptions/:id/:action`, { config, schema: { hide: true, params: ActionParams, body: ActionForm } }, act.bind(null, site));
+    app.post(
+      `${prefix}/account/subscriptions/:id/:action`,
+      { config, schema: { hide: true, params: ActionParams, body: ActionForm } },
+      act.bind(null, site),
+    );
     app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut.bind(null, site));
     // A bare /:slug (PORTAL_URL at a host's root) would catch every unknown top-level page.
     if (prefix && site.path) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry.bind(null, site));
@@ -157,7 +164,8 @@ function maskedEmail(email: string): string {
 const portalLanguage = (request: FastifyRequest, customerLocale?: string | null): Language =>
   choosePageLanguage([customerLocale], request.headers['accept-language']);
 
-const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) => reply.status(410).type(HTML).send(renderSignInInvalidPage(lang, 'signin-invalid'));
+const invalidLink = (reply: FastifyReply, lang = portalLanguage(reply.request)) =>
+  reply.status(410).type(HTML).send(renderSignInInvalidPage(lang, 'signin-invalid'));
 
 const portalOff = (reply: FastifyReply, lang = portalLanguage(reply.request)) => reply.status(403).type(HTML).send(renderPortalOffPage(lang));
 
@@ -201,26 +209,49 @@ async function signIn(site: PortalSite, request: FastifyRequest<{ Params: { slug
   return reply.redirect(`${base}/account`, 303);
 }
 
-async function account(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>, reply: FastifyReply) {
+async function account(
+  site: PortalSite,
+  request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>,
+  reply: FastifyReply,
+) {
   const { db } = site;
   const { slug } = request.params;
   const store = await storeAt(request, slug);
   if (store && !store.portal_enabled) return portalOff(reply);
   const login = await loginOf(site, request, store);
   if (!store || !login) {
-    return reply.status(401).type(HTML).send(renderSignInInvalidPage(portalLanguage(request), 'signin-needed'));
+    return reply
+      .status(401)
+      .type(HTML)
+      .send(renderSignInInvalidPage(portalLanguage(request), 'signin-needed'));
   }
   const customer = await findCustomer(db, store._id, login.customer);
   const lang = portalLanguage(request, customer?.locale);
-  const [subscriptions, orders] = await Promise.all([portalSubscriptions(db, store._id, login.customer), portalOrders(db, store._id, login.customer)]);
+  const [subscriptions, orders] = await Promise.all([
+    portalSubscriptions(db, store._id, login.customer),
+    portalOrders(db, store._id, login.customer),
+  ]);
   const { done, failed } = request.query;
-  const view = { storeName: store.name, email: customer?.email ?? '', base: basePath(site, slug), csrf: csrfToken(login), timeZone: store.timezone, subscriptions, orders, done, failed };
+  const view = {
+    storeName: store.name,
+    email: customer?.email ?? '',
+    base: basePath(site, slug),
+    csrf: csrfToken(login),
+    timeZone: store.timezone,
+    subscriptions,
+    orders,
+    done,
+    failed,
+  };
   return reply.type(HTML).send(renderAccountPage(lang, view));
 }
 
 async function act(
   site: PortalSite,
-  request: FastifyRequest<{ Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' }; Body: { csrf: string; card_number?: string | null } }>,
+  request: FastifyRequest<{
+    Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' };
+    Body: { csrf: string; card_number?: string | null };
+  }>,
   reply: FastifyReply,
 ) {
   const { deps } = site;

@@ -15,7 +15,10 @@ interface AjvError {
 
 /** "/lines/0/amount" -> "lines[0].amount", the spec's notation for nested params. */
 export function paramFromPointer(pointer: string, extra?: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra !== undefined) parts.push(extra);
   let out = '';
   for (const part of parts) {
@@ -89,10 +92,6 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
-    return sendApiError(
-      reply,
-      new ApiError('resource_missing', `Unrecognized request URL (${request.method}: ${path}).`),
-      docUrl,
-    );
+    return sendApiError(reply, new ApiError('resource_missing', `Unrecognized request URL (${request.method}: ${path}).`), docUrl);
   });
 });

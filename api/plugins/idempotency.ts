@@ -33,7 +33,9 @@ export function readIdempotencyKey(headers: Record<string, string | string[] | u
 }
 
 export function requestFingerprint(method: string, url: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${url}\n${stableStringify(body ?? {})}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${url}\n${stableStringify(body ?? {})}`)
+    .digest('hex');
 }
 
 /** No request holds a key longer than this, renewed or not: a handler stuck for good frees it. */

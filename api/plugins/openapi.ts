@@ -71,7 +71,9 @@ export function describeRoute(schema: RouteSchema | undefined, url: string, rout
 
   const responses: Record<string, TSchema & { description?: string }> = {};
   for (const [status, response] of Object.entries(out.response ?? {})) {
-    responses[status] = response.description ? response : { ...response, description: SUCCESS_DESCRIPTIONS[status] ?? ERROR_RESPONSES[status] ?? 'Response' };
+    responses[status] = response.description
+      ? response
+      : { ...response, description: SUCCESS_DESCRIPTIONS[status] ?? ERROR_RESPONSES[status] ?? 'Response' };
   }
   for (const [status, description] of Object.entries(ERROR_RESPONSES)) {
     if (isPublic && status !== '429' && status !== '500') continue;
@@ -83,10 +85,18 @@ export function describeRoute(schema: RouteSchema | undefined, url: string, rout
 }
 
 type OpenApiDocument = {
-  paths?: Record<string, Record<string, {
-    parameters?: { in: string; schema?: { type?: unknown }; style?: string; explode?: boolean }[];
-    requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, { type?: unknown }> }; encoding?: Record<string, unknown> }> };
-  }>>;
+  paths?: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: { in: string; schema?: { type?: unknown }; style?: string; explode?: boolean }[];
+        requestBody?: {
+          content?: Record<string, { schema?: { properties?: Record<string, { type?: unknown }> }; encoding?: Record<string, unknown> }>;
+        };
+      }
+    >
+  >;
 };
 
 const isObjectSchema = (schema: { type?: unknown } | undefined) =>
@@ -151,8 +161,7 @@ export default fp(async function openapiPlugin(app: FastifyInstance) {
       security: [{ bearerAuth: [] }, { basicAuth: [] }],
     },
     transform: ({ schema, url, route }) => ({ schema: describeRoute(schema as RouteSchema, url, route) as never, url }),
-    transformObject: (documentObject) =>
-      declareBracketNotation((documentObject as { openapiObject: OpenApiDocument }).openapiObject) as never,
+    transformObject: (documentObject) => declareBracketNotation((documentObject as { openapiObject: OpenApiDocument }).openapiObject) as never,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 

@@ -30,7 +30,14 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/offers',
-    { schema: { tags: ['offers'], summary: 'List offers (alphabetical)', querystring: OfferListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Offer')) }) } },
+    {
+      schema: {
+        tags: ['offers'],
+        summary: 'List offers (alphabetical)',
+        querystring: OfferListQuery,
+        response: withErrors({ 200: listEnvelope(Type.Ref('Offer')) }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const { type, active, ...page } = request.query;
@@ -45,14 +52,26 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         order: alphabeticalBy('name'),
         toApi: (doc: OfferDoc) => doc,
       });
-      const byId = await productsById(db, store._id, list.data.map((d) => d.product_id));
+      const byId = await productsById(
+        db,
+        store._id,
+        list.data.map((d) => d.product_id),
+      );
       return { ...list, data: list.data.map((d) => offerObject(d, byId.get(d.product_id) ?? null, { store, checkoutUrl: config.checkoutUrl })) };
     },
   );
 
   app.get(
     '/offers/:id',
-    { schema: { tags: ['offers'], summary: 'Retrieve an offer', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Offer') }) } },
+    {
+      schema: {
+        tags: ['offers'],
+        summary: 'Retrieve an offer',
+        params: IdParams,
+        querystring: NoQuery,
+        response: withErrors({ 200: Type.Ref('Offer') }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findOwnedById(offers, store._id, request.params.id);
@@ -64,7 +83,14 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/products',
-    { schema: { tags: ['products'], summary: 'List products', querystring: ProductListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Product')) }) } },
+    {
+      schema: {
+        tags: ['products'],
+        summary: 'List products',
+        querystring: ProductListQuery,
+        response: withErrors({ 200: listEnvelope(Type.Ref('Product')) }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const { active, ...page } = request.query;
@@ -80,7 +106,15 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/products/:id',
-    { schema: { tags: ['products'], summary: 'Retrieve a product', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Product') }) } },
+    {
+      schema: {
+        tags: ['products'],
+        summary: 'Retrieve a product',
+        params: IdParams,
+        querystring: NoQuery,
+        response: withErrors({ 200: Type.Ref('Product') }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findOwnedById(products, store._id, request.params.id);

@@ -45,7 +45,12 @@ const CreateBody = Type.Object(
     expires_at: Type.Optional(Type.Integer({ description: 'Unix seconds, 30 minutes to 24 hours from now; default 24 hours.' })),
     locale: Type.Optional(literals(CHECKOUT_LOCALES)),
     // Any other text is the offer's mismatch (400 mode_mismatch), not a malformed parameter.
-    mode: Type.Optional(Type.String({ description: "payment or subscription; derived from the offer when omitted; any other value: 400 mode_mismatch.", examples: ['payment'] })),
+    mode: Type.Optional(
+      Type.String({
+        description: 'payment or subscription; derived from the offer when omitted; any other value: 400 mode_mismatch.',
+        examples: ['payment'],
+      }),
+    ),
     allow_promotion_codes: Type.Optional(Type.Boolean({ description: 'Accepted and ignored.' })),
   },
   { additionalProperties: false },
@@ -89,7 +94,14 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/checkout/sessions',
-    { schema: { tags: ['checkout'], summary: 'List checkout sessions', querystring: ListQuery, response: withErrors({ 200: listEnvelope(SessionRef) }) } },
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'List checkout sessions',
+        querystring: ListQuery,
+        response: withErrors({ 200: listEnvelope(SessionRef) }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const { customer, client_reference_id, status, payment_status, ...page } = request.query;

@@ -33,7 +33,10 @@ const AddressInput = Type.Object(
 
 const DocumentInput = Type.Object(
   {
-    type: Type.Union(DOCUMENT_TYPES.map((t) => Type.Literal(t)), { examples: ['cpf'] }),
+    type: Type.Union(
+      DOCUMENT_TYPES.map((t) => Type.Literal(t)),
+      { examples: ['cpf'] },
+    ),
     number: Type.String({ minLength: 1, maxLength: 40, description: 'Dots and dashes are removed.', examples: ['529.982.247-25'] }),
   },
   { additionalProperties: false },
@@ -65,7 +68,9 @@ const CreateBody = Type.Object(
     locale: Type.Optional(fields.locale),
     metadata: Type.Optional(fields.metadata),
     test_clock: Type.Optional(
-      Nullable(Type.String({ maxLength: 64, description: 'clock_ of the store (test helpers): the customer lives on that clock; set only at creation.' })),
+      Nullable(
+        Type.String({ maxLength: 64, description: 'clock_ of the store (test helpers): the customer lives on that clock; set only at creation.' }),
+      ),
     ),
   },
   { additionalProperties: false },
@@ -114,7 +119,15 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/customers/:id',
-    { schema: { tags: ['customers'], summary: 'Retrieve a customer', params: IdParams, querystring: NoQuery, response: withErrors({ 200: CustomerRef }) } },
+    {
+      schema: {
+        tags: ['customers'],
+        summary: 'Retrieve a customer',
+        params: IdParams,
+        querystring: NoQuery,
+        response: withErrors({ 200: CustomerRef }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findCustomer(db, store._id, request.params.id);

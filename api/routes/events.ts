@@ -20,7 +20,9 @@ import { IdParams, withErrors } from '../http-schemas';
 
 const ListQuery = Type.Object(
   {
-    type: Type.Optional(Type.String({ maxLength: EVENT_PATTERN_MAX_LENGTH, description: 'Exact type, or a pattern with * such as invoice.* (both catalogs).' })),
+    type: Type.Optional(
+      Type.String({ maxLength: EVENT_PATTERN_MAX_LENGTH, description: 'Exact type, or a pattern with * such as invoice.* (both catalogs).' }),
+    ),
     created: CreatedRangeQuery,
     ...PaginationQuery,
   },
@@ -41,7 +43,11 @@ const EventResend = Type.Object({
 
 /** pending_webhooks as of now for the 2026-11-01 events among `events`. */
 async function pendingWebhooks(db: Database, storeId: string, events: EventDoc[]): Promise<Map<string, number>> {
-  return pendingWebhookCounts(db, storeId, events.filter((e) => e.api_version === CURRENT_CATALOG));
+  return pendingWebhookCounts(
+    db,
+    storeId,
+    events.filter((e) => e.api_version === CURRENT_CATALOG),
+  );
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -51,7 +57,14 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/events',
-    { schema: { tags: ['events'], summary: 'List events (both catalogs, newest first)', querystring: ListQuery, response: withErrors({ 200: listEnvelope(Type.Ref('Event')) }) } },
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'List events (both catalogs, newest first)',
+        querystring: ListQuery,
+        response: withErrors({ 200: listEnvelope(Type.Ref('Event')) }),
+      },
+    },
     async (request, reply) => {
       const { store } = authOf(request);
       const { type, created, ...page } = request.query;
@@ -68,7 +81,14 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/events/:id',
-    { schema: { tags: ['events'], summary: 'Retrieve an event (the JSON its endpoints received)', params: IdParams, response: withErrors({ 200: Type.Ref('Event') }) } },
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'Retrieve an event (the JSON its endpoints received)',
+        params: IdParams,
+        response: withErrors({ 200: Type.Ref('Event') }),
+      },
+    },
     async (request, reply) => {
       const { store } = authOf(request);
       const event = await findEvent(db, store._id, request.params.id);

@@ -18,4 +18,20 @@ import testClocks from './test-clocks';
 
 export { componentSchemas } from '../../resources';
 
-export const routeModules = [account, customers, orders, catalog, checkoutSessions, billingPortal, events, webhookListen, webhookEndpoints, subscriptions, subscriptionCharges, meters, meterEvents, usage, testClocks];
+export const routeModules = [
+  account,
+  customers,
+  orders,
+  catalog,
+  checkoutSessions,
+  billingPortal,
+  events,
+  webhookListen,
+  webhookEndpoints,
+  subscriptions,
+  subscriptionCharges,
+  meters,
+  meterEvents,
+  usage,
+  testClocks,
+];

@@ -11,7 +11,11 @@ import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, withErrors } from '../http-schemas';
 import { MeterFormula, meterObject } from '../../resources/meter';
 
-const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX, description: `1 to ${DISPLAY_NAME_MAX} characters; shown on the buyer's order line.` });
+const DisplayName = Type.String({
+  minLength: 1,
+  maxLength: DISPLAY_NAME_MAX,
+  description: `1 to ${DISPLAY_NAME_MAX} characters; shown on the buyer's order line.`,
+});
 
 const CreateBody = Type.Object(
   {
@@ -122,7 +126,15 @@ function changeMeterRoutes(app: RouteApp): void {
   const { db } = app.deps;
   app.post(
     '/billing/meters/:id',
-    { schema: { tags: ['billing.meters'], summary: 'Update a meter (display_name only)', params: IdParams, body: UpdateBody, response: withErrors({ 200: MeterRef }) } },
+    {
+      schema: {
+        tags: ['billing.meters'],
+        summary: 'Update a meter (display_name only)',
+        params: IdParams,
+        body: UpdateBody,
+        response: withErrors({ 200: MeterRef }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const name = request.body?.display_name;
@@ -133,7 +145,14 @@ function changeMeterRoutes(app: RouteApp): void {
 
   app.post(
     '/billing/meters/:id/deactivate',
-    { schema: { tags: ['billing.meters'], summary: 'Deactivate a meter (there is no reactivation)', params: IdParams, response: withErrors({ 200: MeterRef }) } },
+    {
+      schema: {
+        tags: ['billing.meters'],
+        summary: 'Deactivate a meter (there is no reactivation)',
+        params: IdParams,
+        response: withErrors({ 200: MeterRef }),
+      },
+    },
     async (request) => meterObject(await deactivateMeter(db, authOf(request).store._id, request.params.id)),
   );
 }

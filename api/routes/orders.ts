@@ -39,7 +39,15 @@ const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/orders/:id',
-    { schema: { tags: ['orders'], summary: 'Retrieve an order', params: IdParams, querystring: NoQuery, response: withErrors({ 200: Type.Ref('Order') }) } },
+    {
+      schema: {
+        tags: ['orders'],
+        summary: 'Retrieve an order',
+        params: IdParams,
+        querystring: NoQuery,
+        response: withErrors({ 200: Type.Ref('Order') }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findOwnedById(ordersCollection(db), store._id, request.params.id);

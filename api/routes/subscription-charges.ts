@@ -161,7 +161,14 @@ function readChargeRoutes(app: RouteApp): void {
 
   app.get(
     '/subscription_charges/:id',
-    { schema: { tags: ['subscription charges'], summary: 'Retrieve a subscription charge', params: IdParams, response: withErrors({ 200: ChargeRef }) } },
+    {
+      schema: {
+        tags: ['subscription charges'],
+        summary: 'Retrieve a subscription charge',
+        params: IdParams,
+        response: withErrors({ 200: ChargeRef }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const doc = await findCharge(db, store._id, request.params.id);

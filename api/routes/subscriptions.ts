@@ -54,7 +54,9 @@ const UpdateBody = Type.Object(
   {
     client_reference_id: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     metadata: Type.Optional(MetadataInput),
-    cancel_at_period_end: Type.Optional(Type.Boolean({ description: 'true schedules cancellation at current_period_end; false is refused (use reactivate).' })),
+    cancel_at_period_end: Type.Optional(
+      Type.Boolean({ description: 'true schedules cancellation at current_period_end; false is refused (use reactivate).' }),
+    ),
     cancellation_details: Type.Optional(CancellationDetailsInput),
   },
   { additionalProperties: false },
@@ -67,7 +69,10 @@ const DeleteQuery = Type.Object(
 
 const PauseBody = Type.Object({ reason: Type.Optional(Nullable(Type.String({ maxLength: 200 }))) }, { additionalProperties: false });
 const NoBody = Type.Object({}, { additionalProperties: false });
-const ChangeOfferBody = Type.Object({ offer: Type.String({ description: 'ofr_ id of the new offer (a slug is not accepted).' }) }, { additionalProperties: false });
+const ChangeOfferBody = Type.Object(
+  { offer: Type.String({ description: 'ofr_ id of the new offer (a slug is not accepted).' }) },
+  { additionalProperties: false },
+);
 
 function reasonOf(value: string | null | undefined): CancellationReason | null {
   return value && (CANCELLATION_REASONS as readonly string[]).includes(value) ? (value as CancellationReason) : null;
@@ -112,7 +117,14 @@ function readSubscriptionRoutes(app: RouteApp): void {
   const { db } = app.deps;
   app.get(
     '/subscriptions',
-    { schema: { tags: ['subscriptions'], summary: 'List subscriptions', querystring: ListQuery, response: withErrors({ 200: listEnvelope(SubscriptionRef) }) } },
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'List subscriptions',
+        querystring: ListQuery,
+        response: withErrors({ 200: listEnvelope(SubscriptionRef) }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const { customer, status, ...page } = request.query;
@@ -152,7 +164,10 @@ function updateSubscriptionRoute(app: RouteApp): void {
       const { store } = authOf(request);
       const body = request.body;
       if (body.cancel_at_period_end === false) {
-        throw invalid('cancel_at_period_end', 'cancel_at_period_end false is not accepted: use POST /v1/subscriptions/{id}/reactivate to undo a scheduled cancellation.');
+        throw invalid(
+          'cancel_at_period_end',
+          'cancel_at_period_end false is not accepted: use POST /v1/subscriptions/{id}/reactivate to undo a scheduled cancellation.',
+        );
       }
       const metadata = body.metadata !== undefined ? encodeMetadata(normalizeMetadata(body.metadata)) : undefined;
       const current = await subscriptionOrNotFound(db, store._id, request.params.id);
@@ -214,12 +229,24 @@ function pauseResumeRoutes(app: RouteApp): void {
     '/subscriptions/:id/pause',
     {
       preValidation: emptyBodyAsObject,
-      schema: { tags: ['subscriptions'], summary: 'Pause a subscription', params: IdParams, body: PauseBody, response: withErrors({ 200: SubscriptionRef }) },
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Pause a subscription',
+        params: IdParams,
+        body: PauseBody,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
     },
     async (request) => {
       const { store } = authOf(request);
       const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
-      return runSubscriptionAction(actionDeps, doc, pauseUpdate, { reason: request.body.reason ?? null, request: eventRequestOf(request) }, updateIdOf(request, 'pause'));
+      return runSubscriptionAction(
+        actionDeps,
+        doc,
+        pauseUpdate,
+        { reason: request.body.reason ?? null, request: eventRequestOf(request) },
+        updateIdOf(request, 'pause'),
+      );
     },
   );
 
@@ -227,7 +254,13 @@ function pauseResumeRoutes(app: RouteApp): void {
     '/subscriptions/:id/resume',
     {
       preValidation: emptyBodyAsObject,
-      schema: { tags: ['subscriptions'], summary: 'Resume a paused subscription', params: IdParams, body: NoBody, response: withErrors({ 200: SubscriptionRef }) },
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Resume a paused subscription',
+        params: IdParams,
+        body: NoBody,
+        response: withErrors({ 200: SubscriptionRef }),
+      },
     },
     async (request) => {
       const { store } = authOf(request);
@@ -283,7 +316,13 @@ function changeOfferRoute(app: RouteApp): void {
       // Only an ofr_ id: a slug (or anything else) is an unknown offer.
       const offer = offerId.startsWith('ofr_') ? await findOfferByIdOrSlug(db, store._id, offerId) : null;
       if (!offer) throw new ApiError('resource_missing', `No such offer: '${offerId}'`, { param: 'offer' });
-      return runSubscriptionAction(actionDeps, doc, changeOfferUpdate, { offer: offer._id, request: eventRequestOf(request) }, updateIdOf(request, 'change_offer'));
+      return runSubscriptionAction(
+        actionDeps,
+        doc,
+        changeOfferUpdate,
+        { offer: offer._id, request: eventRequestOf(request) },
+        updateIdOf(request, 'change_offer'),
+      );
     },
   );
 }

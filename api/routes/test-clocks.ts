@@ -23,7 +23,8 @@ const AdvanceBody = Type.Object(
   {
     frozen_time: Type.Integer({
       ...FrozenTime,
-      description: "Unix seconds, later than the clock's; at most two cycles of its customers' shortest billing cycle ahead (two months without subscriptions).",
+      description:
+        "Unix seconds, later than the clock's; at most two cycles of its customers' shortest billing cycle ahead (two months without subscriptions).",
     }),
   },
   { additionalProperties: false },
@@ -90,7 +91,8 @@ function advanceRoute(app: RouteApp): void {
         response: withErrors({ 200: ClockRef }),
       },
     },
-    async (request) => testClockObject(await advanceTestClock(clockDeps(app), authOf(request).store._id, request.params.id, request.body.frozen_time)),
+    async (request) =>
+      testClockObject(await advanceTestClock(clockDeps(app), authOf(request).store._id, request.params.id, request.body.frozen_time)),
   );
 }
 
@@ -101,7 +103,7 @@ function deleteRoute(app: RouteApp): void {
     {
       schema: {
         tags: TAGS,
-        summary: "Delete a test clock with its customers, their subscriptions and checkout sessions (their workflows ended)",
+        summary: 'Delete a test clock with its customers, their subscriptions and checkout sessions (their workflows ended)',
         params: IdParams,
         response: withErrors({ 200: Deleted }),
       },

@@ -25,10 +25,17 @@ const TierInput = Type.Object(
 const ItemBody = Type.Object(
   {
     meter: Type.String({ description: 'mtr_ of the store.' }),
-    unit_amount: Type.Optional(Type.Number({ minimum: 0, description: 'Minor unit, fractions allowed; required unless tiers are sent; beside tiers it is kept but not part of the calculation.' })),
+    unit_amount: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        description: 'Minor unit, fractions allowed; required unless tiers are sent; beside tiers it is kept but not part of the calculation.',
+      }),
+    ),
     included_units: Type.Optional(Type.Number({ minimum: 0, description: 'Default 0.' })),
     tiers: Type.Optional(
-      Nullable(Type.Array(TierInput, { minItems: TIERS_MIN, maxItems: TIERS_MAX, description: 'Ascending up_to; the last has up_to null (or inf).' })),
+      Nullable(
+        Type.Array(TierInput, { minItems: TIERS_MIN, maxItems: TIERS_MAX, description: 'Ascending up_to; the last has up_to null (or inf).' }),
+      ),
     ),
     rounding: Type.Optional(Type.Union([Type.Literal('up'), Type.Literal('nearest')], { description: 'Default up.' })),
     billing_threshold: Type.Optional(Nullable(Type.Integer({ description: 'Minor unit; the lowest among the items closes the period.' }))),
@@ -80,7 +87,12 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const items = await listSubscriptionUsageItems(db, store._id, request.params.id);
-      return { object: 'list' as const, url: `/v1/subscriptions/${request.params.id}/usage_items`, has_more: false, data: items.map(usageItemObject) };
+      return {
+        object: 'list' as const,
+        url: `/v1/subscriptions/${request.params.id}/usage_items`,
+        has_more: false,
+        data: items.map(usageItemObject),
+      };
     },
   );
 
@@ -113,7 +125,12 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { store } = authOf(request);
       const periods = await subscriptionUsage(db, store._id, request.params.id);
       const state = await findUsageState(db, store._id, request.params.id);
-      return { object: 'list' as const, url: `/v1/subscriptions/${request.params.id}/usage`, has_more: (state?.periods.length ?? 0) > periods.length, data: periods };
+      return {
+        object: 'list' as const,
+        url: `/v1/subscriptions/${request.params.id}/usage`,
+        has_more: (state?.periods.length ?? 0) > periods.length,
+        data: periods,
+      };
     },
   );
 };

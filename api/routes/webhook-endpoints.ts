@@ -14,7 +14,18 @@ import {
 import { ApiError, notFound } from '../../domain/errors';
 import { newId } from '../../domain/ids';
 import { confirmDispatched, recordEvent } from '../../store/events';
-import { deleteEndpoint, endpointsCollection, findEndpoint, ENDPOINTS_PER_STORE, insertEndpoint, releaseEndpointSlot, takeEndpointSlot, rotateEndpointSecret, updateEndpoint, type EndpointStatus } from '../../store/webhook-endpoints';
+import {
+  deleteEndpoint,
+  endpointsCollection,
+  findEndpoint,
+  ENDPOINTS_PER_STORE,
+  insertEndpoint,
+  releaseEndpointSlot,
+  takeEndpointSlot,
+  rotateEndpointSecret,
+  updateEndpoint,
+  type EndpointStatus,
+} from '../../store/webhook-endpoints';
 import { deleteDeliveriesOf, deliveriesCollection, DELIVERY_STATUSES, openDeliveriesOf, type DeliveryStatus } from '../../store/webhook-deliveries';
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
 import { deliverEventTo } from '../../services/webhooks/dispatch';
@@ -62,10 +73,7 @@ const UpdateBody = Type.Object(
   { additionalProperties: false },
 );
 
-const DeliveriesQuery = Type.Object(
-  { status: Type.Optional(literals(DELIVERY_STATUSES)), ...PaginationQuery },
-  { additionalProperties: false },
-);
+const DeliveriesQuery = Type.Object({ status: Type.Optional(literals(DELIVERY_STATUSES)), ...PaginationQuery }, { additionalProperties: false });
 
 const ListQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
 
@@ -111,7 +119,14 @@ function endpointListRoutes(app: RouteApp): void {
   const { db } = app.deps;
   app.get(
     '/webhook_endpoints',
-    { schema: { tags: ['webhook_endpoints'], summary: 'List webhook endpoints (oldest first)', querystring: ListQuery, response: withErrors({ 200: listEnvelope(EndpointRef) }) } },
+    {
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: 'List webhook endpoints (oldest first)',
+        querystring: ListQuery,
+        response: withErrors({ 200: listEnvelope(EndpointRef) }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       return paginate(endpointsCollection(db), {
@@ -127,7 +142,10 @@ function endpointListRoutes(app: RouteApp): void {
   app.post(
     '/webhook_endpoints',
     // The answer carries the signing secret: a replay copy is kept sealed.
-    { config: { secretResponse: true }, schema: { tags: ['webhook_endpoints'], summary: 'Create a webhook endpoint', body: CreateBody, response: withErrors({ 201: EndpointRef }) } },
+    {
+      config: { secretResponse: true },
+      schema: { tags: ['webhook_endpoints'], summary: 'Create a webhook endpoint', body: CreateBody, response: withErrors({ 201: EndpointRef }) },
+    },
     async (request, reply) => {
       const { store } = authOf(request);
       const body = request.body;
@@ -135,7 +153,10 @@ function endpointListRoutes(app: RouteApp): void {
       const enabledEvents = checkEnabledEvents(catalog, body.enabled_events);
       const url = await checkWebhookUrl(body.url, hostPolicyOf(app));
       if (!(await takeEndpointSlot(db, store._id))) {
-        throw new ApiError('parameter_invalid', `A store can have at most ${ENDPOINTS_PER_STORE} webhook endpoints; delete one before adding another.`);
+        throw new ApiError(
+          'parameter_invalid',
+          `A store can have at most ${ENDPOINTS_PER_STORE} webhook endpoints; delete one before adding another.`,
+        );
       }
       let doc;
       try {
@@ -196,7 +217,14 @@ function deleteEndpointRoute(app: RouteApp): void {
   const { db } = app.deps;
   app.delete(
     '/webhook_endpoints/:id',
-    { schema: { tags: ['webhook_endpoints'], summary: 'Delete a webhook endpoint, its secret and deliveries', params: IdParams, response: withErrors({ 200: Deleted }) } },
+    {
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: 'Delete a webhook endpoint, its secret and deliveries',
+        params: IdParams,
+        response: withErrors({ 200: Deleted }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const endpoint = await endpointOrNotFound(db, store._id, request.params.id);
@@ -218,7 +246,12 @@ function rotateSecretRoute(app: RouteApp): void {
     '/webhook_endpoints/:id/rotate_secret',
     {
       config: { secretResponse: true },
-      schema: { tags: ['webhook_endpoints'], summary: 'Rotate the signing secret (the old one signs for 24 more hours)', params: IdParams, response: withErrors({ 200: EndpointRef }) },
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: 'Rotate the signing secret (the old one signs for 24 more hours)',
+        params: IdParams,
+        response: withErrors({ 200: EndpointRef }),
+      },
     },
     async (request) => {
       const { store } = authOf(request);
@@ -235,7 +268,14 @@ function sendTestEventRoute(app: RouteApp): void {
   const { db } = app.deps;
   app.post(
     '/webhook_endpoints/:id/test',
-    { schema: { tags: ['webhook_endpoints'], summary: 'Send a test customer.created event to this endpoint only', params: IdParams, response: withErrors({ 200: WebhookTest }) } },
+    {
+      schema: {
+        tags: ['webhook_endpoints'],
+        summary: 'Send a test customer.created event to this endpoint only',
+        params: IdParams,
+        response: withErrors({ 200: WebhookTest }),
+      },
+    },
     async (request) => {
       const { store } = authOf(request);
       const endpoint = await endpointOrNotFound(db, store._id, request.params.id);

@@ -19,8 +19,15 @@ const KEEP_ALIVE_MS = 15_000;
 const ListenQuery = Type.Object(
   {
     events: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated event types or patterns with *; omitted: all.' })),
-    api_version: Type.Optional(Type.Union(EVENT_CATALOGS.map((v) => Type.Literal(v)), { description: 'Catalog the events are named and rendered in; default 2026-11-01.' })),
-    since: Type.Optional(Type.String({ maxLength: 100, description: 'An event id: the events after it are sent first (the Last-Event-ID header does the same).' })),
+    api_version: Type.Optional(
+      Type.Union(
+        EVENT_CATALOGS.map((v) => Type.Literal(v)),
+        { description: 'Catalog the events are named and rendered in; default 2026-11-01.' },
+      ),
+    ),
+    since: Type.Optional(
+      Type.String({ maxLength: 100, description: 'An event id: the events after it are sent first (the Last-Event-ID header does the same).' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -70,13 +77,21 @@ function listenRoute(app: RouteApp, open: Map<string, Set<AbortController>>): vo
       const out = reply.raw;
       // The client went away (or the response ended): the session ends with it.
       out.on('close', () => session.abort());
-      out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'close', 'x-accel-buffering': 'no', 'request-id': request.id });
+      out.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        connection: 'close',
+        'x-accel-buffering': 'no',
+        'request-id': request.id,
+      });
       const secret = newWebhookSecret();
       out.write(`retry: 2000\nevent: ready\ndata: ${JSON.stringify({ secret, api_version: catalog, events })}\n\n`);
       const keepAlive = setInterval(() => out.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
       try {
         for await (const event of streamEvents(db, { storeId: store._id, catalog, events, since, secret, signal: session.signal })) {
-          out.write(`id: ${event.id}\nevent: webhook\ndata: ${JSON.stringify({ type: event.type, signature: event.signature, body: event.body })}\n\n`);
+          out.write(
+            `id: ${event.id}\nevent: webhook\ndata: ${JSON.stringify({ type: event.type, signature: event.signature, body: event.body })}\n\n`,
+          );
         }
       } catch (error) {
         request.log.warn({ err: error }, 'listen session ended by an error');
@@ -92,7 +107,13 @@ function listenRoute(app: RouteApp, open: Map<string, Set<AbortController>>): vo
 
 /** The `events` filter as entries of the catalog, or 400 invalid_event_type naming the first unknown one. */
 function checkListenEvents(catalog: EventCatalog, raw: string | undefined): string[] {
-  const entries = raw === undefined ? [] : raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const entries =
+    raw === undefined
+      ? []
+      : raw
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== '');
   const unknown = unknownEventEntry(catalog, entries);
   if (unknown) throw new ApiError('invalid_event_type', `'${unknown.entry}' is not an event type of catalog ${catalog}.`, { param: 'events' });
   return normalizeEnabledEvents(entries);

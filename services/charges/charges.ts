@@ -66,7 +66,14 @@ function replayOf(doc: SubscriptionChargeDoc, fingerprint: string): StartChargeR
 /** The request's identity under the key when the caller gives none: a hash of the charge's own fields. */
 function fingerprintOf(input: StartChargeInput): string {
   if (input.fingerprint !== undefined) return input.fingerprint;
-  const fields = { subscription: input.subscriptionId, amount: input.amount, currency: input.currency ?? null, description: input.description ?? null, lines: input.lines ?? null, metadata: input.metadata ?? null };
+  const fields = {
+    subscription: input.subscriptionId,
+    amount: input.amount,
+    currency: input.currency ?? null,
+    description: input.description ?? null,
+    lines: input.lines ?? null,
+    metadata: input.metadata ?? null,
+  };
   return createHash('sha256').update(stableStringify(fields)).digest('hex');
 }
 
@@ -94,7 +101,11 @@ function maxAmountOf(store: StoreDoc | null, input: StartChargeInput, sub: Subsc
 }
 
 function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string, maxAmount: number | null): ChargeWorkflowInput {
-  const charge = normalizeCharge({ amount: input.amount, currency: input.currency, description: input.description, lines: input.lines }, sub.currency, maxAmount);
+  const charge = normalizeCharge(
+    { amount: input.amount, currency: input.currency, description: input.description, lines: input.lines },
+    sub.currency,
+    maxAmount,
+  );
   const metadata = normalizeMetadata(input.metadata);
   return {
     chargeId: newId('sch'),
@@ -133,7 +144,10 @@ export async function startCharge(deps: { db: Database; temporal: Client; taskQu
   const { db } = deps;
   const fingerprint = fingerprintOf(input);
   // A key is permanent: whatever happened since, it answers with its charge.
-  const [existing, sub] = await Promise.all([findChargeByKey(db, input.storeId, input.key), findSubscription(db, input.storeId, input.subscriptionId)]);
+  const [existing, sub] = await Promise.all([
+    findChargeByKey(db, input.storeId, input.key),
+    findSubscription(db, input.storeId, input.subscriptionId),
+  ]);
   if (existing) return replayOf(existing, fingerprint);
   checkChargeable(sub, input);
   const store = input.store ?? (await findStore(db, input.storeId));

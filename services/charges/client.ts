@@ -17,9 +17,13 @@ const WORKERS_GRACE_MS = 15_000;
 
 /** No worker took the charge in time (it still runs once one does): a 503 releases the key, and the retry attaches to it. */
 export const chargeWorkersAway = () =>
-  new ApiError('service_unavailable', 'The charge was started but is not being processed yet. Retry after 5 seconds with the same Idempotency-Key to get it.', {
-    headers: { 'Retry-After': '5' },
-  });
+  new ApiError(
+    'service_unavailable',
+    'The charge was started but is not being processed yet. Retry after 5 seconds with the same Idempotency-Key to get it.',
+    {
+      headers: { 'Retry-After': '5' },
+    },
+  );
 
 function isAlreadyStarted(error: unknown): boolean {
   for (let e = error as { name?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
@@ -56,7 +60,9 @@ export function chargeClient(temporal: Client, taskQueue: string) {
   ): Promise<ChargeAnswer | ChargeRunClosed> {
     try {
       const waiting = temporal.workflow.executeUpdateWithStart(chargeOutcomeUpdate, {
-        args: [{ fingerprint: input.fingerprint, requestId: input.requestId, ...(maxWaitMs === undefined ? {} : { answerUndecidedAfterMs: maxWaitMs }) }],
+        args: [
+          { fingerprint: input.fingerprint, requestId: input.requestId, ...(maxWaitMs === undefined ? {} : { answerUndecidedAfterMs: maxWaitMs }) },
+        ],
         startWorkflowOperation: new WithStartWorkflowOperation('chargeWorkflow', {
           workflowId: chargeWorkflowId(input.storeId, input.key),
           taskQueue,
@@ -81,7 +87,9 @@ export function chargeClient(temporal: Client, taskQueue: string) {
   async function closedRefusal(storeId: string, key: string): Promise<Extract<ChargeAnswer, { kind: 'refused' }> | null> {
     try {
       const result: unknown = await temporal.workflow.getHandle(chargeWorkflowId(storeId, key)).result();
-      return result && typeof result === 'object' && (result as { kind?: string }).kind === 'refused' ? (result as Extract<ChargeAnswer, { kind: 'refused' }>) : null;
+      return result && typeof result === 'object' && (result as { kind?: string }).kind === 'refused'
+        ? (result as Extract<ChargeAnswer, { kind: 'refused' }>)
+        : null;
     } catch {
       return null;
     }

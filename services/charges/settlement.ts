@@ -96,7 +96,7 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
     lines: input.lines,
     order: order?._id ?? null,
     transaction: outcome.transactionId,
-    failure_code: outcome.status === 'declined' ? outcome.code ?? 'declined' : outcome.status === 'refused' ? outcome.code : null,
+    failure_code: outcome.status === 'declined' ? (outcome.code ?? 'declined') : outcome.status === 'refused' ? outcome.code : null,
     failure_message: failed ? outcome.message : null,
     source: input.source,
     billing_reason: input.billingReason,
@@ -114,7 +114,11 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
  * anywhere (even right after the provider approved) and its retry completes the same charge; a try
  * given up (`signal`, the local activity's timeout) is stopped, and the retries never give up.
  */
-export async function executeSubscriptionCharge(deps: ChargeSettlementDeps, input: ChargeWorkflowInput, signal?: AbortSignal): Promise<ChargeDecision> {
+export async function executeSubscriptionCharge(
+  deps: ChargeSettlementDeps,
+  input: ChargeWorkflowInput,
+  signal?: AbortSignal,
+): Promise<ChargeDecision> {
   const { db } = deps;
   // The test clock comes with the input: the subscription may be deleted (with its clock) meanwhile.
   const provider = connectionFor(deps, Boolean(input.testClock));
@@ -149,7 +153,10 @@ export async function refuseUndecidedCharge(
 }
 
 /** The provider's notice for a charge in review: charge and order become succeeded/paid or failed. */
-export async function settleSubscriptionCharge(deps: EventDeps, input: { storeId: string; chargeId: string; notice: ProviderNotice }): Promise<ChargeDecision> {
+export async function settleSubscriptionCharge(
+  deps: EventDeps,
+  input: { storeId: string; chargeId: string; notice: ProviderNotice },
+): Promise<ChargeDecision> {
   const { db } = deps;
   const paid = input.notice.status === 'paid';
   const charge = await findCharge(db, input.storeId, input.chargeId);

@@ -33,7 +33,8 @@ export interface AttemptLookup {
 
 type Deps = { provider: PaymentProvider };
 
-const savedCardRef = (card: SavedCard | null) => (card ? { id: card.paymentMethodId, brand: card.brand, last4: card.last4, chargeable: card.chargeable } : null);
+const savedCardRef = (card: SavedCard | null) =>
+  card ? { id: card.paymentMethodId, brand: card.brand, last4: card.last4, chargeable: card.chargeable } : null;
 
 /** One attempt at the provider under its key; a repeat returns the first answer. `signal`: the activity gave up, so does the request. */
 export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInput, signal?: AbortSignal): Promise<AttemptResult> {
@@ -112,7 +113,9 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
   if (input.method === 'pix' && found.outcome.status === 'review') {
     const transactionId = found.outcome.transactionId;
     const outcome: PaymentAttemptOutcome =
-      found.state === 'paid' ? { status: 'approved', transactionId } : { status: 'declined', code: 'pix_not_paid', message: `The PIX is ${found.state}.` };
+      found.state === 'paid'
+        ? { status: 'approved', transactionId }
+        : { status: 'declined', code: 'pix_not_paid', message: `The PIX is ${found.state}.` };
     return { result: { outcome, savedCard: null }, state: found.state };
   }
   return { result: { outcome: cardOutcome(found.outcome), savedCard: savedCardRef(found.card) }, state: found.state };

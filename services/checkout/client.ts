@@ -96,7 +96,9 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
 
     /** Takes back a workflow whose session document was not stored (best effort). */
     async terminate(sessionId: string, reason: string): Promise<void> {
-      await handle(sessionId).terminate(reason).catch(() => undefined);
+      await handle(sessionId)
+        .terminate(reason)
+        .catch(() => undefined);
     },
 
     /** The `expire` update; a refusal (see isNotOpenRefusal) or a closed workflow is the caller's to word. */
@@ -106,10 +108,12 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
 
     /** Asks the workflow to expire an overdue session; its answer (or refusal) does not matter. */
     async requestExpiry(sessionId: string): Promise<void> {
-      await handle(sessionId).executeUpdate(expireUpdate).then(
-        () => undefined,
-        () => undefined,
-      );
+      await handle(sessionId)
+        .executeUpdate(expireUpdate)
+        .then(
+          () => undefined,
+          () => undefined,
+        );
     },
   };
 }

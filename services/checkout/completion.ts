@@ -129,7 +129,11 @@ export async function completeCheckoutSession(
   const { storeId, sessionId, result, paymentStatus, completedAt } = input;
   const session = await sessionOrFail(deps, storeId, sessionId);
   const withOrder = !startsWithTrial(session.offer);
-  if (withOrder) await insertOrderOnce(deps.db, checkoutOrderDoc(session, result, paymentStatus, completedAt, connectionFor(deps, Boolean(session.test_clock)).livemode));
+  if (withOrder)
+    await insertOrderOnce(
+      deps.db,
+      checkoutOrderDoc(session, result, paymentStatus, completedAt, connectionFor(deps, Boolean(session.test_clock)).livemode),
+    );
   const updated = await markSessionComplete(deps.db, storeId, sessionId, {
     payment_status: paymentStatus,
     customer: result.customerId,
@@ -149,7 +153,10 @@ export async function completeCheckoutSession(
 }
 
 /** open -> expired; repeatable. */
-export async function markCheckoutSessionExpired(deps: { db: Database }, input: { storeId: string; sessionId: string }): Promise<CheckoutSessionObject> {
+export async function markCheckoutSessionExpired(
+  deps: { db: Database },
+  input: { storeId: string; sessionId: string },
+): Promise<CheckoutSessionObject> {
   const updated = await markSessionExpired(deps.db, input.storeId, input.sessionId);
   if (updated) return checkoutSessionObject(updated);
   const current = await sessionOrFail(deps, input.storeId, input.sessionId);
@@ -182,7 +189,10 @@ export async function settleCheckoutSession(deps: { db: Database }, input: Settl
  * another session racing it with the same e-mail (same derived id), finds the one written, and
  * customer.created is emitted once, keyed by the customer.
  */
-export async function writeCheckoutBuyer(deps: EventDeps, input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {
+export async function writeCheckoutBuyer(
+  deps: EventDeps,
+  input: { storeId: string; customer: CustomerDoc },
+): Promise<{ customerId: string; customerEmail: string }> {
   const prepared = { ...input.customer, created: Math.floor(Date.now() / 1000) };
   const { customer } = await insertCustomer(deps.db, prepared);
   if (customer._id === prepared._id) {
@@ -193,7 +203,10 @@ export async function writeCheckoutBuyer(deps: EventDeps, input: { storeId: stri
 }
 
 /** One event per session move, once however often this is retried (keyed by session and type). */
-export async function emitCheckoutSessionEvent(deps: EventDeps, input: { storeId: string; sessionId: string; type: string; legacyType: string | null }): Promise<void> {
+export async function emitCheckoutSessionEvent(
+  deps: EventDeps,
+  input: { storeId: string; sessionId: string; type: string; legacyType: string | null },
+): Promise<void> {
   const session = await sessionOrFail(deps, input.storeId, input.sessionId);
   await emitEventOnce(deps, `${session._id}:${input.type}`, {
     storeId: input.storeId,

@@ -68,7 +68,12 @@ export function needsPackChoice(offer: OfferDoc, choice: LinkChoice): boolean {
 }
 
 /** A new session for the offer, in the buyer's language; null when the offer cannot sell any more. */
-export async function openOfferLinkSession(deps: CheckoutDeps, linked: LinkedOffer, choice: LinkChoice, locale: string | null): Promise<CheckoutSessionDoc | null> {
+export async function openOfferLinkSession(
+  deps: CheckoutDeps,
+  linked: LinkedOffer,
+  choice: LinkChoice,
+  locale: string | null,
+): Promise<CheckoutSessionDoc | null> {
   const body: CreateCheckoutSessionInput = { offer: linked.offer._id };
   if (choice.currency !== null) body.currency = choice.currency;
   if (choice.pack !== null) body.pack = choice.pack;

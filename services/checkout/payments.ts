@@ -5,7 +5,18 @@
 // in the workflow (services/checkout/attempts.ts), so a page that stops waiting loses nothing.
 import { ApiError } from '../../domain/errors';
 import { derivedId } from '../../domain/ids';
-import { cardDigits, chargeAmounts, type PaymentAmounts, checkCurrency, checkInstallments, CUSTOMER_NAME_MIN, effectiveStatus, pixAllowed, priceIn, startsWithTrial } from '../../domain/checkout';
+import {
+  cardDigits,
+  chargeAmounts,
+  type PaymentAmounts,
+  checkCurrency,
+  checkInstallments,
+  CUSTOMER_NAME_MIN,
+  effectiveStatus,
+  pixAllowed,
+  priceIn,
+  startsWithTrial,
+} from '../../domain/checkout';
 import type { DocumentType } from '../../domain/documents';
 import type { CustomerDoc, StoreDoc } from '../../store/collections';
 import { findCustomer } from '../../store/customers';
@@ -17,7 +28,14 @@ import type { SettlementStatus } from '../../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './sessions';
 import { deliverProviderNotice } from '../provider/notices';
 import { checkoutSessionClient, type UnsettledAttempt } from './client';
-import { CARD_LOCKED_FAILURE, NOT_OPEN_FAILURE, PAYMENT_IN_PROGRESS_FAILURE, PIX_UNAVAILABLE_FAILURE, type PayAnswer, type PayInput } from '../../workflows/checkout-session/messages';
+import {
+  CARD_LOCKED_FAILURE,
+  NOT_OPEN_FAILURE,
+  PAYMENT_IN_PROGRESS_FAILURE,
+  PIX_UNAVAILABLE_FAILURE,
+  type PayAnswer,
+  type PayInput,
+} from '../../workflows/checkout-session/messages';
 
 const cardLocked = (): HostedPaymentResult => ({
   kind: 'error',
@@ -152,12 +170,20 @@ function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, 
  * registered at the provider now (customer_rejected refuses before any charge) and written by the
  * workflow only once the provider takes the payment: a declined or failed attempt leaves no customer behind.
  */
-async function resolveBuyer(deps: CheckoutDeps, store: StoreDoc, session: CheckoutSessionDoc, input: HostedPaymentInput, now: number): Promise<Step<Buyer>> {
+async function resolveBuyer(
+  deps: CheckoutDeps,
+  store: StoreDoc,
+  session: CheckoutSessionDoc,
+  input: HostedPaymentInput,
+  now: number,
+): Promise<Step<Buyer>> {
   try {
     if (session.customer) {
       const customer = await findCustomer(deps.db, store._id, session.customer);
       if (!customer) return { stop: { kind: 'closed' } };
-      return { value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: null } };
+      return {
+        value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: null },
+      };
     }
     const email = session.customer_email ?? input.email ?? null;
     if (!email) return { stop: { kind: 'error', code: 'parameter_missing', message: 'Enter your e-mail address.', field: 'email' } };
@@ -175,7 +201,12 @@ async function resolveBuyer(deps: CheckoutDeps, store: StoreDoc, session: Checko
       { nameMin: CUSTOMER_NAME_MIN, id: (normalized) => newBuyerCustomerId(store._id, normalized, now) },
     );
     return {
-      value: { customerId: customer._id, customerEmail: customer.email, providerCustomerId: customer.provider_customer_id, newBuyer: existing ? null : customer },
+      value: {
+        customerId: customer._id,
+        customerEmail: customer.email,
+        providerCustomerId: customer.provider_customer_id,
+        newBuyer: existing ? null : customer,
+      },
     };
   } catch (error) {
     return { stop: fieldError(error) };
@@ -183,18 +214,28 @@ async function resolveBuyer(deps: CheckoutDeps, store: StoreDoc, session: Checko
 }
 
 /** The card becomes the provider's token here, as its client-side fields would; PIX needs none. */
-async function tokenize(deps: CheckoutDeps, session: CheckoutSessionDoc, input: HostedPaymentInput, terms: ChargeTerms): Promise<Step<string | null>> {
+async function tokenize(
+  deps: CheckoutDeps,
+  session: CheckoutSessionDoc,
+  input: HostedPaymentInput,
+  terms: ChargeTerms,
+): Promise<Step<string | null>> {
   if (input.method !== 'card') return { value: null };
   let tokenized;
   try {
     // The card goes where the session's attempts will charge it: a test clock's session, the test connection.
-    tokenized = await connectionFor(deps, Boolean(session.test_clock)).tokenizeCard({ storeId: session.store_id, card: { ...input.card!, number: terms.cardNumber! } });
+    tokenized = await connectionFor(deps, Boolean(session.test_clock)).tokenizeCard({
+      storeId: session.store_id,
+      card: { ...input.card!, number: terms.cardNumber! },
+    });
   } catch {
     // Deliberately not logged with its input: the card must not reach any log.
     return { stop: { kind: 'error', code: 'provider_unavailable', message: 'The payment provider could not be reached.', field: 'payment' } };
   }
   if (tokenized.ok) return { value: tokenized.token };
-  return { stop: { kind: 'error', code: tokenized.code, message: tokenized.message, field: tokenized.code === 'invalid_number' ? 'card_number' : 'payment' } };
+  return {
+    stop: { kind: 'error', code: tokenized.code, message: tokenized.message, field: tokenized.code === 'invalid_number' ? 'card_number' : 'payment' },
+  };
 }
 
 function payInput(session: CheckoutSessionDoc, input: HostedPaymentInput, terms: ChargeTerms, buyer: Buyer, cardToken: string | null): PayInput {

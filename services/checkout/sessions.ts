@@ -167,7 +167,19 @@ function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSe
   const customerEmail = emptyToUndefined(body.customer_email);
   const normalizedEmail = customerEmail !== undefined ? normalizeEmail(customerEmail, 'customer_email') : null;
   const couponCode = emptyToUndefined(body.discounts?.[0]?.coupon);
-  return { offerRef, offerParam, successUrl, cancelUrl, requestedExpiresAt, metadata, subscriptionMetadata, customerName, normalizedEmail, customerRef, couponCode };
+  return {
+    offerRef,
+    offerParam,
+    successUrl,
+    cancelUrl,
+    requestedExpiresAt,
+    metadata,
+    subscriptionMetadata,
+    customerName,
+    normalizedEmail,
+    customerRef,
+    couponCode,
+  };
 }
 
 /**
@@ -184,8 +196,7 @@ async function validateOffer(db: Database, store: StoreDoc, request: SessionRequ
     knownProductId ? findProduct(db, store._id, knownProductId) : null,
   ]);
   if (!offer) throw notFound('offer', offerRef, offerParam);
-  const product =
-    productGuess && productGuess._id === offer.product_id ? productGuess : await findProduct(db, store._id, offer.product_id);
+  const product = productGuess && productGuess._id === offer.product_id ? productGuess : await findProduct(db, store._id, offer.product_id);
   rememberProductOfOffer(offer._id, offer.product_id);
   if (!store.active) throw new ApiError('offer_unavailable', 'The store cannot sell right now.', { param: offerParam });
   if (!offer.active) throw new ApiError('offer_unavailable', 'The offer is archived or its checkout link is turned off.', { param: offerParam });
@@ -197,9 +208,13 @@ async function validateOffer(db: Database, store: StoreDoc, request: SessionRequ
 function priceFor(body: CreateCheckoutSessionInput, offer: OfferDoc): PriceChoice {
   const mode = modeOfOffer(offer.type);
   if (body.mode !== undefined && body.mode !== null && body.mode !== mode) {
-    throw new ApiError('mode_mismatch', `The offer is ${offer.type === 'recurring' ? 'recurring' : 'one-off'}: mode must be '${mode}', not '${body.mode}'.`, {
-      param: 'mode',
-    });
+    throw new ApiError(
+      'mode_mismatch',
+      `The offer is ${offer.type === 'recurring' ? 'recurring' : 'one-off'}: mode must be '${mode}', not '${body.mode}'.`,
+      {
+        param: 'mode',
+      },
+    );
   }
   const currency = emptyToUndefined(body.currency) !== undefined ? checkCurrency(offer.prices, body.currency!) : null;
   return { mode, currency, pack: packFor(body, offer) };
@@ -212,7 +227,8 @@ function priceFor(body: CreateCheckoutSessionInput, offer: OfferDoc): PriceChoic
 function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | null {
   const item = body.line_items?.[0];
   const itemPrice = emptyToUndefined(item?.price);
-  const itemIsThisOffer = emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
+  const itemIsThisOffer =
+    emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
   if (emptyToUndefined(body.pack) !== undefined) return checkPack(offer.packs, body.pack!, 'pack');
   if (!itemIsThisOffer || emptyToUndefined(item?.quantity) === undefined) return null;
   // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
@@ -221,7 +237,13 @@ function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | nu
 }
 
 /** The session's time and deadline; the clock is read only for a customer attached to one. */
-async function sessionTime(db: Database, storeId: string, request: SessionRequest, customer: CustomerDoc | null, realMs: number): Promise<SessionTime> {
+async function sessionTime(
+  db: Database,
+  storeId: string,
+  request: SessionRequest,
+  customer: CustomerDoc | null,
+  realMs: number,
+): Promise<SessionTime> {
   const testClock = customer?.test_clock ?? null;
   const nowMs = testClock ? await clockNowMs(db, storeId, testClock) : realMs;
   return { realMs, nowMs, testClock, expiresAt: resolveExpiresAt(request.requestedExpiresAt, Math.floor(nowMs / 1000)) };
@@ -239,7 +261,13 @@ function couponFor(couponCode: string | undefined, foundCoupon: CouponDoc | null
   if (!foundCoupon || !foundCoupon.active) {
     throw new ApiError('coupon_invalid', `No active coupon '${couponCode}' in this store.`, { param: 'discounts[0].coupon' });
   }
-  return { id: foundCoupon._id, code: foundCoupon.code, percent_off: foundCoupon.percent_off, amount_off: foundCoupon.amount_off, currency: foundCoupon.currency };
+  return {
+    id: foundCoupon._id,
+    code: foundCoupon.code,
+    percent_off: foundCoupon.percent_off,
+    amount_off: foundCoupon.amount_off,
+    currency: foundCoupon.currency,
+  };
 }
 
 function sessionDocument(

@@ -49,7 +49,10 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
       findProduct(db, storeId, session.offer.product_id),
     ]);
     if (!store || !customer || !offer || !product) {
-      throw ApplicationFailure.nonRetryable(`checkout session ${session._id}: store, customer, offer or product is missing`, 'subscription_inputs_missing');
+      throw ApplicationFailure.nonRetryable(
+        `checkout session ${session._id}: store, customer, offer or product is missing`,
+        'subscription_inputs_missing',
+      );
     }
     const card = session.payment?.saved_card ?? null;
     subscription = await createSubscription(deps, {

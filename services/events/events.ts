@@ -6,7 +6,15 @@ import type { Database } from '../../store/database';
 import type { Client } from '@temporalio/client';
 import { CURRENT_CATALOG, endpointReceives, LEGACY_CATALOG, legacyNameOf, type EventCatalog } from '../../domain/event-catalogs';
 import type { EventDoc } from '../../store/collections';
-import { addToOutbox, buildEventDoc, confirmDispatched, insertEvents, insertEventsOnce, renderEventBody, type EventRequest } from '../../store/events';
+import {
+  addToOutbox,
+  buildEventDoc,
+  confirmDispatched,
+  insertEvents,
+  insertEventsOnce,
+  renderEventBody,
+  type EventRequest,
+} from '../../store/events';
 import { endpointsForFanOut, type FanOutEndpoint } from '../../store/webhook-endpoints';
 import { insertDeliveries, newDeliveryDoc } from '../../store/webhook-deliveries';
 import { startDeliveryWorkflow, taskQueueOf } from '../webhooks/dispatch';
@@ -36,9 +44,7 @@ export interface EmitEventInput {
 }
 
 function targetsOf(endpoints: FanOutEndpoint[], catalog: EventCatalog, type: string): string[] {
-  return endpoints
-    .filter((e) => e.status === 'enabled' && e.api_version === catalog && endpointReceives(e.enabled_events, type))
-    .map((e) => e._id);
+  return endpoints.filter((e) => e.status === 'enabled' && e.api_version === catalog && endpointReceives(e.enabled_events, type)).map((e) => e._id);
 }
 
 /**
@@ -52,9 +58,16 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
   const endpoints = await endpointsForFanOut(deps.db, input.storeId);
   const base = { storeId: input.storeId, object: input.object, request: input.request, factKey: input.fact?.key };
   const legacyType = legacyNameOf(input.type, input.legacyType);
-  const written = [buildEventDoc({ ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type), legacyType }, now)];
+  const written = [
+    buildEventDoc(
+      { ...base, type: input.type, apiVersion: CURRENT_CATALOG, targets: targetsOf(endpoints, CURRENT_CATALOG, input.type), legacyType },
+      now,
+    ),
+  ];
   if (legacyType && endpoints.some((e) => e.api_version === LEGACY_CATALOG)) {
-    written.push(buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now));
+    written.push(
+      buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now),
+    );
   }
   const toDispatch = written.filter((event) => !event.dispatched);
   // The outbox entry goes first: an event never exists undispatched without one.
@@ -76,10 +89,17 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
     });
     await insertDeliveries(deps.db, deliveries);
     const typeOf = new Map(toDispatch.map((event) => [event._id, event.type]));
-    await Promise.all(deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, { ...delivery, event_type: typeOf.get(delivery.event) })));
-    await confirmDispatched(deps.db, toDispatch.map((event) => event._id));
+    await Promise.all(
+      deliveries.map((delivery) => startDeliveryWorkflow(client, taskQueue, { ...delivery, event_type: typeOf.get(delivery.event) })),
+    );
+    await confirmDispatched(
+      deps.db,
+      toDispatch.map((event) => event._id),
+    );
   } catch (error) {
-    console.warn(`events ${toDispatch.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`);
+    console.warn(
+      `events ${toDispatch.map((e) => e._id).join(', ')}: dispatch left to the sweeper (${error instanceof Error ? error.message : String(error)})`,
+    );
   }
   return written[0];
 }

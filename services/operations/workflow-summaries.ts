@@ -47,11 +47,20 @@ export function chargeMetadata(input: ChargeWorkflowInput): WorkflowMetadata {
   return {
     staticSummary: `${kind} ${plainMoney(input.amount, input.currency)} · ${input.subscriptionId} · ${who(input.customerId, input.subscription.customerEmail)}`,
     // The full Idempotency-Key beside the charge key, which ends in a digest when the key is long.
-    staticDetails: details({ Store: input.storeId, Charge: input.chargeId, Key: input.key, 'Idempotency-Key': input.idempotencyKey, Offer: input.subscription.offerId, Description: input.description }),
+    staticDetails: details({
+      Store: input.storeId,
+      Charge: input.chargeId,
+      Key: input.key,
+      'Idempotency-Key': input.idempotencyKey,
+      Offer: input.subscription.offerId,
+      Description: input.description,
+    }),
   };
 }
 
-export function checkoutMetadata(doc: Pick<CheckoutSessionDoc, '_id' | 'store_id' | 'customer' | 'customer_email' | 'offer' | 'amount_total' | 'currency' | 'mode'>): WorkflowMetadata {
+export function checkoutMetadata(
+  doc: Pick<CheckoutSessionDoc, '_id' | 'store_id' | 'customer' | 'customer_email' | 'offer' | 'amount_total' | 'currency' | 'mode'>,
+): WorkflowMetadata {
   // Without a currency (or with packs) the buyer chooses on the page: the default price is shown.
   const fallback = doc.offer.prices.find((price) => price.default) ?? doc.offer.prices[0];
   const total =
@@ -66,7 +75,13 @@ export function checkoutMetadata(doc: Pick<CheckoutSessionDoc, '_id' | 'store_id
   };
 }
 
-export function deliveryMetadata(delivery: { _id: string; store_id: string; webhook_endpoint: string; event?: string; event_type?: string }): WorkflowMetadata {
+export function deliveryMetadata(delivery: {
+  _id: string;
+  store_id: string;
+  webhook_endpoint: string;
+  event?: string;
+  event_type?: string;
+}): WorkflowMetadata {
   return {
     staticSummary: `Webhook ${delivery.event_type ?? 'event'}${delivery.event ? ` ${delivery.event}` : ''} → ${delivery.webhook_endpoint}`,
     staticDetails: details({ Store: delivery.store_id, Delivery: delivery._id, 'Signal to resend': '`resend`' }),

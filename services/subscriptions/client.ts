@@ -42,7 +42,12 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
    * does not fit the state) becomes 400 provider_error with its reason. A subscription whose workflow
    * is not running (never started, or lost) gets it started first: the workflow reads MongoDB.
    */
-  async function act<A>(doc: SubscriptionRef, update: UpdateDefinition<SubscriptionObject, [A]>, arg: A, updateId?: string): Promise<SubscriptionObject> {
+  async function act<A>(
+    doc: SubscriptionRef,
+    update: UpdateDefinition<SubscriptionObject, [A]>,
+    arg: A,
+    updateId?: string,
+  ): Promise<SubscriptionObject> {
     const handle = temporal.workflow.getHandle(subscriptionWorkflowId(doc._id));
     for (let attempt = 0; ; attempt++) {
       try {

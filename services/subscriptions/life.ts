@@ -118,7 +118,11 @@ export interface SubscriptionChangeInput {
   request: EventRequest | null;
 }
 
-const loaded = (doc: SubscriptionDoc, object = subscriptionObject(doc)): LoadedSubscription => ({ life: subscriptionLife(doc), version: doc.version, object });
+const loaded = (doc: SubscriptionDoc, object = subscriptionObject(doc)): LoadedSubscription => ({
+  life: subscriptionLife(doc),
+  version: doc.version,
+  object,
+});
 
 export async function loadSubscriptionState(db: Database, input: SubscriptionWorkflowInput): Promise<LoadedSubscription | null> {
   const doc = await findSubscription(db, input.storeId, input.subscriptionId);
@@ -190,7 +194,7 @@ export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input:
     outcome: result.status,
     orderId: order._id,
     transactionId: result.transactionId,
-    code: result.status === 'declined' ? result.code ?? 'declined' : null,
+    code: result.status === 'declined' ? (result.code ?? 'declined') : null,
     message: result.status === 'declined' ? result.message : null,
   };
 }
@@ -211,7 +215,8 @@ export async function settleSubscriptionCycleOrder(
 export async function offerTerms(db: Database, input: { storeId: string; offerId: string; currency: string }): Promise<OfferTermsResult> {
   const offer = await findOffer(db, input.storeId, input.offerId);
   if (!offer) return { ok: false, reason: `No such offer: '${input.offerId}'.` };
-  if (offer.type !== 'recurring' || !isBillingCycle(offer.billing_cycle)) return { ok: false, reason: `The offer ${offer._id} is not a recurring offer.` };
+  if (offer.type !== 'recurring' || !isBillingCycle(offer.billing_cycle))
+    return { ok: false, reason: `The offer ${offer._id} is not a recurring offer.` };
   const price = offer.prices.find((p) => p.currency === input.currency);
   if (!price) return { ok: false, reason: `The offer ${offer._id} has no price in ${input.currency}, the subscription's currency.` };
   const product = await findProduct(db, input.storeId, offer.product_id);
@@ -238,7 +243,8 @@ export async function offerTerms(db: Database, input: { storeId: string; offerId
 export async function lookupCycleCharge(deps: SubscriptionLifeDeps, input: CycleChargeRef): Promise<'refused' | 'taken' | null> {
   const found = await connectionFor(deps, Boolean(input.testClock)).lookupCharge({ storeId: input.storeId, idempotencyKey: input.idempotencyKey });
   if (!found) return null;
-  const ended = found.state === null || found.state === 'declined' || found.state === 'refused' || found.state === 'voided' || found.state === 'expired';
+  const ended =
+    found.state === null || found.state === 'declined' || found.state === 'refused' || found.state === 'voided' || found.state === 'expired';
   return ended ? 'refused' : 'taken';
 }
 
@@ -254,5 +260,10 @@ export async function refundSubscriptionCycle(
   if (!back.ok) throw new Error(`renewal ${input.key} of ${input.subscriptionId} could not be refunded: ${back.reason}`);
   const order = await markOrderRefunded(deps.db, input.storeId, input.orderId);
   if (!order) throw new Error(`order ${input.orderId} not found`);
-  await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId: order.store_id, type: 'order.refunded', object: orderObject(order), request: null });
+  await emitEventOnce(deps, `${order._id}:order.refunded`, {
+    storeId: order.store_id,
+    type: 'order.refunded',
+    object: orderObject(order),
+    request: null,
+  });
 }

@@ -90,7 +90,13 @@ export function newSubscriptionDoc(input: NewSubscription): SubscriptionDoc {
   };
   if (trialDays > 0) {
     const trialEnd = now + trialDays * 24 * 60 * 60;
-    Object.assign(life, { status: 'trialing', trial_start: now, trial_end: trialEnd, next_billing_at: trialEnd, billing_anchor_day: anchorDayOf(trialEnd) });
+    Object.assign(life, {
+      status: 'trialing',
+      trial_start: now,
+      trial_end: trialEnd,
+      next_billing_at: trialEnd,
+      billing_anchor_day: anchorDayOf(trialEnd),
+    });
   } else if (input.firstPeriodPaid) {
     const end = periodEnd(now, offer.billing_cycle, offer.custom_billing_days);
     const limitReached = offer.cycle_limit !== null && offer.cycle_limit <= 1;

@@ -33,7 +33,10 @@ export async function sendErrorReports(deps: EventDeps, nowMs: number): Promise<
   const lastHour = windowStart(Math.floor(nowMs / 1000) - ERROR_REPORT_DELAY_SECONDS, HOUR) - HOUR;
   const due = await unreportedHours(deps.db, lastHour);
   if (due.length === 0) return 0;
-  const rollups = await readRollups(deps.db, due.map((d) => unattachedRollupKey(d.meter, d.hour)));
+  const rollups = await readRollups(
+    deps.db,
+    due.map((d) => unattachedRollupKey(d.meter, d.hour)),
+  );
   let sent = 0;
   for (const hour of due) {
     const count = quantityOf(rollups.get(unattachedRollupKey(hour.meter, hour.hour)), 'count');

@@ -4,14 +4,7 @@
 // recompute signal when a batch may have taken a period to its billing threshold.
 import type { Database } from '../../store/database';
 import { ApiError } from '../../domain/errors';
-import {
-  chosenSubscriptionOf,
-  customerIdOf,
-  readEventShape,
-  resolveTimestamp,
-  valueOf,
-  type EventShape,
-} from '../../domain/meter-events';
+import { chosenSubscriptionOf, customerIdOf, readEventShape, resolveTimestamp, valueOf, type EventShape } from '../../domain/meter-events';
 import { periodTotal, priceLine, thresholdReached } from '../../domain/pricing';
 import { cycleOf, HOUR, latePeriodFor, periodRollupKey, periodStartFor, windowStart } from '../../domain/usage-periods';
 import { idTimeMs } from '../../domain/ids';
@@ -36,16 +29,7 @@ import {
 import { meterEventObject, type MeterEventObject } from '../../resources/meter-event';
 import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../../store/usage-rollups';
 import type { EventRequest } from '../../store/events';
-import {
-  customerTestClock,
-  isChargeable,
-  loadSubscription,
-  recent,
-  recentClockNowMs,
-  seconds,
-  signalUsageWorkflow,
-  type UsageDeps,
-} from './shared';
+import { customerTestClock, isChargeable, loadSubscription, recent, recentClockNowMs, seconds, signalUsageWorkflow, type UsageDeps } from './shared';
 
 // Threshold checks after ingestion signal a period at most this often from one process.
 const SIGNAL_EVERY_MS = 5_000;
@@ -201,7 +185,8 @@ async function keepKnownCustomers(db: Database, storeId: string, read: Read[], n
     const clock = clocks.get(c.customer);
     try {
       const timestamp = resolveTimestamp(c.shape.timestamp, clock ? clockNows.get(clock)! : seconds(nowMs));
-      if (clock === undefined) throw new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` });
+      if (clock === undefined)
+        throw new ApiError('resource_missing', `No such customer: '${c.customer}'`, { param: `payload.${c.meter.customer_payload_key}` });
       kept.push({ ...c, timestamp });
     } catch (error) {
       fail(c.index, error);
@@ -211,7 +196,12 @@ async function keepKnownCustomers(db: Database, storeId: string, read: Read[], n
 }
 
 /** Each test clock's time (seconds) among the batch's customers: nothing is read for a batch without one. */
-async function clockNowsOf(db: Database, storeId: string, clocks: Map<string, string | null | undefined>, nowMs: number): Promise<Map<string, number>> {
+async function clockNowsOf(
+  db: Database,
+  storeId: string,
+  clocks: Map<string, string | null | undefined>,
+  nowMs: number,
+): Promise<Map<string, number>> {
   const ids = [...new Set([...clocks.values()].filter((clock): clock is string => Boolean(clock)))];
   if (ids.length === 0) return new Map();
   return new Map(await Promise.all(ids.map(async (id) => [id, seconds(await recentClockNowMs(db, storeId, id, nowMs))] as const)));
@@ -243,13 +233,23 @@ async function writeEvents(db: Database, storeId: string, unique: Checked[], doc
 
 /** A duplicate is a primary-key conflict, so it is stored; the single call returns the stored event. */
 function storedDuplicates(db: Database, unique: Checked[], repeats: Checked[], written: BatchWrite): Promise<Map<string, MeterEventDoc>> {
-  return findMeterEvents(db, [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id));
+  return findMeterEvents(
+    db,
+    [...unique.filter((c) => !written.inserted.has(c.id)), ...repeats].map((c) => c.id),
+  );
 }
 
 /** Each written item is accepted; the others are duplicates, with their stored event when it was read. */
 function answerEach(
   results: IngestResult[],
-  batch: { unique: Checked[]; repeats: Checked[]; firstOf: Map<string, Checked>; docs: MeterEventDoc[]; written: BatchWrite; stored: Map<string, MeterEventDoc> },
+  batch: {
+    unique: Checked[];
+    repeats: Checked[];
+    firstOf: Map<string, Checked>;
+    docs: MeterEventDoc[];
+    written: BatchWrite;
+    stored: Map<string, MeterEventDoc>;
+  },
 ): void {
   const { unique, repeats, firstOf, docs, written, stored } = batch;
   const byId = new Map(docs.map((d) => [d._id, d]));
@@ -272,7 +272,9 @@ function meterEventDoc(storeId: string, c: Checked, attached: Attachment | null,
   let lateFrom: number | null = null;
   if (attached) {
     const state = attached.state;
-    periodStart = state ? periodStartFor(c.timestamp, state.open, state.next_start) : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
+    periodStart = state
+      ? periodStartFor(c.timestamp, state.open, state.next_start)
+      : periodStartFor(c.timestamp, null, cycleOf(attached.sub)?.start ?? null);
     // "Late events are never lost": one whose period is closed counts in the next charge, on its own line.
     const late = periodStart === null && state ? latePeriodFor(c.timestamp, state.periods.map(periodStartOf), state.open, state.next_start) : null;
     if (late) [periodStart, lateFrom] = [late.start, late.from];
@@ -345,4 +347,3 @@ async function signalCrossedThresholds(
 export function recoverUsageJournals(db: Database, now = Date.now()): Promise<number> {
   return recoverJournals(db, journalEventLoader(db), now);
 }
-

@@ -20,15 +20,7 @@ import {
   usageItemId,
   type UsageItemDoc,
 } from '../../store/usage';
-import {
-  forgetAttachment,
-  newUsageState,
-  requireSubscription,
-  seconds,
-  signalUsageWorkflow,
-  storeMeterIds,
-  type UsageDeps,
-} from './shared';
+import { forgetAttachment, newUsageState, requireSubscription, seconds, signalUsageWorkflow, storeMeterIds, type UsageDeps } from './shared';
 
 export interface UsageItemInput extends PriceInput {
   meter: string;
@@ -83,7 +75,12 @@ export async function listSubscriptionUsageItems(db: Database, storeId: string, 
   return listUsageItems(db, storeId, subscriptionId, await storeMeterIds(db, storeId));
 }
 
-export async function removeUsageItem(deps: UsageDeps, storeId: string, subscriptionId: string, itemId: string): Promise<{ id: string; object: 'usage_item'; deleted: true }> {
+export async function removeUsageItem(
+  deps: UsageDeps,
+  storeId: string,
+  subscriptionId: string,
+  itemId: string,
+): Promise<{ id: string; object: 'usage_item'; deleted: true }> {
   const sub = await requireSubscription(deps.db, storeId, subscriptionId);
   const item = await findUsageItemById(deps.db, storeId, itemId);
   if (!item || item.subscription !== sub._id) throw notFound('usage item', itemId, 'itemId');
@@ -115,7 +112,9 @@ export async function inheritOfferItems(db: Database, sub: SubscriptionDoc, now:
       currency: sub.currency,
       unit_amount: row.unit_amount,
       included_units: row.included_units,
-      tiers: row.tiers ? row.tiers.map((t) => ({ up_to: t.up_to, unit_amount: t.unit_amount, ...(t.flat_amount ? { flat_amount: t.flat_amount } : {}) })) : null,
+      tiers: row.tiers
+        ? row.tiers.map((t) => ({ up_to: t.up_to, unit_amount: t.unit_amount, ...(t.flat_amount ? { flat_amount: t.flat_amount } : {}) }))
+        : null,
       rounding: row.rounding,
       billing_threshold: row.billing_threshold,
       label: row.label,
@@ -129,4 +128,3 @@ export async function inheritOfferItems(db: Database, sub: SubscriptionDoc, now:
   }
   return inserted;
 }
-

@@ -6,7 +6,17 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../../domain/errors';
 import { usageChargeKey, usageIdempotencyKey } from '../../domain/charges';
 import { lowestThreshold, periodTotal, priceLine, thresholdReached } from '../../domain/pricing';
-import { CLOSE_GRACE_SECONDS, cycleOf, DAY, isoDate, lateRollupKey, periodRollupKey, usageChargeDescription, usageChargeLines, type CloseReason } from '../../domain/usage-periods';
+import {
+  CLOSE_GRACE_SECONDS,
+  cycleOf,
+  DAY,
+  isoDate,
+  lateRollupKey,
+  periodRollupKey,
+  usageChargeDescription,
+  usageChargeLines,
+  type CloseReason,
+} from '../../domain/usage-periods';
 import { idTimeMs } from '../../domain/ids';
 import { periodEnd, isBillingCycle } from '../../domain/billing-periods';
 import { isEnded } from '../../domain/subscriptions';
@@ -45,9 +55,16 @@ interface Computed {
 
 /** Prices a period from its rollups and the subscription's current items (deactivated meters at zero). */
 async function computePeriod(db: Database, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[]): Promise<Computed> {
-  const meters = await metersById(db, storeId, items.map((i) => i.meter));
+  const meters = await metersById(
+    db,
+    storeId,
+    items.map((i) => i.meter),
+  );
   const priced = items.filter((i) => meters.has(i.meter)).sort((a, b) => (a.created_ms ?? 0) - (b.created_ms ?? 0) || (a.meter < b.meter ? -1 : 1));
-  const rollups = await readRollups(db, priced.map((i) => periodRollupKey(subscriptionId, periodStart, i.meter)));
+  const rollups = await readRollups(
+    db,
+    priced.map((i) => periodRollupKey(subscriptionId, periodStart, i.meter)),
+  );
   const lines: PeriodLineDoc[] = priced.map((item) => {
     const meter = meters.get(item.meter)!;
     const quantity = quantityOf(rollups.get(periodRollupKey(subscriptionId, periodStart, item.meter)), meter.formula);
@@ -84,13 +101,26 @@ const LATE_LOOKBACK_SECONDS = 70 * DAY;
  * priced on top of that period's own usage (what they would have added had they been on time), named
  * after it, at zero for a deactivated meter.
  */
-async function lateLines(db: Database, storeId: string, subscriptionId: string, periodStart: number, items: UsageItemDoc[], meters: Awaited<ReturnType<typeof metersById>>): Promise<PeriodLineDoc[]> {
+async function lateLines(
+  db: Database,
+  storeId: string,
+  subscriptionId: string,
+  periodStart: number,
+  items: UsageItemDoc[],
+  meters: Awaited<ReturnType<typeof metersById>>,
+): Promise<PeriodLineDoc[]> {
   const state = await findUsageState(db, storeId, subscriptionId);
   const starts = (state?.periods ?? []).map((id) => idTimeMs(id) / 1000).sort((a, b) => a - b);
   const origins = starts.filter((start) => start < periodStart && start >= periodStart - LATE_LOOKBACK_SECONDS);
   if (origins.length === 0) return [];
   const pairs = items.flatMap((item) => origins.map((from) => ({ item, from })));
-  const rollups = await readRollups(db, pairs.flatMap(({ item, from }) => [lateRollupKey(subscriptionId, periodStart, item.meter, from), periodRollupKey(subscriptionId, from, item.meter)]));
+  const rollups = await readRollups(
+    db,
+    pairs.flatMap(({ item, from }) => [
+      lateRollupKey(subscriptionId, periodStart, item.meter, from),
+      periodRollupKey(subscriptionId, from, item.meter),
+    ]),
+  );
   const lines: PeriodLineDoc[] = [];
   for (const { item, from } of pairs) {
     const late = rollups.get(lateRollupKey(subscriptionId, periodStart, item.meter, from));
@@ -98,7 +128,8 @@ async function lateLines(db: Database, storeId: string, subscriptionId: string, 
     const meter = meters.get(item.meter)!;
     const own = rollups.get(periodRollupKey(subscriptionId, from, item.meter));
     const before = quantityOf(own, meter.formula);
-    const after = meter.formula === 'last' ? quantityOf((own?.last ?? '') >= (late.last ?? '') ? own : late, 'last') : before + quantityOf(late, meter.formula);
+    const after =
+      meter.formula === 'last' ? quantityOf((own?.last ?? '') >= (late.last ?? '') ? own : late, 'last') : before + quantityOf(late, meter.formula);
     const active = meter.status === 'active';
     const amount = Math.max(0, priceLine(after, item, active).amount - priceLine(before, item, active).amount);
     const end = starts.find((start) => start > from) ?? periodStart;
@@ -191,7 +222,12 @@ function periodEndFor(sub: SubscriptionDoc, start: number, now: number): number 
 /** Journals are stamped by the ingesting process's clock, periods by the workflow's: room for their skew. */
 const CLOSE_CLOCK_SKEW_MS = 60_000;
 
-const refOf = (open: UsageStateDoc['open'] & object): PeriodRef => ({ id: open.id, start: open.start, end: open.end, threshold_boundary: open.threshold_boundary });
+const refOf = (open: UsageStateDoc['open'] & object): PeriodRef => ({
+  id: open.id,
+  start: open.start,
+  end: open.end,
+  threshold_boundary: open.threshold_boundary,
+});
 
 async function openPeriod(db: Database, sub: SubscriptionDoc, state: UsageStateDoc, start: number, end: number, now: number): Promise<PeriodRef> {
   const id = usagePeriodId(sub._id, start);
@@ -232,8 +268,18 @@ async function inheritedState(db: Database, sub: SubscriptionDoc, now: number): 
 }
 
 /** An ended subscription's last period: open only for usage attached after the previous one closed. */
-async function lastPeriodOfEnded(db: Database, sub: SubscriptionDoc, state: UsageStateDoc, items: UsageItemDoc[], start: number, now: number): Promise<Prepared> {
-  const pending = await readRollups(db, items.map((i) => periodRollupKey(sub._id, start, i.meter)));
+async function lastPeriodOfEnded(
+  db: Database,
+  sub: SubscriptionDoc,
+  state: UsageStateDoc,
+  items: UsageItemDoc[],
+  start: number,
+  now: number,
+): Promise<Prepared> {
+  const pending = await readRollups(
+    db,
+    items.map((i) => periodRollupKey(sub._id, start, i.meter)),
+  );
   if (![...pending.values()].some((r) => r.count > 0) || start >= now) return { kind: 'finished', reason: 'ended' };
   return { kind: 'open', period: await openPeriod(db, sub, state, start, now, now) };
 }
@@ -265,7 +311,12 @@ export async function recomputeUsagePeriod(db: Database, input: WithStore & { pe
   const computed = await computePeriod(db, sub.store_id, sub._id, period.period_start, items);
   const updated =
     period.status === 'open'
-      ? await updateUsagePeriod(db, period._id, { lines: computed.lines, amount_total: computed.amount_total, threshold: computed.threshold, computed_at: input.now })
+      ? await updateUsagePeriod(db, period._id, {
+          lines: computed.lines,
+          amount_total: computed.amount_total,
+          threshold: computed.threshold,
+          computed_at: input.now,
+        })
       : period;
   await updateUsageState(db, sub._id, { $set: { threshold: computed.threshold, pricing: computed.pricing } });
   return {
@@ -303,11 +354,18 @@ async function awaitIngestionBefore(db: Database, sub: SubscriptionDoc, periodId
 }
 
 /** Closes the period with its final lines, once the ingestion batches for it have landed. */
-export async function closeUsagePeriod(db: Database, input: WithStore & { periodId: string; reason: CloseReason; end: number; now: number }): Promise<CloseResult> {
+export async function closeUsagePeriod(
+  db: Database,
+  input: WithStore & { periodId: string; reason: CloseReason; end: number; now: number },
+): Promise<CloseResult> {
   const period = await findUsagePeriod(db, input.storeId, input.periodId);
   if (!period) throw ApplicationFailure.nonRetryable(`usage period ${input.periodId} not found`);
   if (period.status === 'closed') {
-    return { amount_total: period.amount_total, chargeNeeded: period.charge_state === 'none' && period.amount_total > 0, period: usagePeriodObject(period) };
+    return {
+      amount_total: period.amount_total,
+      chargeNeeded: period.charge_state === 'none' && period.amount_total > 0,
+      period: usagePeriodObject(period),
+    };
   }
   const sub = await loadSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) throw ApplicationFailure.nonRetryable(`subscription ${input.subscriptionId} not found`);

@@ -15,7 +15,10 @@ const SUBSCRIPTIONS_WALK = 'subscriptions';
 /** Subscriptions younger than this are left to the next run (their insert may still be in flight). */
 const ROUTINE_LAG_MS = 60_000;
 
-export async function runUsageRoutine(deps: Pick<UsageDeps, 'db' | 'temporal' | 'taskQueue'>, nowMs: number): Promise<{ started: number; reported: number }> {
+export async function runUsageRoutine(
+  deps: Pick<UsageDeps, 'db' | 'temporal' | 'taskQueue'>,
+  nowMs: number,
+): Promise<{ started: number; reported: number }> {
   const { db } = deps;
   const reported = await sendErrorReports(deps, nowMs);
   const usage = usageClient(deps.temporal, deps.taskQueue);

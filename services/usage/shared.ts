@@ -75,7 +75,7 @@ export async function ensureUsageForSubscription(deps: UsageDeps, sub: Subscript
     sub.offer ? findOffer(deps.db, sub.store_id, sub.offer.id) : Promise.resolve(null),
     findUsageState(deps.db, sub.store_id, sub._id),
   ]);
-  if (!state && !(offer?.usage?.length)) return false;
+  if (!state && !offer?.usage?.length) return false;
   await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
   return true;
 }
@@ -145,4 +145,3 @@ export async function requireSubscription(db: Database, storeId: string, id: str
 export async function subscriptionItems(db: Database, sub: SubscriptionDoc): Promise<UsageItemDoc[]> {
   return listUsageItems(db, sub.store_id, sub._id, await storeMeterIds(db, sub.store_id));
 }
-

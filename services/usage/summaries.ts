@@ -33,9 +33,17 @@ export async function meterEventSummaries(db: Database, storeId: string, meterId
   if (end > oneYearAfter(start)) throw invalid('end_time', 'The range between start_time and end_time is at most one year.');
   const size = window === 'day' ? DAY : HOUR;
   // Windows start at whole hours or days; without windows the range is any two instants.
-  for (const [param, t] of window ? ([['start_time', start], ['end_time', end]] as const) : []) {
+  for (const [param, t] of window
+    ? ([
+        ['start_time', start],
+        ['end_time', end],
+      ] as const)
+    : []) {
     if (t % size !== 0) {
-      throw invalid(param, `${param} must be at the start of ${window === 'day' ? 'a day (UTC, a multiple of 86400)' : 'an hour (a multiple of 3600)'}.`);
+      throw invalid(
+        param,
+        `${param} must be at the start of ${window === 'day' ? 'a day (UTC, a multiple of 86400)' : 'an hour (a multiple of 3600)'}.`,
+      );
     }
   }
   if (!(await customerExists(db, storeId, query.customer))) throw notFound('customer', query.customer, 'customer');
@@ -43,7 +51,10 @@ export async function meterEventSummaries(db: Database, storeId: string, meterId
 
   const windows: { start: number; end: number; pieces: Piece[] }[] = [];
   for (let t = start; t < end; t += size) windows.push({ start: t, end: t + size, pieces: piecesOf(t, t + size) });
-  const rollups = await readRollups(db, windows.flatMap((w) => w.pieces.map((p) => dayRollupKey(meter._id, query.customer, p.day))));
+  const rollups = await readRollups(
+    db,
+    windows.flatMap((w) => w.pieces.map((p) => dayRollupKey(meter._id, query.customer, p.day))),
+  );
   const data = [];
   for (const w of windows) {
     const parts = totalsOfPieces(rollups, meter._id, query.customer, w.pieces);
@@ -53,7 +64,12 @@ export async function meterEventSummaries(db: Database, storeId: string, meterId
   return list(meter._id, data);
 }
 
-const list = (meterId: string, data: MeterEventSummaryObject[]) => ({ object: 'list' as const, url: `/v1/billing/meters/${meterId}/event_summaries`, has_more: false, data });
+const list = (meterId: string, data: MeterEventSummaryObject[]) => ({
+  object: 'list' as const,
+  url: `/v1/billing/meters/${meterId}/event_summaries`,
+  has_more: false,
+  data,
+});
 
 /** One window over the whole range: whole hours from the rollups, the partial hours at its ends from the events. */
 async function wholeRangeSummary(db: Database, storeId: string, meter: MeterDoc, query: SummaryQuery) {
@@ -65,7 +81,10 @@ async function wholeRangeSummary(db: Database, storeId: string, meter: MeterDoc,
     parts.push(await eventTotals(db, storeId, meter._id, customer, start, end));
   } else {
     const pieces = piecesOf(firstHour, lastHour);
-    const rollups = await readRollups(db, pieces.map((p) => dayRollupKey(meter._id, customer, p.day)));
+    const rollups = await readRollups(
+      db,
+      pieces.map((p) => dayRollupKey(meter._id, customer, p.day)),
+    );
     parts.push(
       ...totalsOfPieces(rollups, meter._id, customer, pieces),
       await eventTotals(db, storeId, meter._id, customer, start, firstHour),
@@ -94,7 +113,7 @@ type Piece = { day: number; hour: number | null };
 
 function piecesOf(from: number, to: number): Piece[] {
   const pieces: Piece[] = [];
-  for (let t = from; t < to; ) {
+  for (let t = from; t < to;) {
     const day = windowStart(t, DAY);
     if (t === day && t + DAY <= to) {
       pieces.push({ day, hour: null });
@@ -107,7 +126,12 @@ function piecesOf(from: number, to: number): Piece[] {
   return pieces;
 }
 
-function totalsOfPieces(rollups: Map<string, RollupTotals & { h?: Record<string, RollupTotals> }>, meterId: string, customer: string, pieces: Piece[]): RollupTotals[] {
+function totalsOfPieces(
+  rollups: Map<string, RollupTotals & { h?: Record<string, RollupTotals> }>,
+  meterId: string,
+  customer: string,
+  pieces: Piece[],
+): RollupTotals[] {
   return pieces
     .map((p) => {
       const doc = rollups.get(dayRollupKey(meterId, customer, p.day));
@@ -119,5 +143,8 @@ function totalsOfPieces(rollups: Map<string, RollupTotals & { h?: Record<string,
 function valueOf(formula: MeterDoc['formula'], parts: RollupTotals[]): number {
   if (formula === 'count') return parts.reduce((s, d) => s + d.count, 0);
   if (formula === 'sum') return parts.reduce((s, d) => s + d.sum, 0);
-  return quantityOf(parts.reduce((a, b) => ((a.last ?? '') >= (b.last ?? '') ? a : b)), 'last');
+  return quantityOf(
+    parts.reduce((a, b) => ((a.last ?? '') >= (b.last ?? '') ? a : b)),
+    'last',
+  );
 }

@@ -9,7 +9,18 @@ import { MAX_ATTEMPTS, retryDelayAfter } from '../../domain/webhook-retry';
 import { deliveryState, type WebhookDeliveryState } from '../../resources/webhook-delivery';
 import { findEvent, renderEventBody } from '../../store/events';
 import { countEndpointExhaustion, findEndpoint, resetEndpointFailures } from '../../store/webhook-endpoints';
-import { claimAttempt, disabledChanges, failureChanges, findDelivery, markFailureCounted, recordAttemptOutcome, resetDelivery, successChanges, type DeliveryChanges, type WebhookDeliveryDoc } from '../../store/webhook-deliveries';
+import {
+  claimAttempt,
+  disabledChanges,
+  failureChanges,
+  findDelivery,
+  markFailureCounted,
+  recordAttemptOutcome,
+  resetDelivery,
+  successChanges,
+  type DeliveryChanges,
+  type WebhookDeliveryDoc,
+} from '../../store/webhook-deliveries';
 import type { WebhookHttpClient } from '../../adapters/webhooks/http';
 import { SIGNATURE_HEADER, signDelivery } from '../../adapters/webhooks/signing';
 
@@ -81,7 +92,11 @@ async function attempt(deps: AttemptDeps, input: AttemptInput, signal: AbortSign
     if (await markFailureCounted(db, storeId, doc)) {
       await countEndpointExhaustion(db, storeId, doc.webhook_endpoint);
     }
-    const kinds: Partial<Record<WebhookDeliveryDoc['status'], AttemptOutcomeKind>> = { succeeded: 'succeeded', failed: 'failed', exhausted: 'exhausted' };
+    const kinds: Partial<Record<WebhookDeliveryDoc['status'], AttemptOutcomeKind>> = {
+      succeeded: 'succeeded',
+      failed: 'failed',
+      exhausted: 'exhausted',
+    };
     const wait = doc.status === 'failed' ? Math.max(0, (doc.next_attempt_at ?? 0) * 1000 - now()) : null;
     return result(kinds[doc.status] ?? 'unchanged', doc, { nextAttemptInMs: wait, ...extra });
   };

@@ -3,7 +3,12 @@
 // messages come from workflows/webhook-delivery/messages.ts.
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { WebhookDeliveryDoc } from '../../store/webhook-deliveries';
-import { resendSignal, WEBHOOK_DELIVERY_WORKFLOW, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../../workflows/webhook-delivery/messages';
+import {
+  resendSignal,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  webhookDeliveryWorkflowId,
+  type WebhookDeliveryInput,
+} from '../../workflows/webhook-delivery/messages';
 import { deliveryMetadata, deliverySearchAttributes } from '../operations/workflow-summaries';
 
 /** A delivery; with its event's id and type when the caller has them (they name the Web UI row). */

@@ -14,16 +14,7 @@ import Fastify from 'fastify';
 import { MongoClient, type Db } from 'mongodb';
 import { startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
-import {
-  machineInfo,
-  printTable,
-  round,
-  runAutocannon,
-  runWithConcurrency,
-  saveResults,
-  summarizeLatencies,
-  type HttpLoadSummary,
-} from './lib';
+import { machineInfo, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies, type HttpLoadSummary } from './lib';
 
 const settings = {
   findOne: { seededDocs: 10_000, connections: 50, durationSeconds: 10, distinctPaths: 1_000 },
@@ -88,7 +79,13 @@ async function benchInsertMany(db: Db) {
     batchMs.push(performance.now() - batchStarted);
   }
   const seconds = (performance.now() - started) / 1000;
-  return { docs: batches * batchSize, batches, batchSize, docsPerSec: round((batches * batchSize) / seconds), batchLatencyMs: summarizeLatencies(batchMs) };
+  return {
+    docs: batches * batchSize,
+    batches,
+    batchSize,
+    docsPerSec: round((batches * batchSize) / seconds),
+    batchLatencyMs: summarizeLatencies(batchMs),
+  };
 }
 
 type WorkflowLoad = 'open' | 'closed';
@@ -160,12 +157,14 @@ async function main(): Promise<void> {
     const client = new Client({ connection });
     const taskQueue = `bench-${randomUUID()}`;
     const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db: mongo.db('bench_worker'), temporal: client });
-    const workflows = await worker.runUntil(async () => [
-      await benchWorkflows(client, taskQueue, 'noopWorkflow', 'closed'),
-      await benchWorkflows(client, taskQueue, 'pingWorkflow', 'closed'),
-      await benchWorkflows(client, taskQueue, 'noopWorkflow', 'open'),
-      await benchWorkflows(client, taskQueue, 'pingWorkflow', 'open'),
-    ].map((figures, i) => ({ workflow: i % 2 === 0 ? 'noopWorkflow' : 'pingWorkflow', ...figures })));
+    const workflows = await worker.runUntil(async () =>
+      [
+        await benchWorkflows(client, taskQueue, 'noopWorkflow', 'closed'),
+        await benchWorkflows(client, taskQueue, 'pingWorkflow', 'closed'),
+        await benchWorkflows(client, taskQueue, 'noopWorkflow', 'open'),
+        await benchWorkflows(client, taskQueue, 'pingWorkflow', 'open'),
+      ].map((figures, i) => ({ workflow: i % 2 === 0 ? 'noopWorkflow' : 'pingWorkflow', ...figures })),
+    );
 
     printTable('(a) GET /items/:id -> findOne by _id (FerretDB/SQLite, 10k docs)', [
       {

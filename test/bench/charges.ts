@@ -160,7 +160,9 @@ async function main(): Promise<void> {
         const settleMs = round(performance.now() - t);
         const chargeIds = new Set(answers.map((a) => a.id));
         const providerCharges = await db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store._id, key: merchantChargeKey(key) });
-        const chargeDocs = await chargesCollection(db).find({ store_id: store._id, key: merchantChargeKey(key) }).toArray();
+        const chargeDocs = await chargesCollection(db)
+          .find({ store_id: store._id, key: merchantChargeKey(key) })
+          .toArray();
         const orders = await ordersCollection(db).countDocuments({ store_id: store._id, external_order_id: chargeDocs[0]?._id ?? '-' });
         rounds.push({
           round: r + 1,
@@ -182,8 +184,20 @@ async function main(): Promise<void> {
 
     const p50Ratio = round(figures.distinct.latencyMs.p50 / figures.bare.p50, 2);
     printTable('(a) yardstick: bare start-and-wait of a one-activity workflow (pingWorkflow)', [
-      { lanes: settings.yardstick.concurrency, workflows: settings.yardstick.count, 'p50 ms': figures.bare.p50, 'p99 ms': figures.bare.p99, 'mean ms': figures.bare.mean },
-      { lanes: 1, workflows: settings.sequential.count, 'p50 ms': figures.bareSequential.p50, 'p99 ms': figures.bareSequential.p99, 'mean ms': figures.bareSequential.mean },
+      {
+        lanes: settings.yardstick.concurrency,
+        workflows: settings.yardstick.count,
+        'p50 ms': figures.bare.p50,
+        'p99 ms': figures.bare.p99,
+        'mean ms': figures.bare.mean,
+      },
+      {
+        lanes: 1,
+        workflows: settings.sequential.count,
+        'p50 ms': figures.bareSequential.p50,
+        'p99 ms': figures.bareSequential.p99,
+        'mean ms': figures.bareSequential.mean,
+      },
     ]);
     printTable('(b0) POST charges one at a time (request -> 201, no queueing)', [
       {
@@ -206,18 +220,21 @@ async function main(): Promise<void> {
         'p50 / yardstick p50': p50Ratio,
       },
     ]);
-    printTable(`(c) ${settings.sameKey.concurrent} concurrent requests with one key`, figures.rounds.map((r) => ({
-      round: r.round,
-      'settle all ms': r.settleAllMs,
-      'provider charges': r.providerCharges,
-      'charge docs': r.chargeDocuments,
-      orders: r.orders,
-      'distinct ids': r.distinctChargeIds,
-      '201': r.created201,
-      '200 replayed': r.replayed200,
-      '409 in use': r.inUse409,
-      other: r.other,
-    })));
+    printTable(
+      `(c) ${settings.sameKey.concurrent} concurrent requests with one key`,
+      figures.rounds.map((r) => ({
+        round: r.round,
+        'settle all ms': r.settleAllMs,
+        'provider charges': r.providerCharges,
+        'charge docs': r.chargeDocuments,
+        orders: r.orders,
+        'distinct ids': r.distinctChargeIds,
+        '201': r.created201,
+        '200 replayed': r.replayed200,
+        '409 in use': r.inUse409,
+        other: r.other,
+      })),
+    );
     printActivityTimings(timings.summary());
     const file = saveResults('charges', {
       activityDurations: timings.summary(),

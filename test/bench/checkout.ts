@@ -122,7 +122,9 @@ async function main(): Promise<void> {
       const sessions = await checkoutSessionsCollection(db).countDocuments({ store_id: store._id });
 
       console.log(`(c) GET /c/{id} over ${settings.page.distinctSessions} sessions, ${settings.page.connections} connections...`);
-      const ids = (await checkoutSessionsCollection(db).find({ store_id: store._id }).sort({ _id: -1 }).limit(settings.page.distinctSessions).toArray()).map((d) => d._id);
+      const ids = (
+        await checkoutSessionsCollection(db).find({ store_id: store._id }).sort({ _id: -1 }).limit(settings.page.distinctSessions).toArray()
+      ).map((d) => d._id);
       const page = await runAutocannon({
         url,
         connections: settings.page.connections,
@@ -147,7 +149,13 @@ async function main(): Promise<void> {
 
     const ratio = round((figures.create.sessionsPerSec / figures.starts.startsPerSec) * 100);
     printTable('(a) bare workflow starts on this dev server (the yardstick)', [
-      { workflow: 'noopWorkflow', lanes: settings.starts.concurrency, 'starts/s': figures.starts.startsPerSec, 'start p50 ms': figures.starts.startMs.p50, 'start p99 ms': figures.starts.startMs.p99 },
+      {
+        workflow: 'noopWorkflow',
+        lanes: settings.starts.concurrency,
+        'starts/s': figures.starts.startsPerSec,
+        'start p50 ms': figures.starts.startMs.p50,
+        'start p99 ms': figures.starts.startMs.p99,
+      },
     ]);
     printTable('(b) POST /v1/checkout/sessions (validate, write, start workflow)', [
       {

@@ -83,7 +83,11 @@ async function main() {
     const auth = { authorization: `Bearer ${key}` };
 
     const load = (url: string, paths: string[], headers: Record<string, string> = {}, seconds = settings.durationSeconds) =>
-      runLoad(url, paths.map((path) => ({ method: 'GET', path, headers })), seconds);
+      runLoad(
+        url,
+        paths.map((path) => ({ method: 'GET', path, headers })),
+        seconds,
+      );
 
     const idPaths = (prefix: string) => sampleIds.map((id) => `${prefix}/customers/${id}`);
     // Warm both (JIT, connection pools, FerretDB caches) before measuring.
@@ -142,7 +146,16 @@ async function main() {
 
     const ratio = (api?: HttpLoadSummary, base?: HttpLoadSummary) => (api && base ? round((api.requestsPerSec / base.requestsPerSec) * 100, 1) : NaN);
     const p99Times = (api?: HttpLoadSummary, base?: HttpLoadSummary) => (api && base ? round(api.latencyMs.p99 / base.latencyMs.p99, 2) : NaN);
-    const none: HttpLoadSummary = { requestsPerSec: NaN, latencyMs: { p50: NaN, p99: NaN, mean: NaN, max: NaN }, requests: 0, non2xx: 0, errors: 0, timeouts: 0, durationSeconds: 0, connections: 0 };
+    const none: HttpLoadSummary = {
+      requestsPerSec: NaN,
+      latencyMs: { p50: NaN, p99: NaN, mean: NaN, max: NaN },
+      requests: 0,
+      non2xx: 0,
+      errors: 0,
+      timeouts: 0,
+      durationSeconds: 0,
+      connections: 0,
+    };
     const row = (name: string, r: HttpLoadSummary = none, base?: HttpLoadSummary) => ({
       scenario: name,
       'req/s': r.requestsPerSec,
@@ -156,14 +169,17 @@ async function main() {
     });
     console.log('\nyardstick ("bare") does:', YARDSTICK.does.map((line) => `\n  - ${line}`).join(''));
     console.log('yardstick does not:', YARDSTICK.doesNot.map((line) => `\n  - ${line}`).join(''));
-    printTable(`conventions on FerretDB (${settings.connections} connections, ${settings.durationSeconds} s each, lookups by id in ${settings.byIdRounds} alternating slices; load ${machine.loadAverage1m})`, [
-      row('bare GET /customers/{id}', results.bareById),
-      row('API  GET /v1/customers/{id}', results.apiById, results.bareById),
-      row('bare, customer by {_id, store_id} (reference)', results.bareStoreInFilter, results.bareById),
-      row('bare GET /customers?limit=100', results.bareList100),
-      row('API  GET /v1/customers?limit=100', results.apiList100, results.bareList100),
-      row('API  POST /v1/customers (form, Idempotency-Key)', results.apiCreateForm),
-    ]);
+    printTable(
+      `conventions on FerretDB (${settings.connections} connections, ${settings.durationSeconds} s each, lookups by id in ${settings.byIdRounds} alternating slices; load ${machine.loadAverage1m})`,
+      [
+        row('bare GET /customers/{id}', results.bareById),
+        row('API  GET /v1/customers/{id}', results.apiById, results.bareById),
+        row('bare, customer by {_id, store_id} (reference)', results.bareStoreInFilter, results.bareById),
+        row('bare GET /customers?limit=100', results.bareList100),
+        row('API  GET /v1/customers?limit=100', results.apiList100, results.bareList100),
+        row('API  POST /v1/customers (form, Idempotency-Key)', results.apiCreateForm),
+      ],
+    );
     const goals = {
       byIdThroughputPercentOfBare: ratio(results.apiById, results.bareById),
       byIdP99TimesBare: p99Times(results.apiById, results.bareById),
@@ -171,7 +187,10 @@ async function main() {
       byIdPercentOfBareByRound: byIdRounds.map((r) => ratio(r.apiById, r.bareById)),
       listThroughputPercentOfBare: ratio(results.apiList100, results.bareList100),
       /** The same lookup with `{_id, store_id}` as its filter: what that filter costs on this engine. */
-      storeInFilterVsBare: { throughputPercent: ratio(results.bareStoreInFilter, results.bareById), p99Times: p99Times(results.bareStoreInFilter, results.bareById) },
+      storeInFilterVsBare: {
+        throughputPercent: ratio(results.bareStoreInFilter, results.bareById),
+        p99Times: p99Times(results.bareStoreInFilter, results.bareById),
+      },
       met: {
         byIdThroughputAtLeast80Percent: ratio(results.apiById, results.bareById) >= 80,
         byIdP99AtMost2xBare: p99Times(results.apiById, results.bareById) <= 2,

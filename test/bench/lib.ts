@@ -135,5 +135,8 @@ export function printTable(title: string, rows: Array<Record<string, string | nu
 
 /** The activity durations a bench's worker recorded (what the activity timeouts in workflows/ are chosen from). */
 export function printActivityTimings(summary: ReturnType<ActivityTimings['summary']>): void {
-  printTable('Activity durations (worker-side, ms): the start-to-close and heartbeat timeouts are chosen from these', Object.entries(summary).map(([activity, t]) => ({ activity, count: t.count, 'p50 ms': t.p50, 'p99 ms': t.p99, 'max ms': t.max })));
+  printTable(
+    'Activity durations (worker-side, ms): the start-to-close and heartbeat timeouts are chosen from these',
+    Object.entries(summary).map(([activity, t]) => ({ activity, count: t.count, 'p50 ms': t.p50, 'p99 ms': t.p99, 'max ms': t.max })),
+  );
 }

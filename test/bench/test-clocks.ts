@@ -77,14 +77,25 @@ async function clockWithSubscriptions(api: Api, c: Catalog, count: number): Prom
     const saved = await provider.saveCard({ storeId: c.store._id, customerId: customer._id, card: { number: '4242424242424242' } });
     if (!saved.ok) throw new Error(saved.message);
     const deps = { db: c.db, provider, temporal: c.temporal, taskQueue: c.taskQueue };
-    const sub = await createSubscription(deps, { store: c.store, customer, offer: c.offer, product: c.product, paymentMethod: saved.card, firstPeriodPaid: true, now: t0 * 1000 });
+    const sub = await createSubscription(deps, {
+      store: c.store,
+      customer,
+      offer: c.offer,
+      product: c.product,
+      paymentMethod: saved.card,
+      firstPeriodPaid: true,
+      now: t0 * 1000,
+    });
     subscriptions.push(sub._id);
   }
   return { clock, t0, subscriptions };
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } } });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
   const machineBefore = machineInfo();
   const workDir = mkdtempSync(join(tmpdir(), 'billing-bench-clocks-'));
   console.log(`starting FerretDB and the Temporal dev server in ${workDir}`);
@@ -104,11 +115,21 @@ async function main(): Promise<void> {
     const store = await createStore(db, { name: 'Bench Store', slug: 'bench', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
     const { key } = await createApiKey(db, { storeId: store._id, name: 'bench', scopes: ['read', 'write'] });
     const product = await createProduct(db, { storeId: store._id, name: 'Bench API', family: 'bench' });
-    const offer = await createOffer(db, { storeId: store._id, productId: product._id, name: 'Bench monthly', type: 'recurring', billingCycle: 'monthly', prices: [{ currency: 'brl', amount: 4990, default: true }] });
+    const offer = await createOffer(db, {
+      storeId: store._id,
+      productId: product._id,
+      name: 'Bench monthly',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      prices: [{ currency: 'brl', amount: 4990, default: true }],
+    });
     const worker = await createBillingWorker({ connection: nativeConnection, taskQueue, db, temporal });
     const port = await freePort();
     const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
-    const app = await buildApp({ db, config: { ...base, taskQueue, keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 }, temporal, provider }, { logger: false });
+    const app = await buildApp(
+      { db, config: { ...base, taskQueue, keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 }, temporal, provider },
+      { logger: false },
+    );
     const api = apiAt(await app.listen({ port, host: '127.0.0.1' }), key);
 
     const rows = await worker.runUntil(async () => {
@@ -118,21 +139,41 @@ async function main(): Promise<void> {
         const twoMonths = periodEnd(periodEnd(t0, 'monthly'), 'monthly');
         const first = await timedAdvance(api, clock, twoMonths - 3600);
         const second = await timedAdvance(api, clock, periodEnd(twoMonths, 'monthly') + 3600);
-        const renewals = await ordersCollection(db).countDocuments({ subscription: { $in: subscriptions }, billing_reason: 'renewal', status: 'paid' });
-        measured.push({ subscriptions: count, advance1Ms: round(first), advance2Ms: round(second), renewals, msPerRenewal: round((first + second) / Math.max(renewals, 1)) });
+        const renewals = await ordersCollection(db).countDocuments({
+          subscription: { $in: subscriptions },
+          billing_reason: 'renewal',
+          status: 'paid',
+        });
+        measured.push({
+          subscriptions: count,
+          advance1Ms: round(first),
+          advance2Ms: round(second),
+          renewals,
+          msPerRenewal: round((first + second) / Math.max(renewals, 1)),
+        });
       }
       return measured;
     });
     await app.close();
 
-    printTable('Test clock: three months (two advances), paying monthly subscriptions', rows.map((r) => ({
-      subscriptions: r.subscriptions,
-      'advance 1 (2 months) ms': r.advance1Ms,
-      'advance 2 (1 month) ms': r.advance2Ms,
-      'renewals (3 each)': r.renewals,
-      'ms per renewal': r.msPerRenewal,
-    })));
-    const file = saveResults('test-clocks', { benchmark: 'test-clocks', takenAt: new Date().toISOString(), machine: machineBefore, loadAverage1mAfter: machineInfo().loadAverage1m, settings, rows });
+    printTable(
+      'Test clock: three months (two advances), paying monthly subscriptions',
+      rows.map((r) => ({
+        subscriptions: r.subscriptions,
+        'advance 1 (2 months) ms': r.advance1Ms,
+        'advance 2 (1 month) ms': r.advance2Ms,
+        'renewals (3 each)': r.renewals,
+        'ms per renewal': r.msPerRenewal,
+      })),
+    );
+    const file = saveResults('test-clocks', {
+      benchmark: 'test-clocks',
+      takenAt: new Date().toISOString(),
+      machine: machineBefore,
+      loadAverage1mAfter: machineInfo().loadAverage1m,
+      settings,
+      rows,
+    });
     console.log(`\nsaved ${file}`);
   } finally {
     await connection.close().catch(() => undefined);

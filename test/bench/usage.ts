@@ -84,7 +84,10 @@ async function rawInsertMany(db: Db) {
       period_start: 0,
       value: 1,
       timestamp: Math.floor(Date.now() / 1000),
-      payload: [{ k: 'customer_id', v: 'cust_bench' }, { k: 'value', v: 1 }],
+      payload: [
+        { k: 'customer_id', v: 'cust_bench' },
+        { k: 'value', v: 1 },
+      ],
       batch: null,
       livemode: true,
       created: Math.floor(Date.now() / 1000),
@@ -126,7 +129,10 @@ async function setup(db: Db) {
   const provider = createTestConnection({ db });
   const usageDeps = { db, temporal: offlineTemporal, taskQueue: 'bench' };
   const subscribe = async (i: number) => {
-    const { customer } = await insertCustomer(db, newCustomerDoc(store._id, { email: `bench${i}@example.com`, name: 'Bench Buyer', phone: '+5511999990000' }, {}));
+    const { customer } = await insertCustomer(
+      db,
+      newCustomerDoc(store._id, { email: `bench${i}@example.com`, name: 'Bench Buyer', phone: '+5511999990000' }, {}),
+    );
     const saved = await provider.saveCard({ storeId: store._id, customerId: customer._id, card: { number: '4242424242424242' } });
     if (!saved.ok) throw new Error(saved.message);
     const sub = await recordSubscription({ db }, { store, customer, offer, product, paymentMethod: saved.card, firstPeriodPaid: true });
@@ -190,7 +196,13 @@ async function postBatch(url: string, key: string, body: string) {
     body,
   });
   const json = (await res.json()) as { accepted?: number; duplicates?: number; errors?: number; error?: { code: string } };
-  return { ms: performance.now() - started, status: res.status, accepted: json.accepted ?? 0, duplicates: json.duplicates ?? 0, errors: json.errors ?? 0 };
+  return {
+    ms: performance.now() - started,
+    status: res.status,
+    accepted: json.accepted ?? 0,
+    duplicates: json.duplicates ?? 0,
+    errors: json.errors ?? 0,
+  };
 }
 
 async function ingestion(url: string, eventName: string, clients: Client[], firstCall: number, calls: number) {
@@ -276,7 +288,10 @@ async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, fer
         period_start: period.start,
         value: 1,
         timestamp: period.start + ((from + i) % 3600),
-        payload: [{ k: 'customer_id', v: customer }, { k: 'value', v: 1 }],
+        payload: [
+          { k: 'customer_id', v: customer },
+          { k: 'value', v: 1 },
+        ],
         batch: null,
         livemode: true,
         created: now,
@@ -345,7 +360,9 @@ async function recomputeCost(db: Db, env: Awaited<ReturnType<typeof setup>>, fer
 
 function baselineInsertRate(): number | null {
   try {
-    const baseline = JSON.parse(readFileSync(join(import.meta.dirname, 'results', 'baseline.json'), 'utf8')) as { insertMany?: { docsPerSec?: number } };
+    const baseline = JSON.parse(readFileSync(join(import.meta.dirname, 'results', 'baseline.json'), 'utf8')) as {
+      insertMany?: { docsPerSec?: number };
+    };
     return baseline.insertMany?.docsPerSec ?? null;
   } catch {
     return null;
@@ -378,8 +395,16 @@ async function main(): Promise<void> {
     const replay = await ingestion(api.url, env.meter.event_name, env.clients, 0, replayCalls);
 
     // Every distinct event counted once: the period rollups of the 8 subscriptions.
-    const states = await Promise.all(env.clients.map((c) => collections(db).db.collection('subscription_usage').findOne({ _id: c.subscription as never })));
-    const keys = env.clients.map((c, i) => periodRollupKey(c.subscription, (states[i] as unknown as { next_start: number }).next_start, env.meter._id));
+    const states = await Promise.all(
+      env.clients.map((c) =>
+        collections(db)
+          .db.collection('subscription_usage')
+          .findOne({ _id: c.subscription as never }),
+      ),
+    );
+    const keys = env.clients.map((c, i) =>
+      periodRollupKey(c.subscription, (states[i] as unknown as { next_start: number }).next_start, env.meter._id),
+    );
     const rollups = await readRollups(db, keys);
     const counted = [...rollups.values()].reduce((sum, r) => sum + r.count, 0);
     const distinct = settings.clients * (settings.callsPerClient + settings.warmupCalls) * settings.eventsPerCall;
@@ -400,7 +425,11 @@ async function main(): Promise<void> {
       settings,
       rawInsertMany: raw,
       baselineJsonInsertManyDocsPerSec: baseline,
-      ingestion: { ...ingest, ofRawSequentialInsert: round(ingest.acceptedPerSec / raw.sequential.docsPerSec, 2), ofRawConcurrentInsert: round(ingest.acceptedPerSec / raw.concurrent.docsPerSec, 2) },
+      ingestion: {
+        ...ingest,
+        ofRawSequentialInsert: round(ingest.acceptedPerSec / raw.sequential.docsPerSec, 2),
+        ofRawConcurrentInsert: round(ingest.acceptedPerSec / raw.concurrent.docsPerSec, 2),
+      },
       ingestionInProcess: { ...inProcess, ofRawConcurrentInsert: round(inProcess.acceptedPerSec / raw.concurrent.docsPerSec, 2) },
       replay: { ...replay, expectedDuplicates: settings.clients * replayCalls * settings.eventsPerCall },
       exactness: { distinctEventsSent: distinct, countedInRollups: counted },
@@ -409,16 +438,58 @@ async function main(): Promise<void> {
     const file = saveResults(process.env.USAGE_BENCH_RESULTS ?? 'usage', results);
 
     printTable('Meter event ingestion (FerretDB v1, 8 clients, 100 events per /batch call)', [
-      { run: 'raw insertMany, 1 writer', 'events/s': raw.sequential.docsPerSec, 'p50 ms': raw.sequential.batchMs.p50, 'p99 ms': raw.sequential.batchMs.p99, calls: settings.rawInsert.batches, note: '' },
-      { run: `raw insertMany, ${settings.rawInsert.concurrentWriters} writers`, 'events/s': raw.concurrent.docsPerSec, 'p50 ms': raw.concurrent.batchMs.p50, 'p99 ms': raw.concurrent.batchMs.p99, calls: settings.rawInsert.batches, note: '' },
+      {
+        run: 'raw insertMany, 1 writer',
+        'events/s': raw.sequential.docsPerSec,
+        'p50 ms': raw.sequential.batchMs.p50,
+        'p99 ms': raw.sequential.batchMs.p99,
+        calls: settings.rawInsert.batches,
+        note: '',
+      },
+      {
+        run: `raw insertMany, ${settings.rawInsert.concurrentWriters} writers`,
+        'events/s': raw.concurrent.docsPerSec,
+        'p50 ms': raw.concurrent.batchMs.p50,
+        'p99 ms': raw.concurrent.batchMs.p99,
+        calls: settings.rawInsert.batches,
+        note: '',
+      },
       { run: 'baseline.json insertMany', 'events/s': baseline ?? 'n/a', 'p50 ms': '', 'p99 ms': '', calls: '', note: 'other run' },
-      { run: 'POST /batch (new events)', 'events/s': ingest.acceptedPerSec, 'p50 ms': ingest.callMs.p50, 'p99 ms': ingest.callMs.p99, calls: ingest.calls, note: `${round(100 * results.ingestion.ofRawSequentialInsert)}% of raw 1-writer` },
-      { run: 'ingestMeterEvents in-process', 'events/s': inProcess.acceptedPerSec, 'p50 ms': inProcess.callMs.p50, 'p99 ms': inProcess.callMs.p99, calls: inProcess.calls, note: `${round(100 * results.ingestionInProcess.ofRawConcurrentInsert)}% of raw 8-writer (no HTTP)` },
-      { run: 'POST /batch (replayed)', 'events/s': replay.eventsPerSec, 'p50 ms': replay.callMs.p50, 'p99 ms': replay.callMs.p99, calls: replay.calls, note: `${replay.duplicates}/${results.replay.expectedDuplicates} refused as duplicates, ${replay.accepted} accepted` },
+      {
+        run: 'POST /batch (new events)',
+        'events/s': ingest.acceptedPerSec,
+        'p50 ms': ingest.callMs.p50,
+        'p99 ms': ingest.callMs.p99,
+        calls: ingest.calls,
+        note: `${round(100 * results.ingestion.ofRawSequentialInsert)}% of raw 1-writer`,
+      },
+      {
+        run: 'ingestMeterEvents in-process',
+        'events/s': inProcess.acceptedPerSec,
+        'p50 ms': inProcess.callMs.p50,
+        'p99 ms': inProcess.callMs.p99,
+        calls: inProcess.calls,
+        note: `${round(100 * results.ingestionInProcess.ofRawConcurrentInsert)}% of raw 8-writer (no HTTP)`,
+      },
+      {
+        run: 'POST /batch (replayed)',
+        'events/s': replay.eventsPerSec,
+        'p50 ms': replay.callMs.p50,
+        'p99 ms': replay.callMs.p99,
+        calls: replay.calls,
+        note: `${replay.duplicates}/${results.replay.expectedDuplicates} refused as duplicates, ${replay.accepted} accepted`,
+      },
     ]);
     printTable('Exactness', [{ 'distinct events sent': distinct, 'counted in rollups': counted }]);
     printTable(`Period recompute, one subscription with ${recompute.events} events`, [
-      { how: 'rollups (the workflow)', 'p50 ms': recompute.viaRollups.ms.p50, 'p99 ms': recompute.viaRollups.ms.p99, 'node heap MiB': recompute.viaRollups.nodeHeapDeltaMiB, 'ferret RSS MiB': '', quantity: recompute.rollup.sum },
+      {
+        how: 'rollups (the workflow)',
+        'p50 ms': recompute.viaRollups.ms.p50,
+        'p99 ms': recompute.viaRollups.ms.p99,
+        'node heap MiB': recompute.viaRollups.nodeHeapDeltaMiB,
+        'ferret RSS MiB': '',
+        quantity: recompute.rollup.sum,
+      },
       {
         how: '$match/$group on events',
         'p50 ms': recompute.viaAggregate.ms,

@@ -67,7 +67,9 @@ async function breakdown(handle: WorkflowHandle, emitted: Emitted) {
   const activityStarted = at((e) => e.activityTaskStartedEventAttributes);
   const completed = events.find((e) => e.activityTaskCompletedEventAttributes);
   const payload = completed?.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
-  const result = payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { timings: { prepareMs: number; httpMs: number; recordMs: number } }) : null;
+  const result = payload
+    ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { timings: { prepareMs: number; httpMs: number; recordMs: number } })
+    : null;
   return {
     emitToWorkflowStartMs: started - emitted.emittedAt,
     workflowTaskWaitMs: firstTaskStarted - started,
@@ -118,7 +120,13 @@ async function main(): Promise<void> {
       activityDeps: { webhooks: { allowedHosts: ['localhost'], ca: (await testCa()).caCert } },
     });
     const store = await createStore(db, { name: 'Bench store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-    const endpoint = await insertEndpoint(db, { storeId: store._id, url: receiver.url('/bench'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+    const endpoint = await insertEndpoint(db, {
+      storeId: store._id,
+      url: receiver.url('/bench'),
+      description: null,
+      enabledEvents: ['*'],
+      apiVersion: '2026-11-01',
+    });
 
     const waitForHits = async (emitted: Emitted[], timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
@@ -132,7 +140,11 @@ async function main(): Promise<void> {
     const results = await worker.runUntil(async () => {
       // Warm-up: workflow isolates, sockets, caches.
       const warm: Emitted[] = [];
-      await runWithConcurrency(settings.burst.warmup, 10, async () => void warm.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)));
+      await runWithConcurrency(
+        settings.burst.warmup,
+        10,
+        async () => void warm.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
+      );
       await waitForHits(warm, 60_000);
 
       // The ceiling on the same servers at the same moment: bare one-activity workflows (baseline's pingWorkflow, open load).
@@ -149,8 +161,10 @@ async function main(): Promise<void> {
       console.log(`burst: ${settings.burst.events} events, ${settings.burst.concurrency} emitting lanes...`);
       const burst: Emitted[] = [];
       const burstStarted = Date.now();
-      await runWithConcurrency(settings.burst.events, settings.burst.concurrency, async () =>
-        void burst.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
+      await runWithConcurrency(
+        settings.burst.events,
+        settings.burst.concurrency,
+        async () => void burst.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
       );
       const emittedAllAt = Date.now();
       await waitForHits(burst, 300_000);
@@ -186,7 +200,9 @@ async function main(): Promise<void> {
       };
 
       // Where the time goes, from a sample of the steady run (not distorted by the burst backlog).
-      const sample = steady.filter((_, i) => i % Math.max(1, Math.floor(steady.length / settings.historySample)) === 0).slice(0, settings.historySample);
+      const sample = steady
+        .filter((_, i) => i % Math.max(1, Math.floor(steady.length / settings.historySample)) === 0)
+        .slice(0, settings.historySample);
       const parts = await Promise.all(sample.map((e) => breakdown(client.workflow.getHandle(webhookDeliveryWorkflowId(e.deliveryId)), e)));
       // A part missing from a history (an attempt retried) is left out of that part's figures.
       const split = Object.fromEntries(
@@ -201,7 +217,9 @@ async function main(): Promise<void> {
     const baselineFile = join(resultsDir, 'baseline.json');
     let baseline: { pingClosed: number; pingOpen: number } | null = null;
     if (existsSync(baselineFile)) {
-      const data = JSON.parse(readFileSync(baselineFile, 'utf8')) as { workflows?: Array<{ workflow: string; load: string; completionsPerSec: number }> };
+      const data = JSON.parse(readFileSync(baselineFile, 'utf8')) as {
+        workflows?: Array<{ workflow: string; load: string; completionsPerSec: number }>;
+      };
       const ping = (load: string) => data.workflows?.find((w) => w.workflow === 'pingWorkflow' && w.load === load)?.completionsPerSec ?? Number.NaN;
       baseline = { pingClosed: ping('closed'), pingOpen: ping('open') };
     }
@@ -228,7 +246,10 @@ async function main(): Promise<void> {
       },
     ]);
     const { sampled, ...split } = results.breakdown as { sampled: number } & Record<string, { p50: number; p99: number }>;
-    printTable(`Where the time goes (steady run, ${sampled} deliveries sampled from workflow histories)`, Object.entries(split).map(([part, s]) => ({ part, 'p50 ms': s.p50, 'p99 ms': s.p99 })));
+    printTable(
+      `Where the time goes (steady run, ${sampled} deliveries sampled from workflow histories)`,
+      Object.entries(split).map(([part, s]) => ({ part, 'p50 ms': s.p50, 'p99 ms': s.p99 })),
+    );
     printTable('Against bare one-activity workflows (pingWorkflow, open load)', [
       {
         measured: 'same servers, this run',

@@ -9,7 +9,15 @@ import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, test } fr
 import { findCheckoutSession } from '../../store/checkout-sessions';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import type { TestStore } from '../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../support/checkout-fixtures';
 import { launchBrowser, screenshot, startMerchantSite, type MerchantSite } from '../support/browser';
 import { waitFor } from '../support/env';
 
@@ -22,7 +30,11 @@ let page: Page;
 let seq = 0;
 
 beforeAll(async () => {
-  [stack, browser, merchant] = await Promise.all([startCheckoutStack('e2e-checkout', { ipRateLimit: 100_000 }), launchBrowser(), startMerchantSite()]);
+  [stack, browser, merchant] = await Promise.all([
+    startCheckoutStack('e2e-checkout', { ipRateLimit: 100_000 }),
+    launchBrowser(),
+    startMerchantSite(),
+  ]);
   store = await createTestStore(stack.mongo.db, { name: 'Lumen Photo School' });
   catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
 });

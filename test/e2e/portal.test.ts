@@ -8,7 +8,15 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { findCheckoutSession, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { subscriptionsCollection } from '../../store/subscriptions';
 import type { TestStore } from '../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../support/checkout-fixtures';
 import { launchBrowser, screenshot } from '../support/browser';
 import { waitFor } from '../support/env';
 

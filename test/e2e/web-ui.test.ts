@@ -69,18 +69,31 @@ afterAll(async () => {
 });
 
 /** The list's columns as an operator sets them in the UI's column picker (kept in the browser's local storage). */
-const BUSINESS_COLUMNS = ['Status', 'Workflow ID', 'BillingStatus', 'CustomerId', 'Type', 'Start'].map((label, index) => ({ label, pinned: index < 2 }));
+const BUSINESS_COLUMNS = ['Status', 'Workflow ID', 'BillingStatus', 'CustomerId', 'Type', 'Start'].map((label, index) => ({
+  label,
+  pinned: index < 2,
+}));
 
 /** Opens the workflow list (optionally filtered by a visibility query) and waits until `text` shows in it. */
 async function openList(page: Page, text: string, query?: string): Promise<void> {
   const url = new URL(`${server.uiUrl}/namespaces/${testNamespace}/workflows`);
   if (query) url.searchParams.set('query', query);
   // The list reads visibility, which lags the start by a moment: reload until the row is there.
-  await waitFor(async () => {
-    await page.goto(url.toString());
-    const shown = await page.getByText(text).first().waitFor({ state: 'visible', timeout: 10_000 }).then(() => true, () => false);
-    return shown || null;
-  }, { timeoutMs: 60_000, intervalMs: 500, description: `the Web UI list to show "${text}"` }).catch(async (error: unknown) => {
+  await waitFor(
+    async () => {
+      await page.goto(url.toString());
+      const shown = await page
+        .getByText(text)
+        .first()
+        .waitFor({ state: 'visible', timeout: 10_000 })
+        .then(
+          () => true,
+          () => false,
+        );
+      return shown || null;
+    },
+    { timeoutMs: 60_000, intervalMs: 500, description: `the Web UI list to show "${text}"` },
+  ).catch(async (error: unknown) => {
     await screenshot(page, 'web-ui-failure');
     throw error;
   });
@@ -88,13 +101,19 @@ async function openList(page: Page, text: string, query?: string): Promise<void>
 
 /** Waits until `pattern` is in the page's text; the UI renders user metadata (Markdown) in sandboxed frames, so every frame is read. */
 async function shows(page: Page, pattern: RegExp, what: string): Promise<void> {
-  await waitFor(async () => {
-    for (const frame of page.frames()) {
-      const text = await frame.locator('body').innerText({ timeout: 1_000 }).catch(() => '');
-      if (pattern.test(text)) return true;
-    }
-    return null;
-  }, { timeoutMs: 20_000, intervalMs: 250, description: `the page to show ${what} (${pattern})` });
+  await waitFor(
+    async () => {
+      for (const frame of page.frames()) {
+        const text = await frame
+          .locator('body')
+          .innerText({ timeout: 1_000 })
+          .catch(() => '');
+        if (pattern.test(text)) return true;
+      }
+      return null;
+    },
+    { timeoutMs: 20_000, intervalMs: 250, description: `the page to show ${what} (${pattern})` },
+  );
 }
 
 test('the list shows business rows (BillingStatus, CustomerId); a BillingStatus query finds the past-due subscription; its page shows the timer summary, the summary and the current step', async () => {
@@ -108,12 +127,15 @@ test('the list shows business rows (BillingStatus, CustomerId); a BillingStatus 
   );
   const subscriptionId = subscriptionWorkflowId(sub._id);
   // The decline shows as a search attribute before the UI can list it as past due.
-  await waitFor(async () => {
-    for await (const row of temporal.client.workflow.list({ query: `BillingStatus = 'past_due' AND StoreId = '${store.store._id}'` })) {
-      if (row.workflowId === subscriptionId) return true;
-    }
-    return null;
-  }, { timeoutMs: 20_000, description: 'the subscription to be past due' });
+  await waitFor(
+    async () => {
+      for await (const row of temporal.client.workflow.list({ query: `BillingStatus = 'past_due' AND StoreId = '${store.store._id}'` })) {
+        if (row.workflowId === subscriptionId) return true;
+      }
+      return null;
+    },
+    { timeoutMs: 20_000, description: 'the subscription to be past due' },
+  );
 
   const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
   await context.addInitScript({
@@ -125,7 +147,13 @@ test('the list shows business rows (BillingStatus, CustomerId); a BillingStatus 
     const subscriptionRow = page.getByRole('row').filter({ hasText: subscriptionId });
     await expect(subscriptionRow.getByText('past_due').isVisible()).resolves.toBe(true);
     await expect(subscriptionRow.getByText(sub.customer!).isVisible()).resolves.toBe(true);
-    await expect(page.getByRole('row').filter({ hasText: `checkout-session/${session.body.id}` }).getByText('open', { exact: true }).isVisible()).resolves.toBe(true);
+    await expect(
+      page
+        .getByRole('row')
+        .filter({ hasText: `checkout-session/${session.body.id}` })
+        .getByText('open', { exact: true })
+        .isVisible(),
+    ).resolves.toBe(true);
     await screenshot(page, 'web-ui-workflow-list');
 
     await openList(page, subscriptionId, `BillingStatus = "past_due" AND StoreId = "${store.store._id}"`);
@@ -136,7 +164,11 @@ test('the list shows business rows (BillingStatus, CustomerId); a BillingStatus 
     // The timeline's timer reads as the story (its summary), and the User Metadata tab shows summary and current step.
     await page.getByText('until retry or an action').first().waitFor({ state: 'visible', timeout: 20_000 });
     await screenshot(page, 'web-ui-subscription-timeline');
-    await page.getByRole('link', { name: 'User Metadata' }).or(page.getByRole('tab', { name: 'User Metadata' })).first().click();
+    await page
+      .getByRole('link', { name: 'User Metadata' })
+      .or(page.getByRole('tab', { name: 'User Metadata' }))
+      .first()
+      .click();
     // The page shows the static summary and the current details the workflow publishes.
     await shows(page, new RegExp(`Subscription ${sub._id} · ${sub.customer} .\\*\\*\\*@example\\.com · ${catalog.monthly.name}`), 'the summary');
     await shows(page, /past_due since \S+: 1 failed, retry at \S+/, 'the current step');

@@ -62,7 +62,10 @@ export interface TestStore {
   makeKey(scopes: Scope[], extra?: { expiresAt?: number | null; name?: string }): Promise<{ key: string; id: string }>;
 }
 
-export async function createTestStore(db: Db, overrides: Partial<{ name: string; slug: string | null; country: string; currency: string; timezone: string }> = {}): Promise<TestStore> {
+export async function createTestStore(
+  db: Db,
+  overrides: Partial<{ name: string; slug: string | null; country: string; currency: string; timezone: string }> = {},
+): Promise<TestStore> {
   const store = await createStore(db, {
     name: overrides.name ?? 'Test Store',
     slug: overrides.slug === undefined ? `store-${Math.random().toString(36).slice(2, 10)}` : overrides.slug,

@@ -128,7 +128,12 @@ export async function startLoggedApi(stack: CheckoutStack): Promise<{ url: strin
   });
   const port = await freePort();
   const app = await buildApp(
-    { db: stack.mongo.db, config: { ...stack.api.config, port }, temporal: stack.temporal.client, provider: createTestConnection({ db: stack.mongo.db }) },
+    {
+      db: stack.mongo.db,
+      config: { ...stack.api.config, port },
+      temporal: stack.temporal.client,
+      provider: createTestConnection({ db: stack.mongo.db }),
+    },
     { logger: { level: 'trace', stream: sink } },
   );
   await app.listen({ port, host: '127.0.0.1' });

@@ -23,7 +23,10 @@ export async function startApiWithRoutes(options: {
   const config: ApiConfig = { ...base, trustProxy: true, taskQueue: uniqueTaskQueue('unpolled'), ...options.config };
   // No workflow runs behind these routes: a lazy client, on a queue nobody polls.
   const lazy = lazyTestClient();
-  const app = await buildApp({ db: options.db, config, temporal: lazy.client, provider: createTestConnection({ db: options.db }) }, { logger: false });
+  const app = await buildApp(
+    { db: options.db, config, temporal: lazy.client, provider: createTestConnection({ db: options.db }) },
+    { logger: false },
+  );
   app.addHook('onClose', () => lazy.close());
   await app.register(async (v1) => options.routes(v1), { prefix: '/v1' });
   if (options.pages) await app.register(async (root) => options.pages!(root));

@@ -4,6 +4,9 @@ import { eventSweeperWorkflowId, usageRoutineWorkflowId } from '../../services/o
 
 export async function stopRoutines(client: Client, taskQueue: string): Promise<void> {
   for (const id of [eventSweeperWorkflowId(taskQueue), usageRoutineWorkflowId(taskQueue)]) {
-    await client.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+    await client.workflow
+      .getHandle(id)
+      .terminate('test over')
+      .catch(() => undefined);
   }
 }

@@ -74,17 +74,22 @@ export async function seedSubscription(
 ): Promise<SubscriptionDoc> {
   const provider = deps.provider ?? createTestConnection({ db: deps.db });
   const email = `buyer${++customerSeq}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const { customer } = await insertCustomer(
-    deps.db,
-    newCustomerDoc(input.store._id, { email, name: 'Ana Buyer', phone: '+5511999990000' }, {}),
-  );
+  const { customer } = await insertCustomer(deps.db, newCustomerDoc(input.store._id, { email, name: 'Ana Buyer', phone: '+5511999990000' }, {}));
   let card = null;
   if (input.card !== null) {
     const saved = await provider.saveCard({ storeId: input.store._id, customerId: customer._id, card: { number: input.card ?? '4242424242424242' } });
     if (!saved.ok) throw new Error(saved.message);
     card = saved.card;
   }
-  const subscription = { store: input.store, customer, offer: input.offer, product: input.product, currency: input.currency, paymentMethod: card, now: input.now };
+  const subscription = {
+    store: input.store,
+    customer,
+    offer: input.offer,
+    product: input.product,
+    currency: input.currency,
+    paymentMethod: card,
+    now: input.now,
+  };
   if (!deps.temporal) return recordSubscription({ db: deps.db }, subscription);
   return createSubscription({ db: deps.db, provider, temporal: deps.temporal, taskQueue: deps.taskQueue }, subscription);
 }

@@ -61,7 +61,15 @@ export async function seedUsageSubscription(
     if (!saved.ok) throw new Error(saved.message);
     card = saved.card;
   }
-  const product = { _id: input.offer.product_id, store_id: input.store._id, name: 'Image API', description: null, family: 'platform', active: true, created: 0 };
+  const product = {
+    _id: input.offer.product_id,
+    store_id: input.store._id,
+    name: 'Image API',
+    description: null,
+    family: 'platform',
+    active: true,
+    created: 0,
+  };
   const fields = {
     store: input.store,
     customer,

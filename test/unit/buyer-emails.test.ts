@@ -11,48 +11,61 @@ const DEC_24 = Date.UTC(2026, 11, 24, 12) / 1000;
 const facts = { storeName: 'Loja <Aurora> & Co', timeZone: 'America/Sao_Paulo', customerName: 'Ana' };
 
 describe('every language', () => {
-  test.each(EMAIL_LANGUAGES)('%s: the payment confirmation and the cancellation e-mail name product, amount and period, with no placeholder left', (language) => {
-    const paid = renderPaymentConfirmation({
-      ...facts,
-      language,
-      kind: 'renewal',
-      product: 'Photo Club',
-      amount: 4990,
-      currency: 'brl',
-      paidAt: NOV_24,
-      period: { start: NOV_24, end: DEC_24 },
-      orderId: 'ord_1',
-    });
-    const amount = emailMoney(4990, 'brl', language);
-    expect(paid.subject).toContain('Photo Club');
-    expect(paid.subject).toContain(amount);
-    expect(paid.text).toContain('2026');
-    expect(paid.text).toContain('ord_1');
-    const canceled = renderCancellationEmail({
-      ...facts,
-      language,
-      product: 'Photo Club',
-      amount: 4990,
-      currency: 'brl',
-      cycle: 'custom',
-      customBillingDays: 10,
-      canceledAt: NOV_24,
-      period: { start: NOV_24, end: DEC_24 },
-      subscriptionId: 'sub_1',
-    });
-    expect(canceled.subject).toContain('Photo Club');
-    expect(canceled.text).toContain(amount);
-    expect(canceled.text).toContain('10');
-    for (const mail of [paid, canceled]) {
-      expect(mail.subject + mail.text + mail.html).not.toMatch(/\{\w+\}/);
-      expect(mail.html).toContain(`<html lang="${language}">`);
-    }
-  });
+  test.each(EMAIL_LANGUAGES)(
+    '%s: the payment confirmation and the cancellation e-mail name product, amount and period, with no placeholder left',
+    (language) => {
+      const paid = renderPaymentConfirmation({
+        ...facts,
+        language,
+        kind: 'renewal',
+        product: 'Photo Club',
+        amount: 4990,
+        currency: 'brl',
+        paidAt: NOV_24,
+        period: { start: NOV_24, end: DEC_24 },
+        orderId: 'ord_1',
+      });
+      const amount = emailMoney(4990, 'brl', language);
+      expect(paid.subject).toContain('Photo Club');
+      expect(paid.subject).toContain(amount);
+      expect(paid.text).toContain('2026');
+      expect(paid.text).toContain('ord_1');
+      const canceled = renderCancellationEmail({
+        ...facts,
+        language,
+        product: 'Photo Club',
+        amount: 4990,
+        currency: 'brl',
+        cycle: 'custom',
+        customBillingDays: 10,
+        canceledAt: NOV_24,
+        period: { start: NOV_24, end: DEC_24 },
+        subscriptionId: 'sub_1',
+      });
+      expect(canceled.subject).toContain('Photo Club');
+      expect(canceled.text).toContain(amount);
+      expect(canceled.text).toContain('10');
+      for (const mail of [paid, canceled]) {
+        expect(mail.subject + mail.text + mail.html).not.toMatch(/\{\w+\}/);
+        expect(mail.html).toContain(`<html lang="${language}">`);
+      }
+    },
+  );
 });
 
 test('a one-time payment shows its date in the store time zone instead of a period', () => {
   // 02:00 UTC on Nov 25 is still Nov 24 in São Paulo.
-  const mail = renderPaymentConfirmation({ ...facts, language: 'en', kind: 'purchase', product: 'Course', amount: 19700, currency: 'brl', paidAt: Date.UTC(2026, 10, 25, 2) / 1000, period: null, orderId: 'ord_2' });
+  const mail = renderPaymentConfirmation({
+    ...facts,
+    language: 'en',
+    kind: 'purchase',
+    product: 'Course',
+    amount: 19700,
+    currency: 'brl',
+    paidAt: Date.UTC(2026, 10, 25, 2) / 1000,
+    period: null,
+    orderId: 'ord_2',
+  });
   expect(mail.subject).toBe('Payment confirmed: Course, R$197.00 (Nov 24, 2026, one-time purchase)');
 });
 
@@ -65,7 +78,18 @@ test('the language: the first locale we write, then the store country, then Engl
 });
 
 test('store and buyer text is escaped in the HTML body, kept as is in the text body', () => {
-  const mail = renderPaymentConfirmation({ ...facts, customerName: '<b>Ana</b>', language: 'en', kind: 'charge', product: 'A & B', amount: 100, currency: 'usd', paidAt: NOV_24, period: null, orderId: 'ord_3' });
+  const mail = renderPaymentConfirmation({
+    ...facts,
+    customerName: '<b>Ana</b>',
+    language: 'en',
+    kind: 'charge',
+    product: 'A & B',
+    amount: 100,
+    currency: 'usd',
+    paidAt: NOV_24,
+    period: null,
+    orderId: 'ord_3',
+  });
   expect(mail.html).toContain('Loja &lt;Aurora&gt; &amp; Co');
   expect(mail.html).toContain('&lt;b&gt;Ana&lt;/b&gt;');
   expect(mail.html).not.toContain('<b>Ana</b>');

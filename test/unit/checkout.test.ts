@@ -68,7 +68,9 @@ describe('redirect URLs', () => {
     }
   });
   test('the placeholder is replaced, also percent-encoded, only when redirecting', () => {
-    expect(fillSessionPlaceholder('https://s.example/ok?a={CHECKOUT_SESSION_ID}&b={CHECKOUT_SESSION_ID}', 'cs_1')).toBe('https://s.example/ok?a=cs_1&b=cs_1');
+    expect(fillSessionPlaceholder('https://s.example/ok?a={CHECKOUT_SESSION_ID}&b={CHECKOUT_SESSION_ID}', 'cs_1')).toBe(
+      'https://s.example/ok?a=cs_1&b=cs_1',
+    );
     expect(fillSessionPlaceholder('https://s.example/ok?a=%7BCHECKOUT_SESSION_ID%7D', 'cs_2')).toBe('https://s.example/ok?a=cs_2');
   });
 });
@@ -144,10 +146,14 @@ describe('languages', () => {
 describe('offer links and browser languages', () => {
   test('the shared host names the store when both have slugs, else the offer id; a custom domain takes the offer slug', () => {
     const base = 'https://pay.example.com';
-    expect(offerLinkUrl({ slug: 'lumen', custom_domain: null }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://pay.example.com/o/lumen/course');
+    expect(offerLinkUrl({ slug: 'lumen', custom_domain: null }, { _id: 'ofr_1', slug: 'course' }, base)).toBe(
+      'https://pay.example.com/o/lumen/course',
+    );
     expect(offerLinkUrl({ slug: null, custom_domain: null }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://pay.example.com/o/ofr_1');
     expect(offerLinkUrl({ slug: 'lumen', custom_domain: null }, { _id: 'ofr_1', slug: null }, base)).toBe('https://pay.example.com/o/ofr_1');
-    expect(offerLinkUrl({ slug: 'lumen', custom_domain: 'shop.example' }, { _id: 'ofr_1', slug: 'course' }, base)).toBe('https://shop.example/o/course');
+    expect(offerLinkUrl({ slug: 'lumen', custom_domain: 'shop.example' }, { _id: 'ofr_1', slug: 'course' }, base)).toBe(
+      'https://shop.example/o/course',
+    );
   });
 
   test('Accept-Language picks the best-weighted language the checkout has', () => {

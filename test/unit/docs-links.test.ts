@@ -5,7 +5,12 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '../..');
-const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The lines of a markdown file outside fenced code blocks. */
 function proseLines(text: string): string[] {
@@ -23,7 +28,10 @@ function anchorsOf(text: string): Set<string> {
   for (const line of proseLines(text)) {
     const heading = /^#{1,6} (.*)$/.exec(line);
     if (!heading) continue;
-    const base = heading[1].toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '').replace(/ /g, '-');
+    const base = heading[1]
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '')
+      .replace(/ /g, '-');
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
@@ -55,9 +63,7 @@ describe('README and docs links', () => {
   });
 
   it('resolves every relative link to an existing file and heading', () => {
-    const broken = pages.flatMap((page) =>
-      relativeLinks(readFileSync(join(root, page), 'utf8')).map((target) => brokenLink(page, target)),
-    );
+    const broken = pages.flatMap((page) => relativeLinks(readFileSync(join(root, page), 'utf8')).map((target) => brokenLink(page, target)));
     expect(broken.filter((reason) => reason !== null)).toEqual([]);
   });
 

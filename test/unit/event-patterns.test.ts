@@ -5,7 +5,10 @@ import { typeMatches, typesMatching } from '../../domain/event-catalogs';
 
 /** The reference semantics, safe only for short inputs: a RegExp built from the pattern. */
 function byRegExp(pattern: string, type: string): boolean {
-  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  const escaped = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
   return new RegExp(`^${escaped}$`).test(type);
 }
 

@@ -87,7 +87,8 @@ describe('money', () => {
       ['de', 1500, 'jpy', '1.500 ¥'],
       ['fr', 1234567, 'eur', '12 345,67 €'],
     ];
-    for (const [language, amount, currency, expected] of cases) expect(plain(formatMoney(amount, currency, language)), `${language} ${currency}`).toBe(expected);
+    for (const [language, amount, currency, expected] of cases)
+      expect(plain(formatMoney(amount, currency, language)), `${language} ${currency}`).toBe(expected);
   });
 
   test('the decimals are the API minor unit’s: none for jpy and krw, three for kwd, two for huf, isk and cop', () => {
@@ -115,7 +116,8 @@ describe('dates', () => {
       ru: '24 нояб. 2026 г.',
       zh: '2026年11月24日',
     };
-    for (const language of PAGE_LANGUAGES) expect(plain(formatDate(NOV_24_1505_UTC, language, { timeZone: 'UTC' })), language).toBe(expected[language]);
+    for (const language of PAGE_LANGUAGES)
+      expect(plain(formatDate(NOV_24_1505_UTC, language, { timeZone: 'UTC' })), language).toBe(expected[language]);
   });
 
   test('a time in the store’s zone, with the zone; Korean on a 24-hour clock; an unknown zone is UTC', () => {

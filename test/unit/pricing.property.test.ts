@@ -38,12 +38,14 @@ const tiers: fc.Arbitrary<Tier[]> = fc
     return ups.map((up_to, i) => ({ up_to, unit_amount: prices[i][0], ...(prices[i][1] !== undefined ? { flat_amount: prices[i][1] } : {}) }));
   });
 
-const spec: fc.Arbitrary<PriceSpec> = fc.record({
-  unit_amount: price,
-  included_units: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 100_000 })),
-  tiers: fc.option(tiers, { nil: null }),
-  rounding,
-}).map((s) => (s.tiers ? { ...s, unit_amount: 0 } : s));
+const spec: fc.Arbitrary<PriceSpec> = fc
+  .record({
+    unit_amount: price,
+    included_units: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 100_000 })),
+    tiers: fc.option(tiers, { nil: null }),
+    rounding,
+  })
+  .map((s) => (s.tiers ? { ...s, unit_amount: 0 } : s));
 
 describe('pricing properties', () => {
   test('the period total equals the sum of the rounded line amounts, each a whole non-negative number', () => {

@@ -181,7 +181,13 @@ describe('normalizePrice', () => {
   };
 
   test('applies the defaults: included 0, tiers null, rounding up, threshold null', () => {
-    expect(normalizePrice({ unit_amount: 2.5 })).toEqual({ unit_amount: 2.5, included_units: 0, tiers: null, rounding: 'up', billing_threshold: null });
+    expect(normalizePrice({ unit_amount: 2.5 })).toEqual({
+      unit_amount: 2.5,
+      included_units: 0,
+      tiers: null,
+      rounding: 'up',
+      billing_threshold: null,
+    });
   });
 
   test('unit_amount is required without tiers and defaults to 0 with them', () => {
@@ -203,12 +209,28 @@ describe('normalizePrice', () => {
       param: 'tiers',
     });
     expect(t([{ up_to: 10, unit_amount: 1 }])).toEqual({ code: 'parameter_invalid', param: 'tiers[0].up_to' });
-    expect(t([{ up_to: null, unit_amount: 1 }, { up_to: null, unit_amount: 1 }])).toEqual({ code: 'parameter_invalid', param: 'tiers[0].up_to' });
-    expect(t([{ up_to: 10, unit_amount: 1 }, { up_to: 10, unit_amount: 1 }, { up_to: null, unit_amount: 1 }])).toEqual({
+    expect(
+      t([
+        { up_to: null, unit_amount: 1 },
+        { up_to: null, unit_amount: 1 },
+      ]),
+    ).toEqual({ code: 'parameter_invalid', param: 'tiers[0].up_to' });
+    expect(
+      t([
+        { up_to: 10, unit_amount: 1 },
+        { up_to: 10, unit_amount: 1 },
+        { up_to: null, unit_amount: 1 },
+      ]),
+    ).toEqual({
       code: 'parameter_invalid',
       param: 'tiers[1].up_to',
     });
-    expect(t([{ up_to: 0, unit_amount: 1 }, { up_to: null, unit_amount: 1 }])).toEqual({ code: 'parameter_invalid', param: 'tiers[0].up_to' });
+    expect(
+      t([
+        { up_to: 0, unit_amount: 1 },
+        { up_to: null, unit_amount: 1 },
+      ]),
+    ).toEqual({ code: 'parameter_invalid', param: 'tiers[0].up_to' });
     expect(t([{ up_to: null, unit_amount: 1, flat_amount: 2.5 }])).toEqual({ code: 'parameter_invalid', param: 'tiers[0].flat_amount' });
     expect(t([{ up_to: null }])).toEqual({ code: 'parameter_missing', param: 'tiers[0].unit_amount' });
     expect(t([{ up_to: null, unit_amount: -1 }])).toEqual({ code: 'parameter_invalid', param: 'tiers[0].unit_amount' });
@@ -218,7 +240,10 @@ describe('normalizePrice', () => {
   test('negative amounts and fractional thresholds are refused with their param', () => {
     expect(codeOf(() => normalizePrice({ unit_amount: -1 }))).toEqual({ code: 'parameter_invalid', param: 'unit_amount' });
     expect(codeOf(() => normalizePrice({ unit_amount: 1, included_units: -5 }))).toEqual({ code: 'parameter_invalid', param: 'included_units' });
-    expect(codeOf(() => normalizePrice({ unit_amount: 1, billing_threshold: 10.5 }))).toEqual({ code: 'parameter_invalid', param: 'billing_threshold' });
+    expect(codeOf(() => normalizePrice({ unit_amount: 1, billing_threshold: 10.5 }))).toEqual({
+      code: 'parameter_invalid',
+      param: 'billing_threshold',
+    });
     expect(codeOf(() => normalizePrice({ unit_amount: 1, billing_threshold: 0 }))).toEqual({ code: 'parameter_invalid', param: 'billing_threshold' });
   });
 });

@@ -38,7 +38,6 @@ function life(overrides: Partial<rules.SubscriptionLife> = {}): rules.Subscripti
 
 const details: rules.CancellationDetails = { reason: 'other', comment: null, source: 'dashboard' };
 
-
 /** Offer B of product A (family fam) at 1000 a month, with `over` changed. */
 const offerTerms = (over: Partial<rules.OfferTerms> = {}): rules.OfferTerms => ({
   offer: { id: 'ofr_b', name: 'B' },
@@ -65,13 +64,27 @@ describe('nextStep', () => {
   });
 
   it('retries at next_retry_at when past_due, and does nothing when paused, canceled or expired', () => {
-    expect(rules.nextStep(life({ status: 'past_due', past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } }))).toEqual({ kind: 'retry', at: t0 + DAY });
+    expect(rules.nextStep(life({ status: 'past_due', past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } }))).toEqual({
+      kind: 'retry',
+      at: t0 + DAY,
+    });
     for (const status of ['paused', 'canceled', 'expired'] as const) expect(rules.nextStep(life({ status }))).toBeNull();
   });
 
   it('a paused subscription with a scheduled cancellation still ends (canceled) when its paid period or trial ends', () => {
-    expect(rules.nextStep(life({ status: 'paused', cancel_at_period_end: true, next_billing_at: null }))).toEqual({ kind: 'end', at: t0 + 28 * DAY, to: 'canceled' });
-    const pausedTrial = life({ status: 'paused', cancel_at_period_end: true, current_period_start: null, current_period_end: null, trial_end: t0 + 7 * DAY, next_billing_at: null });
+    expect(rules.nextStep(life({ status: 'paused', cancel_at_period_end: true, next_billing_at: null }))).toEqual({
+      kind: 'end',
+      at: t0 + 28 * DAY,
+      to: 'canceled',
+    });
+    const pausedTrial = life({
+      status: 'paused',
+      cancel_at_period_end: true,
+      current_period_start: null,
+      current_period_end: null,
+      trial_end: t0 + 7 * DAY,
+      next_billing_at: null,
+    });
     expect(rules.nextStep(pausedTrial)).toEqual({ kind: 'end', at: t0 + 7 * DAY, to: 'canceled' });
   });
 });
@@ -122,11 +135,22 @@ describe('actions', () => {
     const scheduled = rules.scheduleCancellation(life(), t0, details);
     expect(scheduled).toMatchObject({ ok: true, change: { cancel_at_period_end: true, next_billing_at: null }, events: [] });
     const after = { ...life(), ...(scheduled.ok ? scheduled.change : {}) };
-    expect(rules.undoScheduledCancellation(after)).toMatchObject({ ok: true, change: { cancel_at_period_end: false, next_billing_at: t0 + 28 * DAY } });
+    expect(rules.undoScheduledCancellation(after)).toMatchObject({
+      ok: true,
+      change: { cancel_at_period_end: false, next_billing_at: t0 + 28 * DAY },
+    });
   });
 
   it('undoing the scheduled cancellation of a trial paused since restores the charge at trial end', () => {
-    const pausedTrial = life({ status: 'paused', cancel_at_period_end: true, current_period_start: null, current_period_end: null, trial_end: t0 + 7 * DAY, next_billing_at: null, cycles_completed: 0 });
+    const pausedTrial = life({
+      status: 'paused',
+      cancel_at_period_end: true,
+      current_period_start: null,
+      current_period_end: null,
+      trial_end: t0 + 7 * DAY,
+      next_billing_at: null,
+      cycles_completed: 0,
+    });
     expect(rules.undoScheduledCancellation(pausedTrial)).toMatchObject({ ok: true, change: { next_billing_at: t0 + 7 * DAY } });
   });
 
@@ -144,7 +168,7 @@ describe('actions', () => {
     expect(rules.changeOffer(life(), offerTerms({ amount: 999 }))).toMatchObject({ events: [{ legacyType: 'subscription.downgraded' }] });
   });
 
-  it("change_offer: a cycle_limit at or below cycles_completed leaves no next charge (it expires at period end); a past_due one is refused", () => {
+  it('change_offer: a cycle_limit at or below cycles_completed leaves no next charge (it expires at period end); a past_due one is refused', () => {
     const terms = (cycle_limit: number | null) => offerTerms({ cycle_limit });
     const three = life({ cycles_completed: 3 });
     for (const limit of [2, 3]) {
@@ -154,7 +178,10 @@ describe('actions', () => {
     }
     const roomLeft = rules.changeOffer(three, terms(4));
     expect(roomLeft.ok && 'next_billing_at' in roomLeft.change).toBe(false);
-    expect(rules.changeOffer(life({ status: 'paused', cycles_completed: 3 }), terms(3))).toMatchObject({ ok: true, change: { next_billing_at: null } });
+    expect(rules.changeOffer(life({ status: 'paused', cycles_completed: 3 }), terms(3))).toMatchObject({
+      ok: true,
+      change: { next_billing_at: null },
+    });
     const pastDue = life({ status: 'past_due', cycles_completed: 3, past_due_details: { attempts: 1, since: t0, next_retry_at: t0 + DAY } });
     expect(rules.changeOffer(pastDue, terms(3))).toMatchObject({ ok: false, reason: expect.stringMatching(/3 charges/) });
     expect(rules.changeOffer(pastDue, terms(4))).toMatchObject({ ok: true });
@@ -162,10 +189,29 @@ describe('actions', () => {
 
   it('change_offer: leaving an offer whose limit was reached for one without a limit renews at the end of the paid period again', () => {
     const atLimit = life({ cycles_completed: 3, cycle_limit: 3, next_billing_at: null });
-    const result = rules.changeOffer(atLimit, { offer: { id: 'ofr_b', name: 'B' }, product: { id: 'prd_a', name: 'Product A' }, product_family: 'fam', amount: 1000, billing_cycle: 'monthly', custom_billing_days: null, cycle_limit: null });
+    const result = rules.changeOffer(atLimit, {
+      offer: { id: 'ofr_b', name: 'B' },
+      product: { id: 'prd_a', name: 'Product A' },
+      product_family: 'fam',
+      amount: 1000,
+      billing_cycle: 'monthly',
+      custom_billing_days: null,
+      cycle_limit: null,
+    });
     expect(result).toMatchObject({ ok: true, change: { cycle_limit: null, next_billing_at: t0 + 28 * DAY } });
     // A scheduled cancellation is not undone by an offer change.
-    const scheduled = rules.changeOffer({ ...atLimit, cancel_at_period_end: true }, { offer: { id: 'ofr_b', name: 'B' }, product: { id: 'prd_a', name: 'Product A' }, product_family: 'fam', amount: 1000, billing_cycle: 'monthly', custom_billing_days: null, cycle_limit: null });
+    const scheduled = rules.changeOffer(
+      { ...atLimit, cancel_at_period_end: true },
+      {
+        offer: { id: 'ofr_b', name: 'B' },
+        product: { id: 'prd_a', name: 'Product A' },
+        product_family: 'fam',
+        amount: 1000,
+        billing_cycle: 'monthly',
+        custom_billing_days: null,
+        cycle_limit: null,
+      },
+    );
     expect(scheduled.ok && 'next_billing_at' in scheduled.change).toBe(false);
   });
 });
@@ -181,10 +227,14 @@ describe('charge body rules', () => {
   };
 
   it('checks currency, then minimum, then lines, in that order', () => {
-    expect(codeOf(() => normalizeCharge({ amount: 1, currency: 'usd', lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('currency_mismatch');
+    expect(codeOf(() => normalizeCharge({ amount: 1, currency: 'usd', lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe(
+      'currency_mismatch',
+    );
     expect(codeOf(() => normalizeCharge({ amount: 1, lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('amount_too_small');
     expect(codeOf(() => normalizeCharge({ amount: 100, lines: [{ description: 'x', unit_amount: 5 }] }, 'brl'))).toBe('lines_total_mismatch');
-    expect(codeOf(() => normalizeCharge({ amount: 100, currency: 'BRL', lines: [{ description: 'x', quantity: 20, unit_amount: 5 }] }, 'brl'))).toBeNull();
+    expect(
+      codeOf(() => normalizeCharge({ amount: 100, currency: 'BRL', lines: [{ description: 'x', quantity: 20, unit_amount: 5 }] }, 'brl')),
+    ).toBeNull();
   });
 
   it('the minimum is one unit of the currency', () => {
@@ -195,6 +245,8 @@ describe('charge body rules', () => {
 
   it('description falls back to the first line; without lines the order has one item', () => {
     expect(normalizeCharge({ amount: 300, lines: [{ description: 'Pack', quantity: 3, unit_amount: 100 }] }, 'brl').description).toBe('Pack');
-    expect(chargeOrderItems({ amount: 700, description: null, lines: [] })).toEqual([{ kind: 'charge', description: 'Charge', quantity: 1, unit_amount: 700, amount: 700 }]);
+    expect(chargeOrderItems({ amount: 700, description: null, lines: [] })).toEqual([
+      { kind: 'charge', description: 'Charge', quantity: 1, unit_amount: 700, amount: 700 },
+    ]);
   });
 });

@@ -20,7 +20,13 @@ describe('cliEnv', () => {
   });
 
   it('maps an mTLS pair and CA onto the CLI path variables and turns TLS on', () => {
-    const env = cliEnv({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'ns.acct', TEMPORAL_TLS_CERT: file('c.pem'), TEMPORAL_TLS_KEY: file('k.pem'), TEMPORAL_TLS_CA: file('ca.pem') });
+    const env = cliEnv({
+      TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233',
+      TEMPORAL_NAMESPACE: 'ns.acct',
+      TEMPORAL_TLS_CERT: file('c.pem'),
+      TEMPORAL_TLS_KEY: file('k.pem'),
+      TEMPORAL_TLS_CA: file('ca.pem'),
+    });
     expect(env).toMatchObject({
       TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233',
       TEMPORAL_NAMESPACE: 'ns.acct',

@@ -49,7 +49,11 @@ describe('nextUsageStep', () => {
 
   test('closes at its end (after the grace) with period_end, or threshold when the end was pulled in', () => {
     expect(nextUsageStep({ ...base, now: 10_000 + CLOSE_GRACE_SECONDS })).toEqual({ kind: 'close', reason: 'period_end', end: 10_000 });
-    expect(nextUsageStep({ ...base, thresholdBoundary: true, now: 10_000 + CLOSE_GRACE_SECONDS })).toEqual({ kind: 'close', reason: 'threshold', end: 10_000 });
+    expect(nextUsageStep({ ...base, thresholdBoundary: true, now: 10_000 + CLOSE_GRACE_SECONDS })).toEqual({
+      kind: 'close',
+      reason: 'threshold',
+      end: 10_000,
+    });
   });
 
   test('a subscription no longer chargeable closes now with subscription_ended (its end passed: period_end)', () => {
@@ -104,11 +108,13 @@ describe('latePeriodFor', () => {
 describe('usage charge text and keys', () => {
   test('the description names both dates; lines are the meters with an amount, by display_name', () => {
     expect(usageChargeDescription(Date.UTC(2026, 0, 15) / 1000, Date.UTC(2026, 1, 15) / 1000)).toBe('Metered usage 2026-01-15 to 2026-02-15');
-    expect(usageChargeLines([
-      { display_name: 'Images', amount: 1343 },
-      { display_name: 'Idle', amount: 0 },
-      { display_name: 'x'.repeat(300), amount: 5 },
-    ])).toEqual([
+    expect(
+      usageChargeLines([
+        { display_name: 'Images', amount: 1343 },
+        { display_name: 'Idle', amount: 0 },
+        { display_name: 'x'.repeat(300), amount: 5 },
+      ]),
+    ).toEqual([
       { description: 'Images', quantity: 1, unit_amount: 1343 },
       { description: 'x'.repeat(140), quantity: 1, unit_amount: 5 },
     ]);

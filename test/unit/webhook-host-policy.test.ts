@@ -7,32 +7,74 @@ import { endpointReceives, legacyNameOf, unknownEventEntry } from '../../domain/
 
 describe('isPrivateAddress', () => {
   it.each([
-    '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.254', '192.168.1.1', '127.0.0.1', '127.8.9.10', '0.0.0.0',
-    '169.254.169.254', '100.64.0.1', '192.0.2.5', '198.51.100.7', '203.0.113.9', '224.0.0.1', '255.255.255.255',
-    '::1', '::', 'fe80::1', 'fc00::1', 'fd00:ec2::254', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.1.2.3',
-    '64:ff9b::10.0.0.1', '2002:0a00:0001::1', '2001:db8::1',
+    '10.0.0.1',
+    '10.255.255.255',
+    '172.16.0.1',
+    '172.31.255.254',
+    '192.168.1.1',
+    '127.0.0.1',
+    '127.8.9.10',
+    '0.0.0.0',
+    '169.254.169.254',
+    '100.64.0.1',
+    '192.0.2.5',
+    '198.51.100.7',
+    '203.0.113.9',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd00:ec2::254',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:10.1.2.3',
+    '64:ff9b::10.0.0.1',
+    '2002:0a00:0001::1',
+    '2001:db8::1',
     // Only global unicast (2000::/3) outside its special ranges: compatible, SIIT, mapped and NAT64 forms
     // of any v4 address are refused, in the text forms a URL normalizes them to as well.
-    '::127.0.0.1', '::7f00:1', '::ffff:0:127.0.0.1', '::ffff:0:7f00:1', '::ffff:8.8.8.8', '64:ff9b::808:808', '2001::1', '100::1',
+    '::127.0.0.1',
+    '::7f00:1',
+    '::ffff:0:127.0.0.1',
+    '::ffff:0:7f00:1',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2001::1',
+    '100::1',
   ])('%s is private', (address) => {
     expect(isPrivateAddress(address)).toBe(true);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2002:808:808::1'])(
-    '%s is public',
-    (address) => {
-      expect(isPrivateAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.32.0.1',
+    '192.169.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:80b::200e',
+    '2002:808:808::1',
+  ])('%s is public', (address) => {
+    expect(isPrivateAddress(address)).toBe(false);
+  });
 });
 
 describe('URLs as a merchant types them', () => {
-  it.each(['https://[::127.0.0.1]/hook', 'https://[::ffff:0:10.0.0.1]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://[fd00::1]/hook'])('%s is refused at creation', async (url) => {
-    await expect(checkWebhookUrl(url, { allowedHosts: [] })).rejects.toMatchObject({ code: 'private_host' });
-  });
+  it.each(['https://[::127.0.0.1]/hook', 'https://[::ffff:0:10.0.0.1]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://[fd00::1]/hook'])(
+    '%s is refused at creation',
+    async (url) => {
+      await expect(checkWebhookUrl(url, { allowedHosts: [] })).rejects.toMatchObject({ code: 'private_host' });
+    },
+  );
 
   it('a name resolving to a private address is refused without naming the address', async () => {
-    const error = await checkWebhookUrl('https://rebind.example.com/hook', { allowedHosts: [], resolver: async () => [{ address: '10.9.8.7', family: 4 }] }).catch((e: unknown) => e);
+    const error = await checkWebhookUrl('https://rebind.example.com/hook', {
+      allowedHosts: [],
+      resolver: async () => [{ address: '10.9.8.7', family: 4 }],
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'private_host' });
     expect((error as Error).message).toContain('private address');
     expect((error as Error).message).not.toContain('10.9.8.7');

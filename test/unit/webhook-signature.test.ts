@@ -5,13 +5,7 @@ import fc from 'fast-check';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { signDelivery, signingSecretsAt } from '../../adapters/webhooks/signing';
-import {
-  computeSignature,
-  generateSignatureHeader,
-  isValidSignature,
-  verifySignature,
-  WebhookSignatureError,
-} from '../../adapters/webhooks/verify';
+import { computeSignature, generateSignatureHeader, isValidSignature, verifySignature, WebhookSignatureError } from '../../adapters/webhooks/verify';
 import { SECRET_ROTATION_OVERLAP_MS } from '../../store/webhook-endpoints';
 
 const stripe = new Stripe('sk_test_unused');
@@ -27,7 +21,9 @@ function stripeAccepts(body: string, header: string, secret: string, now: number
   }
 }
 
-const secretArb = fc.string({ minLength: 8, maxLength: 40, unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789') }).map((s) => `whsec_${s}`);
+const secretArb = fc
+  .string({ minLength: 8, maxLength: 40, unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789') })
+  .map((s) => `whsec_${s}`);
 const bodyArb = fc.jsonValue().map((value) => JSON.stringify({ id: 'evt_1', data: { object: value } }));
 // Within 300 s in the past: where both verifiers' clocks agree (Stripe does not refuse future timestamps).
 const ageArb = fc.integer({ min: 0, max: 600 });
@@ -35,20 +31,28 @@ const ageArb = fc.integer({ min: 0, max: 600 });
 describe('verifySignature and stripe.webhooks.constructEvent', () => {
   it('accept and refuse the same headers: ours, Stripe-generated, wrong secret, tampered body, old timestamp', () => {
     fc.assert(
-      fc.property(secretArb, secretArb, bodyArb, ageArb, fc.boolean(), fc.constantFrom('none', 'body', 'secret', 'signature'), (secret, other, body, age, stripeMade, tamper) => {
-        const timestamp = nowSeconds - age;
-        let header = stripeMade
-          ? stripe.webhooks.generateTestHeaderString({ payload: body, secret, timestamp })
-          : generateSignatureHeader(body, [secret], timestamp);
-        let receivedBody = body;
-        let verifyWith = secret;
-        if (tamper === 'body') receivedBody = `${body} `;
-        if (tamper === 'secret') verifyWith = other === secret ? `${other}x` : other;
-        if (tamper === 'signature') header = header.replace(/v1=([0-9a-f])/, (_m, c: string) => `v1=${c === '0' ? '1' : '0'}`);
-        const ours = isValidSignature(receivedBody, header, [verifyWith], { now: NOW });
-        expect(ours).toBe(stripeAccepts(receivedBody, header, verifyWith, NOW));
-        expect(ours).toBe(tamper === 'none' && age <= 300);
-      }),
+      fc.property(
+        secretArb,
+        secretArb,
+        bodyArb,
+        ageArb,
+        fc.boolean(),
+        fc.constantFrom('none', 'body', 'secret', 'signature'),
+        (secret, other, body, age, stripeMade, tamper) => {
+          const timestamp = nowSeconds - age;
+          let header = stripeMade
+            ? stripe.webhooks.generateTestHeaderString({ payload: body, secret, timestamp })
+            : generateSignatureHeader(body, [secret], timestamp);
+          let receivedBody = body;
+          let verifyWith = secret;
+          if (tamper === 'body') receivedBody = `${body} `;
+          if (tamper === 'secret') verifyWith = other === secret ? `${other}x` : other;
+          if (tamper === 'signature') header = header.replace(/v1=([0-9a-f])/, (_m, c: string) => `v1=${c === '0' ? '1' : '0'}`);
+          const ours = isValidSignature(receivedBody, header, [verifyWith], { now: NOW });
+          expect(ours).toBe(stripeAccepts(receivedBody, header, verifyWith, NOW));
+          expect(ours).toBe(tamper === 'none' && age <= 300);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -169,7 +169,11 @@ async function openSession(expiresInMs: number, options: { offer?: string; attem
     { offer: options.offer ?? catalog.oneOff._id, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) },
     now,
   );
-  return { session, handle: env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id)), key: (n: number) => checkoutAttemptKey(session._id, n) };
+  return {
+    session,
+    handle: env.client.workflow.getHandle(checkoutSessionWorkflowId(session._id)),
+    key: (n: number) => checkoutAttemptKey(session._id, n),
+  };
 }
 
 async function eventCount(sessionId: string, type: string): Promise<number> {
@@ -199,7 +203,11 @@ async function recordLastTry(key: string): Promise<void> {
 
 /** Money the provider holds for the session: `kept` approvals, every other charge given back. */
 async function expectCapturesKept(sessionId: string, kept: number): Promise<void> {
-  const states = (await ledger().find({ key: { $regex: sessionId } }).toArray()).map((doc) => doc.state as string);
+  const states = (
+    await ledger()
+      .find({ key: { $regex: sessionId } })
+      .toArray()
+  ).map((doc) => doc.state as string);
   expect(states.filter((state) => state === 'approved' || state === 'paid')).toHaveLength(kept);
   expect(states.every((state) => ['approved', 'paid', 'refunded', 'voided'].includes(state))).toBe(true);
 }
@@ -233,7 +241,9 @@ describe.sequential('checkout session workflow', () => {
     }
     const pending = await handle.query(stateQuery);
     expect(pending).toMatchObject({ status: 'complete', payment_status: 'pending', method: 'pix' });
-    expect(pending.attempts).toEqual([expect.objectContaining({ n: 1, key: checkoutAttemptKey(session._id, 1), method: 'pix', status: 'pix_pending', amount: 19700 })]);
+    expect(pending.attempts).toEqual([
+      expect.objectContaining({ n: 1, key: checkoutAttemptKey(session._id, 1), method: 'pix', status: 'pix_pending', amount: 19700 }),
+    ]);
     const pixDeadlineMs = pending.pix_expires_at! * 1000;
     expect(pixDeadlineMs - generatedAt).toBeGreaterThan(30 * MINUTE_MS - 1000);
     expect(pixDeadlineMs - generatedAt).toBeLessThanOrEqual(30 * MINUTE_MS);
@@ -280,7 +290,8 @@ describe.sequential('checkout session workflow', () => {
     await waitFor(async () => (await ledger().countDocuments({ key: key(1) })) === 1, { description: 'the provider to record the charge' });
     const expiring = handle.executeUpdate(expireUpdate).then(
       () => 'expired',
-      (error: unknown) => (error instanceof WorkflowUpdateFailedError && (error.cause as { type?: string })?.type === NOT_OPEN_FAILURE ? 'refused' : String(error)),
+      (error: unknown) =>
+        error instanceof WorkflowUpdateFailedError && (error.cause as { type?: string })?.type === NOT_OPEN_FAILURE ? 'refused' : String(error),
     );
     // A second buyer tab during the expiry is refused: the session is closing.
     expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'closed' });
@@ -318,7 +329,11 @@ describe.sequential('checkout session workflow', () => {
     await env.sleep(25_000);
     await waitFor(async () => (await handle.query(stateQuery)).status === 'complete', { description: 'the lookup by key to complete the session' });
     answer.open();
-    expect(await handle.result()).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ status: 'approved' })] });
+    expect(await handle.result()).toMatchObject({
+      status: 'complete',
+      payment_status: 'paid',
+      attempts: [expect.objectContaining({ status: 'approved' })],
+    });
     expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
     expect(await ordersOf(session._id)).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
@@ -353,7 +368,11 @@ describe.sequential('checkout session workflow', () => {
     expect(await payCheckoutSession(deps({ payWaitMs: 2_000 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
 
     const final = await handle.result();
-    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'approved' })] });
+    expect(final).toMatchObject({
+      status: 'complete',
+      payment_status: 'paid',
+      attempts: [expect.objectContaining({ key: key(1), status: 'approved' })],
+    });
     expect(final.attempts).toHaveLength(1);
     expect(await ledger().countDocuments({ key: { $regex: session._id } })).toBe(1);
     expect(await ordersOf(session._id)).toBe(1);
@@ -381,7 +400,11 @@ describe.sequential('checkout session workflow', () => {
     expect(await ordersOf(session._id)).toBe(1);
     expect(afterTries).toMatchObject({ key: key(1), status: 'unknown' });
     expect(payAgain).toEqual({ kind: 'processing' });
-    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'approved' })] });
+    expect(final).toMatchObject({
+      status: 'complete',
+      payment_status: 'paid',
+      attempts: [expect.objectContaining({ key: key(1), status: 'approved' })],
+    });
     expect(final.attempts).toHaveLength(1);
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     // The timed-out try was stopped when its activity was given up, not left running unobserved.
@@ -464,7 +487,13 @@ describe.sequential('checkout session workflow', () => {
     );
     // The three are sent before a worker exists (bundling its workflow code takes a while), so the
     // workflow's first task carries them together: validators and handlers run job after job.
-    const late = await createBillingWorker({ connection: env.nativeConnection, taskQueue: laterQueue, db: mongo.db, temporal: env.client, activityDeps: { provider: faultyProvider() } });
+    const late = await createBillingWorker({
+      connection: env.nativeConnection,
+      taskQueue: laterQueue,
+      db: mongo.db,
+      temporal: env.client,
+      activityDeps: { provider: faultyProvider() },
+    });
     // The worker runs until the session's run has ended (its purchase e-mail included): a workflow task
     // left on a queue nobody polls would hold the test server's clock for every later test.
     const results = await late.runUntil(async () => {
@@ -522,7 +551,12 @@ describe.sequential('checkout session workflow', () => {
     const settledFrom = await env.currentTimeMs();
 
     const final = await handle.result();
-    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid', attempts: [expect.objectContaining({ key: key(1), status: 'review' })] });
+    expect(final).toMatchObject({
+      status: 'complete',
+      payment_status: 'paid',
+      settlement: 'paid',
+      attempts: [expect.objectContaining({ key: key(1), status: 'review' })],
+    });
     expect((await handle.describe()).closeTime!.getTime() - settledFrom).toBeLessThanOrEqual(DAY_MS + MINUTE_MS);
     const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
     expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('paid');
@@ -538,7 +572,12 @@ describe.sequential('checkout session workflow', () => {
     expect((await handle.query(stateQuery)).payment_status).toBe('pending');
 
     const final = await handle.result();
-    expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'refused', attempts: [expect.objectContaining({ key: key(1), status: 'voided' })] });
+    expect(final).toMatchObject({
+      status: 'complete',
+      payment_status: 'unpaid',
+      settlement: 'refused',
+      attempts: [expect.objectContaining({ key: key(1), status: 'voided' })],
+    });
     const closedAt = (await handle.describe()).closeTime!.getTime();
     expect(closedAt - startedAt).toBeGreaterThanOrEqual(REVIEW_WINDOW_MS - MINUTE_MS);
     expect(closedAt - startedAt).toBeLessThan(REVIEW_WINDOW_MS + 10 * MINUTE_MS);
@@ -556,11 +595,19 @@ describe.sequential('checkout session workflow', () => {
     await offers.updateOne({ _id: catalog.monthly._id }, { $set: { store_id: 'st_elsewhere' } });
     try {
       expect(await payCheckoutSession(deps(), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'done' });
-      const stuck = await waitFor(async () => {
-        const state = await handle.query(stateQuery);
-        return state.problem?.type === 'subscription_inputs_missing' ? state : null;
-      }, { description: 'the hand-off problem to be surfaced' });
-      expect(stuck).toMatchObject({ status: 'complete', payment_status: 'paid', subscription: null, problem: { step: 'create_subscription', nonRetryable: true } });
+      const stuck = await waitFor(
+        async () => {
+          const state = await handle.query(stateQuery);
+          return state.problem?.type === 'subscription_inputs_missing' ? state : null;
+        },
+        { description: 'the hand-off problem to be surfaced' },
+      );
+      expect(stuck).toMatchObject({
+        status: 'complete',
+        payment_status: 'paid',
+        subscription: null,
+        problem: { step: 'create_subscription', nonRetryable: true },
+      });
     } finally {
       await offers.updateOne({ _id: catalog.monthly._id }, { $set: { store_id: store._id } });
     }

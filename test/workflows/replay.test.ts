@@ -11,9 +11,7 @@ import { recordedHistories } from '../support/histories';
 const histories = recordedHistories();
 
 test('the recorded histories cover every long-running workflow type', () => {
-  const types = new Set(
-    histories.map(({ history }) => history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name),
-  );
+  const types = new Set(histories.map(({ history }) => history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name));
   expect([...types]).toEqual(
     expect.arrayContaining(['chargeWorkflow', 'checkoutSessionWorkflow', 'subscriptionWorkflow', 'usagePeriodsWorkflow', 'webhookDeliveryWorkflow']),
   );

@@ -56,9 +56,7 @@ beforeAll(async () => {
   // The dev server registers these at start; the time-skipping server needs telling.
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(
-      searchAttributes.map((name) => [name, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
-    ),
+    searchAttributes: Object.fromEntries(searchAttributes.map((name) => [name, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
   });
   mongo = await testMongo();
   await ensureIndexes(mongo.db);
@@ -79,7 +77,8 @@ const deps = () => ({ db: mongo.db, temporal: env.client, taskQueue });
 
 async function subscribe(offerKey: keyof TestCatalog, card?: string | null): Promise<SubscriptionDoc> {
   const offer = catalog[offerKey] as (typeof catalog)['monthly'];
-  const product = offer.product_id === catalog.product._id ? catalog.product : offer.product_id === catalog.sibling._id ? catalog.sibling : catalog.stranger;
+  const product =
+    offer.product_id === catalog.product._id ? catalog.product : offer.product_id === catalog.sibling._id ? catalog.sibling : catalog.stranger;
   // Dated in the test server's time, which runs ahead of the wall clock as earlier tests skip it.
   return seedSubscription(deps(), { store, offer, product, card, now: await env.currentTimeMs() });
 }
@@ -87,13 +86,17 @@ async function subscribe(offerKey: keyof TestCatalog, card?: string | null): Pro
 const reload = async (id: string) => (await findSubscription(mongo.db, store._id, id))!;
 
 function until(id: string, test: (doc: SubscriptionDoc) => boolean, description: string, timeoutMs = 20_000) {
-  return waitFor(async () => {
-    const doc = await reload(id);
-    return test(doc) ? doc : null;
-  }, { timeoutMs, description });
+  return waitFor(
+    async () => {
+      const doc = await reload(id);
+      return test(doc) ? doc : null;
+    },
+    { timeoutMs, description },
+  );
 }
 
-const ordersOf = (subscriptionId: string) => ordersCollection(mongo.db).find({ store_id: store._id, subscription: subscriptionId }).sort({ _id: 1 }).toArray();
+const ordersOf = (subscriptionId: string) =>
+  ordersCollection(mongo.db).find({ store_id: store._id, subscription: subscriptionId }).sort({ _id: 1 }).toArray();
 
 async function eventTypesOf(subscriptionId: string): Promise<string[]> {
   const events = await collections(mongo.db).events.find({ store_id: store._id }).sort({ _id: 1 }).toArray();
@@ -211,7 +214,12 @@ describe('scheduled cancellation and cycle limit', () => {
     const sub = await subscribe('monthly');
     const paid = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
     const updated = await handle(sub._id).executeUpdate(scheduleCancellationUpdate, { args: [{ reason: 'too_expensive', comment: 'pricey' }] });
-    expect(updated).toMatchObject({ status: 'active', cancel_at_period_end: true, next_billing_at: null, cancellation_details: { reason: 'too_expensive', comment: 'pricey', source: 'dashboard' } });
+    expect(updated).toMatchObject({
+      status: 'active',
+      cancel_at_period_end: true,
+      next_billing_at: null,
+      cancellation_details: { reason: 'too_expensive', comment: 'pricey', source: 'dashboard' },
+    });
     await env.sleep(40 * DAY_MS);
     const ended = await until(sub._id, (d) => d.status === 'canceled', 'canceled at period end');
     expect(ended.ended_at).toBe(paid.current_period_end);
@@ -271,7 +279,12 @@ describe('pause and resume', () => {
 });
 
 describe('renewals in review', () => {
-  const ledger = (subscriptionId: string) => mongo.db.collection('provider_test_charges').find({ store_id: store._id, key: { $regex: `^renewal/${subscriptionId}/` } }).sort({ created: 1 }).toArray();
+  const ledger = (subscriptionId: string) =>
+    mongo.db
+      .collection('provider_test_charges')
+      .find({ store_id: store._id, key: { $regex: `^renewal/${subscriptionId}/` } })
+      .sort({ created: 1 })
+      .toArray();
   const provider = () => createTestConnection({ db: mongo.db });
 
   /** A monthly subscription whose first cycle is paid by a card the test then swaps for one that goes to review. */
@@ -341,15 +354,29 @@ describe('renewals in review', () => {
 describe('one-off charges in review', () => {
   it('a lost notice: the charge settled at the provider but never signalled resolves by the daily lookup by key', async () => {
     const sub = await subscribe('monthly', '4000000000004954');
-    const review = await startCharge(deps(), { storeId: store._id, subscriptionId: sub._id, key: merchantChargeKey(`lost-${Date.now()}`), amount: 1500, source: 'api', billingReason: 'manual' });
+    const review = await startCharge(deps(), {
+      storeId: store._id,
+      subscriptionId: sub._id,
+      key: merchantChargeKey(`lost-${Date.now()}`),
+      amount: 1500,
+      source: 'api',
+      billingReason: 'manual',
+    });
     expect(review.outcome).toBe('review');
-    const settled = await createTestConnection({ db: mongo.db }).settle({ storeId: store._id, transactionId: review.charge.transaction!, outcome: 'paid' });
+    const settled = await createTestConnection({ db: mongo.db }).settle({
+      storeId: store._id,
+      transactionId: review.charge.transaction!,
+      outcome: 'paid',
+    });
     expect(settled.ok).toBe(true);
     await env.sleep(DAY_MS + 60_000);
-    const charge = await waitFor(async () => {
-      const doc = await chargesCollection(mongo.db).findOne({ _id: review.charge.id });
-      return doc?.status === 'succeeded' ? doc : null;
-    }, { description: 'charge settled by lookup' });
+    const charge = await waitFor(
+      async () => {
+        const doc = await chargesCollection(mongo.db).findOne({ _id: review.charge.id });
+        return doc?.status === 'succeeded' ? doc : null;
+      },
+      { description: 'charge settled by lookup' },
+    );
     expect(charge.settled_at).toEqual(expect.any(Number));
   });
 });

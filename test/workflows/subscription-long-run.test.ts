@@ -50,7 +50,13 @@ beforeAll(async () => {
   await ensureIndexes(mongo.db);
   store = await createStore(mongo.db, { name: 'Long Run Store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
   // 2,500 purchase confirmations are not what this tests: e-mail is off, as SMTP_URL=disabled has it.
-  worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db, temporal: env.client, activityDeps: { mailer: disabledMailer() } });
+  worker = await createBillingWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal: env.client,
+    activityDeps: { mailer: disabledMailer() },
+  });
   running = worker.run();
 });
 
@@ -80,7 +86,13 @@ function oneOffCharge(sub: SubscriptionDoc, i: number): ChargeWorkflowInput {
     storeId: store._id,
     subscriptionId: sub._id,
     customerId: sub.customer,
-    subscription: { paymentMethodId: sub.default_payment_method!.id, customerEmail: sub.customer_email, offerId: sub.offer.id, productId: sub.product.id, clientReferenceId: sub.client_reference_id },
+    subscription: {
+      paymentMethodId: sub.default_payment_method!.id,
+      customerEmail: sub.customer_email,
+      offerId: sub.offer.id,
+      productId: sub.product.id,
+      clientReferenceId: sub.client_reference_id,
+    },
     key,
     fingerprint: key,
     amount: 100 + i,
@@ -132,24 +144,35 @@ async function runHistories(workflowId: string): Promise<History[]> {
   }
 }
 
-const acceptedUpdates = (history: History) => history.events!.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED).length;
+const acceptedUpdates = (history: History) =>
+  history.events!.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED).length;
 const continuedAsNew = (history: History) => history.events!.at(-1)?.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW;
 
 it('2,500 one-off charges in one cycle all succeed, each charged once, across runs that never near 2,000 updates', async () => {
   const catalog = await seedCatalog(mongo.db, store._id);
-  const sub = await seedSubscription({ db: mongo.db, temporal: env.client, taskQueue }, { store, offer: catalog.monthly, product: catalog.product, now: await env.currentTimeMs() });
-  await waitFor(async () => ((await findSubscription(mongo.db, store._id, sub._id))?.cycles_completed === 1 ? true : null), { description: 'first cycle paid' });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: env.client, taskQueue },
+    { store, offer: catalog.monthly, product: catalog.product, now: await env.currentTimeMs() },
+  );
+  await waitFor(async () => ((await findSubscription(mongo.db, store._id, sub._id))?.cycles_completed === 1 ? true : null), {
+    description: 'first cycle paid',
+  });
 
   const started = performance.now();
   const results = await inLanes(CHARGES, CONCURRENCY, (i) => chargeAsTheActivityDoes(oneOffCharge(sub, i)));
-  console.log(`${CHARGES} one-off charges on one subscription took ${Math.round(performance.now() - started)} ms of wall time; ${retried} refused while a run drained, then retried`);
+  console.log(
+    `${CHARGES} one-off charges on one subscription took ${Math.round(performance.now() - started)} ms of wall time; ${retried} refused while a run drained, then retried`,
+  );
 
   expect(results.filter((r) => r.outcome === 'approved' && r.charge.status === 'succeeded')).toHaveLength(CHARGES);
   const charges = await chargesCollection(mongo.db).find({ store_id: store._id, subscription: sub._id }).toArray();
   expect(charges).toHaveLength(CHARGES);
   expect(new Set(charges.map((c) => c.amount)).size).toBe(CHARGES);
   // Once at the provider: one ledger entry per charge key, none repeated.
-  const ledger = await mongo.db.collection('provider_test_charges').find({ store_id: store._id, key: { $regex: '^api/' } }).toArray();
+  const ledger = await mongo.db
+    .collection('provider_test_charges')
+    .find({ store_id: store._id, key: { $regex: '^api/' } })
+    .toArray();
   expect(ledger).toHaveLength(CHARGES);
   const orders = await ordersCollection(mongo.db).find({ store_id: store._id, subscription: sub._id, billing_reason: 'manual' }).toArray();
   expect(orders.filter((o) => o.status === 'paid')).toHaveLength(CHARGES);

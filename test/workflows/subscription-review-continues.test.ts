@@ -25,7 +25,12 @@ import { paymentMethodOf } from '../../services/subscriptions/subscriptions';
 import { merchantChargeKey } from '../../domain/charges';
 import { newId } from '../../domain/ids';
 import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
-import { changePaymentMethodUpdate, subscriptionProviderSettledSignal, subscriptionStateQuery, subscriptionWorkflowId } from '../../workflows/subscription/messages';
+import {
+  changePaymentMethodUpdate,
+  subscriptionProviderSettledSignal,
+  subscriptionStateQuery,
+  subscriptionWorkflowId,
+} from '../../workflows/subscription/messages';
 import { MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
@@ -76,7 +81,13 @@ beforeAll(async () => {
   catalog = await seedCatalog(mongo.db, store._id);
   // A thousand purchase confirmations are not what this tests: e-mail is off, as SMTP_URL=disabled has it.
   const provider = holdingOneCharge(createTestConnection({ db: mongo.db }));
-  worker = await createBillingWorker({ connection: env.nativeConnection, taskQueue, db: mongo.db, temporal: env.client, activityDeps: { mailer: disabledMailer(), provider } });
+  worker = await createBillingWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal: env.client,
+    activityDeps: { mailer: disabledMailer(), provider },
+  });
   running = worker.run();
 });
 
@@ -93,7 +104,8 @@ const handle = (id: string, runId?: string) => env.client.workflow.getHandle(sub
 const reload = async (id: string) => (await findSubscription(mongo.db, store._id, id))!;
 const until = (id: string, test: (doc: SubscriptionDoc) => boolean, description: string) =>
   waitFor(async () => ((doc) => (test(doc) ? doc : null))(await reload(id)), { timeoutMs: 20_000, description });
-const renewalOrders = (id: string) => ordersCollection(mongo.db).find({ store_id: store._id, subscription: id, billing_reason: 'renewal' }).sort({ _id: 1 }).toArray();
+const renewalOrders = (id: string) =>
+  ordersCollection(mongo.db).find({ store_id: store._id, subscription: id, billing_reason: 'renewal' }).sort({ _id: 1 }).toArray();
 
 /** Runs `task(0..count-1)` with at most `limit` at once. */
 async function inLanes<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
@@ -114,7 +126,13 @@ function oneOffCharge(sub: SubscriptionDoc, i: number, amount = 100 + i): Charge
     storeId: store._id,
     subscriptionId: sub._id,
     customerId: sub.customer,
-    subscription: { paymentMethodId: sub.default_payment_method!.id, customerEmail: sub.customer_email, offerId: sub.offer.id, productId: sub.product.id, clientReferenceId: sub.client_reference_id },
+    subscription: {
+      paymentMethodId: sub.default_payment_method!.id,
+      customerEmail: sub.customer_email,
+      offerId: sub.offer.id,
+      productId: sub.product.id,
+      clientReferenceId: sub.client_reference_id,
+    },
     key,
     fingerprint: key,
     amount,
@@ -159,11 +177,16 @@ async function saveCard(sub: SubscriptionDoc, number: string) {
  * to an approving one for the one-off charges; with the run that waits on the review.
  */
 async function renewingInReview() {
-  const sub = await seedSubscription({ db: mongo.db, temporal: env.client, taskQueue }, { store, offer: catalog.monthly, product: catalog.product, now: await env.currentTimeMs() });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: env.client, taskQueue },
+    { store, offer: catalog.monthly, product: catalog.product, now: await env.currentTimeMs() },
+  );
   const paid = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
   await saveCard(sub, '4000000000004954');
   await env.sleep(paid.current_period_end! * 1000 - (await env.currentTimeMs()) + 60_000);
-  const awaiting = await waitFor(async () => (await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement, { description: 'renewal in review' });
+  const awaiting = await waitFor(async () => (await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement, {
+    description: 'renewal in review',
+  });
   await saveCard(sub, '4242424242424242');
   const reviewRun = (await handle(sub._id).describe()).runId;
   return { sub: await reload(sub._id), paid, awaiting, reviewRun };
@@ -180,13 +203,20 @@ async function chargeUntilContinued(sub: SubscriptionDoc, reviewRun: string): Pr
 const lastEvent = async (id: string, runId: string) => (await handle(id, runId).fetchHistory()).events!.at(-1)!;
 /** The provider notices signalled to one run, as its history holds them. */
 const noticesSignalled = (history: History): ProviderNotice[] =>
-  history.events!
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && e.workflowExecutionSignaledEventAttributes?.signalName === 'providerSettled')
+  history
+    .events!.filter(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+        e.workflowExecutionSignaledEventAttributes?.signalName === 'providerSettled',
+    )
     .map((e) => JSON.parse(Buffer.from(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0].data!).toString()) as ProviderNotice);
 
 async function invoiceEvents(orderId: string): Promise<string[]> {
   const events = await collections(mongo.db).events.find({ store_id: store._id, api_version: '2026-11-01' }).toArray();
-  return events.filter((e) => (JSON.parse(e.data_json) as { object: { id: string } }).object.id === orderId).map((e) => e.type).filter((t) => t.startsWith('invoice.'));
+  return events
+    .filter((e) => (JSON.parse(e.data_json) as { object: { id: string } }).object.id === orderId)
+    .map((e) => e.type)
+    .filter((t) => t.startsWith('invoice.'));
 }
 
 async function settleAtProvider(transactionId: string, outcome: 'paid' | 'refused'): Promise<ProviderNotice> {
@@ -210,12 +240,19 @@ it('a renewal in review continues as new past the run length; paid by the notice
   expect(orders.map((o) => o.status)).toEqual(['paid', 'paid']);
   await waitFor(async () => (await invoiceEvents(orders[1]._id)).length > 0, { description: 'invoice.paid' });
   expect(await invoiceEvents(orders[1]._id)).toEqual(['invoice.paid']);
-  const ledger = await mongo.db.collection('provider_test_charges').find({ store_id: store._id, key: { $regex: `^renewal/${sub._id}/` } }).toArray();
+  const ledger = await mongo.db
+    .collection('provider_test_charges')
+    .find({ store_id: store._id, key: { $regex: `^renewal/${sub._id}/` } })
+    .toArray();
   expect(ledger.map((e) => e.key).sort()).toEqual([`renewal/${sub._id}/1/0`, `renewal/${sub._id}/2/0`]);
   expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
 
   // Both runs replay on today's code: the one that carried the review and the one that settled it.
-  await Worker.runReplayHistory({ workflowsPath, replayName: 'review-carried' }, await handle(sub._id, reviewRun).fetchHistory(), subscriptionWorkflowId(sub._id));
+  await Worker.runReplayHistory(
+    { workflowsPath, replayName: 'review-carried' },
+    await handle(sub._id, reviewRun).fetchHistory(),
+    subscriptionWorkflowId(sub._id),
+  );
 }, 300_000);
 
 it('a renewal in review carried to the new run and refused there makes the subscription past_due as before', async () => {
@@ -235,12 +272,14 @@ it('a renewal in review carried to the new run and refused there makes the subsc
 /** The run's review wait was woken before its check (its timer canceled): the run is draining to continue as new. */
 function reviewWaitStopped(history: History): boolean {
   const started = history.events!.filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED).at(-1);
-  return history.events!.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_CANCELED && String(e.timerCanceledEventAttributes?.startedEventId) === String(started?.eventId));
+  return history.events!.some(
+    (e) => e.eventType === EventType.EVENT_TYPE_TIMER_CANCELED && String(e.timerCanceledEventAttributes?.startedEventId) === String(started?.eventId),
+  );
 }
 
 /** The history of the run that `runId` continued as new into (following the links back from the latest run). */
 async function runContinuedFrom(id: string, runId: string): Promise<History> {
-  for (let history = await handle(id).fetchHistory(); ; ) {
+  for (let history = await handle(id).fetchHistory(); ;) {
     const previous = history.events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
     if (!previous) throw new Error(`no run continued from ${runId}`);
     if (previous === runId) return history;
@@ -264,10 +303,16 @@ it('a notice the old run takes while it drains goes with the review to the new r
   const held = chargeAsTheActivityDoes(oneOffCharge(sub, 0, HELD_AMOUNT));
   await waitFor(() => releaseHeld !== null, { description: 'the held charge at the provider' });
   await fillWithStaleNotices(sub);
-  await waitFor(async () => reviewWaitStopped(await handle(sub._id, reviewRun).fetchHistory()), { description: 'the run in review draining', timeoutMs: 30_000 });
+  await waitFor(async () => reviewWaitStopped(await handle(sub._id, reviewRun).fetchHistory()), {
+    description: 'the run in review draining',
+    timeoutMs: 30_000,
+  });
 
   await handle(sub._id).signal(subscriptionProviderSettledSignal, await settleAtProvider(awaiting!.transactionId, 'paid'));
-  await waitFor(async () => noticesSignalled(await handle(sub._id, reviewRun).fetchHistory()).some((n) => n.transactionId === awaiting!.transactionId), { description: 'the notice taken by the draining run' });
+  await waitFor(
+    async () => noticesSignalled(await handle(sub._id, reviewRun).fetchHistory()).some((n) => n.transactionId === awaiting!.transactionId),
+    { description: 'the notice taken by the draining run' },
+  );
   releaseHeld!();
   expect((await held).outcome).toBe('approved');
 
@@ -283,7 +328,10 @@ it('a notice the old run takes while it drains goes with the review to the new r
   await waitFor(async () => (await invoiceEvents(orders[1]._id)).length > 0, { description: 'invoice.paid' });
   expect(await invoiceEvents(orders[1]._id)).toEqual(['invoice.paid']);
   // The resumed run continues as new for its paid cycle, handing on no review.
-  await waitFor(async () => (await handle(sub._id).fetchHistory()).events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId !== reviewRun, { description: 'the paid cycle continued as new' });
+  await waitFor(
+    async () => (await handle(sub._id).fetchHistory()).events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId !== reviewRun,
+    { description: 'the paid cycle continued as new' },
+  );
   expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
   // The paid cycle's run, the run that resumed the carried review, the run that carried it.
   await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-review-carried-across-continue-as-new');

@@ -97,7 +97,10 @@ async function ingest(customer: string, meter: MeterDoc, values: number[], ident
 }
 
 const openPeriodOf = (subId: string) =>
-  waitFor(async () => (await findUsageState(mongo.db, store._id, subId))?.open ?? null, { timeoutMs: 20_000, description: `usage period of ${subId} open` });
+  waitFor(async () => (await findUsageState(mongo.db, store._id, subId))?.open ?? null, {
+    timeoutMs: 20_000,
+    description: `usage period of ${subId} open`,
+  });
 
 const periodsOf = (subId: string) => usagePeriodsCollection(mongo.db).find({ subscription: subId }).sort({ _id: 1 }).toArray();
 
@@ -131,7 +134,10 @@ describe('a month of usage, closed at period end', () => {
     // An event before the item existed: unattached, and so never charged.
     await ingest(subs.late.customer, images, [500]);
 
-    const tiers = [{ up_to: 10, unit_amount: 50 }, { up_to: null, unit_amount: 20, flat_amount: 100 }];
+    const tiers = [
+      { up_to: 10, unit_amount: 50 },
+      { up_to: null, unit_amount: 20, flat_amount: 100 },
+    ];
     await price(subs.exact.sub, { meter: images._id, unit_amount: 2.5, included_units: 1000 });
     await price(subs.exact.sub, { meter: calls._id, tiers, unit_amount: 0 });
     await price(subs.declined.sub, { meter: images._id, unit_amount: 10 });
@@ -141,7 +147,11 @@ describe('a month of usage, closed at period end', () => {
     for (const { sub } of Object.values(subs)) await openPeriodOf(sub._id);
 
     await ingest(subs.exact.customer, images, [400, 500], 'a');
-    await ingest(subs.exact.customer, calls, Array.from({ length: 12 }, () => 1));
+    await ingest(
+      subs.exact.customer,
+      calls,
+      Array.from({ length: 12 }, () => 1),
+    );
     await ingest(subs.declined.customer, images, [20]);
     await ingest(subs.zero.customer, images, [300, 200]);
     await ingest(subs.refused.customer, images, [15]);
@@ -278,7 +288,7 @@ describe('billing threshold', () => {
 });
 
 describe('late events', () => {
-  test("an event whose period is closed is charged with the next usage charge, on a line naming its period, once; summaries keep it at its own time", async () => {
+  test('an event whose period is closed is charged with the next usage charge, on a line naming its period, once; summaries keep it at its own time', async () => {
     const { sub, customer } = await subscribe();
     await price(sub, { meter: images._id, unit_amount: 100, included_units: 2 });
     const first = await openPeriodOf(sub._id);
@@ -292,13 +302,23 @@ describe('late events', () => {
     // A late event stamped in the first period (well within 35 days) and one on time.
     const now = await env.currentTimeMs();
     const lateAt = first.start + 3600;
-    const results = await ingestMeterEvents(deps(), store._id, [
-      { event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } },
-      { event_name: images.event_name, identifier: `ontime-${sub._id}`, payload: { customer_id: customer, value: 1 } },
-    ], { now });
+    const results = await ingestMeterEvents(
+      deps(),
+      store._id,
+      [
+        { event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } },
+        { event_name: images.event_name, identifier: `ontime-${sub._id}`, payload: { customer_id: customer, value: 1 } },
+      ],
+      { now },
+    );
     expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
     // Sent again: a duplicate, counted once.
-    await ingestMeterEvents(deps(), store._id, [{ event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } }], { now });
+    await ingestMeterEvents(
+      deps(),
+      store._id,
+      [{ event_name: images.event_name, identifier: `late-${sub._id}`, timestamp: lateAt, payload: { customer_id: customer, value: 4 } }],
+      { now },
+    );
 
     const [open] = await subscriptionUsage(mongo.db, store._id, sub._id, await env.currentTimeMs());
     expect(open.lines).toEqual([
@@ -317,8 +337,13 @@ describe('late events', () => {
     expect(closedSecond).toMatchObject({ amount_total: 400 });
     const charges = await usageChargesOf(sub._id);
     expect(charges.map((c) => c.amount)).toEqual([300, 400]);
-    const lateLine = (charges[1] as unknown as { lines: { description: string; unit_amount: number }[] }).lines.find((l) => l.description.includes('late'));
-    expect(lateLine).toMatchObject({ description: `${images.display_name} (late, ${isoDate(first.start)} to ${isoDate(first.end)})`, unit_amount: 400 });
+    const lateLine = (charges[1] as unknown as { lines: { description: string; unit_amount: number }[] }).lines.find((l) =>
+      l.description.includes('late'),
+    );
+    expect(lateLine).toMatchObject({
+      description: `${images.display_name} (late, ${isoDate(first.start)} to ${isoDate(first.end)})`,
+      unit_amount: 400,
+    });
   });
 });
 

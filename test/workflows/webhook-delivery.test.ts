@@ -15,12 +15,7 @@ import { AUTO_DISABLED_REASON, endpointsCollection, findEndpoint, insertEndpoint
 import { deliveryIdFor, findDelivery } from '../../store/webhook-deliveries';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { RECEIVER_TIMEOUT_MS, RETRY_DELAYS_MS } from '../../domain/webhook-retry';
-import {
-  RESEND_WINDOW_MS,
-  resendSignal,
-  webhookDeliveryWorkflowId,
-  type WebhookDeliveryState,
-} from '../../workflows/webhook-delivery/messages';
+import { RESEND_WINDOW_MS, resendSignal, webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../workflows/webhook-delivery/messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
@@ -72,7 +67,10 @@ afterAll(async () => {
 let endpointCount = 0;
 
 /** A store (the API's, when asked) with one endpoint on its own receiver path, answering with `respond`. */
-async function setup(respond: Responder, options: { apiStore?: boolean } = {}): Promise<{ storeId: string; endpoint: WebhookEndpointDoc; path: string }> {
+async function setup(
+  respond: Responder,
+  options: { apiStore?: boolean } = {},
+): Promise<{ storeId: string; endpoint: WebhookEndpointDoc; path: string }> {
   const storeId = options.apiStore
     ? apiStore.store._id
     : (await createStore(mongo.db, { name: 'Webhook store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' }))._id;
@@ -191,10 +189,13 @@ test('a resend signal after exhaustion puts the delivery back to pending with at
   answer = 200;
   await handle.signal(resendSignal);
 
-  const record = await waitFor(async () => {
-    const doc = await findDelivery(mongo.db, storeId, deliveryId);
-    return doc?.status === 'succeeded' ? doc : null;
-  }, { timeoutMs: 20_000 });
+  const record = await waitFor(
+    async () => {
+      const doc = await findDelivery(mongo.db, storeId, deliveryId);
+      return doc?.status === 'succeeded' ? doc : null;
+    },
+    { timeoutMs: 20_000 },
+  );
   expect(record).toMatchObject({ status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null });
   expect(hitsOn(path)).toHaveLength(9);
   expect(hitsOn(path)[8].event.id).toBe(hitsOn(path)[0].event.id);
@@ -252,10 +253,13 @@ test('a receiver that does not answer within 10 seconds fails the attempt with l
   );
   const { deliveryId, handle } = await emit(storeId, endpoint);
 
-  const failed = await waitFor(async () => {
-    const doc = await findDelivery(mongo.db, storeId, deliveryId);
-    return doc?.status === 'failed' ? doc : null;
-  }, { timeoutMs: 30_000 });
+  const failed = await waitFor(
+    async () => {
+      const doc = await findDelivery(mongo.db, storeId, deliveryId);
+      return doc?.status === 'failed' ? doc : null;
+    },
+    { timeoutMs: 30_000 },
+  );
   expect(failed).toMatchObject({ attempts: 1, last_error: 'timeout', last_response_status: null });
   expect(failed.last_duration_ms).toBeGreaterThanOrEqual(RECEIVER_TIMEOUT_MS - 50);
   expect(failed.last_duration_ms).toBeLessThan(RECEIVER_TIMEOUT_MS + 2_000);

@@ -4,7 +4,17 @@
 // daily, voided as refused at the window's end) and settles; an approved one then sends the store's
 // purchase confirmation. Every request under the key attaches to this run through the `outcome` update,
 // which past the request's wait shows the charge as it stands (pending) and lets it go on.
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
 import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
@@ -86,7 +96,8 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     if (fingerprint !== input.fingerprint) return { kind: 'reused' as const };
     // Requests from before this answer never had a wait; their replay must keep waiting for the outcome.
     if (answerUndecidedAfterMs === undefined || !patched('charge-answers-undecided')) await condition(known);
-    else if (!(await condition(known, answerUndecidedAfterMs))) return answerOf(await (undecided ??= records.recordUndecidedCharge(input)), requestId);
+    else if (!(await condition(known, answerUndecidedAfterMs)))
+      return answerOf(await (undecided ??= records.recordUndecidedCharge(input)), requestId);
     if (refusal) return refusal;
     return answerOf(decision!, requestId);
   });
@@ -121,7 +132,15 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     let settled: ProviderNotice;
     // Runs that began before lookups waited for the notice alone; their replay must keep doing so.
     if (patched('review-lookups')) {
-      const reviewWait = { storeId: input.storeId, idempotencyKey: input.key, transactionId: transaction, notifyRef: workflowInfo().workflowId, startedMs: Date.now(), noticed, testClock: input.testClock };
+      const reviewWait = {
+        storeId: input.storeId,
+        idempotencyKey: input.key,
+        transactionId: transaction,
+        notifyRef: workflowInfo().workflowId,
+        startedMs: Date.now(),
+        noticed,
+        testClock: input.testClock,
+      };
       settled = await settledReview(reviewWait);
     } else {
       await condition(() => noticed() !== null);
@@ -131,7 +150,10 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
     await records.emitChargeEvents({ storeId: input.storeId, chargeId: decision.charge.id });
   }
   phase = 'settled';
-  showProgress(decision.charge.status, `Charge ${decision.charge.id} ${decision.charge.status}${decision.charge.order ? `, order ${decision.charge.order}` : ''}`);
+  showProgress(
+    decision.charge.status,
+    `Charge ${decision.charge.id} ${decision.charge.status}${decision.charge.order ? `, order ${decision.charge.order}` : ''}`,
+  );
   await confirmApprovedCharge(input.storeId, decision);
   await condition(allHandlersFinished);
   return decision;

@@ -94,7 +94,13 @@ export interface CheckoutWorkflowState {
    * A provider lookup or the subscription hand-off that failed after its retries and is being tried
    * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
    */
-  problem: { step: 'check_transaction' | 'create_subscription'; type: string | null; message: string; nonRetryable: boolean; failures: number } | null;
+  problem: {
+    step: 'check_transaction' | 'create_subscription';
+    type: string | null;
+    message: string;
+    nonRetryable: boolean;
+    failures: number;
+  } | null;
 }
 
 /** The card kept for the subscription (never the number). */

@@ -93,7 +93,11 @@ function withoutNewBuyer(input: PayInput): Omit<PayInput, 'newBuyer'> {
 }
 
 const NOTHING_CHARGED: AttemptResult = {
-  outcome: { status: 'failed', code: PROVIDER_UNAVAILABLE_CODE, message: 'The payment provider could not be reached. Nothing was charged; try again.' },
+  outcome: {
+    status: 'failed',
+    code: PROVIDER_UNAVAILABLE_CODE,
+    message: 'The payment provider could not be reached. Nothing was charged; try again.',
+  },
   savedCard: null,
 };
 
@@ -162,7 +166,8 @@ export class LiveCheckoutSession {
   validatePay(input: PayInput): void {
     if (this.state.status !== 'open' || this.closing || clockNow() >= this.deadlineMs) throw notOpen(this.state);
     if (this.inFlight()) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is already in progress.');
-    if (this.unknownAttempts().length > 0) throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is being confirmed with the provider.');
+    if (this.unknownAttempts().length > 0)
+      throw refusal(PAYMENT_IN_PROGRESS_FAILURE, 'A payment for this checkout session is being confirmed with the provider.');
     if (input.method === 'card' && this.cardDeclines() >= this.maxCardDeclines) {
       throw refusal(CARD_LOCKED_FAILURE, 'Too many cards were declined on this checkout; card payments are locked.');
     }
@@ -207,7 +212,13 @@ export class LiveCheckoutSession {
 
   /** The keyed charge request; the same request again answers what the provider did with the first. */
   private charge(attempt: CheckoutAttempt, input: PayInput): Promise<AttemptResult> {
-    return charges.chargeCheckoutAttempt({ ...withoutNewBuyer(input), storeId: this.storeId, sessionId: this.sessionId, key: attempt.key, ...this.onClock });
+    return charges.chargeCheckoutAttempt({
+      ...withoutNewBuyer(input),
+      storeId: this.storeId,
+      sessionId: this.sessionId,
+      key: attempt.key,
+      ...this.onClock,
+    });
   }
 
   /**
@@ -219,7 +230,11 @@ export class LiveCheckoutSession {
       return await this.charge(attempt, input);
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
-      log.warn('checkout charge failed after its retries; asking the provider by key', { sessionId: this.sessionId, key: attempt.key, message: error.cause?.message });
+      log.warn('checkout charge failed after its retries; asking the provider by key', {
+        sessionId: this.sessionId,
+        key: attempt.key,
+        message: error.cause?.message,
+      });
     }
     // A trial only saves a card, so nothing can have been charged.
     if (input.trial || !patched(UNKNOWN_ATTEMPTS_PATCH)) return (await this.lookupUntilKnown(attempt)) ?? NOTHING_CHARGED;
@@ -304,7 +319,10 @@ export class LiveCheckoutSession {
     const error = { code: attempt.code!, message: 'message' in outcome ? outcome.message : '' };
     this.state.last_error = error;
     const cardLocked = this.cardDeclines() >= this.maxCardDeclines;
-    showProgress('open', `Attempt ${attempt.n} ${attempt.status} (${attempt.code})${cardLocked ? '; cards locked' : ''}; open until ${at(this.deadlineMs)}`);
+    showProgress(
+      'open',
+      `Attempt ${attempt.n} ${attempt.status} (${attempt.code})${cardLocked ? '; cards locked' : ''}; open until ${at(this.deadlineMs)}`,
+    );
     await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
   }
 
@@ -314,10 +332,19 @@ export class LiveCheckoutSession {
     attempt.code = 'code' in outcome ? outcome.code : null;
     attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
     if (!takesPayment(outcome)) return;
-    log.error('a payment landed on a closed checkout session; giving it back', { sessionId: this.sessionId, key: attempt.key, outcome: outcome.status });
+    log.error('a payment landed on a closed checkout session; giving it back', {
+      sessionId: this.sessionId,
+      key: attempt.key,
+      outcome: outcome.status,
+    });
     const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
     if (back.ok) attempt.status = back.status;
-    else log.error('the late payment could not be given back; an operator must look at it', { sessionId: this.sessionId, key: attempt.key, reason: back.reason });
+    else
+      log.error('the late payment could not be given back; an operator must look at it', {
+        sessionId: this.sessionId,
+        key: attempt.key,
+        reason: back.reason,
+      });
   }
 
   private async complete(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
@@ -330,7 +357,15 @@ export class LiveCheckoutSession {
     const completed = await records.completeCheckoutSession({
       storeId,
       sessionId,
-      result: { attemptKey: attempt.key, method: input.method, outcome, amounts: input.amounts, installments: input.installments, ...buyer, savedCard: result.savedCard },
+      result: {
+        attemptKey: attempt.key,
+        method: input.method,
+        outcome,
+        amounts: input.amounts,
+        installments: input.installments,
+        ...buyer,
+        savedCard: result.savedCard,
+      },
       paymentStatus: pending ? 'pending' : 'paid',
       completedAt: Math.floor(clockNow() / 1000),
     });
@@ -396,7 +431,9 @@ export class LiveCheckoutSession {
   }
 
   private landWhileOpen(attempt: CheckoutAttempt, result: AttemptResult): Promise<void> {
-    return this.mutex.runExclusive(() => (this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, result) : Promise.resolve()));
+    return this.mutex.runExclusive(() =>
+      this.state.status === 'open' ? this.land(attempt, this.requests.get(attempt.n)!, result) : Promise.resolve(),
+    );
   }
 
   /**
@@ -448,7 +485,8 @@ export class LiveCheckoutSession {
   async awaitSettlement(): Promise<void> {
     let outcome: Settlement | null = null;
     while (outcome === null) {
-      outcome = this.state.method === 'pix' && this.state.pix_expires_at !== null ? await this.awaitPix(this.state.pix_expires_at) : await this.awaitReview();
+      outcome =
+        this.state.method === 'pix' && this.state.pix_expires_at !== null ? await this.awaitPix(this.state.pix_expires_at) : await this.awaitReview();
     }
     await this.mutex.runExclusive(() => this.settle(outcome));
   }
@@ -503,7 +541,8 @@ export class LiveCheckoutSession {
   /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */
   private async awaitReview(): Promise<Settlement | null> {
     const now = clockNow();
-    const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
+    const wait =
+      this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
     const arrived = await clockWait(() => this.notice !== null, Math.max(wait, 1));
     if (arrived && this.notice) return this.notice.status;
     const found = await this.lookup(this.paying!);
@@ -551,4 +590,3 @@ function settlementOf(state: TransactionState | null): Settlement | null {
   if (state === 'expired') return 'expired';
   return null;
 }
-

@@ -34,7 +34,10 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
     showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`);
     await session.awaitSettlement();
   }
-  showProgress(state.status, `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`);
+  showProgress(
+    state.status,
+    `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`,
+  );
   if (state.status === 'complete' && state.payment_status === 'paid' && input.recurring) {
     let subscription: string | null | undefined;
     while (subscription === undefined) {

@@ -4,13 +4,7 @@
 // clock's last tick and a timed wait ends when a tick reaches its time: the workflow tells the clock when
 // it waits (and until when), and the clock moves on only once every attached workflow waits again.
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
-import {
-  attachClockSignal,
-  clockTickSignal,
-  clockWaitingSignal,
-  detachClockSignal,
-  testClockWorkflowId,
-} from '../test-clock/messages';
+import { attachClockSignal, clockTickSignal, clockWaitingSignal, detachClockSignal, testClockWorkflowId } from '../test-clock/messages';
 
 interface Waiting {
   untilMs: number | null;
@@ -58,7 +52,9 @@ export function testClockRef(clockId: string | null | undefined): { testClock?: 
 /** Tells the clock this run is over (a continued run attaches anew and needs none). */
 export async function leaveClock(): Promise<void> {
   if (!link) return;
-  await clockHandle(link.clockId).signal(detachClockSignal, { workflowId: workflowInfo().workflowId }).catch(() => undefined);
+  await clockHandle(link.clockId)
+    .signal(detachClockSignal, { workflowId: workflowInfo().workflowId })
+    .catch(() => undefined);
   link = null;
 }
 
@@ -112,5 +108,7 @@ async function onTick(l: Link, tick: { nowMs: number; seq: number }): Promise<vo
 /** A clock that is gone (deleted with its objects, which are then ended too) has nobody to tell. */
 async function reportWaiting(l: Link, waiting: Waiting): Promise<void> {
   const report = { workflowId: workflowInfo().workflowId, seq: l.seq, untilMs: waiting.untilMs };
-  await clockHandle(l.clockId).signal(clockWaitingSignal, report).catch(() => undefined);
+  await clockHandle(l.clockId)
+    .signal(clockWaitingSignal, report)
+    .catch(() => undefined);
 }

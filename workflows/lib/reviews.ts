@@ -59,7 +59,13 @@ export async function settledReview(wait: ReviewWait): Promise<ProviderNotice> {
  */
 export async function reviewUntilStopped(wait: ReviewWait, stop: () => boolean): Promise<ReviewProgress> {
   const onClock = testClockRef(wait.testClock);
-  const ask = { storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, transactionId: wait.transactionId, notifyRef: wait.notifyRef, ...onClock };
+  const ask = {
+    storeId: wait.storeId,
+    idempotencyKey: wait.idempotencyKey,
+    transactionId: wait.transactionId,
+    notifyRef: wait.notifyRef,
+    ...onClock,
+  };
   let pastWindow = false;
   let carriedCheckMs = wait.firstCheckMs;
   for (;;) {
@@ -74,6 +80,7 @@ export async function reviewUntilStopped(wait: ReviewWait, stop: () => boolean):
     if (!reviewWindowOver(wait.startedMs, clockNow())) continue;
     pastWindow = true;
     // Voided: it can never be captured now. Nothing to void: the provider decided meanwhile, read next round.
-    if ((await provider.voidReview({ storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, ...onClock })).ok) return { settled: windowEnd(wait) };
+    if ((await provider.voidReview({ storeId: wait.storeId, idempotencyKey: wait.idempotencyKey, ...onClock })).ok)
+      return { settled: windowEnd(wait) };
   }
 }

@@ -168,7 +168,9 @@ export class LiveSubscription {
   /** A one-off charge under the mutex: refused (spec's code) unless the subscription accepts charges now; charged on its card now. */
   chargeOneOff(input: ChargeWorkflowInput): Promise<ChargeDecision> {
     return this.mutex.runExclusive(async () => {
-      const refusal = this.missing ? { code: 'subscription_not_chargeable', message: 'The subscription no longer exists.' } : rules.oneOffChargeRefusal(this.life);
+      const refusal = this.missing
+        ? { code: 'subscription_not_chargeable', message: 'The subscription no longer exists.' }
+        : rules.oneOffChargeRefusal(this.life);
       if (refusal) throw ApplicationFailure.create({ type: refusal.code, message: refusal.message, nonRetryable: true });
       const card = this.life.default_payment_method!.id;
       return oneOffPayments.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
@@ -233,11 +235,20 @@ export class LiveSubscription {
    */
   private async creditPaidReview(pending: AwaitedCharge): Promise<boolean> {
     if (rules.isEnded(this.life.status)) {
-      await records.refundSubscriptionCycle({ storeId: this.input.storeId, subscriptionId: this.input.subscriptionId, orderId: pending.orderId, key: pending.key!, ...testClockRef(this.input.testClock) });
+      await records.refundSubscriptionCycle({
+        storeId: this.input.storeId,
+        subscriptionId: this.input.subscriptionId,
+        orderId: pending.orderId,
+        key: pending.key!,
+        ...testClockRef(this.input.testClock),
+      });
       return false;
     }
     if (this.life.status === 'paused') {
-      await this.apply({ ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' }, [{ type: 'customer.subscription.updated' }], { action: 'renewed', reason: 'paid after review while paused' });
+      await this.apply({ ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' }, [{ type: 'customer.subscription.updated' }], {
+        action: 'renewed',
+        reason: 'paid after review while paused',
+      });
       this.confirmPayment(pending.orderId);
       return true;
     }
@@ -281,7 +292,16 @@ export class LiveSubscription {
   carriedReview(): CarriedReview | null {
     const { transactionId, orderId, periodStart, reactivation, key, startedMs = clockNow(), nextCheckMs } = this.awaiting!;
     if (!key) return null;
-    return { transactionId, orderId, periodStart, reactivation, key, startedMs, nextCheckMs: nextCheckMs ?? nextReviewCheckMs(startedMs, clockNow()), notice: this.notice };
+    return {
+      transactionId,
+      orderId,
+      periodStart,
+      reactivation,
+      key,
+      startedMs,
+      nextCheckMs: nextCheckMs ?? nextReviewCheckMs(startedMs, clockNow()),
+      notice: this.notice,
+    };
   }
 
   /** Waits on the charge in review the previous run carried over. */
@@ -329,7 +349,14 @@ export class LiveSubscription {
     if (result.outcome === 'review') {
       // Money may still move: the pending renewal order waits for the provider's notice, which
       // reactivates (paid) or leaves the subscription ended (refused). Until then it is unchanged.
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart: at, reactivation: true, key, startedMs: clockNow() });
+      this.awaitSettlement({
+        transactionId: result.transactionId!,
+        orderId: result.orderId!,
+        periodStart: at,
+        reactivation: true,
+        key,
+        startedMs: clockNow(),
+      });
       this.changed = true;
       return this.object;
     }
@@ -353,7 +380,14 @@ export class LiveSubscription {
       return true;
     }
     if (result.outcome === 'review') {
-      this.awaitSettlement({ transactionId: result.transactionId!, orderId: result.orderId!, periodStart, reactivation: false, key, startedMs: clockNow() });
+      this.awaitSettlement({
+        transactionId: result.transactionId!,
+        orderId: result.orderId!,
+        periodStart,
+        reactivation: false,
+        key,
+        startedMs: clockNow(),
+      });
       return false;
     }
     await this.cycleFailed(result.code);
@@ -414,7 +448,9 @@ export class LiveSubscription {
     if (patched('reactivation-keys-by-version')) return this.unrefusedKey(`reactivation/${this.input.subscriptionId}/v${this.version}`, 0);
     // Runs that reactivated before keyed it by the update id; their replay must keep doing so.
     const updateId = currentUpdateInfo()?.id ?? `v${this.version}`;
-    return patched('renewal-keys-by-cycle') ? `reactivation/${this.input.subscriptionId}/${updateId}` : `reactivate:${this.input.subscriptionId}:${updateId}`;
+    return patched('renewal-keys-by-cycle')
+      ? `reactivation/${this.input.subscriptionId}/${updateId}`
+      : `reactivate:${this.input.subscriptionId}:${updateId}`;
   }
 
   /** `<base>/<k>` for the first k from `start` whose attempt the provider has not refused for good (asked by lookup). */
@@ -488,6 +524,9 @@ export class LiveSubscription {
 
   private async cycleFailed(code: string | null): Promise<void> {
     const declined = rules.chargeDeclined(this.life, nowSeconds());
-    await this.apply(declined.change, declined.events, { action: declined.change.status === 'expired' ? 'expired_unpaid' : 'charge_failed', reason: code });
+    await this.apply(declined.change, declined.events, {
+      action: declined.change.status === 'expired' ? 'expired_unpaid' : 'charge_failed',
+      reason: code,
+    });
   }
 }

@@ -85,7 +85,12 @@ async function takeTurn(subscription: LiveSubscription, full: () => boolean, rev
  * with its notice if one arrived by now (the input is built after the drain, so a notice handled in
  * this run is in it, and one signalled later reaches the new run); runs from before the patch kept it.
  */
-async function continueAsNewDrained(subscription: LiveSubscription, run: RunLength, input: SubscriptionWorkflowInput, carriesReview: boolean): Promise<void> {
+async function continueAsNewDrained(
+  subscription: LiveSubscription,
+  run: RunLength,
+  input: SubscriptionWorkflowInput,
+  carriesReview: boolean,
+): Promise<void> {
   run.draining = true;
   await condition(() => allHandlersFinished() && subscription.buyerEmailsSent());
   // The review this run was given (if any) is settled or carried anew, never handed on as it came.
@@ -100,31 +105,72 @@ async function continueAsNewDrained(subscription: LiveSubscription, run: RunLeng
 function showSubscription(subscription: LiveSubscription): void {
   const { life } = subscription;
   const { awaiting } = subscription;
-  if (awaiting) return showProgress(life.status, `Cycle ${life.cycles_completed + 1} payment in review since ${at(awaiting.startedMs ?? clockNow())}; awaiting the provider`);
+  if (awaiting)
+    return showProgress(
+      life.status,
+      `Cycle ${life.cycles_completed + 1} payment in review since ${at(awaiting.startedMs ?? clockNow())}; awaiting the provider`,
+    );
   const step = rules.nextStep(life);
   if (step === null) return showProgress(life.status, `${life.status}: nothing scheduled; waits for an action`);
-  if (step.kind === 'charge') return showProgress(life.status, `${life.status}: renewal ${life.cycles_completed + 1} (${money(life.amount, life.currency)}) at ${at(step.at * 1000)}`);
+  if (step.kind === 'charge')
+    return showProgress(
+      life.status,
+      `${life.status}: renewal ${life.cycles_completed + 1} (${money(life.amount, life.currency)}) at ${at(step.at * 1000)}`,
+    );
   if (step.kind === 'retry') {
     const tries = life.past_due_details?.attempts ?? 0;
-    return showProgress(life.status, `past_due since ${at((life.past_due_details?.since ?? 0) * 1000)}: ${tries} failed, retry at ${at(step.at * 1000)}`);
+    return showProgress(
+      life.status,
+      `past_due since ${at((life.past_due_details?.since ?? 0) * 1000)}: ${tries} failed, retry at ${at(step.at * 1000)}`,
+    );
   }
   return showProgress(life.status, `${life.status}: becomes ${step.to} at ${at(step.at * 1000)}`);
 }
 
 function registerHandlers(subscription: LiveSubscription, run: RunLength): void {
   // Every message counts towards the run's length (Temporal's limits are per run).
-  const counted = <A, R>(handle: (input: A) => R) => (input: A): R => {
-    run.took();
-    return handle(input);
-  };
-  setHandler(pauseUpdate, counted((input) => subscription.pause(input)));
-  setHandler(resumeUpdate, counted((input) => subscription.resume(input)));
-  setHandler(cancelUpdate, counted((input) => subscription.cancel(input)));
-  setHandler(scheduleCancellationUpdate, counted((input) => subscription.scheduleCancellation(input)));
-  setHandler(changeOfferUpdate, counted((input) => subscription.changeOffer(input)));
-  setHandler(reactivateUpdate, counted((input) => subscription.reactivate(input)));
-  setHandler(changePaymentMethodUpdate, counted((input) => subscription.changePaymentMethod(input)));
-  setHandler(oneOffChargeUpdate, counted((input: ChargeWorkflowInput) => subscription.chargeOneOff(input)), { validator: (_charge: ChargeWorkflowInput) => run.admit() });
-  setHandler(subscriptionProviderSettledSignal, counted((settled) => subscription.noticeArrived(settled)));
+  const counted =
+    <A, R>(handle: (input: A) => R) =>
+    (input: A): R => {
+      run.took();
+      return handle(input);
+    };
+  setHandler(
+    pauseUpdate,
+    counted((input) => subscription.pause(input)),
+  );
+  setHandler(
+    resumeUpdate,
+    counted((input) => subscription.resume(input)),
+  );
+  setHandler(
+    cancelUpdate,
+    counted((input) => subscription.cancel(input)),
+  );
+  setHandler(
+    scheduleCancellationUpdate,
+    counted((input) => subscription.scheduleCancellation(input)),
+  );
+  setHandler(
+    changeOfferUpdate,
+    counted((input) => subscription.changeOffer(input)),
+  );
+  setHandler(
+    reactivateUpdate,
+    counted((input) => subscription.reactivate(input)),
+  );
+  setHandler(
+    changePaymentMethodUpdate,
+    counted((input) => subscription.changePaymentMethod(input)),
+  );
+  setHandler(
+    oneOffChargeUpdate,
+    counted((input: ChargeWorkflowInput) => subscription.chargeOneOff(input)),
+    { validator: (_charge: ChargeWorkflowInput) => run.admit() },
+  );
+  setHandler(
+    subscriptionProviderSettledSignal,
+    counted((settled) => subscription.noticeArrived(settled)),
+  );
   setHandler(subscriptionStateQuery, () => subscription.snapshot());
 }

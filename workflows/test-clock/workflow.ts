@@ -3,7 +3,16 @@
 // earliest wake-up any of them asked for (or the target), record that time, tick them all. At the target
 // and settled it is ready again and emits test_helpers.test_clock.ready. A workflow that is gone is
 // dropped when a tick to it fails.
-import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { at } from '../lib/business-view';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';

@@ -7,13 +7,7 @@ import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { jitterFor, MAX_ATTEMPTS } from '../../domain/webhook-retry';
 import { at, showProgress } from '../lib/business-view';
-import {
-  RESEND_WINDOW_MS,
-  resendSignal,
-  stateQuery,
-  type WebhookDeliveryInput,
-  type WebhookDeliveryState,
-} from './messages';
+import { RESEND_WINDOW_MS, resendSignal, stateQuery, type WebhookDeliveryInput, type WebhookDeliveryState } from './messages';
 
 const { attemptWebhookDelivery } = proxyActivities<Activities>({
   // The POST has 10 s; reads and writes around it take little (p99 1.2 s under load). A worker that
@@ -59,16 +53,18 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       resendRequested = false;
       if (reset) attempt = 1;
       showProgress('delivering', `${reset ? 'Resend: ' : ''}attempt ${attempt} of ${MAX_ATTEMPTS} running`);
-      const result = await attemptWebhookDelivery.executeWithOptions({ summary: `attempt ${attempt}${reset ? ' (resend)' : ''}` }, [{
-        deliveryId: input.deliveryId,
-        storeId: input.storeId,
-        endpointId: input.endpointId,
-        reset,
-        // uuid4 here is seeded by the workflow, so replays pass the same token.
-        resendToken: reset ? uuid4() : undefined,
-        attempt,
-        jitter: jitterFor(input.deliveryId, attempt),
-      }]);
+      const result = await attemptWebhookDelivery.executeWithOptions({ summary: `attempt ${attempt}${reset ? ' (resend)' : ''}` }, [
+        {
+          deliveryId: input.deliveryId,
+          storeId: input.storeId,
+          endpointId: input.endpointId,
+          reset,
+          // uuid4 here is seeded by the workflow, so replays pass the same token.
+          resendToken: reset ? uuid4() : undefined,
+          attempt,
+          jitter: jitterFor(input.deliveryId, attempt),
+        },
+      ]);
       state = result.state;
       showProgress(state.status, stepOf(state));
       if (result.outcome === 'gone') return state;

@@ -41,7 +41,10 @@ it('a worker killed holding emitChargeEvents: the charge workflow completes on t
   scenario = await crashScenario(mongo, temporal, taskQueue, 'emitChargeEvents');
 
   const key = `crash-${Date.now()}`;
-  const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 2500 }, headers: { 'idempotency-key': key } });
+  const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+    json: { amount: 2500 },
+    headers: { 'idempotency-key': key },
+  });
   await scenario.killWhenHeld();
   const chargeKey = merchantChargeKey(key);
   const { ms } = await scenario.recovered('one-off charge', async () => {

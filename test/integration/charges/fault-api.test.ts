@@ -49,7 +49,14 @@ it('the API dies mid-request; the retry with the same key on another API returns
   const port = await freePort();
   doomedApi = spawnGroup('doomed-api', `${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MONGODB_DB: mongo.db.databaseName, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'silent' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      MONGODB_DB: mongo.db.databaseName,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      LOG_LEVEL: 'silent',
+    },
   });
   const doomedUrl = { url: `http://127.0.0.1:${port}` };
   await waitFor(async () => (await call(doomedUrl, store.key, 'GET', '/v1/account')).status === 200, {
@@ -71,24 +78,30 @@ it('the API dies mid-request; the retry with the same key on another API returns
   expect(await first).toBeInstanceOf(Error);
 
   api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  const retryCharge = () => call(api!, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
+  const retryCharge = () =>
+    call(api!, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: body, headers: { 'idempotency-key': key } });
   // The dead request still holds its key until its lease runs out: a retry meanwhile is told so at once.
   // Asked before the worker starts: bundling it can outlast the lease on a loaded machine.
   const early = await retryCharge();
   expect([early.status, early.body.error?.code]).toEqual([409, 'idempotency_key_in_use']);
   worker = await createTestWorker(mongo, temporal, taskQueue);
   running = worker.run();
-  const retry = await waitFor(async () => {
-    const answer = await retryCharge();
-    if (answer.status === 409) return null;
-    return answer;
-  }, { timeoutMs: 60_000, intervalMs: 1_000, description: 'the dead request\'s lease to run out' });
+  const retry = await waitFor(
+    async () => {
+      const answer = await retryCharge();
+      if (answer.status === 409) return null;
+      return answer;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000, description: "the dead request's lease to run out" },
+  );
 
   // The first (dead) request started the charge, so the retry is a replay of it.
   expect(retry.status).toBe(200);
   expect(retry.headers.get('idempotent-replayed')).toBe('true');
   expect(retry.body).toMatchObject({ status: 'succeeded', amount: 5555, description: 'Mid-request' });
-  const stored = await chargesCollection(mongo.db).find({ key: merchantChargeKey(key) }).toArray();
+  const stored = await chargesCollection(mongo.db)
+    .find({ key: merchantChargeKey(key) })
+    .toArray();
   expect(stored.map((c) => c._id)).toEqual([retry.body.id]);
   expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   expect(await ordersCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(1);

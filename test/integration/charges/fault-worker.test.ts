@@ -56,10 +56,17 @@ it('a worker killed between the provider approval and the order write: after a n
   });
   doomed.child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   doomed.child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitFor(() => output.includes('ready'), { timeoutMs: 60_000, description: 'fault worker polling', abortIf: () => (doomed!.hasExited() ? new Error(output) : undefined) });
+  await waitFor(() => output.includes('ready'), {
+    timeoutMs: 60_000,
+    description: 'fault worker polling',
+    abortIf: () => (doomed!.hasExited() ? new Error(output) : undefined),
+  });
 
   const key = `fault-${Date.now()}`;
-  const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 4321 }, headers: { 'idempotency-key': key } });
+  const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+    json: { amount: 4321 },
+    headers: { 'idempotency-key': key },
+  });
 
   const exit = await doomed.exited;
   expect(exit.signal ?? (output.includes('dying') ? 'SIGKILL' : null)).toBe('SIGKILL');
@@ -77,14 +84,23 @@ it('a worker killed between the provider approval and the order write: after a n
   const res =
     first.status === 201
       ? first
-      : await waitFor(async () => {
-          const again = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 4321 }, headers: { 'idempotency-key': key } });
-          return again.status === 409 ? null : { ...again, status: again.status === 200 ? 201 : again.status };
-        }, { timeoutMs: 60_000, intervalMs: 1_000, description: 'the charge after recovery' });
+      : await waitFor(
+          async () => {
+            const again = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+              json: { amount: 4321 },
+              headers: { 'idempotency-key': key },
+            });
+            return again.status === 409 ? null : { ...again, status: again.status === 200 ? 201 : again.status };
+          },
+          { timeoutMs: 60_000, intervalMs: 1_000, description: 'the charge after recovery' },
+        );
 
   expect(res.status).toBe(201);
   expect(res.body).toMatchObject({ status: 'succeeded', amount: 4321, order: expect.stringMatching(/^ord_/) });
-  const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ key: merchantChargeKey(key) }).toArray();
+  const ledger = await mongo.db
+    .collection(TEST_CHARGES_COLLECTION)
+    .find({ key: merchantChargeKey(key) })
+    .toArray();
   expect(ledger).toHaveLength(1);
   expect(res.body.transaction).toBe(ledger[0].transaction_id);
   expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(1);

@@ -44,15 +44,23 @@ afterAll(async () => {
 const longKey = (label: string) => `${label}-${Date.now()}-`.padEnd(255, 'k');
 
 it('the test Temporal refuses ids over 255 characters, as production does', async () => {
-  const start = temporal.client.workflow.start('chargeWorkflow', { workflowId: 'x'.repeat(256), taskQueue: uniqueTaskQueue('never-polled'), args: [] });
+  const start = temporal.client.workflow.start('chargeWorkflow', {
+    workflowId: 'x'.repeat(256),
+    taskQueue: uniqueTaskQueue('never-polled'),
+    args: [],
+  });
   await expect(start).rejects.toThrow();
 });
 
 it('a charge with a 255-character Idempotency-Key is charged once and replayed', async () => {
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer: catalog.trial, product: catalog.product },
+  );
   const key = longKey('charge');
   expect(key).toHaveLength(255);
-  const charge = () => call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 2500 }, headers: { 'idempotency-key': key } });
+  const charge = () =>
+    call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 2500 }, headers: { 'idempotency-key': key } });
 
   const first = await charge();
   expect([first.status, first.body.status]).toEqual([201, 'succeeded']);
@@ -72,19 +80,31 @@ it('a charge with a 255-character Idempotency-Key is charged once and replayed',
 }, 60_000);
 
 it('two 255-character keys sharing their first 250 characters are two charges', async () => {
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer: catalog.trial, product: catalog.product },
+  );
   const shared = longKey('twins').slice(0, 250);
   const [a, b] = [`${shared}aaaaa`, `${shared}bbbbb`];
-  const charge = (key: string) => call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 1500 }, headers: { 'idempotency-key': key } });
+  const charge = (key: string) =>
+    call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 1500 }, headers: { 'idempotency-key': key } });
   const [first, second] = [await charge(a), await charge(b)];
   expect([first.status, second.status]).toEqual([201, 201]);
   expect(first.body.id).not.toBe(second.body.id);
 }, 60_000);
 
 it('a subscription action with a 255-character Idempotency-Key runs (its update id stays within 255)', async () => {
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
-  await waitFor(async () => (await temporal.client.workflow.getHandle(`subscription/${sub._id}`).describe()).status.name === 'RUNNING', { description: 'the subscription workflow' });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer: catalog.trial, product: catalog.product },
+  );
+  await waitFor(async () => (await temporal.client.workflow.getHandle(`subscription/${sub._id}`).describe()).status.name === 'RUNNING', {
+    description: 'the subscription workflow',
+  });
   const key = longKey('schedule_cancellation');
-  const res = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}`, { json: { cancel_at_period_end: true }, headers: { 'idempotency-key': key } });
+  const res = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}`, {
+    json: { cancel_at_period_end: true },
+    headers: { 'idempotency-key': key },
+  });
   expect([res.status, res.body.cancel_at_period_end]).toEqual([200, true]);
 }, 60_000);

@@ -62,8 +62,10 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-const subscription = () => seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
-const ledgerOf = (key: string) => mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) });
+const subscription = () =>
+  seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
+const ledgerOf = (key: string) =>
+  mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) });
 
 it('a pause sent while a charge is at the provider waits for it: the charge is made before the pause, never after', async () => {
   held = gate();
@@ -71,7 +73,10 @@ it('a pause sent while a charge is at the provider waits for it: the charge is m
   const sub = await subscription();
   const key = `race-${Date.now()}`;
   const order: string[] = [];
-  const charging = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: HELD_AMOUNT }, headers: { 'idempotency-key': key } }).then((res) => {
+  const charging = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+    json: { amount: HELD_AMOUNT },
+    headers: { 'idempotency-key': key },
+  }).then((res) => {
     order.push('charge');
     return res;
   });
@@ -103,15 +108,23 @@ it('a charge that passed the API check just before a pause is refused by the sub
   // subscription's workflow, which applied the pause, can refuse the charge now.
   await subscriptionsCollection(mongo.db).updateOne({ _id: sub._id }, { $set: { status: 'active' } });
   const key = `late-${Date.now()}`;
-  const charge = () => call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 900 }, headers: { 'idempotency-key': key } });
+  const charge = () =>
+    call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 900 }, headers: { 'idempotency-key': key } });
   const refused = await charge();
   expect([refused.status, refused.body.error?.code]).toEqual([400, 'subscription_not_chargeable']);
   expect(await ledgerOf(key)).toBe(0);
   expect(await chargesCollection(mongo.db).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) })).toBe(0);
   expect((await charge()).headers.get('idempotent-replayed')).toBe('true');
   // Asked again after the run closed with its stored 400 lost, the refusal is read from the closed run.
-  await waitFor(async () => (await temporal.client.workflow.getHandle(`charge/${store.store._id}/${merchantChargeKey(key)}`).describe()).status.name === 'COMPLETED', { description: 'charge run closed' });
+  await waitFor(
+    async () =>
+      (await temporal.client.workflow.getHandle(`charge/${store.store._id}/${merchantChargeKey(key)}`).describe()).status.name === 'COMPLETED',
+    { description: 'charge run closed' },
+  );
   await expect(
-    startCharge({ db: mongo.db, temporal: temporal.client, taskQueue }, { storeId: store.store._id, subscriptionId: sub._id, key: merchantChargeKey(key), amount: 900, source: 'api', billingReason: 'manual' }),
+    startCharge(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { storeId: store.store._id, subscriptionId: sub._id, key: merchantChargeKey(key), amount: 900, source: 'api', billingReason: 'manual' },
+    ),
   ).rejects.toMatchObject({ code: 'subscription_not_chargeable' });
 });

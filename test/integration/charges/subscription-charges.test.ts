@@ -59,7 +59,10 @@ afterAll(async () => {
  * in the charges this file makes); chargeable like active ones.
  */
 async function subscription(card: string | null = '4242424242424242', storeDoc = store): Promise<SubscriptionDoc> {
-  return seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: storeDoc.store, offer: catalog.trial, product: catalog.product, card });
+  return seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: storeDoc.store, offer: catalog.trial, product: catalog.product, card },
+  );
 }
 
 const charge = (sub: { _id: string }, json: unknown, key: string | null = newKey(), apiKey = store.key) =>
@@ -106,10 +109,13 @@ describe('the error table, in its order of checks', () => {
       { db: mongo.db, temporal: temporal.client, taskQueue },
       { store: store.store, offer: catalog.limited, product: catalog.product, now: Date.now() - 120 * 86_400_000 },
     );
-    const expired = await waitFor(async () => {
-      const doc = await findSubscription(mongo.db, store.store._id, backdated._id);
-      return doc?.status === 'expired' ? doc : null;
-    }, { description: 'expired at the cycle limit', timeoutMs: 20_000 });
+    const expired = await waitFor(
+      async () => {
+        const doc = await findSubscription(mongo.db, store.store._id, backdated._id);
+        return doc?.status === 'expired' ? doc : null;
+      },
+      { description: 'expired at the cycle limit', timeoutMs: 20_000 },
+    );
     expect(expired.cycles_completed).toBe(3);
     expectError(await charge(expired, { amount: 500 }), 400, 'invalid_request_error', 'subscription_not_chargeable');
   });
@@ -149,15 +155,20 @@ describe('the error table, in its order of checks', () => {
     const set = await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', '5000', '--json'], env);
     expect([set.code, JSON.parse(set.output).max_charge_amount]).toEqual([0, 5000]);
     // The API reads store flags at most a second old.
-    const refused = await waitFor(async () => {
-      const res = await charge(sub, { amount: 5001 }, newKey(), own.key);
-      return res.status === 400 ? res : null;
-    }, { description: 'the bound of 5000 to apply' });
+    const refused = await waitFor(
+      async () => {
+        const res = await charge(sub, { amount: 5001 }, newKey(), own.key);
+        return res.status === 400 ? res : null;
+      },
+      { description: 'the bound of 5000 to apply' },
+    );
     expectError(refused, 400, 'invalid_request_error', 'parameter_invalid', 'amount');
     expect((await charge(sub, { amount: 5000 }, newKey(), own.key)).status).toBe(201);
     expect((await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', '0'], env)).code).not.toBe(0);
     expect((await runAdmin(['stores', 'set', own.store._id, '--max-charge-amount', 'default'], env)).code).toBe(0);
-    await waitFor(async () => ((await charge(sub, { amount: 5001 }, newKey(), own.key)).status === 201 ? true : null), { description: 'the default bound again' });
+    await waitFor(async () => ((await charge(sub, { amount: 5001 }, newKey(), own.key)).status === 201 ? true : null), {
+      description: 'the default bound again',
+    });
   });
 
   it('lines not adding up: 400 lines_total_mismatch with both values in the message', async () => {
@@ -253,14 +264,25 @@ describe('idempotency by the common rules', () => {
     const periodId = newId('usp');
     const usage = await startCharge(
       { db: mongo.db, temporal: temporal.client, taskQueue },
-      { storeId: store.store._id, subscriptionId: sub._id, key: usageChargeKey(periodId), amount: 700, source: 'usage', billingReason: 'usage', request: { id: null, idempotency_key: usageIdempotencyKey(periodId) } },
+      {
+        storeId: store.store._id,
+        subscriptionId: sub._id,
+        key: usageChargeKey(periodId),
+        amount: 700,
+        source: 'usage',
+        billingReason: 'usage',
+        request: { id: null, idempotency_key: usageIdempotencyKey(periodId) },
+      },
     );
     const merchant = await charge(sub, { amount: 700 }, usageIdempotencyKey(periodId));
     expect(merchant.status).toBe(201);
     expect(merchant.body.id).not.toBe(usage.charge.id);
     const renewalShaped = await charge(sub, { amount: 800 }, `renewal/${sub._id}/1/0`);
     expect(renewalShaped.status).toBe(201);
-    const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ store_id: store.store._id, amount: { $in: [700, 800] }, payment_method: sub.default_payment_method!.id }).toArray();
+    const ledger = await mongo.db
+      .collection(TEST_CHARGES_COLLECTION)
+      .find({ store_id: store.store._id, amount: { $in: [700, 800] }, payment_method: sub.default_payment_method!.id })
+      .toArray();
     expect(ledger.map((entry) => entry.key).sort()).toEqual([`api/renewal/${sub._id}/1/0`, `api/usage:${periodId}`, `usage/${periodId}`].sort());
   });
 });
@@ -269,15 +291,19 @@ describe('approved', () => {
   it('201 with the charge, an order (manual, api, unscheduled, items kind charge, external_order_id), invoice.paid and subscription_charge.succeeded', async () => {
     const sub = await subscription();
     const key = newKey();
-    const res = await charge(sub, {
-      amount: 2500,
-      description: 'Extra credits',
-      lines: [
-        { description: '100 credits', quantity: 2, unit_amount: 1000 },
-        { description: 'Setup', unit_amount: 500 },
-      ],
-      metadata: { ticket: 'T-1' },
-    }, key);
+    const res = await charge(
+      sub,
+      {
+        amount: 2500,
+        description: 'Extra credits',
+        lines: [
+          { description: '100 credits', quantity: 2, unit_amount: 1000 },
+          { description: 'Setup', unit_amount: 500 },
+        ],
+        metadata: { ticket: 'T-1' },
+      },
+      key,
+    );
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(/^sch_/),
@@ -320,19 +346,27 @@ describe('approved', () => {
     await waitFor(async () => (await eventsOf(res.body.id)).includes('subscription_charge.succeeded'), { description: 'charge events' });
     expect(await eventsOf(res.body.order)).toEqual(['invoice.paid']);
     expect(await eventsOf(res.body.id)).toEqual(['subscription_charge.succeeded']);
-    const stored = await collections(mongo.db).events.findOne({ store_id: store.store._id, type: 'subscription_charge.succeeded', 'request.idempotency_key': key });
+    const stored = await collections(mongo.db).events.findOne({
+      store_id: store.store._id,
+      type: 'subscription_charge.succeeded',
+      'request.idempotency_key': key,
+    });
     expect(stored).not.toBeNull();
 
     // The same key replays the same charge: 200 + Idempotent-Replayed, nothing charged again.
-    const again = await charge(sub, {
-      amount: 2500,
-      description: 'Extra credits',
-      lines: [
-        { description: '100 credits', quantity: 2, unit_amount: 1000 },
-        { description: 'Setup', unit_amount: 500 },
-      ],
-      metadata: { ticket: 'T-1' },
-    }, key);
+    const again = await charge(
+      sub,
+      {
+        amount: 2500,
+        description: 'Extra credits',
+        lines: [
+          { description: '100 credits', quantity: 2, unit_amount: 1000 },
+          { description: 'Setup', unit_amount: 500 },
+        ],
+        metadata: { ticket: 'T-1' },
+      },
+      key,
+    );
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('original-request-id')).toBe(res.headers.get('request-id'));
@@ -345,12 +379,19 @@ describe('approved', () => {
   });
 
   it('an active subscription (first cycle paid) is charged like a trialing one: 201 succeeded with a paid order', async () => {
-    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.monthly, product: catalog.product });
+    const sub = await seedSubscription(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { store: store.store, offer: catalog.monthly, product: catalog.product },
+    );
     await waitFor(async () => (await findSubscription(mongo.db, store.store._id, sub._id))?.status === 'active', { description: 'first cycle paid' });
     const res = await charge(sub, { amount: 1800, description: 'Extra seats' });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ status: 'succeeded', subscription: sub._id, amount: 1800, order: expect.stringMatching(/^ord_/) });
-    expect((await ordersCollection(mongo.db).findOne({ _id: res.body.order }))).toMatchObject({ status: 'paid', billing_reason: 'manual', subscription: sub._id });
+    expect(await ordersCollection(mongo.db).findOne({ _id: res.body.order })).toMatchObject({
+      status: 'paid',
+      billing_reason: 'manual',
+      subscription: sub._id,
+    });
   });
 
   it('the charge workflow carries StoreId, CustomerId and SubscriptionId', async () => {
@@ -366,15 +407,31 @@ describe('approved', () => {
   it('with an endpoint on the original catalog (2026-09-01), an approved charge emits order.paid for its order', async () => {
     const legacy = await createTestStore(mongo.db);
     // Stored for the original catalog, delivered nowhere (the endpoint subscribes to something else).
-    await insertEndpoint(mongo.db, { storeId: legacy.store._id, url: 'https://hooks.example.com/legacy', description: null, enabledEvents: ['order.refunded'], apiVersion: '2026-09-01' });
-    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: legacy.store, offer: catalog.trial, product: catalog.product, card: '4242424242424242' });
+    await insertEndpoint(mongo.db, {
+      storeId: legacy.store._id,
+      url: 'https://hooks.example.com/legacy',
+      description: null,
+      enabledEvents: ['order.refunded'],
+      apiVersion: '2026-09-01',
+    });
+    const sub = await seedSubscription(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { store: legacy.store, offer: catalog.trial, product: catalog.product, card: '4242424242424242' },
+    );
     const res = await charge(sub, { amount: 2100 }, newKey(), legacy.key);
     expect(res.status).toBe(201);
-    const orderPaid = await waitFor(async () => {
-      const listed = await call(api, legacy.key, 'GET', '/v1/events?type=order.paid');
-      return (listed.body.data as { data: { object: { id: string } } }[]).find((e) => e.data.object.id === res.body.order) ?? null;
-    }, { description: 'order.paid' });
-    expect(orderPaid).toMatchObject({ type: 'order.paid', api_version: '2026-09-01', data: { object: { id: res.body.order, status: 'paid', billing_reason: 'manual' } } });
+    const orderPaid = await waitFor(
+      async () => {
+        const listed = await call(api, legacy.key, 'GET', '/v1/events?type=order.paid');
+        return (listed.body.data as { data: { object: { id: string } } }[]).find((e) => e.data.object.id === res.body.order) ?? null;
+      },
+      { description: 'order.paid' },
+    );
+    expect(orderPaid).toMatchObject({
+      type: 'order.paid',
+      api_version: '2026-09-01',
+      data: { object: { id: res.body.order, status: 'paid', billing_reason: 'manual' } },
+    });
   });
 
   it('without lines: lines [] on the charge and one order item named by the description', async () => {
@@ -444,7 +501,13 @@ describe('declined', () => {
     const res = await charge(sub, { amount: 1500 }, key);
     expectError(res, 402, 'card_error', 'card_declined');
     const failed = res.body.error.subscription_charge;
-    expect(failed).toMatchObject({ object: 'subscription_charge', status: 'failed', failure_code: 'card_declined', order: expect.stringMatching(/^ord_/), settled_at: expect.any(Number) });
+    expect(failed).toMatchObject({
+      object: 'subscription_charge',
+      status: 'failed',
+      failure_code: 'card_declined',
+      order: expect.stringMatching(/^ord_/),
+      settled_at: expect.any(Number),
+    });
     expect((await ordersCollection(mongo.db).findOne({ _id: failed.order }))!.status).toBe('failed');
     await waitFor(async () => (await eventsOf(failed.id)).includes('subscription_charge.failed'), { description: 'failed event' });
     expect(await eventsOf(failed.order)).toEqual(['invoice.payment_failed']);
@@ -476,17 +539,27 @@ describe('in review', () => {
     const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
     const settled = await runAdmin(['provider', 'settle', res.body.id, '--outcome', 'paid', '--json'], env);
     expect(settled.code).toBe(0);
-    expect(JSON.parse(settled.output)).toMatchObject({ notice: { status: 'paid' }, signaled: chargeWorkflowId(store.store._id, (await chargesCollection(mongo.db).findOne({ _id: res.body.id }))!.key) });
+    expect(JSON.parse(settled.output)).toMatchObject({
+      notice: { status: 'paid' },
+      signaled: chargeWorkflowId(store.store._id, (await chargesCollection(mongo.db).findOne({ _id: res.body.id }))!.key),
+    });
 
-    const done = await waitFor(async () => {
-      const got = await call(api, store.key, 'GET', `/v1/subscription_charges/${res.body.id}`);
-      return got.body.status === 'succeeded' ? got.body : null;
-    }, { description: 'charge settled' });
+    const done = await waitFor(
+      async () => {
+        const got = await call(api, store.key, 'GET', `/v1/subscription_charges/${res.body.id}`);
+        return got.body.status === 'succeeded' ? got.body : null;
+      },
+      { description: 'charge settled' },
+    );
     expect(done.settled_at).toEqual(expect.any(Number));
     expect((await ordersCollection(mongo.db).findOne({ _id: res.body.order }))!.status).toBe('paid');
     await waitFor(async () => (await eventsOf(res.body.id)).includes('subscription_charge.succeeded'), { description: 'settled events' });
     expect(await eventsOf(res.body.order)).toEqual(['invoice.paid']);
-    await recordHistory(temporal.client, chargeWorkflowId(store.store._id, (await chargesCollection(mongo.db).findOne({ _id: res.body.id }))!.key), 'charge-review-settled-by-notice');
+    await recordHistory(
+      temporal.client,
+      chargeWorkflowId(store.store._id, (await chargesCollection(mongo.db).findOne({ _id: res.body.id }))!.key),
+      'charge-review-settled-by-notice',
+    );
   });
 
   it('a refused notice (by order id) fails the charge with subscription_charge.failed and invoice.payment_failed', async () => {
@@ -494,10 +567,13 @@ describe('in review', () => {
     const res = await charge(sub, { amount: 3400 });
     const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
     expect((await runAdmin(['provider', 'settle', res.body.order, '--outcome', 'refused'], env)).code).toBe(0);
-    const done = await waitFor(async () => {
-      const got = await call(api, store.key, 'GET', `/v1/subscription_charges/${res.body.id}`);
-      return got.body.status === 'failed' ? got.body : null;
-    }, { description: 'charge refused' });
+    const done = await waitFor(
+      async () => {
+        const got = await call(api, store.key, 'GET', `/v1/subscription_charges/${res.body.id}`);
+        return got.body.status === 'failed' ? got.body : null;
+      },
+      { description: 'charge refused' },
+    );
     expect(done.failure_code).toBe('card_declined');
     await waitFor(async () => (await eventsOf(res.body.id)).includes('subscription_charge.failed'), { description: 'failed event' });
     expect(await eventsOf(res.body.order)).toEqual(['invoice.payment_failed']);
@@ -510,7 +586,9 @@ describe('in review', () => {
     expect(first.status).toBe(201);
     const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
     expect((await runAdmin(['provider', 'settle', first.body.id, '--outcome', 'refused'], env)).code).toBe(0);
-    await waitFor(async () => (await call(api, store.key, 'GET', `/v1/subscription_charges/${first.body.id}`)).body.status === 'failed', { description: 'charge refused' });
+    await waitFor(async () => (await call(api, store.key, 'GET', `/v1/subscription_charges/${first.body.id}`)).body.status === 'failed', {
+      description: 'charge refused',
+    });
     const replayOf = async () => {
       const again = await charge(sub, { amount: 3500 }, key);
       expect(again.status).toBe(200);
@@ -519,7 +597,11 @@ describe('in review', () => {
     };
     await replayOf();
     // Also once the charge workflow has closed and MongoDB alone answers.
-    await waitFor(async () => (await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key))).describe()).status.name === 'COMPLETED', { description: 'charge workflow closed' });
+    await waitFor(
+      async () =>
+        (await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key))).describe()).status.name === 'COMPLETED',
+      { description: 'charge workflow closed' },
+    );
     await replayOf();
   });
 });
@@ -535,7 +617,13 @@ describe('reads', () => {
     expect(all.body.data.map((x: { id: string }) => x.id)).toEqual([c.body.id, b.body.error.subscription_charge.id, a.body.id]);
     const ok = await call(api, store.key, 'GET', `/v1/subscriptions/${sub._id}/charges?status=succeeded`);
     expect(ok.body.data.map((x: { id: string }) => x.id)).toEqual([c.body.id, a.body.id]);
-    expectError(await call(api, store.key, 'GET', `/v1/subscriptions/${sub._id}/charges?status=done`), 400, 'invalid_request_error', 'parameter_invalid', 'status');
+    expectError(
+      await call(api, store.key, 'GET', `/v1/subscriptions/${sub._id}/charges?status=done`),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'status',
+    );
     expectError(await call(api, store.key, 'GET', '/v1/subscriptions/sub_nope/charges'), 404, 'invalid_request_error', 'resource_missing', 'id');
   });
 

@@ -57,12 +57,20 @@ async function stack(name: string, delayMs: number, config: Partial<ApiConfig> =
   workers.push({ worker, running: worker.run() });
   const api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue, config });
   apis.push(api);
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
-  const charge = (key: string) => call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 3210, description: 'Slow' }, headers: { 'idempotency-key': key } });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer: catalog.trial, product: catalog.product },
+  );
+  const charge = (key: string) =>
+    call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+      json: { amount: 3210, description: 'Slow' },
+      headers: { 'idempotency-key': key },
+    });
   return { api, sub, charge };
 }
 
-const captures = (key: string) => mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) });
+const captures = (key: string) =>
+  mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) });
 const keyRecord = (key: string) => collections(mongo.db).idempotency.findOne({ _id: `${store.store._id}:${key}` });
 
 it('a provider answering after 25 s: the first request gets 201 pending at the 20 s wait, the charge then succeeds with one capture, a duplicate at 35 s replays it', async () => {
@@ -96,7 +104,12 @@ it('a provider answering after 25 s: the first request gets 201 pending at the 2
 
   // Replays show the charge as it is now: 200, succeeded.
   const replay = await charge(key);
-  expect([replay.status, replay.headers.get('idempotent-replayed'), replay.body.id, replay.body.status]).toEqual([200, 'true', first.body.id, 'succeeded']);
+  expect([replay.status, replay.headers.get('idempotent-replayed'), replay.body.id, replay.body.status]).toEqual([
+    200,
+    'true',
+    first.body.id,
+    'succeeded',
+  ]);
 }, 120_000);
 
 it("the key's lease is renewed while its request runs: a duplicate past the first lease gets 409, never a second run", async () => {
@@ -106,10 +119,13 @@ it("the key's lease is renewed while its request runs: a duplicate past the firs
   const first = charge(key);
 
   const claimed = await waitFor(keyRecord.bind(null, key), { timeoutMs: 10_000, description: 'the key claimed' });
-  await waitFor(async () => {
-    const record = await keyRecord(key);
-    return record !== null && record.locked_until > claimed.locked_until && Date.now() > claimed.locked_until;
-  }, { timeoutMs: 10_000, intervalMs: 100, description: 'the lease renewed and its first term over' });
+  await waitFor(
+    async () => {
+      const record = await keyRecord(key);
+      return record !== null && record.locked_until > claimed.locked_until && Date.now() > claimed.locked_until;
+    },
+    { timeoutMs: 10_000, intervalMs: 100, description: 'the lease renewed and its first term over' },
+  );
   const duplicate = await charge(key);
   expect([duplicate.status, duplicate.body.error?.code]).toEqual([409, 'idempotency_key_in_use']);
 

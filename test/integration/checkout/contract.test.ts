@@ -8,7 +8,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { checkoutSessionClient } from '../../../services/checkout/client';
 import type { PayInput } from '../../../workflows/checkout-session/messages';
-import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 import { waitFor } from '../../support/env';
 
@@ -30,7 +39,12 @@ type Res = { status: number; body: any };
 
 /** The spec's typed error: status, type, code and param, and (when given) a message naming what `mentions` says. */
 function expectError(res: Res, status: number, code: string, param: string | null, mentions?: string, type = 'invalid_request_error') {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
   if (mentions !== undefined) expect(res.body.error.message).toContain(mentions);
 }
 
@@ -52,7 +66,9 @@ async function payOnPage(sessionId: string, form: Record<string, string>) {
 }
 
 async function completed(id: string, storeId = store.store._id) {
-  await waitFor(async () => (await findCheckoutSession(stack.mongo.db, storeId, id))?.status === 'complete' || null, { description: `${id} complete` });
+  await waitFor(async () => (await findCheckoutSession(stack.mongo.db, storeId, id))?.status === 'complete' || null, {
+    description: `${id} complete`,
+  });
 }
 
 describe('checkout sessions', () => {
@@ -64,11 +80,22 @@ describe('checkout sessions', () => {
     const plain = (await createSession(stack.api, store, { offer: catalog.oneOff._id })).body;
     const passed = (await createSession(stack.api, store, { offer: catalog.oneOff._id, customer_email: 'given@example.com' })).body;
     expect((await payOnPage(plain.id, { ...buyerForm(), method: 'card', card_number: '4242424242424242' })).status).toBe(303);
-    expect((await payOnPage(passed.id, { ...buyerForm({ email: 'given@example.com' }), method: 'card', card_number: '4242424242424242' })).status).toBe(303);
-    for (const [id, email] of [[plain.id, null], [passed.id, 'given@example.com']] as const) {
-      await waitFor(async () => (await findCheckoutSession(stack.mongo.db, store.store._id, id))?.status === 'complete' || null, { description: `${id} complete` });
+    expect(
+      (await payOnPage(passed.id, { ...buyerForm({ email: 'given@example.com' }), method: 'card', card_number: '4242424242424242' })).status,
+    ).toBe(303);
+    for (const [id, email] of [
+      [plain.id, null],
+      [passed.id, 'given@example.com'],
+    ] as const) {
+      await waitFor(async () => (await findCheckoutSession(stack.mongo.db, store.store._id, id))?.status === 'complete' || null, {
+        description: `${id} complete`,
+      });
       const read = await call(stack.api, store.key, 'GET', `/v1/checkout/sessions/${id}`);
-      expect({ status: read.body.status, customer_email: read.body.customer_email, hasCustomer: read.body.customer !== null }).toEqual({ status: 'complete', customer_email: email, hasCustomer: true });
+      expect({ status: read.body.status, customer_email: read.body.customer_email, hasCustomer: read.body.customer !== null }).toEqual({
+        status: 'complete',
+        customer_email: email,
+        hasCustomer: true,
+      });
     }
   });
 
@@ -144,19 +171,42 @@ describe('checkout session expires_at', () => {
       const { res } = await atServerSecond(offset);
       expectError(res, 400, 'parameter_invalid', 'expires_at', 'between 30 minutes and 24 hours');
     }
-    expectError(await createSession(stack.api, store, { offer: catalog.oneOff._id, expires_at: nowSeconds() + 3600.5 }), 400, 'parameter_invalid', 'expires_at', 'integer');
+    expectError(
+      await createSession(stack.api, store, { offer: catalog.oneOff._id, expires_at: nowSeconds() + 3600.5 }),
+      400,
+      'parameter_invalid',
+      'expires_at',
+      'integer',
+    );
   });
 });
 
 describe('checkout session customer_email and customer_name', () => {
   test('stay as passed (the email lowercased) after payment, whatever the buyer typed; the buyer becomes the customer', async () => {
-    const created = await createSession(stack.api, store, { offer: catalog.oneOff._id, customer_email: 'Given.Person@Example.COM', customer_name: 'Jo' });
-    expect([created.status, created.body.customer_email, created.body.customer_name, created.body.customer]).toEqual([201, 'given.person@example.com', 'Jo', null]);
-    const paid = await payOnPage(created.body.id, { ...buyerForm({ email: uniqueEmail('typed'), name: 'Maria da Silva' }), method: 'card', card_number: '4242424242424242' });
+    const created = await createSession(stack.api, store, {
+      offer: catalog.oneOff._id,
+      customer_email: 'Given.Person@Example.COM',
+      customer_name: 'Jo',
+    });
+    expect([created.status, created.body.customer_email, created.body.customer_name, created.body.customer]).toEqual([
+      201,
+      'given.person@example.com',
+      'Jo',
+      null,
+    ]);
+    const paid = await payOnPage(created.body.id, {
+      ...buyerForm({ email: uniqueEmail('typed'), name: 'Maria da Silva' }),
+      method: 'card',
+      card_number: '4242424242424242',
+    });
     expect(paid.status).toBe(303);
     await completed(created.body.id);
     const read = (await get(`/v1/checkout/sessions/${created.body.id}`)).body;
-    expect({ status: read.status, customer_email: read.customer_email, customer_name: read.customer_name }).toEqual({ status: 'complete', customer_email: 'given.person@example.com', customer_name: 'Jo' });
+    expect({ status: read.status, customer_email: read.customer_email, customer_name: read.customer_name }).toEqual({
+      status: 'complete',
+      customer_email: 'given.person@example.com',
+      customer_name: 'Jo',
+    });
     const buyer = (await get(`/v1/customers/${read.customer}`)).body;
     expect({ email: buyer.email, name: buyer.name }).toEqual({ email: 'given.person@example.com', name: 'Maria da Silva' });
   });
@@ -165,7 +215,9 @@ describe('checkout session customer_email and customer_name', () => {
     const customer = (await post('/v1/customers', { ...customerBody(uniqueEmail('cust')), name: 'Clara Nunes' })).body;
     const created = await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: customer.id });
     const expected = { customer: customer.id, customer_email: customer.email, customer_name: 'Clara Nunes' };
-    expect({ customer: created.body.customer, customer_email: created.body.customer_email, customer_name: created.body.customer_name }).toEqual(expected);
+    expect({ customer: created.body.customer, customer_email: created.body.customer_email, customer_name: created.body.customer_name }).toEqual(
+      expected,
+    );
     expect((await payOnPage(created.body.id, { ...buyerForm(), method: 'card', card_number: '4242424242424242' })).status).toBe(303);
     await completed(created.body.id);
     const read = (await get(`/v1/checkout/sessions/${created.body.id}`)).body;
@@ -197,7 +249,11 @@ describe('PIX on the server', () => {
       [trial.id, pixRequest('brl', true)],
     ] as const) {
       const reply = await sessions.pay(id, request, 10_000);
-      expect(reply).toEqual({ kind: 'refused', type: 'method_unavailable', message: 'PIX is only available for payments in BRL without a free trial.' });
+      expect(reply).toEqual({
+        kind: 'refused',
+        type: 'method_unavailable',
+        message: 'PIX is only available for payments in BRL without a free trial.',
+      });
       const doc = await findCheckoutSession(stack.mongo.db, store.store._id, id);
       expect({ status: doc?.status, order: doc?.order, payment: doc?.payment }).toEqual({ status: 'open', order: null, payment: null });
     }
@@ -210,7 +266,9 @@ describe('a free-trial sign-up from checkout', () => {
   test('reaches a 2026-09-01 endpoint as subscription.created (no order is created, so no order.paid)', async () => {
     const trialStore = await createTestStore(stack.mongo.db);
     const trialCatalog = await seedCheckoutCatalog(stack.mongo.db, trialStore.store._id);
-    const endpoint = await call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/legacy', api_version: '2026-09-01' } });
+    const endpoint = await call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', {
+      json: { url: 'https://hooks.example.com/legacy', api_version: '2026-09-01' },
+    });
     expect(endpoint.status).toBe(201);
     const session = (await createSession(stack.api, trialStore, { offer: trialCatalog.trial._id })).body;
     const res = await fetch(`${stack.api.url}/c/${session.id}/pay`, {
@@ -220,10 +278,13 @@ describe('a free-trial sign-up from checkout', () => {
       body: new URLSearchParams({ ...buyerForm(), method: 'card', card_number: '4242424242424242' }).toString(),
     });
     expect(res.status).toBe(303);
-    const legacy = await waitFor(async () => {
-      const events = await stack.mongo.db.collection('events').find({ store_id: trialStore.store._id, api_version: '2026-09-01' }).toArray();
-      return events.some((e) => e.type === 'subscription.created') ? events : null;
-    }, { description: 'the 2026-09-01 subscription.created' });
+    const legacy = await waitFor(
+      async () => {
+        const events = await stack.mongo.db.collection('events').find({ store_id: trialStore.store._id, api_version: '2026-09-01' }).toArray();
+        return events.some((e) => e.type === 'subscription.created') ? events : null;
+      },
+      { description: 'the 2026-09-01 subscription.created' },
+    );
     const created = legacy.find((e) => e.type === 'subscription.created')!;
     expect(created.targets).toEqual([endpoint.body.id]);
     expect(JSON.parse(created.data_json).object).toMatchObject({ status: 'trialing' });
@@ -233,11 +294,14 @@ describe('a free-trial sign-up from checkout', () => {
   test('reaches a 2026-09-01 endpoint as one subscription.created (trialing) and a 2026-11-01 endpoint as its own events', async () => {
     const trialStore = await createTestStore(stack.mongo.db);
     const trialCatalog = await seedCheckoutCatalog(stack.mongo.db, trialStore.store._id);
-    const endpoint = (api_version: string) => call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', { json: { url: `https://hooks.example.com/${api_version}`, api_version } });
+    const endpoint = (api_version: string) =>
+      call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', { json: { url: `https://hooks.example.com/${api_version}`, api_version } });
     const [legacy, current] = [(await endpoint('2026-09-01')).body, (await endpoint('2026-11-01')).body];
     const session = (await createSession(stack.api, trialStore, { offer: trialCatalog.trial._id })).body;
     expect((await payOnPage(session.id, { ...buyerForm(), method: 'card', card_number: '4242424242424242' })).status).toBe(303);
-    const sub = await waitFor(async () => (await findCheckoutSession(stack.mongo.db, trialStore.store._id, session.id))?.subscription ?? null, { description: 'the trial subscription' });
+    const sub = await waitFor(async () => (await findCheckoutSession(stack.mongo.db, trialStore.store._id, session.id))?.subscription ?? null, {
+      description: 'the trial subscription',
+    });
     const events = await waitFor(
       async () => {
         const all = await stack.mongo.db.collection('events').find({ store_id: trialStore.store._id }).toArray();
@@ -249,7 +313,11 @@ describe('a free-trial sign-up from checkout', () => {
     const legacyEvents = events.filter((e) => e.api_version === '2026-09-01');
     expect(legacyEvents.map((e) => e.type).sort()).toEqual(['customer.created', 'subscription.created']);
     const created = legacyEvents.find((e) => e.type === 'subscription.created')!;
-    expect({ targets: created.targets, object: JSON.parse(created.data_json).object.id, status: JSON.parse(created.data_json).object.status }).toEqual({ targets: [legacy.id], object: sub, status: 'trialing' });
+    expect({
+      targets: created.targets,
+      object: JSON.parse(created.data_json).object.id,
+      status: JSON.parse(created.data_json).object.status,
+    }).toEqual({ targets: [legacy.id], object: sub, status: 'trialing' });
     const currentTypes = events.filter((e) => e.api_version === '2026-11-01').map((e) => e.type);
     expect(currentTypes).toEqual(expect.arrayContaining(['customer.created', 'customer.subscription.created', 'checkout.session.completed']));
     expect(currentTypes).not.toContain('invoice.paid');

@@ -60,6 +60,7 @@ it('a worker killed holding chargeCheckoutAttempt after the approval: the sessio
   expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: checkoutAttemptKey(id, 1) })).toBe(1);
   expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: { $regex: id } })).toBe(1);
   expect(await mongo.db.collection('orders').countDocuments({ checkout_session: id })).toBe(1);
-  const completed = () => collections(mongo.db).events.countDocuments({ store_id: store.store._id, type: 'checkout.session.completed', data_json: { $regex: id } });
+  const completed = () =>
+    collections(mongo.db).events.countDocuments({ store_id: store.store._id, type: 'checkout.session.completed', data_json: { $regex: id } });
   expect(await completed()).toBe(1);
 }, 180_000);

@@ -73,9 +73,20 @@ beforeAll(async () => {
   workerConnection = await NativeConnection.connect({ address: proxy.address });
   clientConnection = await Connection.connect({ address: proxy.address });
   temporal = new Client({ connection: clientConnection });
-  worker = await createBillingWorker({ connection: workerConnection, taskQueue, db: mongo.db, temporal, activityDeps: { provider: wrappedProvider() } });
+  worker = await createBillingWorker({
+    connection: workerConnection,
+    taskQueue,
+    db: mongo.db,
+    temporal,
+    activityDeps: { provider: wrappedProvider() },
+  });
   running = worker.run();
-  api = await startTestApi({ db: mongo.db, temporal, taskQueue, config: { ipRateLimit: 100_000, checkoutPayWaitMs: 4_000, checkoutAttemptHoldMs: HOLD_MS } });
+  api = await startTestApi({
+    db: mongo.db,
+    temporal,
+    taskQueue,
+    config: { ipRateLimit: 100_000, checkoutPayWaitMs: 4_000, checkoutAttemptHoldMs: HOLD_MS },
+  });
   store = await createTestStore(mongo.db);
   catalog = await seedCheckoutCatalog(mongo.db, store.store._id);
 }, 120_000);
@@ -117,11 +128,17 @@ async function newSession(): Promise<string> {
 const session = async (id: string) => (await findCheckoutSession(mongo.db, store.store._id, id))!;
 const charges = (id: string) => mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: id } });
 const orders = (id: string) => mongo.db.collection('orders').countDocuments({ checkout_session: id });
-const events = (type: string, id: string) => collections(mongo.db).events.countDocuments({ store_id: store.store._id, type, data_json: { $regex: id } });
+const events = (type: string, id: string) =>
+  collections(mongo.db).events.countDocuments({ store_id: store.store._id, type, data_json: { $regex: id } });
 
 describe('checkout money safety', () => {
   test('approved, then the API process is SIGKILLed before it answers: the session completes with one order and one charge', async () => {
-    const child = await startApiProcess({ MONGODB_DB: mongo.db.databaseName, TEMPORAL_ADDRESS: proxy.address, TEMPORAL_TASK_QUEUE: taskQueue, CHECKOUT_PAY_WAIT_MS: '60000' });
+    const child = await startApiProcess({
+      MONGODB_DB: mongo.db.databaseName,
+      TEMPORAL_ADDRESS: proxy.address,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      CHECKOUT_PAY_WAIT_MS: '60000',
+    });
     const id = await newSession();
     const key = checkoutAttemptKey(id, 1);
     const answer = gate();
@@ -164,7 +181,10 @@ describe('checkout money safety', () => {
     expect(waiting.text).toContain('data-testid="processing"');
     expect(await charges(id)).toBe(1);
 
-    await waitFor(async () => (await session(id)).status === 'complete', { timeoutMs: 120_000, description: 'the session to complete once Temporal is back' });
+    await waitFor(async () => (await session(id)).status === 'complete', {
+      timeoutMs: 120_000,
+      description: 'the session to complete once Temporal is back',
+    });
     expect(restoredAt).toBeGreaterThan(0);
     expect((await session(id)).payment_status).toBe('paid');
     expect(await charges(id)).toBe(1);
@@ -186,7 +206,10 @@ describe('checkout money safety', () => {
       expect((await page(`/c/${id}?processing=1`)).text).toContain('data-testid="processing"');
       // What the processing page polls: it moves on once the attempt has landed.
       expect(JSON.parse((await page(`/c/${id}/status`)).text)).toEqual({ status: 'processing', payment_status: 'unpaid', next: `/c/${id}` });
-      const expired = await fetch(`${api.url}/v1/checkout/sessions/${id}/expire`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });
+      const expired = await fetch(`${api.url}/v1/checkout/sessions/${id}/expire`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${store.key}` },
+      });
       expect(expired.status).toBe(200);
       expect(await expired.json()).toMatchObject({ id, status: 'expired' });
     } finally {
@@ -239,7 +262,10 @@ describe('checkout money safety', () => {
     expect((await post(api.url, `/c/${id}/pay`, form)).location).toBe(`/c/${id}?processing=1`);
     onCharge.unreachable.delete(key);
 
-    await waitFor(async () => (await session(id)).status === 'complete', { timeoutMs: 90_000, description: 'the same key to pay once the provider answers' });
+    await waitFor(async () => (await session(id)).status === 'complete', {
+      timeoutMs: 90_000,
+      description: 'the same key to pay once the provider answers',
+    });
     expect(await charges(id)).toBe(1);
     expect(await orders(id)).toBe(1);
     const state = await temporal.workflow.getHandle(checkoutSessionWorkflowId(id)).query(stateQuery);

@@ -13,7 +13,15 @@ import { runAdmin } from '../../../admin/cli';
 import { collections, type OfferDoc } from '../../../store/collections';
 import { createOffer } from '../../../store/catalog';
 import { checkoutSessionsCollection } from '../../../store/checkout-sessions';
-import { buyerForm, call, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 import { waitFor } from '../../support/env';
 
@@ -41,7 +49,12 @@ beforeAll(async () => {
       { currency: 'usd', amount: 1000, default: false },
     ],
   });
-  fivePack = await createOffer(stack.mongo.db, { ...common, name: 'Prints (box of 5)', prices: [{ currency: 'brl', amount: 900, default: true }], packs: [5] });
+  fivePack = await createOffer(stack.mongo.db, {
+    ...common,
+    name: 'Prints (box of 5)',
+    prices: [{ currency: 'brl', amount: 900, default: true }],
+    packs: [5],
+  });
 });
 
 afterAll(async () => {
@@ -56,7 +69,10 @@ interface Answer {
 }
 
 /** A request with a chosen Host header (fetch cannot set one), without following redirects; each from its own address unless `from` says. */
-function visit(url: string, options: { headers?: Record<string, string>; method?: string; form?: Record<string, string>; from?: string } = {}): Promise<Answer> {
+function visit(
+  url: string,
+  options: { headers?: Record<string, string>; method?: string; form?: Record<string, string>; from?: string } = {},
+): Promise<Answer> {
   const target = new URL(url);
   const api = new URL(stack.api.url);
   const body = options.form ? new URLSearchParams(options.form).toString() : undefined;
@@ -67,14 +83,22 @@ function visit(url: string, options: { headers?: Record<string, string>; method?
     ...options.headers,
   };
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: api.hostname, port: api.port, method: options.method ?? 'GET', path: `${target.pathname}${target.search}`, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, location: res.headers.location ?? null, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, body: text }),
-      );
-    });
+    const req = http.request(
+      { host: api.hostname, port: api.port, method: options.method ?? 'GET', path: `${target.pathname}${target.search}`, headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            location: res.headers.location ?? null,
+            retryAfter: (res.headers['retry-after'] as string | undefined) ?? null,
+            body: text,
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -107,7 +131,9 @@ describe('an offer link on the shared checkout host', () => {
 
   test('honours ?currency= and ?pack= (other parameters, such as utm_source, are ignored) and opens in the browser language', async () => {
     const { checkout_url } = await offerOf(catalog.oneOff._id);
-    const res = await visit(`${checkout_url}?currency=USD&pack=5&utm_source=newsletter`, { headers: { 'accept-language': 'pt-BR,pt;q=0.9,en;q=0.8' } });
+    const res = await visit(`${checkout_url}?currency=USD&pack=5&utm_source=newsletter`, {
+      headers: { 'accept-language': 'pt-BR,pt;q=0.9,en;q=0.8' },
+    });
     expect(res.status).toBe(303);
     const chosen = await sessionOf(res.location!);
     expect({ currency: chosen.currency, pack: chosen.pack, locale: chosen.locale }).toEqual({ currency: 'usd', pack: 5, locale: 'pt' });
@@ -175,7 +201,12 @@ describe('what is not a buyer opens nothing', () => {
   test('a browser prefetch or prerender is refused (not a 2xx the browser would keep and show), and no session is created', async () => {
     const { checkout_url } = await offerOf(ticket._id);
     const before = await sessionCount();
-    const speculative: Record<string, string>[] = [{ 'sec-purpose': 'prefetch' }, { 'sec-purpose': 'prefetch;prerender' }, { purpose: 'prefetch' }, { 'x-purpose': 'preview' }];
+    const speculative: Record<string, string>[] = [
+      { 'sec-purpose': 'prefetch' },
+      { 'sec-purpose': 'prefetch;prerender' },
+      { purpose: 'prefetch' },
+      { 'x-purpose': 'preview' },
+    ];
     for (const headers of speculative) {
       expect((await visit(checkout_url, { headers })).status, JSON.stringify(headers)).toBe(503);
     }
@@ -185,7 +216,12 @@ describe('what is not a buyer opens nothing', () => {
   test("a chat app's link preview, a crawler and a HEAD get the offer page with its title; its button opens the checkout", async () => {
     const { checkout_url } = await offerOf(ticket._id);
     const before = await sessionCount();
-    const agents = ['Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)', 'WhatsApp/2.23.20.0', 'facebookexternalhit/1.1', 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'];
+    const agents = [
+      'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)',
+      'WhatsApp/2.23.20.0',
+      'facebookexternalhit/1.1',
+      'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+    ];
     for (const agent of agents) {
       const preview = await visit(checkout_url, { headers: { 'user-agent': agent } });
       expect(preview.status, agent).toBe(200);
@@ -201,7 +237,11 @@ describe('what is not a buyer opens nothing', () => {
     const page = await visit(checkout_url, { headers: { 'user-agent': phone } });
     const action = /<form method="post" action="([^"]+)"/.exec(page.body)?.[1];
     expect(action).toBe(new URL(checkout_url).pathname);
-    const clicked = await visit(`${stack.api.config.checkoutUrl}${action}`, { method: 'POST', form: { currency: '' }, headers: { 'user-agent': phone } });
+    const clicked = await visit(`${stack.api.config.checkoutUrl}${action}`, {
+      method: 'POST',
+      form: { currency: '' },
+      headers: { 'user-agent': phone },
+    });
     expect(clicked.status).toBe(303);
     expect(await sessionOf(clicked.location!)).toMatchObject({ offer: { id: ticket._id }, currency: null });
   });
@@ -227,7 +267,9 @@ describe('what is not a buyer opens nothing', () => {
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(600);
     expect(refused.body).toContain('data-testid="too-many-checkouts"');
-    expect(refused.body).toContain(`Muitos pagamentos foram abertos a partir do seu endereço. Tente novamente em ${Math.ceil(retryAfter / 60)} minutos.`);
+    expect(refused.body).toContain(
+      `Muitos pagamentos foram abertos a partir do seu endereço. Tente novamente em ${Math.ceil(retryAfter / 60)} minutos.`,
+    );
     expect(await sessionCount()).toBe(before);
     expect((await visit(checkout_url)).status).toBe(303);
   });

@@ -11,7 +11,16 @@ import { formatDate } from '../../../i18n/format';
 import { LANGUAGES as PAGE_LANGUAGES, type Language as PageLanguage } from '../../../i18n/languages';
 import type { OfferDoc } from '../../../store/collections';
 import type { TestStore } from '../../support/api';
-import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 
 let stack: CheckoutStack;
@@ -185,7 +194,13 @@ async function setCustomerLocale(locale: string | null) {
 
 async function newCustomer(locale: string | null): Promise<string> {
   const res = await call(stack.api, store.key, 'POST', '/v1/customers', {
-    json: { email: `lang-${Math.random().toString(36).slice(2)}@example.com`, name: 'Min-jun Kim', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' }, locale },
+    json: {
+      email: `lang-${Math.random().toString(36).slice(2)}@example.com`,
+      name: 'Min-jun Kim',
+      phone: '+5511987654321',
+      document: { type: 'cpf', number: '52998224725' },
+      locale,
+    },
   });
   expect(res.status).toBe(201);
   return res.body.id;
@@ -327,7 +342,9 @@ describe('which language a page picks', () => {
     expect(unknown.status).toBe(404);
     expect(langOf(unknown.text)).toBe('fr');
     expect(unknown.text).toContain('Ce lien n’est plus disponible');
-    const badLink = await get(`${new URL(stack.api.config.portalUrl).pathname.replace(/\/+$/, '')}/${slug}/session/not-a-real-token-0123456789`, { 'accept-language': 'it' });
+    const badLink = await get(`${new URL(stack.api.config.portalUrl).pathname.replace(/\/+$/, '')}/${slug}/session/not-a-real-token-0123456789`, {
+      'accept-language': 'it',
+    });
     expect(badLink.status).toBe(410);
     expect(langOf(badLink.text)).toBe('it');
     expect(badLink.text).toContain('Questo link di accesso non funziona');

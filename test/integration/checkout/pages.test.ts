@@ -12,7 +12,17 @@ import { findOrder } from '../../../store/orders';
 import { insertEndpoint } from '../../../store/webhook-endpoints';
 import { CONTENT_SECURITY_POLICY } from '../../../api/pages';
 import { startTestApi, type TestStore } from '../../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, buyerForm, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  buyerForm,
+  startLoggedApi,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 
 let stack: CheckoutStack;
@@ -108,10 +118,12 @@ describe('the page', () => {
     // fetch cannot set Host: a plain request names the host the browser would have asked for.
     const at = (host: string, id = s.id) =>
       new Promise<number>((resolve, reject) => {
-        http.get({ host: '127.0.0.1', port, path: `/c/${id}`, headers: { host } }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
-        }).on('error', reject);
+        http
+          .get({ host: '127.0.0.1', port, path: `/c/${id}`, headers: { host } }, (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          })
+          .on('error', reject);
       });
     expect(await at(`127.0.0.1:${port}`)).toBe(200);
     expect(await at('look-alike.example')).toBe(404);
@@ -252,12 +264,13 @@ describe('card payments', () => {
     try {
       const s = await newSession({ offer: catalog.oneOff._id });
       const form = { ...buyer({ method: 'card' }), card_number: CARD_DECLINED };
-      const from = (ip: string) => fetch(`${limited.url}/c/${s.id}/pay`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
-        body: new URLSearchParams(form).toString(),
-      });
+      const from = (ip: string) =>
+        fetch(`${limited.url}/c/${s.id}/pay`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+          body: new URLSearchParams(form).toString(),
+        });
       const statuses = [];
       for (let i = 0; i < 4; i++) statuses.push((await from('203.0.113.7')).status);
       expect(statuses).toEqual([402, 402, 402, 429]);
@@ -376,7 +389,7 @@ describe('card payments', () => {
 });
 
 describe('pix payments', () => {
-  test('after a declined card, generating the PIX code creates the new buyer\'s customer (one customer.created) and fills its order pending', async () => {
+  test("after a declined card, generating the PIX code creates the new buyer's customer (one customer.created) and fills its order pending", async () => {
     const s = await newSession({ offer: catalog.oneOff._id });
     const form = buyer({ method: 'pix' });
     expect((await post(`/c/${s.id}/pay`, { ...form, method: 'card', card_number: CARD_DECLINED })).status).toBe(402);
@@ -389,7 +402,11 @@ describe('pix payments', () => {
     expect(created).toHaveLength(1);
     expect(created[0].metadata).toEqual([]);
     expect(pending.customer).toBe(created[0]._id);
-    expect((await findOrder(stack.mongo.db, store.store._id, pending.order!))).toMatchObject({ status: 'pending', customer: created[0]._id, customer_email: form.email });
+    expect(await findOrder(stack.mongo.db, store.store._id, pending.order!)).toMatchObject({
+      status: 'pending',
+      customer: created[0]._id,
+      customer_email: form.email,
+    });
     expect(await customerCreatedFor(form.email)).toBe(1);
   });
 });

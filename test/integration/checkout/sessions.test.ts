@@ -6,7 +6,15 @@ import { collections } from '../../../store/collections';
 import { checkoutSessionsCollection } from '../../../store/checkout-sessions';
 import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
 import { startTestApi, type TestApi, type TestStore } from '../../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 import { insertCustomer, newCustomerDoc } from '../../../store/customers';
 
@@ -33,7 +41,12 @@ afterAll(async () => {
 });
 
 function expectError(res: { status: number; body: any }, status: number, type: string, code: string, param: string | null) {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
 }
 
 describe('create', () => {
@@ -96,14 +109,22 @@ describe('create', () => {
     expect(alias.status).toBe(201);
     expect(alias.body).toMatchObject({ offer: { id: catalog.oneOff._id }, pack: 10, amount_total: null });
 
-    const both = await createSession(api, store, { offer: catalog.monthly._id, pack: undefined, line_items: [{ price: catalog.oneOff._id, quantity: 1 }] });
+    const both = await createSession(api, store, {
+      offer: catalog.monthly._id,
+      pack: undefined,
+      line_items: [{ price: catalog.oneOff._id, quantity: 1 }],
+    });
     expect(both.status).toBe(201);
     expect(both.body.offer.id).toBe(catalog.monthly._id);
     expect(both.body.pack).toBeNull();
   });
 
   test('offer and pack sent with line_items for another offer: the item is ignored as a whole; its quantity is a pack only of its own offer', async () => {
-    const withPack = await createSession(api, store, { offer: catalog.oneOff._id, pack: 5, line_items: [{ price: catalog.monthly._id, quantity: 10 }] });
+    const withPack = await createSession(api, store, {
+      offer: catalog.oneOff._id,
+      pack: 5,
+      line_items: [{ price: catalog.monthly._id, quantity: 10 }],
+    });
     expect(withPack.status).toBe(201);
     expect(withPack.body).toMatchObject({ offer: { id: catalog.oneOff._id }, pack: 5 });
     // Another offer's quantity is not checked against this offer's packs (the monthly offer has none).
@@ -197,7 +218,13 @@ describe('create errors', () => {
 
   test('a pack the offer lacks: 400 pack_unavailable; out of 1..999: 400 parameter_invalid', async () => {
     expectError(await createSession(api, store, { offer: catalog.oneOff._id, pack: 3 }), 400, 'invalid_request_error', 'pack_unavailable', 'pack');
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, pack: 1000 }), 400, 'invalid_request_error', 'parameter_invalid', 'pack');
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, pack: 1000 }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'pack',
+    );
     expectError(
       await createSession(api, store, { line_items: [{ price: catalog.oneOff._id, quantity: 7 }] }),
       400,
@@ -214,10 +241,28 @@ describe('create errors', () => {
   });
 
   test('a mode that does not fit the offer, or is neither payment nor subscription: 400 mode_mismatch', async () => {
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, mode: 'subscription' }), 400, 'invalid_request_error', 'mode_mismatch', 'mode');
-    expectError(await createSession(api, store, { offer: catalog.monthly._id, mode: 'payment' }), 400, 'invalid_request_error', 'mode_mismatch', 'mode');
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, mode: 'subscription' }),
+      400,
+      'invalid_request_error',
+      'mode_mismatch',
+      'mode',
+    );
+    expectError(
+      await createSession(api, store, { offer: catalog.monthly._id, mode: 'payment' }),
+      400,
+      'invalid_request_error',
+      'mode_mismatch',
+      'mode',
+    );
     expectError(await createSession(api, store, { offer: catalog.oneOff._id, mode: 'setup' }), 400, 'invalid_request_error', 'mode_mismatch', 'mode');
-    expectError(await createSession(api, store, { offer: catalog.monthly._id, mode: 'anything' }), 400, 'invalid_request_error', 'mode_mismatch', 'mode');
+    expectError(
+      await createSession(api, store, { offer: catalog.monthly._id, mode: 'anything' }),
+      400,
+      'invalid_request_error',
+      'mode_mismatch',
+      'mode',
+    );
   });
 
   test('an unknown or inactive coupon: 400 coupon_invalid with param discounts[0].coupon', async () => {
@@ -233,7 +278,13 @@ describe('create errors', () => {
   });
 
   test('an unknown customer: 404 resource_missing customer', async () => {
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, customer: 'cust_nope' }), 404, 'invalid_request_error', 'resource_missing', 'customer');
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, customer: 'cust_nope' }),
+      404,
+      'invalid_request_error',
+      'resource_missing',
+      'customer',
+    );
   });
 
   test('limits: customer_name 2..120, client_reference_id 200, redirect_delay 0..30, locale list, customer_email format', async () => {
@@ -255,16 +306,40 @@ describe('create errors', () => {
   });
 
   test('expires_at outside 30 minutes..24 hours: 400 parameter_invalid expires_at; the bounds themselves are accepted', async () => {
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 29 * 60 }), 400, 'invalid_request_error', 'parameter_invalid', 'expires_at');
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 24 * 3600 + 120 }), 400, 'invalid_request_error', 'parameter_invalid', 'expires_at');
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 29 * 60 }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'expires_at',
+    );
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 24 * 3600 + 120 }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'expires_at',
+    );
     // The exact bounds are unit-tested (test/unit/checkout.test.ts): here the server's clock may tick past ours.
     expect((await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 30 * 60 + 5 })).status).toBe(201);
     expect((await createSession(api, store, { offer: catalog.oneOff._id, expires_at: now() + 24 * 3600 })).status).toBe(201);
   });
 
   test('success_url and cancel_url: https only (http://localhost in development), up to 2000 characters', async () => {
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, success_url: 'http://shop.example.com/ok' }), 400, 'invalid_request_error', 'parameter_invalid', 'success_url');
-    expectError(await createSession(api, store, { offer: catalog.oneOff._id, cancel_url: 'not a url' }), 400, 'invalid_request_error', 'parameter_invalid', 'cancel_url');
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, success_url: 'http://shop.example.com/ok' }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'success_url',
+    );
+    expectError(
+      await createSession(api, store, { offer: catalog.oneOff._id, cancel_url: 'not a url' }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'cancel_url',
+    );
     expectError(
       await createSession(api, store, { offer: catalog.oneOff._id, success_url: `https://shop.example.com/${'a'.repeat(2000)}` }),
       400,
@@ -272,7 +347,12 @@ describe('create errors', () => {
       'parameter_invalid',
       'success_url',
     );
-    const production = await startTestApi({ db: stack.mongo.db, temporal: stack.temporal.client, taskQueue: stack.taskQueue, config: { development: false } });
+    const production = await startTestApi({
+      db: stack.mongo.db,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      config: { development: false },
+    });
     try {
       expectError(
         await createSession(production, store, { offer: catalog.oneOff._id, success_url: 'http://localhost:3000/ok' }),
@@ -318,19 +398,35 @@ describe('read, list and expire', () => {
     expect(byRef.body.data.map((s: any) => s.id)).toEqual([b.id, a.id]);
     expect(byRef.body).toMatchObject({ object: 'list', url: '/v1/checkout/sessions', has_more: false });
 
-    const byCustomer = await call(api, store.key, 'GET', `/v1/checkout/sessions?customer=${customerId}&client_reference_id=${encodeURIComponent(ref)}`);
+    const byCustomer = await call(
+      api,
+      store.key,
+      'GET',
+      `/v1/checkout/sessions?customer=${customerId}&client_reference_id=${encodeURIComponent(ref)}`,
+    );
     expect(byCustomer.body.data.map((s: any) => s.id)).toEqual([b.id]);
 
     await call(api, store.key, 'POST', `/v1/checkout/sessions/${a.id}/expire`);
     const expired = await call(api, store.key, 'GET', `/v1/checkout/sessions?status=expired&client_reference_id=${encodeURIComponent(ref)}`);
     expect(expired.body.data.map((s: any) => s.id)).toEqual([a.id]);
-    const unpaid = await call(api, store.key, 'GET', `/v1/checkout/sessions?payment_status=unpaid&status=open&client_reference_id=${encodeURIComponent(ref)}`);
+    const unpaid = await call(
+      api,
+      store.key,
+      'GET',
+      `/v1/checkout/sessions?payment_status=unpaid&status=open&client_reference_id=${encodeURIComponent(ref)}`,
+    );
     expect(unpaid.body.data.map((s: any) => s.id)).toEqual([b.id]);
     const page = await call(api, store.key, 'GET', `/v1/checkout/sessions?limit=1&client_reference_id=${encodeURIComponent(ref)}`);
     expect(page.body).toMatchObject({ has_more: true, data: [{ id: b.id }] });
 
     expectError(await call(api, store.key, 'GET', '/v1/checkout/sessions?status=done'), 400, 'invalid_request_error', 'parameter_invalid', 'status');
-    expectError(await call(api, store.key, 'GET', '/v1/checkout/sessions?payment_status=free'), 400, 'invalid_request_error', 'parameter_invalid', 'payment_status');
+    expectError(
+      await call(api, store.key, 'GET', '/v1/checkout/sessions?payment_status=free'),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'payment_status',
+    );
   });
 
   test('POST expire closes an open session (url null), emits checkout.session.expired once, then refuses with checkout_session_not_open', async () => {
@@ -343,7 +439,10 @@ describe('read, list and expire', () => {
     expectError(again, 400, 'invalid_request_error', 'checkout_session_not_open', 'id');
 
     const events = collections(stack.mongo.db).events;
-    await waitFor(async () => (await events.countDocuments({ store_id: store.store._id, type: 'checkout.session.expired', data_json: { $regex: created.id } })) === 1);
+    await waitFor(
+      async () =>
+        (await events.countDocuments({ store_id: store.store._id, type: 'checkout.session.expired', data_json: { $regex: created.id } })) === 1,
+    );
     const result = await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(created.id)).result();
     expect(result.status).toBe('expired');
     expect(await events.countDocuments({ store_id: store.store._id, type: 'checkout.session.expired', data_json: { $regex: created.id } })).toBe(1);

@@ -9,7 +9,15 @@ import { findOrder } from '../../../store/orders';
 import { subscriptionsCollection } from '../../../store/subscriptions';
 import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
 import type { TestStore } from '../../support/api';
-import { createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, buyerForm, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  buyerForm,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 import { createSubscriptionForCheckout } from '../../../services/checkout/subscriptions';
 import { createTestConnection } from '../../../adapters/provider/test-connection';
@@ -87,7 +95,10 @@ describe('PIX', () => {
 describe('expired sessions', () => {
   test('an expired session sends the buyer to cancel_url, or shows the unavailable page without one', async () => {
     const withCancel = await newSession({ offer: catalog.oneOff._id, cancel_url: 'https://shop.example.com/cart' });
-    await fetch(`${stack.api.url}/v1/checkout/sessions/${withCancel.id}/expire`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });
+    await fetch(`${stack.api.url}/v1/checkout/sessions/${withCancel.id}/expire`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${store.key}` },
+    });
     const res = await page(`/c/${withCancel.id}`);
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('https://shop.example.com/cart');
@@ -153,7 +164,12 @@ describe('subscriptions from checkout', () => {
     // A paid session whose hand-off has not run yet: the first try times out mid-insert and its retries overlap it.
     const handOff = { ...paid, _id: newId('cs'), subscription: null, order: null };
     await checkoutSessionsCollection(stack.mongo.db).insertOne(handOff);
-    const deps = { db: stack.mongo.db, provider: createTestConnection({ db: stack.mongo.db }), temporal: stack.temporal.client, taskQueue: stack.taskQueue };
+    const deps = {
+      db: stack.mongo.db,
+      provider: createTestConnection({ db: stack.mongo.db }),
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+    };
     const ids = await Promise.all([1, 2, 3].map(() => createSubscriptionForCheckout(deps, handOff)));
     const again = await createSubscriptionForCheckout(deps, handOff);
     expect(new Set([...ids, again]).size).toBe(1);

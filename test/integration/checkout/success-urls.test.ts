@@ -5,7 +5,16 @@
 // Temporal and a worker; payments with the test card.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { runAdmin } from '../../../admin/cli';
-import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 
 let stack: CheckoutStack;
@@ -59,7 +68,9 @@ describe('success URL precedence', () => {
 
     await admin('offers', 'set', catalog.oneOff._id, '--success-url', 'https://shop.example.com/course-welcome');
     // The merchant sees it on the offer.
-    expect((await call(stack.api, store.key, 'GET', `/v1/offers/${catalog.oneOff._id}`)).body.success_url).toBe('https://shop.example.com/course-welcome');
+    expect((await call(stack.api, store.key, 'GET', `/v1/offers/${catalog.oneOff._id}`)).body.success_url).toBe(
+      'https://shop.example.com/course-welcome',
+    );
     expect(refreshTo((await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0 })).text)).toBe('https://shop.example.com/course-welcome');
 
     const own = await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0, success_url: 'https://shop.example.com/own/{CHECKOUT_SESSION_ID}' });
@@ -78,7 +89,15 @@ describe('success URL precedence', () => {
 
 describe('downloadable files', () => {
   test('the thank-you page lists the product files and waits for the buyer: no redirect, a continue button to the success URL', async () => {
-    const files = await admin('products', 'set', catalog.product._id, '--file', 'Course workbook (PDF)=https://files.example.com/workbook.pdf', '--file', 'Presets=https://files.example.com/presets.zip');
+    const files = await admin(
+      'products',
+      'set',
+      catalog.product._id,
+      '--file',
+      'Course workbook (PDF)=https://files.example.com/workbook.pdf',
+      '--file',
+      'Presets=https://files.example.com/presets.zip',
+    );
     expect(files.files).toEqual([
       { name: 'Course workbook (PDF)', url: 'https://files.example.com/workbook.pdf' },
       { name: 'Presets', url: 'https://files.example.com/presets.zip' },
@@ -93,6 +112,8 @@ describe('downloadable files', () => {
 
     // Files removed: the page redirects again.
     await admin('products', 'set', catalog.product._id, '--file', 'none');
-    expect(refreshTo((await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0, success_url: 'https://shop.example.com/done' })).text)).toBe('https://shop.example.com/done');
+    expect(refreshTo((await paidPage({ offer: catalog.oneOff._id, redirect_delay: 0, success_url: 'https://shop.example.com/done' })).text)).toBe(
+      'https://shop.example.com/done',
+    );
   });
 });

@@ -21,7 +21,16 @@ import { buyerEmailMessageId } from '../../../services/buyer-emails';
 import { usageClient } from '../../../services/usage/client';
 import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
 import type { TestStore } from '../../support/api';
-import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 import { mailpitMessage, messagesTo, type MailpitSummary } from '../../support/mailpit';
 import { seedUsageOffer, seedUsageSubscription } from '../../support/usage';
@@ -45,7 +54,10 @@ afterAll(async () => {
 const db = () => stack.mongo.db;
 
 async function quota(): Promise<{ orders: number; by_type: Record<string, number> }> {
-  const { code, output } = await runAdmin(['stores', 'quota', store.store._id, '--json'], { MONGODB_URI: inject('mongoUri'), MONGODB_DB: db().databaseName });
+  const { code, output } = await runAdmin(['stores', 'quota', store.store._id, '--json'], {
+    MONGODB_URI: inject('mongoUri'),
+    MONGODB_DB: db().databaseName,
+  });
   expect(code, output).toBe(0);
   return JSON.parse(output);
 }
@@ -114,7 +126,9 @@ describe('purchase confirmations', () => {
     expect(message.Text).toContain(`Betrag: ${amount}`);
     expect(message.Text).toContain(`Bestellung: ${order._id}`);
     expect(message.HTML).toContain('<html lang="de">');
-    expect(`<${message.MessageID}>`).toBe(buyerEmailMessageId(`${checkoutSessionWorkflowId(order.checkout_session!)}/payment-confirmation`, mailFromEnv()));
+    expect(`<${message.MessageID}>`).toBe(
+      buyerEmailMessageId(`${checkoutSessionWorkflowId(order.checkout_session!)}/payment-confirmation`, mailFromEnv()),
+    );
   });
 
   test('without a session or customer language the e-mail is in the store country language (BR: Portuguese)', async () => {
@@ -155,7 +169,10 @@ describe('purchase confirmations', () => {
   });
 
   test('a store that turned its purchase confirmation e-mail off sends none (recorded as skipped)', async () => {
-    const off = await runAdmin(['stores', 'set', store.store._id, '--purchase-confirmation-email', 'false'], { MONGODB_URI: inject('mongoUri'), MONGODB_DB: db().databaseName });
+    const off = await runAdmin(['stores', 'set', store.store._id, '--purchase-confirmation-email', 'false'], {
+      MONGODB_URI: inject('mongoUri'),
+      MONGODB_DB: db().databaseName,
+    });
     expect(off.code, off.output).toBe(0);
     expect(off.output).toContain('purchase confirmation e-mail false');
     try {
@@ -179,7 +196,10 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
 
   beforeAll(async () => {
     const email = `buyer-emails-${Math.random().toString(36).slice(2, 10)}@example.com`;
-    ({ customer } = await insertCustomer(db(), newCustomerDoc(store.store._id, { email, name: 'Claire Martin', phone: '+5511999990000', locale: 'fr' }, {})));
+    ({ customer } = await insertCustomer(
+      db(),
+      newCustomerDoc(store.store._id, { email, name: 'Claire Martin', phone: '+5511999990000', locale: 'fr' }, {}),
+    ));
   });
 
   test('the first cycle charged by the workflow sends one confirmation in the customer language, naming the period paid for', async () => {
@@ -187,10 +207,13 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     const offer = await seedUsageOffer(db(), store.store._id);
     // Left to the workflow: it charges the first cycle at once (a renewal order).
     ({ subscription: sub } = await seedUsageSubscription(deps(), { store: store.store, offer, customer, firstPeriodPaid: false }));
-    const paid = await waitFor(async () => {
-      const current = await findSubscription(db(), store.store._id, sub._id);
-      return current?.status === 'active' && current.current_period_end ? current : null;
-    }, { timeoutMs: 30_000, description: 'the first cycle paid' });
+    const paid = await waitFor(
+      async () => {
+        const current = await findSubscription(db(), store.store._id, sub._id);
+        return current?.status === 'active' && current.current_period_end ? current : null;
+      },
+      { timeoutMs: 30_000, description: 'the first cycle paid' },
+    );
     const order = (await ordersCollection(db()).findOne({ store_id: store.store._id, subscription: sub._id, order_type: 'renewal' }))!;
 
     const [summary] = await mailArrives(customer.email, 'Paiement confirmé : ');
@@ -226,7 +249,9 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
   test('usage events add nothing to the quota; DELETE sends one cancellation e-mail, and the usage charge it closes counts once and is confirmed', async () => {
     const storeId = store.store._id;
     const meter = await createMeter(db(), { storeId, displayName: 'Images processed', eventName: `image.${sub._id.toLowerCase()}` });
-    const item = await call(stack.api, store.key, 'POST', `/v1/subscriptions/${sub._id}/usage_items`, { json: { meter: meter._id, unit_amount: 250 } });
+    const item = await call(stack.api, store.key, 'POST', `/v1/subscriptions/${sub._id}/usage_items`, {
+      json: { meter: meter._id, unit_amount: 250 },
+    });
     expect(item.status, JSON.stringify(item.body)).toBe(201);
     await waitFor(async () => (await usagePeriodsCollection(db()).findOne({ store_id: storeId, subscription: sub._id, status: 'open' })) ?? null, {
       timeoutMs: 20_000,
@@ -252,10 +277,13 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     expect(cancellation.Text).toContain(`Prix: ${emailMoney(4990, 'brl', 'fr')} par mois`);
     expect(cancellation.Text).toContain(`Abonnement: ${sub._id}`);
 
-    const period = await waitFor(async () => {
-      const found = await usagePeriodsCollection(db()).findOne({ store_id: storeId, subscription: sub._id });
-      return found?.charge_state === 'charged' ? found : null;
-    }, { timeoutMs: 30_000, description: 'the usage period charged' });
+    const period = await waitFor(
+      async () => {
+        const found = await usagePeriodsCollection(db()).findOne({ store_id: storeId, subscription: sub._id });
+        return found?.charge_state === 'charged' ? found : null;
+      },
+      { timeoutMs: 30_000, description: 'the usage period charged' },
+    );
     const usageOrder = (await ordersCollection(db()).findOne({ store_id: storeId, subscription: sub._id, billing_reason: 'usage' }))!;
     expect(usageOrder.amount_total).toBe(period.amount_total);
     await buyerEmailsSent(usageOrder._id);
@@ -267,7 +295,12 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     expect(after.orders).toBe(before.orders + 1);
     // Everything this customer got: the cycle, the one-off charge, the usage charge, one cancellation.
     const all = await messagesTo(customer.email);
-    expect(all.map((message) => message.Subject.split(':')[0].trim()).sort()).toEqual(['Abonnement résilié', 'Paiement confirmé', 'Paiement confirmé', 'Paiement confirmé']);
+    expect(all.map((message) => message.Subject.split(':')[0].trim()).sort()).toEqual([
+      'Abonnement résilié',
+      'Paiement confirmé',
+      'Paiement confirmé',
+      'Paiement confirmé',
+    ]);
   });
 
   test('the quota counts the checkouts, the cycle, the one-off and the usage charge, by type', async () => {

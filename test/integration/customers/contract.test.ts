@@ -22,7 +22,12 @@ type Res = { status: number; body: any };
 
 /** The spec's typed error: status, type, code and param, and (when given) a message naming what `mentions` says. */
 function expectError(res: Res, status: number, code: string, param: string | null, mentions?: string, type = 'invalid_request_error') {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
   if (mentions !== undefined) expect(res.body.error.message).toContain(mentions);
 }
 
@@ -47,7 +52,17 @@ describe('POST /v1/customers with a known email', () => {
       expect(again.body).toEqual(first.body);
     }
     // A new email still gets the full validation.
-    expectError(await post('/v1/customers', { email: `new-${Date.now()}@example.com`, name: 'X', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } }), 400, 'parameter_invalid', 'name');
+    expectError(
+      await post('/v1/customers', {
+        email: `new-${Date.now()}@example.com`,
+        name: 'X',
+        phone: '+5511987654321',
+        document: { type: 'cpf', number: '52998224725' },
+      }),
+      400,
+      'parameter_invalid',
+      'name',
+    );
   });
 
   test('a customer whose email claim is gone is still found by its email: 200 with it unchanged, whatever else is sent', async () => {
@@ -65,7 +80,10 @@ describe('POST /v1/customers with a known email', () => {
       expect([again.status, again.body]).toEqual([200, first.body]);
     }
     expect((await get(`/v1/customers/${first.body.id}`)).body).toEqual(first.body);
-    const events = await stack.mongo.db.collection('events').find({ store_id: store.store._id, type: { $in: ['customer.created', 'customer.updated'] } }).toArray();
+    const events = await stack.mongo.db
+      .collection('events')
+      .find({ store_id: store.store._id, type: { $in: ['customer.created', 'customer.updated'] } })
+      .toArray();
     expect(events.filter((e) => JSON.parse(e.data_json).object.id === first.body.id).map((e) => e.type)).toEqual(['customer.created']);
   });
 
@@ -76,6 +94,10 @@ describe('POST /v1/customers with a known email', () => {
     expectError(await post('/v1/customers', { ...customerBody(email), email: null }), 400, 'parameter_missing', 'email', 'email');
     const reader = await store.makeKey(['read']);
     const refused = await call(stack.api, reader.key, 'POST', '/v1/customers', { json: { email } });
-    expect({ status: refused.status, type: refused.body.error.type, code: refused.body.error.code }).toEqual({ status: 403, type: 'permission_error', code: 'insufficient_scope' });
+    expect({ status: refused.status, type: refused.body.error.type, code: refused.body.error.code }).toEqual({
+      status: 403,
+      type: 'permission_error',
+      code: 'insufficient_scope',
+    });
   });
 });

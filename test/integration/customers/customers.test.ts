@@ -113,7 +113,16 @@ describe('create', () => {
       email,
       phone: '+5511987654321',
       document: { type: 'cnpj', number_masked: '**********0181' },
-      address: { line1: 'Rua A', line2: null, number: '100', district: null, city: 'São Paulo', state: 'SP', postal_code: '01000-000', country: 'BR' },
+      address: {
+        line1: 'Rua A',
+        line2: null,
+        number: '100',
+        district: null,
+        city: 'São Paulo',
+        state: 'SP',
+        postal_code: '01000-000',
+        country: 'BR',
+      },
       country: 'BR',
       metadata: { 'order.ref': 'x1', $price: '10' },
     });
@@ -133,7 +142,11 @@ describe('create', () => {
     ['CNPJ with a wrong check digit', { document: { type: 'cnpj', number: '11.222.333/0001-82' } }, 'document.number'],
     ['passport with symbols', { document: { type: 'passport', number: 'AB#123' } }, 'document.number'],
     ['unknown document type', { document: { type: 'ssn', number: '123' } }, 'document.type'],
-    ['address country that is not alpha-2', { address: { line1: 'R', city: 'C', state: 'S', postal_code: '1', country: 'Brazil' } }, 'address.country'],
+    [
+      'address country that is not alpha-2',
+      { address: { line1: 'R', city: 'C', state: 'S', postal_code: '1', country: 'Brazil' } },
+      'address.country',
+    ],
     ['unknown address field', { address: { line1: 'R', city: 'C', state: 'S', postal_code: '1', country: 'BR', planet: 'Earth' } }, 'address.planet'],
     ['metadata value over 500 characters', { metadata: { note: 'x'.repeat(501) } }, 'metadata.note'],
     ['metadata with 51 keys', { metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
@@ -155,11 +168,14 @@ describe('create', () => {
     expectInvalid(await create(json), 'parameter_missing', param);
   });
 
-  it.each([['line1'], ['city'], ['state'], ['postal_code'], ['country']])('an address without %s answers parameter_missing address.%s', async (field) => {
-    const address: Record<string, string> = { line1: 'Rua A', city: 'Rio', state: 'RJ', postal_code: '20000-000', country: 'BR' };
-    delete address[field];
-    expectInvalid(await create(body({ address })), 'parameter_missing', `address.${field}`);
-  });
+  it.each([['line1'], ['city'], ['state'], ['postal_code'], ['country']])(
+    'an address without %s answers parameter_missing address.%s',
+    async (field) => {
+      const address: Record<string, string> = { line1: 'Rua A', city: 'Rio', state: 'RJ', postal_code: '20000-000', country: 'BR' };
+      delete address[field];
+      expectInvalid(await create(body({ address })), 'parameter_missing', `address.${field}`);
+    },
+  );
 
   it('a document number without its type answers parameter_missing document.type', async () => {
     expectInvalid(await create(body({ document: { number: '52998224725' } })), 'parameter_missing', 'document.type');
@@ -264,7 +280,12 @@ describe('retrieve and update', () => {
       address: { line1: 'Av B', city: 'Curitiba', state: 'PR', postal_code: '80000-000', country: 'BR' },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ email, document: { type: 'cnpj', number_masked: '**********0181' }, country: 'BR', address: { city: 'Curitiba' } });
+    expect(res.body).toMatchObject({
+      email,
+      document: { type: 'cnpj', number_masked: '**********0181' },
+      country: 'BR',
+      address: { city: 'Curitiba' },
+    });
   });
 
   it('an invalid field answers 400 with its param and changes nothing', async () => {
@@ -286,7 +307,12 @@ describe('retrieve and update', () => {
   it('an unknown id answers 404 resource_missing before any change, and emits nothing', async () => {
     const before = await collections(mongo.db).events.countDocuments({ store_id: store.store._id });
     const res = await update('cust_unknown', { name: 'Nobody Here' });
-    expect([res.status, res.body.error.type, res.body.error.code, res.body.error.param]).toEqual([404, 'invalid_request_error', 'resource_missing', 'id']);
+    expect([res.status, res.body.error.type, res.body.error.code, res.body.error.param]).toEqual([
+      404,
+      'invalid_request_error',
+      'resource_missing',
+      'id',
+    ]);
     expect(await collections(mongo.db).events.countDocuments({ store_id: store.store._id })).toBe(before);
     const get = await call(api, store.key, 'GET', '/v1/customers/cust_unknown');
     expect([get.status, get.body.error.code, get.body.error.param]).toEqual([404, 'resource_missing', 'id']);

@@ -11,7 +11,16 @@ import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { portalLinksCollection } from '../../../store/portal-sessions';
 import { subscriptionsCollection, type SubscriptionDoc } from '../../../store/subscriptions';
 import { startTestApi, type TestStore } from '../../support/api';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, startLoggedApi, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  startLoggedApi,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 
 let stack: CheckoutStack;
@@ -63,7 +72,9 @@ async function subscribeThroughCheckout(email: string) {
 }
 
 async function portalLink(customer = customerId, key = store.key) {
-  const res = await call(stack.api, key, 'POST', '/v1/billing_portal/sessions', { json: { customer, return_url: 'https://shop.example.com/account' } });
+  const res = await call(stack.api, key, 'POST', '/v1/billing_portal/sessions', {
+    json: { customer, return_url: 'https://shop.example.com/account' },
+  });
   expect(res.status).toBe(200);
   return res.body;
 }
@@ -107,7 +118,12 @@ function expectError(res: { status: number; body: any }, status: number, code: s
 describe('POST /v1/billing_portal/sessions', () => {
   test('returns a billing_portal.session with a sign-in link at {portal_url}/{slug}, valid 15 minutes, return_url echoed', async () => {
     const link = await portalLink();
-    expect(link).toMatchObject({ object: 'billing_portal.session', customer: customerId, return_url: 'https://shop.example.com/account', livemode: true });
+    expect(link).toMatchObject({
+      object: 'billing_portal.session',
+      customer: customerId,
+      return_url: 'https://shop.example.com/account',
+      livemode: true,
+    });
     expect(link.id).toMatch(/^bps_/);
     expect(link.url).toMatch(new RegExp(`^${stack.api.config.portalUrl}/${slug}/session/[A-Za-z0-9_-]{20,}$`));
     expect(link.expires_at - link.created).toBe(15 * 60);
@@ -124,9 +140,19 @@ describe('POST /v1/billing_portal/sessions', () => {
   });
 
   test('errors: unknown or foreign customer 404 resource_missing customer; missing customer parameter_missing', async () => {
-    expectError(await call(stack.api, store.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: 'cust_nope' } }), 404, 'resource_missing', 'customer');
+    expectError(
+      await call(stack.api, store.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: 'cust_nope' } }),
+      404,
+      'resource_missing',
+      'customer',
+    );
     const other = await createTestStore(stack.mongo.db);
-    expectError(await call(stack.api, other.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customerId } }), 404, 'resource_missing', 'customer');
+    expectError(
+      await call(stack.api, other.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customerId } }),
+      404,
+      'resource_missing',
+      'customer',
+    );
     expectError(await call(stack.api, store.key, 'POST', '/v1/billing_portal/sessions', { json: {} }), 400, 'parameter_missing', 'customer');
   });
 
@@ -137,7 +163,12 @@ describe('POST /v1/billing_portal/sessions', () => {
     await c.stores.updateOne({ _id: off.store._id }, { $set: { portal_enabled: false } });
     for (const s of [off, none]) {
       const customer = await call(stack.api, s.key, 'POST', '/v1/customers', {
-        json: { email: `p${Math.random()}@example.com`, name: 'Some Customer', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } },
+        json: {
+          email: `p${Math.random()}@example.com`,
+          name: 'Some Customer',
+          phone: '+5511987654321',
+          document: { type: 'cpf', number: '52998224725' },
+        },
       });
       const res = await call(stack.api, s.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customer.body.id } });
       expectError(res, 400, s === off ? 'portal_disabled' : 'portal_unavailable', null);
@@ -216,7 +247,11 @@ describe('portal address', () => {
       const res = await call(custom, store.key, 'POST', '/v1/billing_portal/sessions', { json: { customer: customerId } });
       expect(res.body.url).toMatch(new RegExp(`^https://billing\\.example\\.com/customers/portal/${slug}/session/[A-Za-z0-9_-]{20,}$`));
       const base = `/customers/portal/${slug}`;
-      const signedIn = await fetch(`${custom.url}${new URL(res.body.url).pathname}`, { method: 'POST', redirect: 'manual', headers: { origin: custom.url } });
+      const signedIn = await fetch(`${custom.url}${new URL(res.body.url).pathname}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: custom.url },
+      });
       expect({ status: signedIn.status, location: signedIn.headers.get('location') }).toEqual({ status: 303, location: `${base}/account` });
       // The portal is served over https (a TLS proxy in front of this http hop): the cookie is Secure.
       expect(signedIn.headers.get('set-cookie')).toMatch(/; Secure$/);

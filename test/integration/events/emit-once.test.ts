@@ -42,7 +42,10 @@ describe('emitEventOnce by key', () => {
     const created = new Date(Date.now() - 5_000);
     await claims().insertOne({ _id: `${store.store._id}:cus_died_after:updated`, state: 'emitting', event_id: null, created });
     // The attempt that died wrote the fact's events under the ids its claim fixes.
-    const emitted = await emitEvent({ db: mongo.db }, { ...input('cus_died_after'), fact: { key: `${store.store._id}:cus_died_after:updated`, ms: created.getTime() } });
+    const emitted = await emitEvent(
+      { db: mongo.db },
+      { ...input('cus_died_after'), fact: { key: `${store.store._id}:cus_died_after:updated`, ms: created.getTime() } },
+    );
     await emitEventOnce({ db: mongo.db }, 'cus_died_after:updated', input('cus_died_after'));
     expect((await eventsAbout('cus_died_after')).map((e) => e._id)).toEqual([emitted._id]);
     const claim = await claims().findOne({ _id: `${store.store._id}:cus_died_after:updated` });
@@ -55,7 +58,12 @@ describe('emitEventOnce by key', () => {
   });
 
   it('a retry after an attempt that died before emitting emits the event once', async () => {
-    await claims().insertOne({ _id: `${store.store._id}:cus_died_before:updated`, state: 'emitting', event_id: null, created: new Date(Date.now() - 5_000) });
+    await claims().insertOne({
+      _id: `${store.store._id}:cus_died_before:updated`,
+      state: 'emitting',
+      event_id: null,
+      created: new Date(Date.now() - 5_000),
+    });
     await emitEventOnce({ db: mongo.db }, 'cus_died_before:updated', input('cus_died_before'));
     await emitEventOnce({ db: mongo.db }, 'cus_died_before:updated', input('cus_died_before'));
     expect(await eventsAbout('cus_died_before')).toHaveLength(1);

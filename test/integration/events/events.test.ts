@@ -24,7 +24,12 @@ afterAll(async () => {
 });
 
 function expectError(res: { status: number; body: any }, status: number, type: string, code: string, param: string | null) {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
 }
 
 /** A store of its own (so lists hold only this test's events) with helpers bound to it. */
@@ -34,7 +39,13 @@ async function freshStore() {
   return {
     store,
     emit: (type: string, object: Record<string, unknown>, legacyType?: string | null) =>
-      emitEvent(deps, { storeId: store.store._id, type, object, request: { id: 'req_test', idempotency_key: null }, ...(legacyType !== undefined ? { legacyType } : {}) }),
+      emitEvent(deps, {
+        storeId: store.store._id,
+        type,
+        object,
+        request: { id: 'req_test', idempotency_key: null },
+        ...(legacyType !== undefined ? { legacyType } : {}),
+      }),
     get: (path: string) => call(stack.api, store.key, 'GET', path),
     post: (path: string, json: unknown = {}) => call(stack.api, store.key, 'POST', path, { json }),
     endpoint: (body: Record<string, unknown> = {}) => stack.createEndpoint(body, store.key),
@@ -110,7 +121,10 @@ describe('GET /v1/events', () => {
     const both = await s.get('/v1/events?type=customer.created');
     expect(both.body.data.map((e: any) => e.api_version).sort()).toEqual(['2026-09-01', '2026-11-01']);
     // The original catalog stored subscription.created too (an endpoint exists there), under its own name.
-    expect((await s.get('/v1/events?type=subscription.*')).body.data.map((e: any) => e.type)).toEqual(['subscription.paused', 'subscription.created']);
+    expect((await s.get('/v1/events?type=subscription.*')).body.data.map((e: any) => e.type)).toEqual([
+      'subscription.paused',
+      'subscription.created',
+    ]);
     // A pathological pattern is matched against the catalogs' types, never run as a RegExp: an empty page at once.
     const evil = await s.get(`/v1/events?type=${'*'.repeat(40)}x`);
     expect(evil.status).toBe(200);
@@ -144,7 +158,10 @@ describe('GET /v1/events', () => {
     const s = await freshStore();
     const { endpoint } = await s.endpoint({ enabled_events: ['customer.created'] });
     // Written without a Temporal client, as by a process that died before dispatching.
-    const event = await emitEvent({ db: stack.mongo.db }, { storeId: s.store.store._id, type: 'customer.created', object: { id: 'cust_off', object: 'customer' } });
+    const event = await emitEvent(
+      { db: stack.mongo.db },
+      { storeId: s.store.store._id, type: 'customer.created', object: { id: 'cust_off', object: 'customer' } },
+    );
     expect(event.targets).toEqual([endpoint.id]);
     expect((await s.get(`/v1/events/${event._id}`)).body.pending_webhooks).toBe(1);
 
@@ -227,7 +244,13 @@ describe('POST /v1/events/{id}/resend', () => {
     expectError(mismatch, 400, 'invalid_request_error', 'invalid_event_type', 'webhook_endpoint');
     expect(mismatch.body.error.message).toContain('2026-11-01');
     expect(mismatch.body.error.message).toContain('2026-09-01');
-    expectError(await s.post(`/v1/events/${event._id}/resend`, { webhook_endpoint: legacy.id, extra: 1 }), 400, 'invalid_request_error', 'parameter_invalid', 'extra');
+    expectError(
+      await s.post(`/v1/events/${event._id}/resend`, { webhook_endpoint: legacy.id, extra: 1 }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'extra',
+    );
   });
 });
 
@@ -281,7 +304,13 @@ describe('recordEvent (the webhook endpoint test event)', () => {
   it('writes the outbox entry before the event: when that write fails, no undispatched event is left behind', async () => {
     const s = await freshStore();
     const { endpoint } = await s.endpoint();
-    const input = { storeId: s.store.store._id, type: 'customer.created', object: { id: 'cust_t', object: 'customer' }, targets: [endpoint.id], test: true };
+    const input = {
+      storeId: s.store.store._id,
+      type: 'customer.created',
+      object: { id: 'cust_t', object: 'customer' },
+      targets: [endpoint.id],
+      test: true,
+    };
 
     await expect(recordEvent(withFailingOutbox(stack.mongo.db), input)).rejects.toThrow('outbox write failed');
     expect(await collections(stack.mongo.db).events.countDocuments({ store_id: s.store.store._id })).toBe(0);

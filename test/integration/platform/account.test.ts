@@ -38,7 +38,10 @@ describe('the real stack', () => {
     expect([res.status, res.body.id]).toEqual([200, store.store._id]);
     // The API's own Temporal client, on the API's task queue: the worker answers with an activity that pings MongoDB.
     const client = api.app.deps.temporal!;
-    const pong = await client.workflow.execute<typeof pingWorkflow>('pingWorkflow', { taskQueue: api.config.taskQueue, workflowId: `ping-${taskQueue}` });
+    const pong = await client.workflow.execute<typeof pingWorkflow>('pingWorkflow', {
+      taskQueue: api.config.taskQueue,
+      workflowId: `ping-${taskQueue}`,
+    });
     expect([worker.getState(), pong]).toEqual(['RUNNING', 'pong']);
   });
 });

@@ -65,7 +65,19 @@ const accountAnswers = (key: string, status: number) =>
 describe('stores', () => {
   it('stores create --json prints the store record with normalised country and currency and the default flags', async () => {
     const slug = newSlug();
-    const store = await admin('stores create', '--name', 'Acme CLI', '--slug', slug, '--country', 'br', '--currency', 'BRL', '--timezone', 'America/Sao_Paulo');
+    const store = await admin(
+      'stores create',
+      '--name',
+      'Acme CLI',
+      '--slug',
+      slug,
+      '--country',
+      'br',
+      '--currency',
+      'BRL',
+      '--timezone',
+      'America/Sao_Paulo',
+    );
     expect(store).toEqual({
       _id: expect.stringMatching(/^acct_/),
       name: 'Acme CLI',
@@ -88,7 +100,9 @@ describe('stores', () => {
     const base = ['--name', 'X', '--currency', 'brl', '--timezone', 'UTC'];
     expect(await adminRefuses('stores create', ...base, '--country', 'BRA')).toMatch(/--country/);
     expect(await adminRefuses('stores create', '--name', 'X', '--country', 'BR', '--currency', 'reais')).toMatch(/--currency/);
-    expect(await adminRefuses('stores create', '--name', 'X', '--country', 'BR', '--currency', 'brl', '--timezone', 'Mars/Base')).toMatch(/time zone/);
+    expect(await adminRefuses('stores create', '--name', 'X', '--country', 'BR', '--currency', 'brl', '--timezone', 'Mars/Base')).toMatch(
+      /time zone/,
+    );
     expect(await adminRefuses('stores create', ...base, '--country', 'BR', '--slug', store.slug)).toMatch(/taken/);
     expect(await adminRefuses('stores show', 'acct_missing')).toMatch(/no store/);
   });
@@ -119,7 +133,20 @@ describe('stores', () => {
   it('stores set changes plan overdue, portal, custom domain (lowercased; "none" clears it), name and slug', async () => {
     const store = await newStore();
     const slug = newSlug();
-    const changed = await admin('stores set', store._id, '--plan-overdue', 'true', '--portal', 'off', '--custom-domain', 'Pay.Example.COM', '--name', 'Renamed', '--slug', slug);
+    const changed = await admin(
+      'stores set',
+      store._id,
+      '--plan-overdue',
+      'true',
+      '--portal',
+      'off',
+      '--custom-domain',
+      'Pay.Example.COM',
+      '--name',
+      'Renamed',
+      '--slug',
+      slug,
+    );
     expect(changed).toEqual({ ...store, plan_overdue: true, portal_enabled: false, custom_domain: 'pay.example.com', name: 'Renamed', slug });
     expect((await admin('stores set', store._id, '--custom-domain', 'none')).custom_domain).toBeNull();
     expect(await adminRefuses('stores set', store._id, '--api', 'maybe')).toMatch(/--api takes true or false/);
@@ -231,9 +258,29 @@ describe('catalog', () => {
     const store = await newStore();
     const product = await admin('products create', '--store', store._id, '--name', 'Pro');
     const recurring = await admin(
-      'offers create', '--store', store._id, '--product', product._id, '--name', 'Pro monthly', '--type', 'recurring',
-      '--price', 'usd:990', '--price', 'brl:4990:default', '--cycle', 'monthly', '--trial-days', '7', '--cycle-limit', '12',
-      '--max-installments', '3', '--slug', 'pro-monthly',
+      'offers create',
+      '--store',
+      store._id,
+      '--product',
+      product._id,
+      '--name',
+      'Pro monthly',
+      '--type',
+      'recurring',
+      '--price',
+      'usd:990',
+      '--price',
+      'brl:4990:default',
+      '--cycle',
+      'monthly',
+      '--trial-days',
+      '7',
+      '--cycle-limit',
+      '12',
+      '--max-installments',
+      '3',
+      '--slug',
+      'pro-monthly',
     );
     expect(recurring).toEqual({
       _id: expect.stringMatching(/^ofr_/),
@@ -256,30 +303,107 @@ describe('catalog', () => {
       usage: [],
       created: expect.any(Number),
     });
-    const oneOff = await admin('offers create', '--store', store._id, '--product', product._id, '--name', 'Pro once', '--type', 'one_off', '--price', 'brl:9900', '--packs', '1,5', '--active', 'false');
-    expect(oneOff).toMatchObject({ type: 'one_off', active: false, prices: [{ currency: 'brl', amount: 9900, default: true }], packs: [1, 5], billing_cycle: null, trial_days: null });
-    const custom = await admin('offers create', '--store', store._id, '--product', product._id, '--name', 'Every 10 days', '--type', 'recurring', '--price', 'brl:100', '--cycle', 'custom', '--custom-days', '10');
+    const oneOff = await admin(
+      'offers create',
+      '--store',
+      store._id,
+      '--product',
+      product._id,
+      '--name',
+      'Pro once',
+      '--type',
+      'one_off',
+      '--price',
+      'brl:9900',
+      '--packs',
+      '1,5',
+      '--active',
+      'false',
+    );
+    expect(oneOff).toMatchObject({
+      type: 'one_off',
+      active: false,
+      prices: [{ currency: 'brl', amount: 9900, default: true }],
+      packs: [1, 5],
+      billing_cycle: null,
+      trial_days: null,
+    });
+    const custom = await admin(
+      'offers create',
+      '--store',
+      store._id,
+      '--product',
+      product._id,
+      '--name',
+      'Every 10 days',
+      '--type',
+      'recurring',
+      '--price',
+      'brl:100',
+      '--cycle',
+      'custom',
+      '--custom-days',
+      '10',
+    );
     expect([custom.billing_cycle, custom.custom_billing_days]).toEqual(['custom', 10]);
 
     const { key } = await admin('keys create', '--store', store._id, '--name', 'reader', '--scopes', 'read');
     const res = await call(api, key, 'GET', `/v1/offers/${recurring._id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: recurring._id, object: 'offer', type: 'recurring', prices: recurring.prices, trial_days: 7, cycle_limit: 12, product: { id: product._id } });
+    expect(res.body).toMatchObject({
+      id: recurring._id,
+      object: 'offer',
+      type: 'recurring',
+      prices: recurring.prices,
+      trial_days: 7,
+      cycle_limit: 12,
+      product: { id: product._id },
+    });
 
-    expect(await adminRefuses('offers create', '--store', store._id, '--product', product._id, '--name', 'x', '--type', 'weekly', '--price', 'brl:1'))
-      .toMatch(/--type/);
-    expect(await adminRefuses('offers create', '--store', store._id, '--product', product._id, '--name', 'x', '--type', 'recurring', '--price', 'brl:1'))
-      .toMatch(/billing cycle/);
-    expect(await adminRefuses('offers create', '--store', store._id, '--product', 'prd_missing', '--name', 'x', '--type', 'one_off', '--price', 'brl:1'))
-      .toMatch(/no product/);
+    expect(
+      await adminRefuses('offers create', '--store', store._id, '--product', product._id, '--name', 'x', '--type', 'weekly', '--price', 'brl:1'),
+    ).toMatch(/--type/);
+    expect(
+      await adminRefuses('offers create', '--store', store._id, '--product', product._id, '--name', 'x', '--type', 'recurring', '--price', 'brl:1'),
+    ).toMatch(/billing cycle/);
+    expect(
+      await adminRefuses('offers create', '--store', store._id, '--product', 'prd_missing', '--name', 'x', '--type', 'one_off', '--price', 'brl:1'),
+    ).toMatch(/no product/);
   });
 
   it('offers usage --json adds a metered usage row to the offer', async () => {
     const store = await newStore();
     const product = await admin('products create', '--store', store._id, '--name', 'API');
-    const offer = await admin('offers create', '--store', store._id, '--product', product._id, '--name', 'API monthly', '--type', 'recurring', '--price', 'brl:1000', '--cycle', 'monthly');
+    const offer = await admin(
+      'offers create',
+      '--store',
+      store._id,
+      '--product',
+      product._id,
+      '--name',
+      'API monthly',
+      '--type',
+      'recurring',
+      '--price',
+      'brl:1000',
+      '--cycle',
+      'monthly',
+    );
     const meter = await admin('meters create', '--store', store._id, '--display-name', 'Calls', '--event-name', 'api_call');
-    const withUsage = await admin('offers usage', offer._id, '--meter', meter._id, '--currency', 'BRL', '--unit-amount', '5', '--included', '100', '--threshold', '5000');
+    const withUsage = await admin(
+      'offers usage',
+      offer._id,
+      '--meter',
+      meter._id,
+      '--currency',
+      'BRL',
+      '--unit-amount',
+      '5',
+      '--included',
+      '100',
+      '--threshold',
+      '5000',
+    );
     expect(withUsage.usage).toEqual([
       { meter: meter._id, currency: 'brl', unit_amount: 5, included_units: 100, tiers: null, rounding: 'up', billing_threshold: 5000, label: null },
     ]);
@@ -302,9 +426,9 @@ describe('catalog', () => {
     const amount = await admin('coupons create', '--store', store._id, '--code', 'FIVE', '--amount-off', '500', '--currency', 'brl');
     expect([amount.percent_off, amount.amount_off, amount.currency]).toEqual([null, 500, 'brl']);
     expect(await adminRefuses('coupons create', '--store', store._id, '--code', 'WELCOME10', '--percent-off', '5')).toMatch(/already exists/);
-    expect(await adminRefuses('coupons create', '--store', store._id, '--code', 'BOTH', '--percent-off', '5', '--amount-off', '5', '--currency', 'brl')).toMatch(
-      /either percent off or amount off/,
-    );
+    expect(
+      await adminRefuses('coupons create', '--store', store._id, '--code', 'BOTH', '--percent-off', '5', '--amount-off', '5', '--currency', 'brl'),
+    ).toMatch(/either percent off or amount off/);
     expect(await adminRefuses('coupons create', '--store', store._id, '--code', 'NOCUR', '--amount-off', '5')).toMatch(/currency/);
   });
 });
@@ -314,10 +438,18 @@ describe('as a process', () => {
     const store = await newStore('Process Store');
     const run = promisify(execFile);
     const env = { ...process.env, ...adminEnv };
-    const shown = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', store._id, '--json'], { cwd: projectRoot, env, timeout: 60_000 });
+    const shown = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', store._id, '--json'], {
+      cwd: projectRoot,
+      env,
+      timeout: 60_000,
+    });
     expect(JSON.parse(shown.stdout)).toEqual(store);
 
-    const failed = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', 'acct_missing', '--json'], { cwd: projectRoot, env, timeout: 60_000 }).then(
+    const failed = await run(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'stores', 'show', 'acct_missing', '--json'], {
+      cwd: projectRoot,
+      env,
+      timeout: 60_000,
+    }).then(
       () => null,
       (error: { code: number; stdout: string; stderr: string }) => error,
     );

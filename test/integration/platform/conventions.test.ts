@@ -45,9 +45,17 @@ beforeAll(async () => {
         },
         async (request) => ({ body: request.body }),
       );
-      v1.get('/test/query', { schema: { querystring: Type.Object({ created: Type.Optional(Type.Object({ gte: Type.Integer() })), ids: Type.Optional(Type.Array(Type.String())) }) } }, async (request) => ({
-        query: request.query,
-      }));
+      v1.get(
+        '/test/query',
+        {
+          schema: {
+            querystring: Type.Object({ created: Type.Optional(Type.Object({ gte: Type.Integer() })), ids: Type.Optional(Type.Array(Type.String())) }),
+          },
+        },
+        async (request) => ({
+          query: request.query,
+        }),
+      );
       v1.get('/test/boom', async () => {
         throw new Error('database password is hunter2 at /srv/app/secret.ts:42');
       });
@@ -115,7 +123,9 @@ describe('hosted pages', () => {
       config: { ipRateLimit: 2 },
       routes: () => undefined,
       pages: (root) => {
-        root.get('/test-page', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => reply.type('text/html').send('<p>page</p>'));
+        root.get('/test-page', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
+          reply.type('text/html').send('<p>page</p>'),
+        );
       },
     });
     try {

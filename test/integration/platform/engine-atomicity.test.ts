@@ -112,7 +112,9 @@ describe('concurrent writes from separate clients', () => {
 
     await fromAllClients(clientCount, (db) =>
       retryOnDuplicateKey(() =>
-        db.collection<Hits>('upsert_key').findOneAndUpdate({ key: 'k' }, { $setOnInsert: { created: new Date() }, $inc: { hits: 1 } }, { upsert: true }),
+        db
+          .collection<Hits>('upsert_key')
+          .findOneAndUpdate({ key: 'k' }, { $setOnInsert: { created: new Date() }, $inc: { hits: 1 } }, { upsert: true }),
       ),
     );
 
@@ -124,7 +126,9 @@ describe('concurrent writes from separate clients', () => {
   it('upserts one document for an _id 10 clients upsert at once', async () => {
     await fromAllClients(clientCount, (db) =>
       retryOnDuplicateKey(() =>
-        db.collection<Hits>('upsert_id').findOneAndUpdate({ _id: 'k' }, { $setOnInsert: { created: new Date() }, $inc: { hits: 1 } }, { upsert: true }),
+        db
+          .collection<Hits>('upsert_id')
+          .findOneAndUpdate({ _id: 'k' }, { $setOnInsert: { created: new Date() }, $inc: { hits: 1 } }, { upsert: true }),
       ),
     );
 
@@ -282,12 +286,7 @@ describe('a write whose filter is {_id, <more conditions>}', () => {
     );
     expect(after).toEqual({ _id: 'new2', field: 'value', n: 5, arr: [] });
 
-    await expectDocs(read, [
-      { _id: 'new', field: 'value', n: 2, arr: [] },
-      { _id: 'new2', field: 'value', n: 5, arr: [] },
-      item,
-      sibling,
-    ]);
+    await expectDocs(read, [{ _id: 'new', field: 'value', n: 2, arr: [] }, { _id: 'new2', field: 'value', n: 5, arr: [] }, item, sibling]);
   });
 
   it('updates many with {_id, field}: the one matching document or none', async () => {

@@ -131,14 +131,35 @@ describe('replay', () => {
   it('a replayed customer creation writes one customer and one customer.created event', async () => {
     const key = newKey();
     const body = { email: 'replay@example.com', name: 'Replay Person', phone: '+5511987654321', document: { type: 'cpf', number: '529.982.247-25' } };
-    const first = await call(api, store.key, 'POST', '/v1/customers', { form: new URLSearchParams({ email: body.email, name: body.name, phone: body.phone, 'document[type]': 'cpf', 'document[number]': body.document.number }).toString(), headers: { 'Idempotency-Key': key } });
-    const again = await call(api, store.key, 'POST', '/v1/customers', { form: new URLSearchParams({ email: body.email, name: body.name, phone: body.phone, 'document[type]': 'cpf', 'document[number]': body.document.number }).toString(), headers: { 'Idempotency-Key': key } });
+    const first = await call(api, store.key, 'POST', '/v1/customers', {
+      form: new URLSearchParams({
+        email: body.email,
+        name: body.name,
+        phone: body.phone,
+        'document[type]': 'cpf',
+        'document[number]': body.document.number,
+      }).toString(),
+      headers: { 'Idempotency-Key': key },
+    });
+    const again = await call(api, store.key, 'POST', '/v1/customers', {
+      form: new URLSearchParams({
+        email: body.email,
+        name: body.name,
+        phone: body.phone,
+        'document[type]': 'cpf',
+        'document[number]': body.document.number,
+      }).toString(),
+      headers: { 'Idempotency-Key': key },
+    });
     expect([first.status, again.status]).toEqual([201, 201]);
     expect(again.body).toEqual(first.body);
     expect(await collections(mongo.db).customers.countDocuments({ store_id: store.store._id, email: body.email })).toBe(1);
     const events = await collections(mongo.db).events.find({ store_id: store.store._id, type: 'customer.created' }).toArray();
     expect(events.filter((e) => JSON.parse(e.data_json).object.email === body.email)).toHaveLength(1);
-    expect(events.find((e) => JSON.parse(e.data_json).object.email === body.email)!.request).toEqual({ id: first.headers.get('request-id'), idempotency_key: key });
+    expect(events.find((e) => JSON.parse(e.data_json).object.email === body.email)!.request).toEqual({
+      id: first.headers.get('request-id'),
+      idempotency_key: key,
+    });
   });
 
   it('GET ignores Idempotency-Key, even one over 255 characters', async () => {
@@ -273,7 +294,12 @@ describe('leases and expiry', () => {
   it('a running key whose lease ran out (its process died) is taken over by the retry, which runs', async () => {
     const key = newKey();
     const now = Date.now();
-    await seed(key, { fingerprint: requestFingerprint('POST', '/v1/test/count', { tag: 'z' }), state: 'running', locked_until: now - 1, created: now - 70_000 });
+    await seed(key, {
+      fingerprint: requestFingerprint('POST', '/v1/test/count', { tag: 'z' }),
+      state: 'running',
+      locked_until: now - 1,
+      created: now - 70_000,
+    });
     const before = executed('count');
     const res = await post('/v1/test/count', key, { tag: 'z' });
     expect(res.status).toBe(201);
@@ -287,7 +313,12 @@ describe('leases and expiry', () => {
     newGate();
     const key = newKey();
     const now = Date.now();
-    await seed(key, { fingerprint: requestFingerprint('POST', '/v1/test/slow', { tag: 'y' }), state: 'running', locked_until: now - 1, created: now - 70_000 });
+    await seed(key, {
+      fingerprint: requestFingerprint('POST', '/v1/test/slow', { tag: 'y' }),
+      state: 'running',
+      locked_until: now - 1,
+      created: now - 70_000,
+    });
     const before = executed('slow');
     const pending = Array.from({ length: 6 }, () => post('/v1/test/slow', key, { tag: 'y' }));
     const settled: Awaited<(typeof pending)[number]>[] = [];
@@ -310,7 +341,12 @@ describe('leases and expiry', () => {
   it('a key older than 24 hours is free again, even for another body', async () => {
     const key = newKey();
     const now = Date.now();
-    await seed(key, { fingerprint: 'something-else', state: 'done', locked_until: now - IDEMPOTENCY_TTL_MS, created: now - IDEMPOTENCY_TTL_MS - 1000 });
+    await seed(key, {
+      fingerprint: 'something-else',
+      state: 'done',
+      locked_until: now - IDEMPOTENCY_TTL_MS,
+      created: now - IDEMPOTENCY_TTL_MS - 1000,
+    });
     const res = await post('/v1/test/count', key, { tag: 'fresh' });
     expect(res.status).toBe(201);
     expect(res.headers.get('idempotent-replayed')).toBeNull();
@@ -322,14 +358,21 @@ describe('leases and expiry', () => {
     await seed(old, { fingerprint: 'fp', state: 'done', locked_until: now - IDEMPOTENCY_TTL_MS, created: now - IDEMPOTENCY_TTL_MS - 1000 });
     await seed(young, { fingerprint: 'fp', state: 'done', locked_until: now, created: now - IDEMPOTENCY_TTL_MS + 60_000 });
     expect(await sweepExpiredIdempotencyKeys(mongo.db, now)).toBeGreaterThanOrEqual(1);
-    const left = await collections(mongo.db).idempotency.find({ _id: { $in: [`${store.store._id}:${old}`, `${store.store._id}:${young}`] } }).toArray();
+    const left = await collections(mongo.db)
+      .idempotency.find({ _id: { $in: [`${store.store._id}:${old}`, `${store.store._id}:${young}`] } })
+      .toArray();
     expect(left.map((doc) => doc.key)).toEqual([young]);
   });
 
   it('a key younger than 24 hours still replays', async () => {
     const key = newKey();
     const now = Date.now();
-    await seed(key, { fingerprint: requestFingerprint('POST', '/v1/test/count', {}), state: 'done', locked_until: now, created: now - IDEMPOTENCY_TTL_MS + 60_000 });
+    await seed(key, {
+      fingerprint: requestFingerprint('POST', '/v1/test/count', {}),
+      state: 'done',
+      locked_until: now,
+      created: now - IDEMPOTENCY_TTL_MS + 60_000,
+    });
     const res = await post('/v1/test/count', key);
     expect([res.status, res.body, res.headers.get('idempotent-replayed')]).toEqual([201, { n: -1 }, 'true']);
   });
@@ -375,17 +418,22 @@ describe('keys addressed by _id', () => {
       const retried = await call(watched, store.key, 'POST', '/v1/test/watched-fail', { json: {}, headers: { 'Idempotency-Key': failKey } });
       const abandoned = newKey();
       const now = Date.now();
-      await seed(abandoned, { fingerprint: requestFingerprint('POST', '/v1/test/watched', {}), state: 'running', locked_until: now - 1, created: now - 70_000 });
+      await seed(abandoned, {
+        fingerprint: requestFingerprint('POST', '/v1/test/watched', {}),
+        state: 'running',
+        locked_until: now - 1,
+        created: now - 70_000,
+      });
       const takenOver = await call(watched, store.key, 'POST', '/v1/test/watched', { json: {}, headers: { 'Idempotency-Key': abandoned } });
-      expect([first.status, replay.status, replay.headers.get('idempotent-replayed'), deleted.status, failed.status, retried.status, takenOver.status]).toEqual([
-        200,
-        200,
-        'true',
-        200,
-        500,
-        200,
-        200,
-      ]);
+      expect([
+        first.status,
+        replay.status,
+        replay.headers.get('idempotent-replayed'),
+        deleted.status,
+        failed.status,
+        retried.status,
+        takenOver.status,
+      ]).toEqual([200, 200, 'true', 200, 500, 200, 200]);
       expect(new Set(seen.map((s) => s.op))).toEqual(new Set(['find', 'update', 'delete', 'findAndModify']));
       for (const { op, filter } of seen) {
         expect({ op, id: typeof filter._id }).toEqual({ op, id: 'string' });

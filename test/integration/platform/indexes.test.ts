@@ -21,7 +21,10 @@ describe('ensureIndexes', () => {
     await ensureIndexes(mongo.db);
     for (const declared of INDEXES) {
       const existing = await mongo.db.collection(declared.collection).listIndexes().toArray();
-      expect(existing.some((found) => sameKey(found.key, declared.key)), `${declared.collection} ${JSON.stringify(declared.key)}`).toBe(true);
+      expect(
+        existing.some((found) => sameKey(found.key, declared.key)),
+        `${declared.collection} ${JSON.stringify(declared.key)}`,
+      ).toBe(true);
     }
   });
 
@@ -29,10 +32,14 @@ describe('ensureIndexes', () => {
     await ensureIndexes(mongo.db);
     const customers = mongo.db.collection('customers');
     await customers.insertOne({ _id: 'cus_a' as never, store_id: 'st_1', email: 'a@example.com', email_scope: '' });
-    await expect(customers.insertOne({ _id: 'cus_b' as never, store_id: 'st_1', email: 'a@example.com', email_scope: '' })).rejects.toMatchObject({ code: 11000 });
+    await expect(customers.insertOne({ _id: 'cus_b' as never, store_id: 'st_1', email: 'a@example.com', email_scope: '' })).rejects.toMatchObject({
+      code: 11000,
+    });
     // A test clock's customers are another scope: the same e-mail once more there, and only once.
     await customers.insertOne({ _id: 'cus_c' as never, store_id: 'st_1', email: 'a@example.com', email_scope: 'clock_1', test_clock: 'clock_1' });
-    await expect(customers.insertOne({ _id: 'cus_d' as never, store_id: 'st_1', email: 'a@example.com', email_scope: 'clock_1', test_clock: 'clock_1' })).rejects.toMatchObject({ code: 11000 });
+    await expect(
+      customers.insertOne({ _id: 'cus_d' as never, store_id: 'st_1', email: 'a@example.com', email_scope: 'clock_1', test_clock: 'clock_1' }),
+    ).rejects.toMatchObject({ code: 11000 });
   });
 
   it("retires customers' store+email unique key once, giving documents written before it their email scope", async () => {
@@ -46,11 +53,18 @@ describe('ensureIndexes', () => {
       ]);
       await ensureIndexes(db);
       expect((await customers.listIndexes().toArray()).map((i) => i.name)).not.toContain('store_id_1_email_1');
-      expect(await customers.find({}, { projection: { email_scope: 1 } }).sort({ _id: 1 }).toArray()).toEqual([
+      expect(
+        await customers
+          .find({}, { projection: { email_scope: 1 } })
+          .sort({ _id: 1 })
+          .toArray(),
+      ).toEqual([
         { _id: 'cus_old', email_scope: '' },
         { _id: 'cus_oldclock', email_scope: 'clock_9' },
       ]);
-      await expect(customers.insertOne({ _id: 'cus_new' as never, store_id: 'st_1', email: 'b@example.com', email_scope: '' })).rejects.toMatchObject({ code: 11000 });
+      await expect(customers.insertOne({ _id: 'cus_new' as never, store_id: 'st_1', email: 'b@example.com', email_scope: '' })).rejects.toMatchObject(
+        { code: 11000 },
+      );
     } finally {
       await db.dropDatabase();
     }

@@ -129,10 +129,7 @@ function portAnswers(port: number): Promise<boolean> {
 /** Ctrl-C, then: the launcher exits 0, every process it started is gone and every port is closed. */
 async function interruptAndCheckNothingLeft(run: Launch, children: Map<number, string>): Promise<void> {
   process.kill(-run.child.pid!, 'SIGINT');
-  const code = await Promise.race([
-    run.exited,
-    new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), SHUTDOWN_MS).unref()),
-  ]);
+  const code = await Promise.race([run.exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), SHUTDOWN_MS).unref())]);
   expect(code, `launcher output:\n${tail(run)}`).toBe(0);
   await waitFor(() => [...children.keys()].every((pid) => !isAlive(pid)), {
     timeoutMs: 15_000,
@@ -217,10 +214,13 @@ async function killWorkerAndSeeItBack(run: Launch, key: string): Promise<void> {
   const readyBefore = countLines(run, '[worker] worker ready');
   process.kill(-workerPid(run), 'SIGKILL');
   const healthSeen: number[] = [];
-  await waitFor(async () => {
-    healthSeen.push(await healthStatus());
-    return countLines(run, '[worker] worker ready') > readyBefore;
-  }, { timeoutMs: STARTUP_MS, intervalMs: 500, description: 'a new worker to print "worker ready"', abortIf: launcherExited(run) });
+  await waitFor(
+    async () => {
+      healthSeen.push(await healthStatus());
+      return countLines(run, '[worker] worker ready') > readyBefore;
+    },
+    { timeoutMs: STARTUP_MS, intervalMs: 500, description: 'a new worker to print "worker ready"', abortIf: launcherExited(run) },
+  );
   // The API stays up throughout the worker's absence.
   expect(new Set(healthSeen)).toEqual(new Set([200]));
   expect(run.lines.join('\n')).toMatch(/\[start\] worker exited unexpectedly \(code null, signal SIGKILL\); restarting it in 1 s/);
@@ -229,7 +229,11 @@ async function killWorkerAndSeeItBack(run: Launch, key: string): Promise<void> {
   // Work that needs a worker: a session expired through its workflow (an update the new worker answers).
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const offers = (await (await fetch(`http://localhost:${ports.api}/v1/offers?limit=1`, { headers })).json()) as { data: Array<{ id: string }> };
-  const created = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions`, { method: 'POST', headers, body: JSON.stringify({ offer: offers.data[0].id }) });
+  const created = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ offer: offers.data[0].id }),
+  });
   const session = (await created.json()) as { id: string };
   expect(created.status).toBe(201);
   const expired = await fetch(`http://localhost:${ports.api}/v1/checkout/sessions/${session.id}/expire`, { method: 'POST', headers });
@@ -247,7 +251,9 @@ async function killWorkerAgainAndInterruptItsRestart(run: Launch): Promise<void>
     abortIf: launcherExited(run),
   });
   expect(run.lines.join('\n')).toMatch(/\[start\] worker exited unexpectedly \(code null, signal SIGKILL\); restarting it in 2 s/);
-  const newPid = Number(/\[start\] worker restarted \(pid (\d+)\)/.exec(run.lines.filter((line) => line.includes('[start] worker restarted')).at(-1)!)![1]);
+  const newPid = Number(
+    /\[start\] worker restarted \(pid (\d+)\)/.exec(run.lines.filter((line) => line.includes('[start] worker restarted')).at(-1)!)![1],
+  );
   const children = descendants(run.child.pid!);
   expect(children.has(newPid), `worker ${newPid} among the launcher's children`).toBe(true);
   for (const pid of children.keys()) seenPids.add(pid);

@@ -143,7 +143,12 @@ describe('customers list', () => {
 
   it.each([['starting_after'], ['ending_before']])('an unknown %s answers 404 resource_missing naming the cursor', async (param) => {
     const res = await call(api, store.key, 'GET', `/v1/customers?${param}=cust_doesnotexist`);
-    expect([res.status, res.body.error.type, res.body.error.code, res.body.error.param]).toEqual([404, 'invalid_request_error', 'resource_missing', param]);
+    expect([res.status, res.body.error.type, res.body.error.code, res.body.error.param]).toEqual([
+      404,
+      'invalid_request_error',
+      'resource_missing',
+      param,
+    ]);
   });
 
   it("another store's customer is an unknown cursor and an unknown id", async () => {
@@ -197,8 +202,31 @@ describe('orders', () => {
     const doc = all[4];
     const res = await call(api, store.key, 'GET', `/v1/orders/${doc._id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: doc._id, object: 'order', status: 'paid', paid: true, amount_total: 1000, metadata: { n: '4' }, livemode: false, created: doc.created });
-    for (const field of ['customer_email', 'offer', 'product', 'items', 'payment_method_type', 'installments', 'external_order_id', 'status_source', 'client_reference_id', 'checkout_session', 'recurrence', 'order_type', 'billing_reason']) {
+    expect(res.body).toMatchObject({
+      id: doc._id,
+      object: 'order',
+      status: 'paid',
+      paid: true,
+      amount_total: 1000,
+      metadata: { n: '4' },
+      livemode: false,
+      created: doc.created,
+    });
+    for (const field of [
+      'customer_email',
+      'offer',
+      'product',
+      'items',
+      'payment_method_type',
+      'installments',
+      'external_order_id',
+      'status_source',
+      'client_reference_id',
+      'checkout_session',
+      'recurrence',
+      'order_type',
+      'billing_reason',
+    ]) {
       expect(res.body).toHaveProperty(field);
     }
     const foreign = await ordersCollection(mongo.db).findOne({ store_id: other.store._id });
@@ -252,7 +280,12 @@ describe('offers and products', () => {
     expect(recurring.body.data.map((o: { name: string }) => o.name)).toEqual(['Bravo', 'Charlie', 'Delta', 'Echo']);
     const activeRecurring = await call(api, store.key, 'GET', '/v1/offers?type=recurring&active=true&limit=100');
     expect(activeRecurring.body.data.map((o: { name: string }) => o.name)).toEqual(['Bravo', 'Delta', 'Echo']);
-    const afterBravo = await call(api, store.key, 'GET', `/v1/offers?type=recurring&active=true&limit=1&starting_after=${activeRecurring.body.data[0].id}`);
+    const afterBravo = await call(
+      api,
+      store.key,
+      'GET',
+      `/v1/offers?type=recurring&active=true&limit=1&starting_after=${activeRecurring.body.data[0].id}`,
+    );
     expect(afterBravo.body.data.map((o: { name: string }) => o.name)).toEqual(['Delta']);
     expect(afterBravo.body.has_more).toBe(true);
     const inactive = await call(api, store.key, 'GET', '/v1/offers?active=false');
@@ -281,7 +314,17 @@ describe('offers and products', () => {
     const list = await call(api, store.key, 'GET', '/v1/products');
     expect(list.body).toMatchObject({ object: 'list', url: '/v1/products', has_more: false });
     expect(list.body.data).toEqual([
-      { id: productId, object: 'product', name: 'Course', description: 'A course', family: 'edu', active: true, files: [], livemode: true, created: expect.any(Number) },
+      {
+        id: productId,
+        object: 'product',
+        name: 'Course',
+        description: 'A course',
+        family: 'edu',
+        active: true,
+        files: [],
+        livemode: true,
+        created: expect.any(Number),
+      },
     ]);
     const one = await call(api, store.key, 'GET', `/v1/products/${productId}`);
     expect(one.body.id).toBe(productId);

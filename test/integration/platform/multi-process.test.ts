@@ -48,7 +48,12 @@ beforeAll(async () => {
     WEBHOOK_ALLOWED_HOSTS: 'localhost',
   };
   const worker = { ...shared, WEBHOOK_CA_FILE: (await testCa()).caFile };
-  const started = await Promise.allSettled([startApiProcess(shared), startApiProcess(shared), startWorkerProcess(worker), startWorkerProcess(worker)]);
+  const started = await Promise.allSettled([
+    startApiProcess(shared),
+    startApiProcess(shared),
+    startWorkerProcess(worker),
+    startWorkerProcess(worker),
+  ]);
   for (const result of started) if (result.status === 'fulfilled') processes.push(result.value);
   const failed = started.find((result) => result.status === 'rejected');
   if (failed) throw failed.reason;
@@ -60,7 +65,14 @@ afterAll(async () => {
   await Promise.all(processes.map((app) => app.group.stop({ timeoutMs: 10_000 })));
   const client = temporal?.client;
   if (client) {
-    await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test over').catch(() => undefined)));
+    await Promise.all(
+      workflowIds.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .terminate('test over')
+          .catch(() => undefined),
+      ),
+    );
     await stopRoutines(client, taskQueue);
   }
   await receiver?.close();
@@ -75,7 +87,11 @@ const spread = <T>(count: number, send: (api: ApiProcess, i: number) => Promise<
 /** Resolves just after a `windowMs` window boundary (Math.floor(now / windowMs) changes). */
 async function nextWindow(windowMs: number): Promise<void> {
   const current = Math.floor(Date.now() / windowMs);
-  await waitFor(() => Math.floor(Date.now() / windowMs) > current, { timeoutMs: windowMs + 1_000, intervalMs: 2, description: 'the next rate window' });
+  await waitFor(() => Math.floor(Date.now() / windowMs) > current, {
+    timeoutMs: windowMs + 1_000,
+    intervalMs: 2,
+    description: 'the next rate window',
+  });
 }
 
 it('one key gets at most 100 requests per 2-second window in total from both API processes, and is refused with 429 rate_limit beyond', async () => {
@@ -112,7 +128,12 @@ function expectRateLimited(res: Res) {
 
 it('20 concurrent POST /v1/customers with one Idempotency-Key over both APIs create one customer; the rest replay it or answer 409 idempotency_key_in_use', async () => {
   const { store, key } = await createTestStore(mongo.db);
-  const body = { email: `race-${randomUUID()}@example.com`, name: 'Ana Souza', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } };
+  const body = {
+    email: `race-${randomUUID()}@example.com`,
+    name: 'Ana Souza',
+    phone: '+5511987654321',
+    document: { type: 'cpf', number: '52998224725' },
+  };
   const headers = { 'Idempotency-Key': `race-${randomUUID()}` };
   const responses = await spread(20, (api) => call(api, key, 'POST', '/v1/customers', { json: body, headers }));
 
@@ -189,7 +210,11 @@ it('20 deliveries exhausting at once on two worker processes: consecutive_failur
   const hits = receiver.hits.filter((hit) => hit.path === '/always-500');
   expect(new Set(hits.map((hit) => hit.event.id)).size).toBe(AUTO_DISABLE_AFTER);
   for (const delivery of deliveries) {
-    expect(await findDelivery(mongo.db, store._id, delivery._id)).toMatchObject({ status: 'exhausted', attempts: MAX_ATTEMPTS, last_response_status: 500 });
+    expect(await findDelivery(mongo.db, store._id, delivery._id)).toMatchObject({
+      status: 'exhausted',
+      attempts: MAX_ATTEMPTS,
+      last_response_status: 500,
+    });
   }
   const endpoint = await call(apis[1], key, 'GET', `/v1/webhook_endpoints/${endpointId}`);
   expect(endpoint.body).toMatchObject({ status: 'disabled', consecutive_failures: AUTO_DISABLE_AFTER, disabled_reason: AUTO_DISABLED_REASON });
@@ -227,18 +252,28 @@ it('5,000 meter events (1,000 repeated identifiers) sent in concurrent batches o
   const item = await call(apis[1], key, 'POST', `/v1/subscriptions/${subscription._id}/usage_items`, { json: { meter: meter.id, unit_amount: 1 } });
   expect(item.status).toBe(201);
   workflowIds.push(usageWorkflowId(subscription._id));
-  await waitFor(async () => (await findUsageState(mongo.db, store._id, subscription._id))?.open ?? null, { timeoutMs: 30_000, description: 'the usage period to open' });
+  await waitFor(async () => (await findUsageState(mongo.db, store._id, subscription._id))?.open ?? null, {
+    timeoutMs: 30_000,
+    description: 'the usage period to open',
+  });
 
   const hour = Math.floor(Date.now() / 3_600_000) * 3600;
   const batches = meterEventBatches(meter.event_name, customer._id, 4_000, 5_000);
-  const answers = await spread(batches.length, (api, i) => call(api, key, 'POST', '/v1/billing/meter_events/batch', { json: { events: batches[i] } }));
+  const answers = await spread(batches.length, (api, i) =>
+    call(api, key, 'POST', '/v1/billing/meter_events/batch', { json: { events: batches[i] } }),
+  );
 
   expect(answers.filter((a) => a.status !== 200).map((a) => [a.status, a.body])).toEqual([]);
   const sum = (field: 'accepted' | 'duplicates' | 'errors') => answers.reduce((total, a) => total + a.body[field], 0);
   expect([sum('accepted'), sum('duplicates'), sum('errors')]).toEqual([4_000, 1_000, 0]);
   const expected = 400 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10);
 
-  const summaries = await call(apis[0], key, 'GET', `/v1/billing/meters/${meter.id}/event_summaries?customer=${customer._id}&start_time=${hour}&end_time=${hour + 2 * 3600}`);
+  const summaries = await call(
+    apis[0],
+    key,
+    'GET',
+    `/v1/billing/meters/${meter.id}/event_summaries?customer=${customer._id}&start_time=${hour}&end_time=${hour + 2 * 3600}`,
+  );
   expect(summaries.body.data.map((s: { aggregated_value: number }) => s.aggregated_value)).toEqual([expected]);
   const usage = await call(apis[1], key, 'GET', `/v1/subscriptions/${subscription._id}/usage`);
   expect(usage.body.data[0].lines).toEqual([expect.objectContaining({ meter: meter.id, quantity: expected, amount: expected })]);

@@ -3,7 +3,15 @@
 // across endpoints, never a coerced 0 or ""; null in an optional param counts as not sent (defaults
 // apply), and a nullable field still takes null.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 import { seedUsageOffer, seedUsageSubscription } from '../../support/usage';
 
@@ -25,7 +33,12 @@ type Res = { status: number; body: any };
 
 /** The spec's typed error: status, type, code and param, and (when given) a message naming what `mentions` says. */
 function expectError(res: Res, status: number, code: string, param: string | null, mentions?: string, type = 'invalid_request_error') {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
   if (mentions !== undefined) expect(res.body.error.message).toContain(mentions);
 }
 
@@ -37,10 +50,22 @@ const customerBody = (email: string) => ({ email, name: 'Ana Souza', phone: '+55
 describe('null is never coerced', () => {
   test('JSON null in a required field is parameter_missing for that param (top level, nested, and an empty form value); a nullable field still takes null', async () => {
     expectError(await post('/v1/customers', { ...customerBody(`null1-${Date.now()}@example.com`), name: null }), 400, 'parameter_missing', 'name');
-    expectError(await post('/v1/customers', { ...customerBody(`null2-${Date.now()}@example.com`), document: { type: null, number: '52998224725' } }), 400, 'parameter_missing', 'document.type');
-    expectError(await post('/v1/billing/meters', { display_name: null, event_name: `nulls.${Date.now()}` }), 400, 'parameter_missing', 'display_name');
+    expectError(
+      await post('/v1/customers', { ...customerBody(`null2-${Date.now()}@example.com`), document: { type: null, number: '52998224725' } }),
+      400,
+      'parameter_missing',
+      'document.type',
+    );
+    expectError(
+      await post('/v1/billing/meters', { display_name: null, event_name: `nulls.${Date.now()}` }),
+      400,
+      'parameter_missing',
+      'display_name',
+    );
     expectError(await post('/v1/webhook_endpoints', { url: null }), 400, 'parameter_missing', 'url');
-    const form = await call(stack.api, store.key, 'POST', '/v1/customers', { form: `email=&name=Ana+Souza&phone=%2B5511987654321&document[type]=cpf&document[number]=52998224725` });
+    const form = await call(stack.api, store.key, 'POST', '/v1/customers', {
+      form: `email=&name=Ana+Souza&phone=%2B5511987654321&document[type]=cpf&document[number]=52998224725`,
+    });
     expectError(form, 400, 'parameter_missing', 'email');
     // A nullable field still takes null.
     const withNullAddress = await post('/v1/customers', { ...customerBody(`null3-${Date.now()}@example.com`), address: null });
@@ -58,9 +83,18 @@ describe('null is never coerced', () => {
       ['/v1/subscriptions/sub_unknown/usage_items', { meter: null, unit_amount: 1 }, 'meter'],
     ];
     for (const [path, body, param] of cases) {
-      expectError(await post(path, body, { ...key, 'Idempotency-Key': `${key['Idempotency-Key']}-${path}-${param}` }), 400, 'parameter_missing', param, param);
+      expectError(
+        await post(path, body, { ...key, 'Idempotency-Key': `${key['Idempotency-Key']}-${path}-${param}` }),
+        400,
+        'parameter_missing',
+        param,
+        param,
+      );
     }
-    const form = await call(stack.api, store.key, 'POST', '/v1/subscriptions/sub_unknown/charges', { form: 'amount=', headers: { 'Idempotency-Key': `${key['Idempotency-Key']}-form` } });
+    const form = await call(stack.api, store.key, 'POST', '/v1/subscriptions/sub_unknown/charges', {
+      form: 'amount=',
+      headers: { 'Idempotency-Key': `${key['Idempotency-Key']}-form` },
+    });
     expectError(form, 400, 'parameter_missing', 'amount', 'amount');
   });
 
@@ -74,7 +108,13 @@ describe('null is never coerced', () => {
       allow_promotion_codes: null,
     });
     expect(session.status).toBe(201);
-    expect({ offer: session.body.offer.id, pack: session.body.pack, redirect_delay: session.body.redirect_delay, locale: session.body.locale, customer_email: session.body.customer_email }).toEqual({
+    expect({
+      offer: session.body.offer.id,
+      pack: session.body.pack,
+      redirect_delay: session.body.redirect_delay,
+      locale: session.body.locale,
+      customer_email: session.body.customer_email,
+    }).toEqual({
       offer: catalog.oneOff._id,
       pack: null,
       redirect_delay: 5,

@@ -38,7 +38,11 @@ afterAll(async () => {
 
 /** A Temporal client of a frontend that is not there, configured as the API process configures its own. */
 async function unreachableTemporal(): Promise<Client> {
-  const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: DEPENDENCY_WAIT_MS, interceptors: apiTemporalInterceptors() });
+  const connection = Connection.lazy({
+    address: `127.0.0.1:${await freePort()}`,
+    connectTimeout: DEPENDENCY_WAIT_MS,
+    interceptors: apiTemporalInterceptors(),
+  });
   return new Client({ connection });
 }
 
@@ -48,7 +52,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
   return { value, ms: performance.now() - started };
 }
 
-const get = (url: string) => fetch(url).then(async (res) => ({ status: res.status, body: (await res.json()) as { status: string; checks?: Record<string, string> } }));
+const get = (url: string) =>
+  fetch(url).then(async (res) => ({ status: res.status, body: (await res.json()) as { status: string; checks?: Record<string, string> } }));
 
 describe('all dependencies up', () => {
   it('/healthz and /readyz answer 200 without a key', async () => {
@@ -110,7 +115,9 @@ describe('bounded shutdown', () => {
     const socket = net.connect(Number(new URL(api.url).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.on('error', () => undefined);
-    socket.write(`POST /v1/customers HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${store.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":`);
+    socket.write(
+      `POST /v1/customers HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${store.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":`,
+    );
     const started = performance.now();
     process.kill(api.group.pid, 'SIGTERM');
     await api.group.exited;
@@ -120,4 +127,3 @@ describe('bounded shutdown', () => {
     expect(ms).toBeLessThan(15_000);
   }, 60_000);
 });
-

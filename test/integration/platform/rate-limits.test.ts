@@ -30,7 +30,12 @@ type Res = Awaited<ReturnType<typeof call>>;
 
 function tally(responses: Res[]) {
   const count = (status: number) => responses.filter((r) => r.status === status).length;
-  return { ok: count(200), unauthorized: count(401), limited: count(429), other: responses.filter((r) => ![200, 401, 429].includes(r.status)).length };
+  return {
+    ok: count(200),
+    unauthorized: count(401),
+    limited: count(429),
+    other: responses.filter((r) => ![200, 401, 429].includes(r.status)).length,
+  };
 }
 
 function expectRateLimited(res: Res, windowSeconds: number) {
@@ -171,9 +176,7 @@ describe('two API processes on one database', () => {
 
   it('a key never gets more than 100 requests in a window in total when both processes serve it at once', async () => {
     const { key } = await store.makeKey(['read']);
-    const responses = await Promise.all(
-      Array.from({ length: 160 }, (_, i) => call(i % 2 === 0 ? local : remote, key, 'GET', '/v1/account')),
-    );
+    const responses = await Promise.all(Array.from({ length: 160 }, (_, i) => call(i % 2 === 0 ? local : remote, key, 'GET', '/v1/account')));
     const t = tally(responses);
     // Each process claims batches of 5 slots; what one holds unused when its requests stop is lost.
     const slack = 2 * (blockSizeFor(100) - 1);
@@ -224,9 +227,18 @@ describe('shared windows on separate clients', () => {
         return hits;
       }),
     );
-    const allowedBy = (parity: number) => lanes.filter((_, lane) => lane % 2 === parity).flat().filter((h) => h.allowed).length;
+    const allowedBy = (parity: number) =>
+      lanes
+        .filter((_, lane) => lane % 2 === parity)
+        .flat()
+        .filter((h) => h.allowed).length;
     expect(allowedBy(0) + allowedBy(1)).toBe(100);
-    expect(lanes.flat().filter((h) => !h.allowed).every((h) => h.remaining === 0)).toBe(true);
+    expect(
+      lanes
+        .flat()
+        .filter((h) => !h.allowed)
+        .every((h) => h.remaining === 0),
+    ).toBe(true);
     // Both instances got part of the 100, and a later hit on either is refused.
     expect(allowedBy(0)).toBeGreaterThan(0);
     expect(allowedBy(1)).toBeGreaterThan(0);

@@ -72,7 +72,10 @@ describe('request logs', () => {
     const id = res.headers.get('request-id')!;
     const text = await waitFor(
       async () => {
-        const { output } = await runAdmin(['logs', '--store', store.store._id], { MONGODB_URI: inject('mongoUri'), MONGODB_DB: mongo.db.databaseName });
+        const { output } = await runAdmin(['logs', '--store', store.store._id], {
+          MONGODB_URI: inject('mongoUri'),
+          MONGODB_DB: mongo.db.databaseName,
+        });
         return output.includes(id) ? output : null;
       },
       { timeoutMs: 10_000 },
@@ -108,7 +111,17 @@ describe('request logs', () => {
     const created = Math.floor(Date.now() / 1000);
     const id = 'req_ttl000000000000000001';
     await writeRequestLogs(mongo.db, [
-      { _id: id, store_id: store.store._id, api_key: store.keyId, method: 'GET', path: '/v1/account', status: 200, duration_ms: 1, ip: '127.0.0.1', created },
+      {
+        _id: id,
+        store_id: store.store._id,
+        api_key: store.keyId,
+        method: 'GET',
+        path: '/v1/account',
+        status: 200,
+        duration_ms: 1,
+        ip: '127.0.0.1',
+        created,
+      },
     ]);
     const stored = await mongo.db.collection('request_logs').findOne({ _id: id as never });
     expect(stored?.expires_at).toEqual(new Date(created * 1000 + REQUEST_LOG_RETENTION_MS));

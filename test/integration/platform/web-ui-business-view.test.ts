@@ -46,11 +46,14 @@ afterAll(async () => {
 
 /** The workflow ids a visibility query finds (waiting out the index's lag until `expected` shows). */
 async function findIds(client: Client, query: string, expected: string): Promise<string[]> {
-  return waitFor(async () => {
-    const ids: string[] = [];
-    for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
-    return ids.includes(expected) ? ids : null;
-  }, { timeoutMs: 20_000, description: `"${query}" to find ${expected}` });
+  return waitFor(
+    async () => {
+      const ids: string[] = [];
+      for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+      return ids.includes(expected) ? ids : null;
+    },
+    { timeoutMs: 20_000, description: `"${query}" to find ${expected}` },
+  );
 }
 
 /** The current details the workflow publishes (what the Web UI shows under "Current details"). */
@@ -78,12 +81,20 @@ describe('routines without a trail', () => {
   });
 
   it('a worker process sweeping every second leaves one sweeper and one usage-routine execution, each with its summary', async () => {
-    worker = await startWorkerProcess({ MONGODB_DB: mongo.db.databaseName, TEMPORAL_NAMESPACE: temporal.namespace, TEMPORAL_TASK_QUEUE: taskQueue, EVENT_SWEEP_EVERY_MS: '1000' });
+    worker = await startWorkerProcess({
+      MONGODB_DB: mongo.db.databaseName,
+      TEMPORAL_NAMESPACE: temporal.namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      EVENT_SWEEP_EVERY_MS: '1000',
+    });
     const sweeper = eventSweeperWorkflowId(taskQueue);
-    const swept = await waitFor(async () => {
-      const state = await routineState(temporal.client, sweeper).catch(() => null);
-      return state && state.runs >= 6 ? state : null;
-    }, { timeoutMs: 60_000, description: 'six sweeps' });
+    const swept = await waitFor(
+      async () => {
+        const state = await routineState(temporal.client, sweeper).catch(() => null);
+        return state && state.runs >= 6 ? state : null;
+      },
+      { timeoutMs: 60_000, description: 'six sweeps' },
+    );
     expect(swept).toMatchObject({ last_found: 0, last_error: null, found_total: 0 });
 
     const ids = await findIds(temporal.client, `TaskQueue = '${taskQueue}'`, sweeper);
@@ -135,12 +146,17 @@ describe('business rows and searches', () => {
 
   it('a subscription whose first charge is declined: found as past due, its step says when it retries', async () => {
     const catalog = await seedCatalog(mongo.db, store.store._id);
-    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.monthly, product: catalog.product, card: '4000000000000002' });
+    const sub = await seedSubscription(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { store: store.store, offer: catalog.monthly, product: catalog.product, card: '4000000000000002' },
+    );
     const workflowId = subscriptionWorkflowId(sub._id);
     const ids = await findIds(temporal.client, `BillingStatus = 'past_due' AND StoreId = '${store.store._id}'`, workflowId);
     expect(ids).toEqual([workflowId]);
     const handle = temporal.client.workflow.getHandle(workflowId);
-    expect(await (await handle.describe()).staticSummary()).toMatch(new RegExp(`^Subscription ${sub._id} · ${sub.customer} .\\*\\*\\*@example.com · ${catalog.monthly.name}`));
+    expect(await (await handle.describe()).staticSummary()).toMatch(
+      new RegExp(`^Subscription ${sub._id} · ${sub.customer} .\\*\\*\\*@example.com · ${catalog.monthly.name}`),
+    );
     expect(await currentDetails(handle)).toMatch(/^past_due since .*: 1 failed, retry at \d{4}-/);
 
     // The same query as support staff type it (docs/operations.md): the bundled CLI through `npm run temporal`.
@@ -150,8 +166,14 @@ describe('business rows and searches', () => {
 
   it('a one-off charge left in review: found as in review, with its amount in the summary', async () => {
     const catalog = await seedCatalog(mongo.db, store.store._id);
-    const sub = await seedSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product, card: '4000000000004954' });
-    const res = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, { json: { amount: 1234 }, headers: { 'idempotency-key': `review-${sub._id}` } });
+    const sub = await seedSubscription(
+      { db: mongo.db, taskQueue },
+      { store: store.store, offer: catalog.trial, product: catalog.product, card: '4000000000004954' },
+    );
+    const res = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
+      json: { amount: 1234 },
+      headers: { 'idempotency-key': `review-${sub._id}` },
+    });
     expect(res.status).toBe(201);
     expect(res.body.status).toBe('pending');
     const workflowId = chargeWorkflowId(store.store._id, merchantChargeKey(`review-${sub._id}`));
@@ -165,7 +187,16 @@ describe('business rows and searches', () => {
     const meter = await call(api, store.key, 'POST', '/v1/billing/meters', { json: { display_name: 'Images', event_name: `images.${Date.now()}` } });
     expect(meter.status).toBe(201);
     const offer = await seedUsageOffer(mongo.db, store.store._id, { name: 'Image API metered' });
-    await addOfferUsageRow(mongo.db, store.store._id, offer._id, { meter: meter.body.id, currency: 'brl', unit_amount: 2, included_units: 0, tiers: null, rounding: 'up', billing_threshold: null, label: null });
+    await addOfferUsageRow(mongo.db, store.store._id, offer._id, {
+      meter: meter.body.id,
+      currency: 'brl',
+      unit_amount: 2,
+      included_units: 0,
+      tiers: null,
+      rounding: 'up',
+      billing_threshold: null,
+      label: null,
+    });
     const { subscription } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer });
     expect(await ensureUsageForSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, subscription)).toBe(true);
     const workflowId = usageWorkflowId(subscription._id);
@@ -175,13 +206,26 @@ describe('business rows and searches', () => {
   });
 
   it('a delivery to a failing endpoint: found by EndpointId as failed, its step says the next attempt', async () => {
-    const endpoint = await insertEndpoint(mongo.db, { storeId: store.store._id, url: receiver.url('/failing'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
-    await emitEvent({ db: mongo.db, temporal: temporal.client, taskQueue }, { storeId: store.store._id, type: 'customer.created', object: { id: 'cust_view', object: 'customer' } });
-    const ids = await waitFor(async () => {
-      const found: string[] = [];
-      for await (const execution of temporal.client.workflow.list({ query: `EndpointId = '${endpoint._id}' AND BillingStatus = 'failed'` })) found.push(execution.workflowId);
-      return found.length > 0 ? found : null;
-    }, { timeoutMs: 20_000, description: 'the failing delivery in the list' });
+    const endpoint = await insertEndpoint(mongo.db, {
+      storeId: store.store._id,
+      url: receiver.url('/failing'),
+      description: null,
+      enabledEvents: ['*'],
+      apiVersion: '2026-11-01',
+    });
+    await emitEvent(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { storeId: store.store._id, type: 'customer.created', object: { id: 'cust_view', object: 'customer' } },
+    );
+    const ids = await waitFor(
+      async () => {
+        const found: string[] = [];
+        for await (const execution of temporal.client.workflow.list({ query: `EndpointId = '${endpoint._id}' AND BillingStatus = 'failed'` }))
+          found.push(execution.workflowId);
+        return found.length > 0 ? found : null;
+      },
+      { timeoutMs: 20_000, description: 'the failing delivery in the list' },
+    );
     expect(ids).toHaveLength(1);
     const handle = temporal.client.workflow.getHandle(ids[0]);
     expect(await (await handle.describe()).staticSummary()).toMatch(new RegExp(`^Webhook customer\\.created evt_\\S+ → ${endpoint._id}$`));

@@ -42,16 +42,25 @@ afterAll(async () => {
 
 it('an attempt that takes 8 s on a live worker is not timed out by the 5 s heartbeat timeout: one POST, first attempt succeeds', async () => {
   const store = await createStore(mongo.db, { name: 'Slow receiver store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-  const endpoint = await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/slow'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url('/slow'),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   const event = await emitEvent(
     { db: mongo.db, temporal: temporal.client, taskQueue },
     { storeId: store._id, type: 'customer.created', object: { id: 'cust_slow', object: 'customer' } },
   );
   const deliveryId = deliveryIdFor(event._id, endpoint._id);
-  const delivered = await waitFor(async () => {
-    const doc = await findDelivery(mongo.db, store._id, deliveryId);
-    return doc?.status === 'succeeded' ? doc : null;
-  }, { timeoutMs: 60_000, description: 'the slow delivery to succeed' });
+  const delivered = await waitFor(
+    async () => {
+      const doc = await findDelivery(mongo.db, store._id, deliveryId);
+      return doc?.status === 'succeeded' ? doc : null;
+    },
+    { timeoutMs: 60_000, description: 'the slow delivery to succeed' },
+  );
   expect(delivered).toMatchObject({ attempts: 1, last_response_status: 200, last_error: null });
   expect(delivered.last_duration_ms).toBeGreaterThanOrEqual(SLOW_ANSWER_MS - 100);
   expect(receiver.hits).toHaveLength(1);

@@ -56,7 +56,13 @@ test('a SIGTERM during a delivery lets the POST finish: delivered once, recorded
     LOG_LEVEL: 'ERROR',
   });
   const store = await createStore(mongo.db, { name: 'Grace store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-  const endpoint = await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/grace'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url('/grace'),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   const event = await emitEvent(
     { db: mongo.db, temporal: temporal.client, taskQueue },
     { storeId: store._id, type: 'customer.created', object: { id: 'cust_grace', object: 'customer' } },
@@ -82,6 +88,11 @@ test('a SIGTERM during a delivery lets the POST finish: delivered once, recorded
   expect(worker.output()).toContain('worker stopped');
 
   // Recorded by the process that was stopping: no other worker polls this task queue.
-  expect(await findDelivery(mongo.db, store._id, deliveryId)).toMatchObject({ status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null });
+  expect(await findDelivery(mongo.db, store._id, deliveryId)).toMatchObject({
+    status: 'succeeded',
+    attempts: 1,
+    last_response_status: 200,
+    last_error: null,
+  });
   expect(receiver.hits.map((hit) => hit.event.id)).toEqual([event._id]);
 }, 150_000);

@@ -51,7 +51,12 @@ describe('stripe package as a client', () => {
   it('creates, retrieves and updates a customer (metadata as form brackets, an empty value removes a key)', async () => {
     const stripe = client(store.key);
     const created = await stripe.customers.create(createParams('Stripe.Client@Example.com', { metadata: { plan: 'gold', seats: '3' } }));
-    expect(created).toMatchObject({ object: 'customer', email: 'stripe.client@example.com', name: 'Stripe Client', metadata: { plan: 'gold', seats: '3' } });
+    expect(created).toMatchObject({
+      object: 'customer',
+      email: 'stripe.client@example.com',
+      name: 'Stripe Client',
+      metadata: { plan: 'gold', seats: '3' },
+    });
     expect(created.id).toMatch(/^cust_/);
     expect(created.lastResponse.statusCode).toBe(201);
     expect(created.lastResponse.requestId).toMatch(/^req_[0-9a-f]{20}$/);
@@ -65,7 +70,9 @@ describe('stripe package as a client', () => {
 
   it('auto-paginates the customer list across pages, newest first', async () => {
     const other = await createTestStore(mongo.db);
-    const docs = Array.from({ length: 25 }, (_, i) => newCustomerDoc(other.store._id, { email: `auto${i}@example.com` }, {}, Date.UTC(2026, 0, 1) + i * 1000));
+    const docs = Array.from({ length: 25 }, (_, i) =>
+      newCustomerDoc(other.store._id, { email: `auto${i}@example.com` }, {}, Date.UTC(2026, 0, 1) + i * 1000),
+    );
     await collections(mongo.db).customers.insertMany(docs);
     const stripe = client(other.key);
     const seen = await stripe.customers.list({ limit: 4 }).autoPagingToArray({ limit: 1000 });
@@ -95,7 +102,9 @@ describe('stripe package as a client', () => {
     expect(invalid).toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
     expect([invalid.statusCode, invalid.code, invalid.param]).toEqual([400, 'parameter_invalid', 'phone']);
 
-    const nested = await caught(stripe.customers.create({ ...createParams('nested@example.com'), document: { type: 'cpf' } } as Stripe.CustomerCreateParams));
+    const nested = await caught(
+      stripe.customers.create({ ...createParams('nested@example.com'), document: { type: 'cpf' } } as Stripe.CustomerCreateParams),
+    );
     expect([nested.statusCode, nested.code, nested.param]).toEqual([400, 'parameter_missing', 'document.number']);
   });
 

@@ -2,7 +2,13 @@
 // one idempotency key charges once (concurrently, and with a fresh connection object as after a restart),
 // and that a charge whose caller gave up (its AbortSignal aborted) is never recorded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestConnection, PIX_VALIDITY_SECONDS, TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION } from '../../../adapters/provider/test-connection';
+import {
+  createTestConnection,
+  PIX_VALIDITY_SECONDS,
+  TEST_CARDS_COLLECTION,
+  TEST_CHARGES_COLLECTION,
+  TEST_TOKENS_COLLECTION,
+} from '../../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { ensureIndexes } from '../../../store/indexes';
 import { testMongo, type TestMongo } from '../../support/env';
@@ -60,7 +66,13 @@ describe('saved cards (charges without the buyer)', () => {
   it('4954 is left in review, and a paid notice settles it with the notifyRef given at charge time', async () => {
     const card = await savedCard('4000000000004954');
     const result = await provider.chargeSavedCard({
-      storeId, idempotencyKey: key(), paymentMethodId: card.paymentMethodId, amount: 700, currency: 'brl', description: null, notifyRef: 'charge/x/y',
+      storeId,
+      idempotencyKey: key(),
+      paymentMethodId: card.paymentMethodId,
+      amount: 700,
+      currency: 'brl',
+      description: null,
+      notifyRef: 'charge/x/y',
     });
     expect(result).toMatchObject({ status: 'review' });
     const tx = result.transactionId!;
@@ -84,19 +96,34 @@ describe('saved cards (charges without the buyer)', () => {
   });
 
   it('a number failing the Luhn check is not saved', async () => {
-    expect(await provider.saveCard({ storeId, customerId: null, card: { number: '4242424242424241' } })).toMatchObject({ ok: false, code: 'invalid_number' });
+    expect(await provider.saveCard({ storeId, customerId: null, card: { number: '4242424242424241' } })).toMatchObject({
+      ok: false,
+      code: 'invalid_number',
+    });
   });
 });
 
-describe('card tokens (the provider\'s fields)', () => {
+describe("card tokens (the provider's fields)", () => {
   it('a valid number becomes a tok_ with brand and last4; an invalid one is refused with invalid_number before any charge', async () => {
-    expect(await provider.tokenizeCard({ storeId, card: { number: '4242 4242 4242 4242' } })).toEqual({ ok: true, token: expect.stringMatching(/^tok_/), brand: 'visa', last4: '4242' });
+    expect(await provider.tokenizeCard({ storeId, card: { number: '4242 4242 4242 4242' } })).toEqual({
+      ok: true,
+      token: expect.stringMatching(/^tok_/),
+      brand: 'visa',
+      last4: '4242',
+    });
     expect(await provider.tokenizeCard({ storeId, card: { number: '4242424242424241' } })).toMatchObject({ ok: false, code: 'invalid_number' });
   });
 
   it('a token of another store, or an unknown one, is refused with provider_error and charges nothing', async () => {
     const foreign = await createTestConnection({ db: mongo.db }).tokenizeCard({ storeId: 'acct_other', card: { number: '4242424242424242' } });
-    const result = await provider.chargeCard({ storeId, idempotencyKey: key(), cardToken: (foreign as { token: string }).token, amount: 5000, currency: 'brl', description: null });
+    const result = await provider.chargeCard({
+      storeId,
+      idempotencyKey: key(),
+      cardToken: (foreign as { token: string }).token,
+      amount: 5000,
+      currency: 'brl',
+      description: null,
+    });
     expect(result).toMatchObject({ status: 'refused', transactionId: null, code: 'provider_error' });
   });
 
@@ -110,32 +137,78 @@ describe('lookup by key and money given back', () => {
   it('an unknown key looks up as null; a charged one as its first answer and its state now', async () => {
     expect(await provider.lookupCharge({ storeId, idempotencyKey: key() })).toBeNull();
     const k = key();
-    const result = await provider.chargeCard({ storeId, idempotencyKey: k, cardToken: await tokenOf('4000000000004954'), amount: 800, currency: 'brl', description: null, saveCard: true });
-    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'review' }, state: 'review', amount: 800, card: { last4: '4954' }, settledAt: null });
+    const result = await provider.chargeCard({
+      storeId,
+      idempotencyKey: k,
+      cardToken: await tokenOf('4000000000004954'),
+      amount: 800,
+      currency: 'brl',
+      description: null,
+      saveCard: true,
+    });
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({
+      outcome: { status: 'review' },
+      state: 'review',
+      amount: 800,
+      card: { last4: '4954' },
+      settledAt: null,
+    });
     await provider.settle({ storeId, transactionId: result.transactionId!, outcome: 'paid' });
-    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'review' }, state: 'paid', settledAt: expect.any(Number) });
+    expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({
+      outcome: { status: 'review' },
+      state: 'paid',
+      settledAt: expect.any(Number),
+    });
   });
 
   it('a refusal before the card looks up with no state (nothing charged)', async () => {
     const k = key();
-    await provider.chargeCard({ storeId, idempotencyKey: k, cardToken: await tokenOf('4242424242424242'), amount: 424242, currency: 'brl', description: null });
+    await provider.chargeCard({
+      storeId,
+      idempotencyKey: k,
+      cardToken: await tokenOf('4242424242424242'),
+      amount: 424242,
+      currency: 'brl',
+      description: null,
+    });
     expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toMatchObject({ outcome: { status: 'refused' }, state: null });
   });
 
   it('an approval is refunded, a review voided (its later notice refused), each once however often asked; a decline has nothing to give back', async () => {
     const approvedKey = key();
-    await provider.chargeCard({ storeId, idempotencyKey: approvedKey, cardToken: await tokenOf('4242424242424242'), amount: 900, currency: 'brl', description: null });
+    await provider.chargeCard({
+      storeId,
+      idempotencyKey: approvedKey,
+      cardToken: await tokenOf('4242424242424242'),
+      amount: 900,
+      currency: 'brl',
+      description: null,
+    });
     const refunds = await Promise.all([1, 2, 3].map(() => provider.refundCharge({ storeId, chargeKey: approvedKey })));
     expect(refunds.map((r) => r.ok && r.status)).toEqual(['refunded', 'refunded', 'refunded']);
     expect(await provider.lookupCharge({ storeId, idempotencyKey: approvedKey })).toMatchObject({ state: 'refunded' });
 
     const reviewKey = key();
-    const review = await provider.chargeCard({ storeId, idempotencyKey: reviewKey, cardToken: await tokenOf('4000000000004954'), amount: 900, currency: 'brl', description: null });
+    const review = await provider.chargeCard({
+      storeId,
+      idempotencyKey: reviewKey,
+      cardToken: await tokenOf('4000000000004954'),
+      amount: 900,
+      currency: 'brl',
+      description: null,
+    });
     expect(await provider.refundCharge({ storeId, chargeKey: reviewKey })).toMatchObject({ ok: true, status: 'voided' });
     expect(await provider.settle({ storeId, transactionId: review.transactionId!, outcome: 'paid' })).toMatchObject({ ok: false });
 
     const declinedKey = key();
-    await provider.chargeCard({ storeId, idempotencyKey: declinedKey, cardToken: await tokenOf('4000000000000002'), amount: 900, currency: 'brl', description: null });
+    await provider.chargeCard({
+      storeId,
+      idempotencyKey: declinedKey,
+      cardToken: await tokenOf('4000000000000002'),
+      amount: 900,
+      currency: 'brl',
+      description: null,
+    });
     expect(await provider.refundCharge({ storeId, chargeKey: declinedKey })).toMatchObject({ ok: false });
     expect(await provider.refundCharge({ storeId, chargeKey: key() })).toMatchObject({ ok: false });
   });
@@ -156,7 +229,12 @@ describe('idempotency of charges', () => {
     const k = key();
     const first = await charge(card.paymentMethodId, 900, k);
     const again = await createTestConnection({ db: mongo.db }).chargeSavedCard({
-      storeId, idempotencyKey: k, paymentMethodId: card.paymentMethodId, amount: 900, currency: 'brl', description: 'test',
+      storeId,
+      idempotencyKey: k,
+      paymentMethodId: card.paymentMethodId,
+      amount: 900,
+      currency: 'brl',
+      description: 'test',
     });
     expect(again).toEqual(first);
   });
@@ -176,7 +254,9 @@ describe('idempotency of charges', () => {
     gaveUp.abort(new Error('the activity timed out'));
     const signal = gaveUp.signal;
     const common = { storeId, amount: 700, currency: 'brl', description: 'test', signal };
-    await expect(provider.chargeSavedCard({ ...common, idempotencyKey: saved, paymentMethodId: card.paymentMethodId })).rejects.toThrow('the activity timed out');
+    await expect(provider.chargeSavedCard({ ...common, idempotencyKey: saved, paymentMethodId: card.paymentMethodId })).rejects.toThrow(
+      'the activity timed out',
+    );
     await expect(provider.chargeCard({ ...common, idempotencyKey: checkout, cardToken: token })).rejects.toThrow('the activity timed out');
     await expect(provider.createPix({ ...common, idempotencyKey: pix })).rejects.toThrow('the activity timed out');
     for (const k of [saved, checkout, pix]) expect(await provider.lookupCharge({ storeId, idempotencyKey: k })).toBeNull();
@@ -187,7 +267,13 @@ describe('idempotency of charges', () => {
 describe('charges with the buyer present (checkout) and PIX', () => {
   it('0341 is approved at checkout and saved; its later unattended charge declines card_declined', async () => {
     const result = await provider.chargeCard({
-      storeId, idempotencyKey: key(), cardToken: await tokenOf('4000000000000341'), amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId,
+      idempotencyKey: key(),
+      cardToken: await tokenOf('4000000000000341'),
+      amount: 5000,
+      currency: 'brl',
+      description: null,
+      saveCard: true,
     });
     expect(result).toMatchObject({ status: 'approved', card: { brand: 'visa', last4: '0341', chargeable: true } });
     expect(await charge(result.card!.paymentMethodId)).toMatchObject({ status: 'declined', code: 'card_declined' });
@@ -195,7 +281,13 @@ describe('charges with the buyer present (checkout) and PIX', () => {
 
   it('3184 is approved at checkout with the buyer present', async () => {
     const result = await provider.chargeCard({
-      storeId, idempotencyKey: key(), cardToken: await tokenOf('4000002760003184'), amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId,
+      idempotencyKey: key(),
+      cardToken: await tokenOf('4000002760003184'),
+      amount: 5000,
+      currency: 'brl',
+      description: null,
+      saveCard: true,
     });
     expect(result).toMatchObject({ status: 'approved', card: { last4: '3184', chargeable: false } });
   });
@@ -211,7 +303,13 @@ describe('charges with the buyer present (checkout) and PIX', () => {
 
   it('the card number is kept nowhere in the database: only pm_ id, brand and last4', async () => {
     await provider.chargeCard({
-      storeId, idempotencyKey: key(), cardToken: await tokenOf('4242424242424242'), amount: 5000, currency: 'brl', description: null, saveCard: true,
+      storeId,
+      idempotencyKey: key(),
+      cardToken: await tokenOf('4242424242424242'),
+      amount: 5000,
+      currency: 'brl',
+      description: null,
+      saveCard: true,
     });
     for (const name of [TEST_CARDS_COLLECTION, TEST_CHARGES_COLLECTION, TEST_TOKENS_COLLECTION]) {
       const docs = await mongo.db.collection(name).find({}).toArray();

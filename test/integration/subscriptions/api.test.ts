@@ -48,16 +48,22 @@ const productOf = (offer: TestCatalog['monthly']) =>
 
 /** A subscription to the monthly offer whose first cycle is paid (active). */
 async function activeSubscription(card = '4242424242424242', offer = catalog.monthly): Promise<SubscriptionDoc> {
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer, product: productOf(offer), card });
-  return waitFor(async () => {
-    const doc = await findSubscription(mongo.db, store.store._id, sub._id);
-    if (!doc) return null;
-    if (doc.status !== 'active') return doc;
-    if (doc.cycles_completed < 1) return null;
-    // The workflow writes the paid cycle before it emits customer.subscription.updated: wait for the
-    // event too, so a later "no new event" assertion compares against a settled list.
-    return (await eventsFor(doc._id)).includes('customer.subscription.updated') ? doc : null;
-  }, { description: 'first charge and its event', timeoutMs: 20_000 });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer, product: productOf(offer), card },
+  );
+  return waitFor(
+    async () => {
+      const doc = await findSubscription(mongo.db, store.store._id, sub._id);
+      if (!doc) return null;
+      if (doc.status !== 'active') return doc;
+      if (doc.cycles_completed < 1) return null;
+      // The workflow writes the paid cycle before it emits customer.subscription.updated: wait for the
+      // event too, so a later "no new event" assertion compares against a settled list.
+      return (await eventsFor(doc._id)).includes('customer.subscription.updated') ? doc : null;
+    },
+    { description: 'first charge and its event', timeoutMs: 20_000 },
+  );
 }
 
 const get = (path: string) => call(api, store.key, 'GET', path);
@@ -271,7 +277,13 @@ describe('reactivate', () => {
     await post(`/v1/subscriptions/${sub._id}`, { cancel_at_period_end: true });
     const res = await post(`/v1/subscriptions/${sub._id}/reactivate`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'active', cancel_at_period_end: false, canceled_at: null, cancellation_details: null, next_billing_at: sub.current_period_end });
+    expect(res.body).toMatchObject({
+      status: 'active',
+      cancel_at_period_end: false,
+      canceled_at: null,
+      cancellation_details: null,
+      next_billing_at: sub.current_period_end,
+    });
     expect((await eventsFor(sub._id)).at(-1)).toBe('customer.subscription.updated');
   });
 
@@ -308,7 +320,10 @@ describe('reactivate', () => {
     /** A canceled subscription whose saved card the provider leaves in review, and the answer to its reactivation. */
     async function reactivatedIntoReview() {
       // Trialing, so nothing is charged before the cancellation.
-      const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product, card: '4000000000004954' });
+      const sub = await seedSubscription(
+        { db: mongo.db, temporal: temporal.client, taskQueue },
+        { store: store.store, offer: catalog.trial, product: catalog.product, card: '4000000000004954' },
+      );
       expect((await call(api, store.key, 'DELETE', `/v1/subscriptions/${sub._id}`)).status).toBe(200);
       const canceled = (await findSubscription(mongo.db, store.store._id, sub._id))!;
       const res = await post(`/v1/subscriptions/${sub._id}/reactivate`);
@@ -325,11 +340,20 @@ describe('reactivate', () => {
       expectProviderError(await post(`/v1/subscriptions/${sub._id}/reactivate`), /in review/);
 
       expect((await settle(orders[0]._id, 'paid')).code).toBe(0);
-      const active = await waitFor(async () => {
-        const doc = await findSubscription(mongo.db, store.store._id, sub._id);
-        return doc?.status === 'active' ? doc : null;
-      }, { description: 'reactivated by the paid notice' });
-      expect(active).toMatchObject({ cycles_completed: 1, ended_at: null, canceled_at: null, cancellation_details: null, cancel_at_period_end: false });
+      const active = await waitFor(
+        async () => {
+          const doc = await findSubscription(mongo.db, store.store._id, sub._id);
+          return doc?.status === 'active' ? doc : null;
+        },
+        { description: 'reactivated by the paid notice' },
+      );
+      expect(active).toMatchObject({
+        cycles_completed: 1,
+        ended_at: null,
+        canceled_at: null,
+        cancellation_details: null,
+        cancel_at_period_end: false,
+      });
       expect(active.current_period_end).toBeGreaterThan(active.current_period_start!);
       expect(active.next_billing_at).toBe(active.current_period_end);
       expect((await ordersCollection(mongo.db).findOne({ _id: orders[0]._id }))!.status).toBe('paid');
@@ -403,7 +427,13 @@ describe('OpenAPI', () => {
     const doc = await call(api, null, 'GET', '/v1/openapi.json');
     expect(doc.status).toBe(200);
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(['/v1/subscriptions', '/v1/subscriptions/{id}', '/v1/subscriptions/{id}/pause', '/v1/subscriptions/{id}/charges', '/v1/subscription_charges/{id}']),
+      expect.arrayContaining([
+        '/v1/subscriptions',
+        '/v1/subscriptions/{id}',
+        '/v1/subscriptions/{id}/pause',
+        '/v1/subscriptions/{id}/charges',
+        '/v1/subscription_charges/{id}',
+      ]),
     );
     expect(doc.body.paths['/v1/subscriptions/{id}/charges'].post.responses).toHaveProperty('402');
     expect(doc.body.components.schemas).toHaveProperty('Subscription');
@@ -427,10 +457,13 @@ describe('admin CLI', () => {
     expect(out.code).toBe(0);
     const created = JSON.parse(out.output);
     expect(created).toMatchObject({ object: 'subscription', customer: customer.body.id, default_payment_method: { type: 'card' } });
-    const active = await waitFor(async () => {
-      const doc = await findSubscription(mongo.db, store.store._id, created.id);
-      return doc?.cycles_completed === 1 ? doc : null;
-    }, { description: 'CLI subscription charged' });
+    const active = await waitFor(
+      async () => {
+        const doc = await findSubscription(mongo.db, store.store._id, created.id);
+        return doc?.cycles_completed === 1 ? doc : null;
+      },
+      { description: 'CLI subscription charged' },
+    );
     expect(active.status).toBe('active');
     // Only the pm_ id, brand and last4 are kept: never the number.
     expect(JSON.stringify(active)).not.toContain('4242424242424242');
@@ -445,7 +478,13 @@ describe('original catalog (2026-09-01) names of real actions', () => {
     legacy = await createTestStore(mongo.db);
     legacyCatalog = await seedCatalog(mongo.db, legacy.store._id);
     // An endpoint on the original catalog makes its events stored; subscribed to nothing here, so none is delivered.
-    await insertEndpoint(mongo.db, { storeId: legacy.store._id, url: 'https://hooks.example.com/legacy', description: null, enabledEvents: ['order.refunded'], apiVersion: '2026-09-01' });
+    await insertEndpoint(mongo.db, {
+      storeId: legacy.store._id,
+      url: 'https://hooks.example.com/legacy',
+      description: null,
+      enabledEvents: ['order.refunded'],
+      apiVersion: '2026-09-01',
+    });
   });
 
   /** The store's original-catalog event types about one object, oldest first (read through GET /v1/events). */
@@ -459,11 +498,17 @@ describe('original catalog (2026-09-01) names of real actions', () => {
   }
 
   async function legacyActive(): Promise<SubscriptionDoc> {
-    const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: legacy.store, offer: legacyCatalog.monthly, product: legacyCatalog.product });
-    return waitFor(async () => {
-      const doc = await findSubscription(mongo.db, legacy.store._id, sub._id);
-      return doc?.status === 'active' && (await legacyTypesOf(sub._id)).includes('subscription.updated') ? doc : null;
-    }, { description: 'first cycle paid', timeoutMs: 20_000 });
+    const sub = await seedSubscription(
+      { db: mongo.db, temporal: temporal.client, taskQueue },
+      { store: legacy.store, offer: legacyCatalog.monthly, product: legacyCatalog.product },
+    );
+    return waitFor(
+      async () => {
+        const doc = await findSubscription(mongo.db, legacy.store._id, sub._id);
+        return doc?.status === 'active' && (await legacyTypesOf(sub._id)).includes('subscription.updated') ? doc : null;
+      },
+      { description: 'first cycle paid', timeoutMs: 20_000 },
+    );
   }
 
   it('DELETE emits subscription.cancelled and reactivate subscription.reactivated', async () => {

@@ -50,8 +50,16 @@ it('a worker killed holding the renewal charge after the approval: the period ad
   expect(ms).toBeLessThan(RECOVERY_BOUND_MS);
 
   const periodEnd = sub.current_period_end!;
-  expect(renewed).toMatchObject({ status: 'active', current_period_start: periodEnd, current_period_end: periodEnd + DAY_S, next_billing_at: periodEnd + DAY_S });
-  const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ key: { $regex: `^renewal/${sub._id}/` } }).toArray();
+  expect(renewed).toMatchObject({
+    status: 'active',
+    current_period_start: periodEnd,
+    current_period_end: periodEnd + DAY_S,
+    next_billing_at: periodEnd + DAY_S,
+  });
+  const ledger = await mongo.db
+    .collection(TEST_CHARGES_COLLECTION)
+    .find({ key: { $regex: `^renewal/${sub._id}/` } })
+    .toArray();
   expect(ledger.map((entry) => entry.key)).toEqual([`renewal/${sub._id}/2/0`]);
   const orders = await ordersCollection(mongo.db).find({ subscription: sub._id }).toArray();
   expect(orders.map((order) => [order.billing_reason, order.status, order.amount_total])).toEqual([['renewal', 'paid', 4990]]);

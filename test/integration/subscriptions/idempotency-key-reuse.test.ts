@@ -44,20 +44,32 @@ afterAll(async () => {
 
 /** A monthly subscription whose first cycle the workflow has charged: active. */
 async function activeSubscription(): Promise<SubscriptionDoc> {
-  const sub = await seedSubscription({ db: mongo.db, temporal: temporal.client, taskQueue }, { store: store.store, offer: catalog.monthly, product: catalog.product });
-  return waitFor(async () => {
-    const doc = await findSubscription(mongo.db, store.store._id, sub._id);
-    return doc?.status === 'active' && doc.cycles_completed === 1 ? doc : null;
-  }, { timeoutMs: 30_000, description: 'the first cycle paid' });
+  const sub = await seedSubscription(
+    { db: mongo.db, temporal: temporal.client, taskQueue },
+    { store: store.store, offer: catalog.monthly, product: catalog.product },
+  );
+  return waitFor(
+    async () => {
+      const doc = await findSubscription(mongo.db, store.store._id, sub._id);
+      return doc?.status === 'active' && doc.cycles_completed === 1 ? doc : null;
+    },
+    { timeoutMs: 30_000, description: 'the first cycle paid' },
+  );
 }
 
 const act = (sub: { _id: string }, method: 'POST' | 'DELETE', path: string, key: string) =>
-  call(api, store.key, method, `/v1/subscriptions/${sub._id}${path}`, { json: method === 'POST' ? {} : undefined, headers: { 'idempotency-key': key } });
+  call(api, store.key, method, `/v1/subscriptions/${sub._id}${path}`, {
+    json: method === 'POST' ? {} : undefined,
+    headers: { 'idempotency-key': key },
+  });
 
 /** What 24 hours do to a key's record: it is past its term (the TTL index would delete it). */
 async function ageKeyPastItsRecord(key: string): Promise<void> {
   const past = Date.now() - IDEMPOTENCY_TTL_MS - 60_000;
-  const aged = await collections(mongo.db).idempotency.updateOne({ _id: `${store.store._id}:${key}` }, { $set: { created: past, expires_at: new Date(past + IDEMPOTENCY_TTL_MS) } });
+  const aged = await collections(mongo.db).idempotency.updateOne(
+    { _id: `${store.store._id}:${key}` },
+    { $set: { created: past, expires_at: new Date(past + IDEMPOTENCY_TTL_MS) } },
+  );
   expect(aged.matchedCount).toBe(1);
 }
 
@@ -97,7 +109,10 @@ it('a reactivation key reused past its record charges the card again: every paid
   expect(paid).toHaveLength(3);
   const transactions = paid.map((order) => order.provider_transaction_id);
   expect(new Set(transactions).size).toBe(3);
-  const captures = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ store_id: store.store._id, transaction_id: { $in: transactions } }).toArray();
+  const captures = await mongo.db
+    .collection(TEST_CHARGES_COLLECTION)
+    .find({ store_id: store.store._id, transaction_id: { $in: transactions } })
+    .toArray();
   expect(captures.map((capture) => capture.state).sort()).toEqual(['approved', 'approved', 'approved']);
   const reactivationKeys = captures.map((capture) => capture.key as string).filter((k) => k.startsWith('reactivation/'));
   expect(new Set(reactivationKeys).size).toBe(2);

@@ -77,7 +77,11 @@ async function payOnHostedPage(sessionId: string, payment: Record<string, string
 }
 
 /** Opens a session for `body`, pays it and waits until it is complete (with its subscription when recurring). */
-async function buy(body: Record<string, unknown>, recurring: boolean, payment = CARD): Promise<{ id: string; order: string; subscription: string | null }> {
+async function buy(
+  body: Record<string, unknown>,
+  recurring: boolean,
+  payment = CARD,
+): Promise<{ id: string; order: string; subscription: string | null }> {
   const session = await post('/v1/checkout/sessions', body);
   expect(session.status).toBe(201);
   await payOnHostedPage(session.body.id, payment);
@@ -93,16 +97,24 @@ async function buy(body: Record<string, unknown>, recurring: boolean, payment = 
 /** Advances the clock and waits until it is ready again. */
 async function advance(clock: string, to: number): Promise<void> {
   expect((await post(`/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: to })).status).toBe(200);
-  await waitFor(async () => (await get(`/v1/test_helpers/test_clocks/${clock}`)).body.status === 'ready' || null, { timeoutMs: 60_000, description: `clock ready at ${to}` });
+  await waitFor(async () => (await get(`/v1/test_helpers/test_clocks/${clock}`)).body.status === 'ready' || null, {
+    timeoutMs: 60_000,
+    description: `clock ready at ${to}`,
+  });
 }
 
 /** The plan quota summed over every month the store's orders were paid in (the clock's run a month ahead). */
 async function quotaOverAllMonths(): Promise<{ orders: number; by_type: Record<string, number> }> {
-  const paid = await ordersCollection(mongo.db).find({ store_id: store.store._id, paid_at: { $ne: null } }).toArray();
+  const paid = await ordersCollection(mongo.db)
+    .find({ store_id: store.store._id, paid_at: { $ne: null } })
+    .toArray();
   const months = [...new Set(paid.map((order) => new Date(order.paid_at! * 1000).toISOString().slice(0, 7)))];
   const sum = { orders: 0, by_type: { checkout: 0, api: 0, renewal: 0 } as Record<string, number> };
   for (const month of months) {
-    const { code, output } = await runAdmin(['stores', 'quota', store.store._id, '--month', month, '--json'], { MONGODB_URI: inject('mongoUri'), MONGODB_DB: mongo.db.databaseName });
+    const { code, output } = await runAdmin(['stores', 'quota', store.store._id, '--month', month, '--json'], {
+      MONGODB_URI: inject('mongoUri'),
+      MONGODB_DB: mongo.db.databaseName,
+    });
     expect(code, output).toBe(0);
     const quota = JSON.parse(output) as { orders: number; by_type: Record<string, number> };
     sum.orders += quota.orders;
@@ -127,10 +139,13 @@ test("a clock customer's purchase, renewal and one-off charge go only to the tes
   expect(sub).toMatchObject({ status: 'active' });
   expect((await findSubscription(mongo.db, store.store._id, sub.id))?.test_clock).toBe(clock);
   await advance(clock, sub.current_period_end + 3600);
-  const renewal = await waitFor(async () => {
-    const orders = (await get(`/v1/orders?subscription=${sub.id}`)).body.data as { order_type: string; status: string; livemode: boolean }[];
-    return orders.find((order) => order.order_type === 'renewal' && order.status === 'paid') ?? null;
-  }, { description: 'the renewal the clock reached, paid' });
+  const renewal = await waitFor(
+    async () => {
+      const orders = (await get(`/v1/orders?subscription=${sub.id}`)).body.data as { order_type: string; status: string; livemode: boolean }[];
+      return orders.find((order) => order.order_type === 'renewal' && order.status === 'paid') ?? null;
+    },
+    { description: 'the renewal the clock reached, paid' },
+  );
   const idempotencyKey = `clock-charge-${sub.id}`;
   const charge = await post(`/v1/subscriptions/${sub.id}/charges`, { amount: 1500 }, { 'idempotency-key': idempotencyKey });
   expect(charge.body).toMatchObject({ status: 'succeeded' });
@@ -140,7 +155,13 @@ test("a clock customer's purchase, renewal and one-off charge go only to the tes
   // Each connection's ledger holds only its own side's money.
   const testKeys = await ledgerKeys(mongo.db);
   expect(testKeys).toHaveLength(3);
-  expect(testKeys).toEqual(expect.arrayContaining([`checkout/${purchase.id}/1`, expect.stringMatching(new RegExp(`^renewal/${sub.id}/`)), merchantChargeKey(idempotencyKey)]));
+  expect(testKeys).toEqual(
+    expect.arrayContaining([
+      `checkout/${purchase.id}/1`,
+      expect.stringMatching(new RegExp(`^renewal/${sub.id}/`)),
+      merchantChargeKey(idempotencyKey),
+    ]),
+  );
   expect(await ledgerKeys(realLedgerDb)).toEqual([`checkout/${normal.id}/1`]);
   const livemodeOf = async (order: string) => (await get(`/v1/orders/${order}`)).body.livemode;
   expect([await livemodeOf(purchase.order), renewal.livemode, await livemodeOf(charge.body.order)]).toEqual([false, false, false]);
@@ -151,7 +172,12 @@ test("a clock customer's purchase, renewal and one-off charge go only to the tes
 
 /** The hosted page's test button "paid" for a pending payment. */
 const pressSettlePaid = (sessionId: string) =>
-  fetch(`${api.url}/c/${sessionId}/test/settle`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'outcome=paid' });
+  fetch(`${api.url}/c/${sessionId}/test/settle`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'outcome=paid',
+  });
 const pageOf = async (sessionId: string) => (await fetch(`${api.url}/c/${sessionId}`)).text();
 
 test("the hosted page's test buttons settle a clock customer's PIX at the test connection; a real connection's PIX shows none", async () => {
@@ -169,7 +195,9 @@ test("the hosted page's test buttons settle a clock customer's PIX at the test c
   expect(await pageOf(real.id)).not.toContain('data-testid="settle-paid"');
 
   expect((await pressSettlePaid(onClock.id)).status).toBe(303);
-  await waitFor(async () => (await get(`/v1/checkout/sessions/${onClock.id}`)).body.payment_status === 'paid' || null, { description: "the clock customer's PIX paid" });
+  await waitFor(async () => (await get(`/v1/checkout/sessions/${onClock.id}`)).body.payment_status === 'paid' || null, {
+    description: "the clock customer's PIX paid",
+  });
   expect((await get(`/v1/orders/${onClock.order}`)).body).toMatchObject({ status: 'paid', livemode: false });
   // The real connection's payment is not the page's to settle: pressing the button changes nothing there.
   expect((await pressSettlePaid(real.id)).status).toBe(303);

@@ -7,7 +7,15 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestConnection } from '../../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { startTestApi } from '../../support/api';
-import { buyerForm, call, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 import { waitFor } from '../../support/env';
 
@@ -47,21 +55,31 @@ test("a hosted-page buyer with a clock customer's e-mail gets the store's own cu
 
   const session = (await post('/v1/checkout/sessions', { offer: catalog.monthly._id })).body.id as string;
   await payOnHostedPage(session, email.toUpperCase());
-  const paid = await waitFor(async () => {
-    const s = (await get(`/v1/checkout/sessions/${session}`)).body;
-    return s.status === 'complete' && s.subscription ? s : null;
-  }, { description: 'the session complete with its subscription' });
+  const paid = await waitFor(
+    async () => {
+      const s = (await get(`/v1/checkout/sessions/${session}`)).body;
+      return s.status === 'complete' && s.subscription ? s : null;
+    },
+    { description: 'the session complete with its subscription' },
+  );
   expect(paid.customer).not.toBe(clockCustomer.body.id);
   expect((await get(`/v1/customers/${paid.customer}`)).body).toMatchObject({ email, test_clock: null });
 
   // Each scope answers its own customer for the e-mail.
   expect(await post('/v1/customers', { email, ...customerFields })).toMatchObject({ status: 200, body: { id: paid.customer } });
-  expect(await post('/v1/customers', { email, ...customerFields, test_clock: clock })).toMatchObject({ status: 200, body: { id: clockCustomer.body.id } });
+  expect(await post('/v1/customers', { email, ...customerFields, test_clock: clock })).toMatchObject({
+    status: 200,
+    body: { id: clockCustomer.body.id },
+  });
 
   expect((await call(stack.api, store.key, 'DELETE', `/v1/test_helpers/test_clocks/${clock}`)).status).toBe(200);
   expect((await get(`/v1/customers/${clockCustomer.body.id}`)).status).toBe(404);
   expect((await get(`/v1/customers/${paid.customer}`)).status).toBe(200);
-  expect((await get(`/v1/subscriptions/${paid.subscription}`)).body).toMatchObject({ id: paid.subscription, customer: paid.customer, status: 'active' });
+  expect((await get(`/v1/subscriptions/${paid.subscription}`)).body).toMatchObject({
+    id: paid.subscription,
+    customer: paid.customer,
+    status: 'active',
+  });
   const described = await stack.temporal.client.workflow.getHandle(`subscription/${paid.subscription}`).describe();
   expect(described.status.name).toBe('RUNNING');
   expect(await post('/v1/customers', { email, ...customerFields })).toMatchObject({ status: 200, body: { id: paid.customer } });
@@ -73,13 +91,21 @@ function realConnection(): PaymentProvider {
 }
 
 test('without a test connection (a real one only: production without ALLOW_TEST_PAYMENTS) clocks are refused with 400 test_payments_unavailable', async () => {
-  const clock = (await post('/v1/test_helpers/test_clocks', { frozen_time: Math.floor(Date.now() / 1000) })).body as { id: string; frozen_time: number };
+  const clock = (await post('/v1/test_helpers/test_clocks', { frozen_time: Math.floor(Date.now() / 1000) })).body as {
+    id: string;
+    frozen_time: number;
+  };
   const live = await startTestApi({ db: stack.mongo.db, temporal: stack.temporal.client, taskQueue: stack.taskQueue, provider: realConnection() });
   try {
-    const refusal = (status: number, param: string | null) => ({ status, body: { error: { type: 'invalid_request_error', code: 'test_payments_unavailable', param } } });
+    const refusal = (status: number, param: string | null) => ({
+      status,
+      body: { error: { type: 'invalid_request_error', code: 'test_payments_unavailable', param } },
+    });
     const livePost = (path: string, json: unknown) => call(live, store.key, 'POST', path, { json });
     expect(await livePost('/v1/test_helpers/test_clocks', { frozen_time: clock.frozen_time })).toMatchObject(refusal(400, null));
-    expect(await livePost(`/v1/test_helpers/test_clocks/${clock.id}/advance`, { frozen_time: clock.frozen_time + 3600 })).toMatchObject(refusal(400, 'id'));
+    expect(await livePost(`/v1/test_helpers/test_clocks/${clock.id}/advance`, { frozen_time: clock.frozen_time + 3600 })).toMatchObject(
+      refusal(400, 'id'),
+    );
     const email = `refused-${Date.now()}@example.com`;
     expect(await livePost('/v1/customers', { email, ...customerFields, test_clock: clock.id })).toMatchObject(refusal(400, 'test_clock'));
     expect((await get(`/v1/customers?email=${email}`)).body.data).toEqual([]);

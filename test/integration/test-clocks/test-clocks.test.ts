@@ -62,7 +62,13 @@ interface Sub {
 let n = 0;
 async function clockCustomer(clock: string): Promise<string> {
   const email = `clock${++n}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const created = await post('/v1/customers', { email, name: 'Ana Clock', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' }, test_clock: clock });
+  const created = await post('/v1/customers', {
+    email,
+    name: 'Ana Clock',
+    phone: '+5511999990000',
+    document: { type: 'cpf', number: '529.982.247-25' },
+    test_clock: clock,
+  });
   expect(created.status).toBe(201);
   expect(created.body).toMatchObject({ test_clock: clock });
   return (created.body as { id: string }).id;
@@ -77,7 +83,15 @@ async function subscribe(customerId: string, card: string, offerId: string, nowM
   const saved = await provider.saveCard({ storeId: store.store._id, customerId, card: { number: card } });
   if (!saved.ok) throw new Error(saved.message);
   const deps = { db: mongo.db, provider, temporal: temporal.client, taskQueue };
-  const doc = await createSubscription(deps, { store: store.store, customer: customer!, offer: offer!, product: product!, paymentMethod: saved.card, firstPeriodPaid: true, now: nowMs });
+  const doc = await createSubscription(deps, {
+    store: store.store,
+    customer: customer!,
+    offer: offer!,
+    product: product!,
+    paymentMethod: saved.card,
+    firstPeriodPaid: true,
+    now: nowMs,
+  });
   return doc._id;
 }
 
@@ -116,7 +130,10 @@ test('a clock advanced three months: three renewals, a declined card dunned to t
   const meter = (await post('/v1/billing/meters', { display_name: 'Clock calls', event_name: 'clock.calls' })).body as { id: string };
   expect((await post(`/v1/subscriptions/${payer}/usage_items`, { meter: meter.id, unit_amount: 100 })).status).toBeLessThan(300);
   const payerCustomer = (await subscriptionsCollection(mongo.db).findOne({ _id: payer }))!.customer;
-  await waitFor(async () => (await get(`/v1/subscriptions/${payer}/usage`)).body.data?.length > 0 || null, { timeoutMs: 20_000, description: 'usage period open' });
+  await waitFor(async () => (await get(`/v1/subscriptions/${payer}/usage`)).body.data?.length > 0 || null, {
+    timeoutMs: 20_000,
+    description: 'usage period open',
+  });
   const event = await post('/v1/billing/meter_events', { event_name: 'clock.calls', payload: { customer_id: payerCustomer, value: 7 } });
   expect(event.status).toBe(201);
   expect((event.body as { timestamp: number }).timestamp).toBe(t0);
@@ -140,7 +157,11 @@ test('a clock advanced three months: three renewals, a declined card dunned to t
   expect(await eventsOf('customer.subscription.deleted', decliner)).toHaveLength(1);
 
   // The first usage period closed at its end and was charged: 7 calls at 1.00.
-  const periods = ((await get(`/v1/subscriptions/${payer}/usage`)).body as { data: { period_start: number; close_reason: string | null; amount_total: number; charge: string | null }[] }).data;
+  const periods = (
+    (await get(`/v1/subscriptions/${payer}/usage`)).body as {
+      data: { period_start: number; close_reason: string | null; amount_total: number; charge: string | null }[];
+    }
+  ).data;
   const first = periods.find((p) => p.period_start === t0)!;
   expect(first).toMatchObject({ close_reason: 'period_end', amount_total: 700 });
   expect(first.charge).toMatch(/^sch_/);
@@ -180,9 +201,18 @@ test('a clock advanced past a trial, a scheduled cancellation and a session dead
 
 test('the test clock resource: create, list, retrieve and advance answer typed errors for bad input', async () => {
   const t0 = Math.floor(Date.now() / 1000);
-  expect(await post('/v1/test_helpers/test_clocks', {})).toMatchObject({ status: 400, body: { error: { code: 'parameter_missing', param: 'frozen_time' } } });
-  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: 'soon' })).toMatchObject({ status: 400, body: { error: { code: 'parameter_invalid', param: 'frozen_time' } } });
-  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: 'x'.repeat(121) })).toMatchObject({ status: 400, body: { error: { param: 'name' } } });
+  expect(await post('/v1/test_helpers/test_clocks', {})).toMatchObject({
+    status: 400,
+    body: { error: { code: 'parameter_missing', param: 'frozen_time' } },
+  });
+  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: 'soon' })).toMatchObject({
+    status: 400,
+    body: { error: { code: 'parameter_invalid', param: 'frozen_time' } },
+  });
+  expect(await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: 'x'.repeat(121) })).toMatchObject({
+    status: 400,
+    body: { error: { param: 'name' } },
+  });
   expect(await get('/v1/test_helpers/test_clocks/clock_unknown')).toMatchObject({ status: 404, body: { error: { code: 'resource_missing' } } });
 
   const older = ((await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: null })).body as Clock).id;
@@ -203,7 +233,10 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
   const both = await Promise.all([refused(twoMonths), refused(twoMonths)]);
   expect(both.map((r) => r.status).sort()).toEqual([200, 400]);
   expect(both.find((r) => r.status === 400)!.body.error).toMatchObject({ code: 'test_clock_advancing', type: 'invalid_request_error', param: 'id' });
-  await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).status === 'ready' || null, { timeoutMs: 30_000, description: 'empty clock ready' });
+  await waitFor(async () => ((await get(`/v1/test_helpers/test_clocks/${older}`)).body as Clock).status === 'ready' || null, {
+    timeoutMs: 30_000,
+    description: 'empty clock ready',
+  });
   expect(await eventsOf('test_helpers.test_clock.ready', older)).toHaveLength(1);
 
   // Support staff may signal the clock's workflow from the Temporal CLI: the clock still ends up standing there.
@@ -214,9 +247,20 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
   });
 
   // Customers: attached only at creation, to a clock of the store; others have none.
-  const plain = await post('/v1/customers', { email: `plain-${Date.now()}@example.com`, name: 'Ana Plain', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
+  const plain = await post('/v1/customers', {
+    email: `plain-${Date.now()}@example.com`,
+    name: 'Ana Plain',
+    phone: '+5511999990000',
+    document: { type: 'cpf', number: '529.982.247-25' },
+  });
   expect(plain.body).toMatchObject({ test_clock: null });
-  const unknown = await post('/v1/customers', { email: `lost-${Date.now()}@example.com`, name: 'Ana Lost', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' }, test_clock: 'clock_unknown' });
+  const unknown = await post('/v1/customers', {
+    email: `lost-${Date.now()}@example.com`,
+    name: 'Ana Lost',
+    phone: '+5511999990000',
+    document: { type: 'cpf', number: '529.982.247-25' },
+    test_clock: 'clock_unknown',
+  });
   expect(unknown).toMatchObject({ status: 404, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'test_clock' } } });
   expect(await post(`/v1/customers/${plain.body.id}`, { test_clock: newer })).toMatchObject({ status: 400 });
 });
@@ -231,15 +275,32 @@ test('deleting a clock ends its workflows and deletes its customers, their subsc
   const session = (await post('/v1/checkout/sessions', { offer: offer._id, customer })).body.id as string;
   const workflows = [`test-clock/${clock}`, `subscription/${sub}`, `checkout-session/${session}`];
   const statusOf = async (id: string) => (await temporal.client.workflow.getHandle(id).describe()).status.name;
-  await waitFor(async () => (await Promise.all(workflows.map(statusOf))).every((s) => s === 'RUNNING') || null, { timeoutMs: 20_000, description: 'workflows running' });
+  await waitFor(async () => (await Promise.all(workflows.map(statusOf))).every((s) => s === 'RUNNING') || null, {
+    timeoutMs: 20_000,
+    description: 'workflows running',
+  });
 
-  expect((await call(api, store.key, 'DELETE', `/v1/test_helpers/test_clocks/${clock}`)).body).toEqual({ id: clock, object: 'test_clock', deleted: true });
+  expect((await call(api, store.key, 'DELETE', `/v1/test_helpers/test_clocks/${clock}`)).body).toEqual({
+    id: clock,
+    object: 'test_clock',
+    deleted: true,
+  });
   for (const id of workflows) expect(await statusOf(id), id).toBe('TERMINATED');
-  for (const path of [`/v1/test_helpers/test_clocks/${clock}`, `/v1/customers/${customer}`, `/v1/subscriptions/${sub}`, `/v1/checkout/sessions/${session}`]) {
+  for (const path of [
+    `/v1/test_helpers/test_clocks/${clock}`,
+    `/v1/customers/${customer}`,
+    `/v1/subscriptions/${sub}`,
+    `/v1/checkout/sessions/${session}`,
+  ]) {
     expect((await get(path)).status, path).toBe(404);
   }
   // The email is free again: a new customer, not the deleted one.
-  const again = await post('/v1/customers', { email, name: 'Ana Again', phone: '+5511999990000', document: { type: 'cpf', number: '529.982.247-25' } });
+  const again = await post('/v1/customers', {
+    email,
+    name: 'Ana Again',
+    phone: '+5511999990000',
+    document: { type: 'cpf', number: '529.982.247-25' },
+  });
   expect(again.status).toBe(201);
   expect(again.body.id).not.toBe(customer);
 });

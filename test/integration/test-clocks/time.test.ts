@@ -16,7 +16,16 @@ import { subscriptionWorkflowId } from '../../../workflows/subscription/messages
 import { usageWorkflowId } from '../../../workflows/usage-periods/messages';
 import { checkoutSessionWorkflowId, stateQuery } from '../../../workflows/checkout-session/messages';
 import { testClockWorkflowId, type TestClockWorkflowInput } from '../../../workflows/test-clock/messages';
-import { buyerForm, call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutCatalog, type CheckoutStack } from '../../support/checkout-fixtures';
+import {
+  buyerForm,
+  call,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 import { waitFor } from '../../support/env';
 
@@ -50,7 +59,15 @@ afterAll(async () => {
 async function createClock(frozenTime: number): Promise<string> {
   const id = newId('clock');
   const storeId = store.store._id;
-  await testClocksCollection(stack.mongo.db).insertOne({ _id: id, store_id: storeId, name: 'suite clock', frozen_time: frozenTime, now_ms: frozenTime * 1000, status: 'ready', created: nowSeconds() });
+  await testClocksCollection(stack.mongo.db).insertOne({
+    _id: id,
+    store_id: storeId,
+    name: 'suite clock',
+    frozen_time: frozenTime,
+    now_ms: frozenTime * 1000,
+    status: 'ready',
+    created: nowSeconds(),
+  });
   const input: TestClockWorkflowInput = { storeId, clockId: id, nowMs: frozenTime * 1000 };
   await stack.temporal.client.workflow.start('testClockWorkflow', { workflowId: testClockWorkflowId(id), taskQueue: stack.taskQueue, args: [input] });
   return id;
@@ -111,11 +128,21 @@ describe('checkout sessions', () => {
 
   test("expires_at is 30 minutes to 24 hours from the clock's now for its customer, from real now for the others", async () => {
     const realHour = nowSeconds() + 3600;
-    expectError(await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: clockCustomer, expires_at: realHour }), 400, 'parameter_invalid', 'expires_at');
+    expectError(
+      await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: clockCustomer, expires_at: realHour }),
+      400,
+      'parameter_invalid',
+      'expires_at',
+    );
     const onClock = await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: clockCustomer, expires_at: clockTime + 2 * 3600 });
     expect([onClock.status, onClock.body.expires_at]).toEqual([201, clockTime + 2 * 3600]);
 
-    expectError(await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: plainCustomer, expires_at: clockTime + 2 * 3600 }), 400, 'parameter_invalid', 'expires_at');
+    expectError(
+      await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: plainCustomer, expires_at: clockTime + 2 * 3600 }),
+      400,
+      'parameter_invalid',
+      'expires_at',
+    );
     expect((await createSession(stack.api, store, { offer: catalog.oneOff._id, customer: plainCustomer, expires_at: realHour })).status).toBe(201);
   });
 });
@@ -129,22 +156,41 @@ describe('meter events', () => {
     eventName = meter.body.event_name;
   });
 
-  const event = (customer: string, extra: Record<string, unknown> = {}) => ({ event_name: eventName, payload: { customer_id: customer, value: 1 }, ...extra });
+  const event = (customer: string, extra: Record<string, unknown> = {}) => ({
+    event_name: eventName,
+    payload: { customer_id: customer, value: 1 },
+    ...extra,
+  });
 
   test("a clock customer's event: timestamp defaults to the clock's time and is windowed on it (real now is the future)", async () => {
     const stamped = await post('/v1/billing/meter_events', event(clockCustomer));
     expect(stamped.status, JSON.stringify(stamped.body)).toBe(201);
     expect(stamped.body.timestamp).toBe(clockTime);
-    expectError(await post('/v1/billing/meter_events', event(clockCustomer, { timestamp: nowSeconds() })), 400, 'timestamp_out_of_range', 'timestamp');
+    expectError(
+      await post('/v1/billing/meter_events', event(clockCustomer, { timestamp: nowSeconds() })),
+      400,
+      'timestamp_out_of_range',
+      'timestamp',
+    );
     const past = await post('/v1/billing/meter_events', event(clockCustomer, { timestamp: clockTime - 30 * DAY }));
     expect([past.status, past.body.timestamp]).toEqual([201, clockTime - 30 * DAY]);
-    expectError(await post('/v1/billing/meter_events', event(clockCustomer, { timestamp: clockTime - 36 * DAY })), 400, 'timestamp_out_of_range', 'timestamp');
+    expectError(
+      await post('/v1/billing/meter_events', event(clockCustomer, { timestamp: clockTime - 36 * DAY })),
+      400,
+      'timestamp_out_of_range',
+      'timestamp',
+    );
   });
 
   test("a batch mixing customers judges each on its own customer's now; a customer without a clock is unchanged", async () => {
     const before = nowSeconds();
     const batch = await post('/v1/billing/meter_events/batch', {
-      events: [event(clockCustomer), event(plainCustomer), event(plainCustomer, { timestamp: clockTime }), event(clockCustomer, { timestamp: before })],
+      events: [
+        event(clockCustomer),
+        event(plainCustomer),
+        event(plainCustomer, { timestamp: clockTime }),
+        event(clockCustomer, { timestamp: before }),
+      ],
     });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     expect(batch.body.results.map((r: { status: string; error?: { code: string } }) => r.error?.code ?? r.status)).toEqual([
@@ -170,7 +216,14 @@ describe('subscriptions', () => {
     const session = (await createSession(stack.api, store, { offer: catalog.monthly._id, customer })).body;
     // The session workflow registers its handlers once it has joined its clock (a pay before then is refused).
     const workflow = stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(session.id));
-    await waitFor(() => workflow.query(stateQuery).then(() => true, () => null), { timeoutMs: 20_000, description: 'the session workflow answering' });
+    await waitFor(
+      () =>
+        workflow.query(stateQuery).then(
+          () => true,
+          () => null,
+        ),
+      { timeoutMs: 20_000, description: 'the session workflow answering' },
+    );
     const paid = await fetch(`${stack.api.url}/c/${session.id}/pay`, {
       method: 'POST',
       redirect: 'manual',
@@ -197,7 +250,10 @@ describe('subscriptions', () => {
     // A usage item starts the usage workflow, with the subscription's clock in its input.
     const meter = await post('/v1/billing/meters', { display_name: 'Clocked calls', event_name: 'clock.calls' });
     expect((await post(`/v1/subscriptions/${subId}/usage_items`, { meter: meter.body.id, unit_amount: 10 })).status).toBeLessThan(300);
-    const usageInput = await waitFor(() => startInput(usageWorkflowId(subId)).catch(() => null), { timeoutMs: 20_000, description: 'usage workflow started' });
+    const usageInput = await waitFor(() => startInput(usageWorkflowId(subId)).catch(() => null), {
+      timeoutMs: 20_000,
+      description: 'usage workflow started',
+    });
     expect(usageInput).toEqual({ storeId: store.store._id, subscriptionId: subId, testClock: clockId });
   });
 

@@ -90,18 +90,29 @@ describe('billing.meter.error_report_triggered (event rule 6)', () => {
     // have ingested them; HTTP can only send into the running hour.
     const pastHour = windowStart(nowSeconds() - ERROR_REPORT_DELAY_SECONDS, HOUR) - HOUR;
     const deps = { db: mongo.db, temporal: temporal.client, taskQueue };
-    const ev = (customerId: string, identifier?: string) => ({ event_name: m.event_name, identifier, payload: { customer_id: customerId, value: 1 } });
-    const first = await ingestMeterEvents(deps, store.store._id, [ev(customer._id, 'a'), ev(customer._id, 'b'), ev(customer._id)], { now: (pastHour + 600) * 1000 });
-    const second = await ingestMeterEvents(deps, store.store._id, [ev(customer._id, 'a'), ev(customer._id), ev(subscribed._id)], { now: (pastHour + 1800) * 1000 });
+    const ev = (customerId: string, identifier?: string) => ({
+      event_name: m.event_name,
+      identifier,
+      payload: { customer_id: customerId, value: 1 },
+    });
+    const first = await ingestMeterEvents(deps, store.store._id, [ev(customer._id, 'a'), ev(customer._id, 'b'), ev(customer._id)], {
+      now: (pastHour + 600) * 1000,
+    });
+    const second = await ingestMeterEvents(deps, store.store._id, [ev(customer._id, 'a'), ev(customer._id), ev(subscribed._id)], {
+      now: (pastHour + 1800) * 1000,
+    });
     expect([...first, ...second].map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted', 'duplicate', 'accepted', 'accepted']);
     // The running hour: reported only once it is over.
     expect((await post('/v1/billing/meter_events', ev(customer._id))).status).toBe(201);
 
     await ensureUsageRoutine(temporal.client, taskQueue, { usageEveryMs: 60 * 60_000 });
-    const [report, ...more] = await waitFor(async () => {
-      const found = await reportsOf(m.id);
-      return found.length > 0 ? found : null;
-    }, { timeoutMs: 30_000, description: 'the routine to send the finished hour’s report' });
+    const [report, ...more] = await waitFor(
+      async () => {
+        const found = await reportsOf(m.id);
+        return found.length > 0 ? found : null;
+      },
+      { timeoutMs: 30_000, description: 'the routine to send the finished hour’s report' },
+    );
     expect(more).toEqual([]);
     // 4 unattached events: the duplicate is not counted again, the attached one not at all.
     expect(report).toMatchObject({
@@ -117,11 +128,21 @@ describe('billing.meter.error_report_triggered (event rule 6)', () => {
 
     // A routine that died after sending and before marking the hour: the next run (run_now) sends nothing new.
     const routine = usageRoutineWorkflowId(taskQueue);
-    const runs = await waitFor(async () => (await routineState(temporal.client, routine)).runs || null, { timeoutMs: 30_000, description: 'the first run to end' });
-    await mongo.db.collection<{ _id: string; reported: boolean }>('usage_error_reports').updateOne({ _id: `${m.id}|${pastHour}` }, { $set: { reported: false } });
+    const runs = await waitFor(async () => (await routineState(temporal.client, routine)).runs || null, {
+      timeoutMs: 30_000,
+      description: 'the first run to end',
+    });
+    await mongo.db
+      .collection<{ _id: string; reported: boolean }>('usage_error_reports')
+      .updateOne({ _id: `${m.id}|${pastHour}` }, { $set: { reported: false } });
     await runRoutineNow(temporal.client, routine);
-    await waitFor(async () => (await routineState(temporal.client, routine)).runs > runs, { timeoutMs: 30_000, description: 'the routine to run again' });
-    expect(await mongo.db.collection<{ _id: string; reported: boolean }>('usage_error_reports').findOne({ _id: `${m.id}|${pastHour}` })).toMatchObject({ reported: true });
+    await waitFor(async () => (await routineState(temporal.client, routine)).runs > runs, {
+      timeoutMs: 30_000,
+      description: 'the routine to run again',
+    });
+    expect(
+      await mongo.db.collection<{ _id: string; reported: boolean }>('usage_error_reports').findOne({ _id: `${m.id}|${pastHour}` }),
+    ).toMatchObject({ reported: true });
     expect(await reportsOf(m.id)).toHaveLength(1);
   });
 
@@ -160,7 +181,10 @@ describe('tiers beside unit_amount (usage rule 1)', () => {
     const item = await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: m.id, unit_amount: 500, tiers });
     expect(item.status, JSON.stringify(item.body)).toBe(201);
     expect(item.body).toMatchObject({ unit_amount: 500, tiers });
-    await waitFor(async () => (await findUsageState(mongo.db, store.store._id, sub._id))?.open ?? null, { timeoutMs: 20_000, description: 'period open' });
+    await waitFor(async () => (await findUsageState(mongo.db, store.store._id, sub._id))?.open ?? null, {
+      timeoutMs: 20_000,
+      description: 'period open',
+    });
 
     const events = [6, 9].map((value) => ({ event_name: m.event_name, payload: { customer_id: customer._id, value } }));
     expect((await post('/v1/billing/meter_events/batch', { events }, other)).body.accepted).toBe(2);
@@ -192,7 +216,14 @@ describe('event summaries: windows and range', () => {
     const any = await summaries(`start_time=${base + 500}&end_time=${base + 2 * HOUR + 30}`);
     expect(any.status, JSON.stringify(any.body)).toBe(200);
     expect(any.body.data).toEqual([
-      expect.objectContaining({ object: 'billing.meter_event_summary', meter: m.id, customer, aggregated_value: 6, start_time: base + 500, end_time: base + 2 * HOUR + 30 }),
+      expect.objectContaining({
+        object: 'billing.meter_event_summary',
+        meter: m.id,
+        customer,
+        aggregated_value: 6,
+        start_time: base + 500,
+        end_time: base + 2 * HOUR + 30,
+      }),
     ]);
 
     const unaligned = await summaries(`start_time=${base + 500}&end_time=${base + 2 * HOUR}&value_grouping_window=hour`);
@@ -253,7 +284,12 @@ describe('meter deactivation and payloads on the single call', () => {
 
   test('a payload that is not an object is 400 invalid_payload on the single call, JSON or form, as in the batch', async () => {
     const m = await meter();
-    const expected = { type: 'invalid_request_error', code: 'invalid_payload', param: 'payload', message: 'payload is an object of keys and values.' };
+    const expected = {
+      type: 'invalid_request_error',
+      code: 'invalid_payload',
+      param: 'payload',
+      message: 'payload is an object of keys and values.',
+    };
     for (const payload of ['customer_id=cust_1', [1, 2], 42, false]) {
       const single = await post('/v1/billing/meter_events', { event_name: m.event_name, payload }, other);
       expect(single.status, JSON.stringify(payload)).toBe(400);

@@ -48,7 +48,10 @@ it('a worker killed holding closeUsagePeriod after the close: the period is char
   const { subscription: sub, customer } = await seedUsageSubscription(deps, { store: store.store, offer });
   // The item starts the usage workflow (on the doomed worker), which opens the cycle's period.
   await putUsageItem(deps, storeId, sub._id, { meter: meter._id, unit_amount: 250 });
-  await waitFor(async () => (await findUsageState(mongo.db, storeId, sub._id))?.open ?? null, { timeoutMs: 20_000, description: 'the usage period open' });
+  await waitFor(async () => (await findUsageState(mongo.db, storeId, sub._id))?.open ?? null, {
+    timeoutMs: 20_000,
+    description: 'the usage period open',
+  });
   const ingested = await ingestMeterEvents(deps, storeId, [{ event_name: meter.event_name, payload: { customer_id: customer._id, value: 4 } }]);
   expect(ingested.map((result) => result.status)).not.toContain('error');
   // A cancellation closes the period at once (subscription_ended), where its end would wait out a two-minute grace.
@@ -65,7 +68,9 @@ it('a worker killed holding closeUsagePeriod after the close: the period is char
   expect(await temporal.client.workflow.getHandle(usageWorkflowId(sub._id)).result()).toEqual({ finished: 'ended' });
   expect(await usagePeriodsCollection(mongo.db).countDocuments({ subscription: sub._id })).toBe(1);
   const charges = await chargesCollection(mongo.db).find({ store_id: storeId, subscription: sub._id }).toArray();
-  expect(charges.map((charge) => [charge._id, charge.key, charge.amount, charge.status])).toEqual([[period.charge, usageChargeKey(period._id), 1000, 'succeeded']]);
+  expect(charges.map((charge) => [charge._id, charge.key, charge.amount, charge.status])).toEqual([
+    [period.charge, usageChargeKey(period._id), 1000, 'succeeded'],
+  ]);
   const ledger = await mongo.db.collection(TEST_CHARGES_COLLECTION).find({ store_id: storeId }).toArray();
   expect(ledger.map((entry) => entry.key)).toEqual([usageChargeKey(period._id)]);
   const orders = await ordersCollection(mongo.db).find({ subscription: sub._id }).toArray();

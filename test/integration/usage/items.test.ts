@@ -66,7 +66,10 @@ describe('create and replace', () => {
     const first = await post(sub._id, { meter: m.id, unit_amount: 2.5, label: 'Images' });
     const second = await post(sub._id, {
       meter: m.id,
-      tiers: [{ up_to: 1000, unit_amount: 1 }, { up_to: null, unit_amount: 0.5, flat_amount: 500 }],
+      tiers: [
+        { up_to: 1000, unit_amount: 1 },
+        { up_to: null, unit_amount: 0.5, flat_amount: 500 },
+      ],
       unit_amount: 0,
       included_units: 100,
       rounding: 'nearest',
@@ -80,7 +83,10 @@ describe('create and replace', () => {
       rounding: 'nearest',
       billing_threshold: 50000,
       label: null,
-      tiers: [{ up_to: 1000, unit_amount: 1 }, { up_to: null, unit_amount: 0.5, flat_amount: 500 }],
+      tiers: [
+        { up_to: 1000, unit_amount: 1 },
+        { up_to: null, unit_amount: 0.5, flat_amount: 500 },
+      ],
     });
     const list = await call(api, store.key, 'GET', `/v1/subscriptions/${sub._id}/usage_items`);
     expect(list.body.data).toHaveLength(1);
@@ -92,7 +98,10 @@ describe('create and replace', () => {
       form: `meter=${m.id}&unit_amount=0&tiers[0][up_to]=100&tiers[0][unit_amount]=2&tiers[1][up_to]=inf&tiers[1][unit_amount]=1&tiers[1][flat_amount]=300`,
     });
     expect(res.status).toBe(201);
-    expect(res.body.tiers).toEqual([{ up_to: 100, unit_amount: 2 }, { up_to: null, unit_amount: 1, flat_amount: 300 }]);
+    expect(res.body.tiers).toEqual([
+      { up_to: 100, unit_amount: 2 },
+      { up_to: null, unit_amount: 1, flat_amount: 300 },
+    ]);
   });
 
   test('currency equal to the subscription (any case) is accepted; another is 400 currency_mismatch', async () => {
@@ -140,7 +149,17 @@ describe('refusals', () => {
     [{ tiers: [] }, 'parameter_invalid', 'tiers'],
     [{ tiers: Array.from({ length: 21 }, (_, i) => ({ up_to: i === 20 ? null : i + 1, unit_amount: 1 })) }, 'parameter_invalid', 'tiers'],
     [{ tiers: [{ up_to: 10, unit_amount: 1 }] }, 'parameter_invalid', 'tiers[0].up_to'],
-    [{ tiers: [{ up_to: 10, unit_amount: 1 }, { up_to: 5, unit_amount: 1 }, { up_to: null, unit_amount: 1 }] }, 'parameter_invalid', 'tiers[1].up_to'],
+    [
+      {
+        tiers: [
+          { up_to: 10, unit_amount: 1 },
+          { up_to: 5, unit_amount: 1 },
+          { up_to: null, unit_amount: 1 },
+        ],
+      },
+      'parameter_invalid',
+      'tiers[1].up_to',
+    ],
     [{ tiers: [{ up_to: null, unit_amount: 1, flat_amount: 1.5 }] }, 'parameter_invalid', 'tiers[0].flat_amount'],
     [{ tiers: [{ up_to: null }] }, 'parameter_missing', 'tiers[0].unit_amount'],
     [{ unit_amount: 1, color: 'red' }, 'parameter_invalid', 'color'],

@@ -26,7 +26,9 @@ afterAll(async () => {
 });
 
 const send = (base: { url: string }, eventName: string, customer: string) =>
-  call(base as TestApi, store.key, 'POST', '/v1/billing/meter_events', { json: { event_name: eventName, payload: { customer_id: customer, value: 1 } } });
+  call(base as TestApi, store.key, 'POST', '/v1/billing/meter_events', {
+    json: { event_name: eventName, payload: { customer_id: customer, value: 1 } },
+  });
 
 test('a deactivation through one process refuses the next event on another at once', async () => {
   const eventName = `deact.${Date.now()}`;

@@ -192,7 +192,14 @@ describe('batch', () => {
     const customer = await seedCustomer(mongo.db, store.store._id);
     const ev = (identifier: string, value: unknown = 1) => ({ event_name: m.event_name, identifier, payload: { customer_id: customer._id, value } });
     await send(ev('old'));
-    const res = await batch([ev('a'), ev('old'), ev('b', 'x'), { event_name: 'nope', payload: { customer_id: customer._id, value: 1 } }, ev('a'), ev('c')]);
+    const res = await batch([
+      ev('a'),
+      ev('old'),
+      ev('b', 'x'),
+      { event_name: 'nope', payload: { customer_id: customer._id, value: 1 } },
+      ev('a'),
+      ev('c'),
+    ]);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ object: 'billing.meter_event_batch', accepted: 2, duplicates: 2, errors: 2 });
     expect(res.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'duplicate', 'error', 'error', 'duplicate', 'accepted']);
@@ -210,7 +217,10 @@ describe('batch', () => {
     const dups = await batch([ev, ev]);
     expect(dups.status).toBe(200);
     expect(dups.body).toMatchObject({ accepted: 0, duplicates: 2, errors: 0 });
-    const none = await batch([{ event_name: 'nope', payload: { customer_id: customer._id, value: 1 } }, { ...ev, timestamp: now() + 3600 }]);
+    const none = await batch([
+      { event_name: 'nope', payload: { customer_id: customer._id, value: 1 } },
+      { ...ev, timestamp: now() + 3600 },
+    ]);
     expect(none.status).toBe(400);
     expect(none.body.error).toMatchObject({ type: 'invalid_request_error', code: 'parameter_invalid', param: 'events', accepted: 0, errors: 2 });
     expect(none.body.error.results.map((r: { error: { code: string } }) => r.error.code)).toEqual(['no_meter_found', 'timestamp_out_of_range']);
@@ -269,10 +279,14 @@ describe('attachment on arrival (event rule 5)', () => {
   test('a canceled subscription takes no events; the decision is kept on a repeat after the item appears', async () => {
     const m = await meter();
     const { subscription, customer } = await subscriptionWithItem(m.id);
-    await collections(mongo.db).db.collection('subscriptions').updateOne({ _id: subscription._id as never }, { $set: { status: 'canceled' } });
+    await collections(mongo.db)
+      .db.collection('subscriptions')
+      .updateOne({ _id: subscription._id as never }, { $set: { status: 'canceled' } });
     const res = await send({ event_name: m.event_name, identifier: 'late', payload: { customer_id: customer._id, value: 1 } });
     expect(res.body.subscription).toBeNull();
-    await collections(mongo.db).db.collection('subscriptions').updateOne({ _id: subscription._id as never }, { $set: { status: 'active' } });
+    await collections(mongo.db)
+      .db.collection('subscriptions')
+      .updateOne({ _id: subscription._id as never }, { $set: { status: 'active' } });
     const replay = await send({ event_name: m.event_name, identifier: 'late', payload: { customer_id: customer._id, value: 1 } });
     expect(replay.status).toBe(200);
     expect(replay.body.subscription).toBeNull();
@@ -307,7 +321,12 @@ describe('billing.meter.error_report_triggered', () => {
     expect(sent).toHaveLength(hours.length);
     expect(sent.reduce((sum: number, r: { reason: { error_count: number } }) => sum + r.reason.error_count, 0)).toBe(6);
     if (hours.length === 1) {
-      expect(sent[0]).toMatchObject({ meter: m.id, validation_start: hours[0], validation_end: hours[0] + 3600, reason: { error_count: 6, error_types: [{ code: 'no_subscription_for_customer', error_count: 6 }] } });
+      expect(sent[0]).toMatchObject({
+        meter: m.id,
+        validation_start: hours[0],
+        validation_end: hours[0] + 3600,
+        reason: { error_count: 6, error_types: [{ code: 'no_subscription_for_customer', error_count: 6 }] },
+      });
     }
     // Sent again (a routine that died before marking the hour): no second report.
     await mongo.db.collection('usage_error_reports').updateMany({ meter: m.id }, { $set: { reported: false } });

@@ -31,7 +31,9 @@ afterAll(async () => {
 
 let n = 0;
 async function meter(formula: 'sum' | 'count' | 'last' = 'sum') {
-  const res = await call(api, store.key, 'POST', '/v1/billing/meters', { json: { display_name: 'S', event_name: `sum.${++n}`, default_aggregation: { formula } } });
+  const res = await call(api, store.key, 'POST', '/v1/billing/meters', {
+    json: { display_name: 'S', event_name: `sum.${++n}`, default_aggregation: { formula } },
+  });
   return res.body as { id: string; event_name: string };
 }
 
@@ -133,7 +135,9 @@ describe('formulas and attachment', () => {
     const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue: 'unused' }, { store: store.store, offer });
     await send(m, customer._id, [[D + HOUR, 5]]);
     await call(api, store.key, 'POST', `/v1/subscriptions/${subscription._id}/usage_items`, { json: { meter: m.id, unit_amount: 1 } });
-    const attached = await call(api, store.key, 'POST', '/v1/billing/meter_events', { json: { event_name: m.event_name, payload: { customer_id: customer._id, value: 6 } } });
+    const attached = await call(api, store.key, 'POST', '/v1/billing/meter_events', {
+      json: { event_name: m.event_name, payload: { customer_id: customer._id, value: 6 } },
+    });
     expect(attached.body.subscription).toBe(subscription._id);
     const now = Math.floor(Date.now() / 1000);
     const res = await summaries(m.id, `customer=${customer._id}&start_time=${D}&end_time=${Math.ceil((now + 1) / HOUR) * HOUR}`);
@@ -143,8 +147,18 @@ describe('formulas and attachment', () => {
 
 describe('refusals', () => {
   test.each([
-    ['start_time not on an hour with hourly windows', `start_time=${D + 60}&end_time=${D + DAY}&value_grouping_window=hour`, 'parameter_invalid', 'start_time'],
-    ['end_time not on an hour with hourly windows', `start_time=${D}&end_time=${D + DAY + 1}&value_grouping_window=hour`, 'parameter_invalid', 'end_time'],
+    [
+      'start_time not on an hour with hourly windows',
+      `start_time=${D + 60}&end_time=${D + DAY}&value_grouping_window=hour`,
+      'parameter_invalid',
+      'start_time',
+    ],
+    [
+      'end_time not on an hour with hourly windows',
+      `start_time=${D}&end_time=${D + DAY + 1}&value_grouping_window=hour`,
+      'parameter_invalid',
+      'end_time',
+    ],
     ['day window off a UTC day', `start_time=${D + HOUR}&end_time=${D + DAY}&value_grouping_window=day`, 'parameter_invalid', 'start_time'],
     ['end before start', `start_time=${D + DAY}&end_time=${D}`, 'parameter_invalid', 'end_time'],
     ['more than one year', `start_time=${D - 400 * DAY}&end_time=${D}`, 'parameter_invalid', 'end_time'],

@@ -164,7 +164,9 @@ describe('read, update, deactivate', () => {
     try {
       const dbs = clients.map((c) => c.db(mongo.db.databaseName));
       const storeId = store.store._id;
-      const results = await Promise.all(dbs.map((db, i) => (i % 2 === 0 ? renameMeter(db, storeId, created.id, `Name ${i}`) : deactivateMeter(db, storeId, created.id))));
+      const results = await Promise.all(
+        dbs.map((db, i) => (i % 2 === 0 ? renameMeter(db, storeId, created.id, `Name ${i}`) : deactivateMeter(db, storeId, created.id))),
+      );
       const deactivatedAt = results.filter((_, i) => i % 2 === 1).map((m) => m.deactivated_at);
       expect(new Set(deactivatedAt).size).toBe(1);
       const final = (await call(api, store.key, 'GET', `/v1/billing/meters/${created.id}`)).body;

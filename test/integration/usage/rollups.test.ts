@@ -55,7 +55,10 @@ const insertAll = (contributions: RollupContribution[]) => async (journalId: str
   return new Set(contributions.map((c) => c.id));
 };
 const loader = async (journal: JournalDoc) =>
-  journal.events.map((id) => inserted.get(id)).filter((e) => e?.batch === journal._id).map((e) => e!.c);
+  journal.events
+    .map((id) => inserted.get(id))
+    .filter((e) => e?.batch === journal._id)
+    .map((e) => e!.c);
 
 const write = (db: Db, contributions: RollupContribution[], insert = insertAll(contributions)) =>
   writeBatch(db, 's', { customers: [], contributions, insert });
@@ -121,7 +124,14 @@ describe('rollups', () => {
   test('a batch applied to some of its keys only (a database error midway) gets the rest from recovery, never a key twice', async () => {
     const [good, broken] = ['test|midway-good', 'test|midway-broken'];
     // A document whose sum cannot be incremented: the batch's update of that key fails.
-    await rollupsCollection(mongo.db).insertOne({ _id: broken, store_id: 's', sum: 'unreadable' as unknown as number, count: 0, pending: [], created: 0 });
+    await rollupsCollection(mongo.db).insertOne({
+      _id: broken,
+      store_id: 's',
+      sum: 'unreadable' as unknown as number,
+      count: 0,
+      pending: [],
+      created: 0,
+    });
     const result = await write(mongo.db, [contribution(good, 5), contribution(broken, 7)]);
     expect(result.complete).toBe(false);
     expect(await totalsOf([good])).toEqual([[5, 1]]);
@@ -146,7 +156,15 @@ describe('rollups', () => {
     await waitFor(async () => (await openJournals([key])) === 0, { timeoutMs: 10_000, description: 'journal deleted' });
     // As if the delete after applying had failed.
     const now = Date.now();
-    await journalsCollection(mongo.db).insertOne({ _id: journalId, store_id: 's', customers: [], keys: [key], events: [batch[0].id], lease_until: now - 1000, created: now - 2000 });
+    await journalsCollection(mongo.db).insertOne({
+      _id: journalId,
+      store_id: 's',
+      customers: [],
+      keys: [key],
+      events: [batch[0].id],
+      lease_until: now - 1000,
+      created: now - 2000,
+    });
     const [otherDb] = await processDbs(1);
     await recoverJournals(otherDb, loader, afterLeases());
     expect(await totalsOf([key])).toEqual([[3, 1]]);
@@ -180,7 +198,10 @@ describe('ingestion from several processes', () => {
     const lazy = lazyTestClient();
     onTestFinished(() => lazy.close());
     const deps = { db: mongo.db, temporal: lazy.client, taskQueue: uniqueTaskQueue('unpolled') };
-    const { subscription, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue: deps.taskQueue }, { store, offer, now: Date.now() - 60 * 60_000 });
+    const { subscription, customer } = await seedUsageSubscription(
+      { db: mongo.db, taskQueue: deps.taskQueue },
+      { store, offer, now: Date.now() - 60 * 60_000 },
+    );
     await putUsageItem(deps, store._id, subscription._id, { meter: meter._id, unit_amount: 1 });
     const timestamp = Math.floor(Date.now() / 1000) - 60;
     const event = (k: number) => ({ event_name: meter.event_name, identifier: `e${k}`, timestamp, payload: { customer_id: customer._id, value: k } });

@@ -55,7 +55,10 @@ const get = (path: string, key = store.key) => call(api, key, 'GET', path);
 const post = (path: string, json: unknown) => call(api, store.key, 'POST', path, { json });
 
 async function meter(extra: Record<string, unknown> = {}) {
-  return (await post('/v1/billing/meters', { display_name: `Meter ${++n}`, event_name: `usage.${n}`, ...extra })).body as { id: string; event_name: string };
+  return (await post('/v1/billing/meters', { display_name: `Meter ${++n}`, event_name: `usage.${n}`, ...extra })).body as {
+    id: string;
+    event_name: string;
+  };
 }
 
 /** An active subscription (its first period paid, its own workflow not started: nothing renews here). */
@@ -76,7 +79,9 @@ describe('GET /subscriptions/{id}/usage', () => {
     const open = await openPeriod(sub._id);
     expect([open.start, open.end]).toEqual([sub.current_period_start, sub.current_period_end]);
 
-    await post('/v1/billing/meter_events/batch', { events: [5, 10, 6].map((value) => ({ event_name: m.event_name, payload: { customer_id: customer._id, value } })) });
+    await post('/v1/billing/meter_events/batch', {
+      events: [5, 10, 6].map((value) => ({ event_name: m.event_name, payload: { customer_id: customer._id, value } })),
+    });
     const t = Math.floor(Date.now() / 1000);
     const usage = await get(`/v1/subscriptions/${sub._id}/usage`);
     expect(usage.status).toBe(200);
@@ -120,7 +125,11 @@ describe('GET /subscriptions/{id}/usage', () => {
     const { subscription: sub, customer } = await subscription();
     await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: m.id, unit_amount: 1 });
     await openPeriod(sub._id);
-    const events = Array.from({ length: 50 }, (_, i) => ({ event_name: m.event_name, identifier: `r-${i}`, payload: { customer_id: customer._id, value: 2 } }));
+    const events = Array.from({ length: 50 }, (_, i) => ({
+      event_name: m.event_name,
+      identifier: `r-${i}`,
+      payload: { customer_id: customer._id, value: 2 },
+    }));
     const first = await post('/v1/billing/meter_events/batch', { events });
     expect(first.body).toMatchObject({ accepted: 50, duplicates: 0 });
     const replay = await post('/v1/billing/meter_events/batch', { events });
@@ -133,11 +142,19 @@ describe('GET /subscriptions/{id}/usage', () => {
   test('an event sent before the item existed stays unattached and is never counted', async () => {
     const m = await meter();
     const { subscription: sub, customer } = await subscription();
-    const early = await post('/v1/billing/meter_events', { event_name: m.event_name, identifier: 'early', payload: { customer_id: customer._id, value: 40 } });
+    const early = await post('/v1/billing/meter_events', {
+      event_name: m.event_name,
+      identifier: 'early',
+      payload: { customer_id: customer._id, value: 40 },
+    });
     expect(early.body.subscription).toBeNull();
     await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: m.id, unit_amount: 1 });
     await openPeriod(sub._id);
-    const replayed = await post('/v1/billing/meter_events', { event_name: m.event_name, identifier: 'early', payload: { customer_id: customer._id, value: 40 } });
+    const replayed = await post('/v1/billing/meter_events', {
+      event_name: m.event_name,
+      identifier: 'early',
+      payload: { customer_id: customer._id, value: 40 },
+    });
     expect(replayed.status).toBe(200);
     expect(replayed.body.subscription).toBeNull();
     const later = await post('/v1/billing/meter_events', { event_name: m.event_name, payload: { customer_id: customer._id, value: 3 } });
@@ -203,7 +220,13 @@ describe('offer inheritance', () => {
     await post(`/v1/subscriptions/${usd._id}/usage_items`, { meter: m2.id, unit_amount: 9 });
     await runUsageRoutine({ db: mongo.db, temporal: temporal.client, taskQueue }, Date.now());
     await openPeriod(usd._id);
-    const items = (await get(`/v1/subscriptions/${usd._id}/usage_items`)).body.data as { meter: string; unit_amount: number; source: string; offer: string | null; currency: string }[];
+    const items = (await get(`/v1/subscriptions/${usd._id}/usage_items`)).body.data as {
+      meter: string;
+      unit_amount: number;
+      source: string;
+      offer: string | null;
+      currency: string;
+    }[];
     const byMeter = Object.fromEntries(items.map((i) => [i.meter, i]));
     // m1: the usd row; m2: no usd row, the store currency's (brl) row would apply, but the API item stays.
     expect(byMeter[m1.id]).toMatchObject({ unit_amount: 1, source: 'offer', offer: usageOffer._id, currency: 'usd' });
@@ -274,7 +297,14 @@ describe('closing a period', () => {
     const late = journal(`ubj_late_${sub._id}`, (end + CLOSE_GRACE_SECONDS) * 1000 + 5 * 60_000);
     await journalsCollection(mongo.db).insertMany([early, late]);
     const close = () =>
-      usage.closeUsagePeriod({ storeId: store.store._id, subscriptionId: sub._id, periodId: prepared.period.id, reason: 'period_end', end, now: Math.floor(Date.now() / 1000) });
+      usage.closeUsagePeriod({
+        storeId: store.store._id,
+        subscriptionId: sub._id,
+        periodId: prepared.period.id,
+        reason: 'period_end',
+        end,
+        now: Math.floor(Date.now() / 1000),
+      });
     try {
       await expect(close()).rejects.toMatchObject({ type: 'UsageBatchesInFlight' });
       await journalsCollection(mongo.db).deleteOne({ _id: early._id });

@@ -9,8 +9,24 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { emitEvent } from '../../../services/events/events';
 import { ensureIndexes } from '../../../store/indexes';
 import { createStore } from '../../../store/stores';
-import { AUTO_DISABLE_AFTER, AUTO_DISABLED_REASON, countEndpointExhaustion, endpointsCollection, findEndpoint, insertEndpoint } from '../../../store/webhook-endpoints';
-import { claimAttempt, deliveriesCollection, ensureDelivery, findDelivery, markFailureCounted, recordAttemptOutcome, failureChanges, type WebhookDeliveryDoc } from '../../../store/webhook-deliveries';
+import {
+  AUTO_DISABLE_AFTER,
+  AUTO_DISABLED_REASON,
+  countEndpointExhaustion,
+  endpointsCollection,
+  findEndpoint,
+  insertEndpoint,
+} from '../../../store/webhook-endpoints';
+import {
+  claimAttempt,
+  deliveriesCollection,
+  ensureDelivery,
+  findDelivery,
+  markFailureCounted,
+  recordAttemptOutcome,
+  failureChanges,
+  type WebhookDeliveryDoc,
+} from '../../../store/webhook-deliveries';
 import { attemptWebhookDelivery, type AttemptInput } from '../../../services/webhooks/attempts';
 import { createWebhookHttpClient, type WebhookHttpClient } from '../../../adapters/webhooks/http';
 import { RETRY_DELAYS_MS } from '../../../domain/webhook-retry';
@@ -48,11 +64,27 @@ async function delivery(respond: Responder) {
   const store = await createStore(mongo.db, { name: 'Attempt store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
   const path = `/attempt-${++paths}`;
   responders.set(path, respond);
-  const endpoint = await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url(path), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url(path),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   // No Temporal client: the event is written and its delivery created here, run by hand below.
-  const event = await emitEvent({ db: mongo.db }, { storeId: store._id, type: 'customer.created', object: { id: 'cust_attempt', object: 'customer' } });
+  const event = await emitEvent(
+    { db: mongo.db },
+    { storeId: store._id, type: 'customer.created', object: { id: 'cust_attempt', object: 'customer' } },
+  );
   const doc = await ensureDelivery(mongo.db, event, endpoint._id);
-  const input = (extra: Partial<AttemptInput>): AttemptInput => ({ deliveryId: doc._id, storeId: store._id, endpointId: endpoint._id, reset: false, jitter: 0, ...extra });
+  const input = (extra: Partial<AttemptInput>): AttemptInput => ({
+    deliveryId: doc._id,
+    storeId: store._id,
+    endpointId: endpoint._id,
+    reset: false,
+    jitter: 0,
+    ...extra,
+  });
   return {
     storeId: store._id,
     endpointId: endpoint._id,
@@ -206,7 +238,9 @@ describe('endpoint failures', () => {
 
   it('exhaustions of many deliveries to one endpoint at the same time are all counted, and the 20th disables it', async () => {
     const d = await delivery(() => 500);
-    const counted = await Promise.all(Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => countEndpointExhaustion(dbOf(i), d.storeId, d.endpointId)));
+    const counted = await Promise.all(
+      Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => countEndpointExhaustion(dbOf(i), d.storeId, d.endpointId)),
+    );
     expect(counted.map((endpoint) => endpoint!.consecutive_failures).sort((a, b) => a - b)).toEqual(
       Array.from({ length: AUTO_DISABLE_AFTER }, (_, i) => i + 1),
     );
@@ -219,7 +253,10 @@ describe('endpoint failures', () => {
 
   it('an endpoint the team disabled keeps its disabling (no automatic reason) when exhaustions pass the limit', async () => {
     const d = await delivery(() => 500);
-    await endpointsCollection(mongo.db).updateOne({ _id: d.endpointId }, { $set: { status: 'disabled', disabled_reason: null, consecutive_failures: AUTO_DISABLE_AFTER - 1 } });
+    await endpointsCollection(mongo.db).updateOne(
+      { _id: d.endpointId },
+      { $set: { status: 'disabled', disabled_reason: null, consecutive_failures: AUTO_DISABLE_AFTER - 1 } },
+    );
     await Promise.all([0, 1, 2].map((i) => countEndpointExhaustion(dbOf(i), d.storeId, d.endpointId)));
     expect(await findEndpoint(mongo.db, d.storeId, d.endpointId)).toMatchObject({
       status: 'disabled',

@@ -34,7 +34,13 @@ afterAll(async () => {
 
 it('a worker killed holding attemptWebhookDelivery: the delivery workflow takes the outcome on the survivor within 15 s, one attempt counted', async () => {
   const store = await createStore(mongo.db, { name: 'Crash delivery store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-  const endpoint = await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/crash'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url('/crash'),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   scenario = await crashScenario(mongo, temporal, taskQueue, 'attemptWebhookDelivery');
 
   const event = await emitEvent(

@@ -30,7 +30,12 @@ afterAll(async () => {
 let customers = 0;
 async function createCustomer(headers: Record<string, string> = {}) {
   const res = await call(stack.api, stack.store.key, 'POST', '/v1/customers', {
-    json: { email: `buyer${++customers}-${Date.now()}@example.com`, name: 'Ana Souza', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } },
+    json: {
+      email: `buyer${++customers}-${Date.now()}@example.com`,
+      name: 'Ana Souza',
+      phone: '+5511987654321',
+      document: { type: 'cpf', number: '52998224725' },
+    },
     headers,
   });
   expect(res.status).toBe(201);
@@ -38,7 +43,10 @@ async function createCustomer(headers: Record<string, string> = {}) {
 }
 
 async function waitForHit(path: string, count = 1) {
-  return waitFor(() => (stack.hitsOn(path).length >= count ? stack.hitsOn(path)[count - 1] : null), { timeoutMs: 20_000, description: `hit ${count} on ${path}` });
+  return waitFor(() => (stack.hitsOn(path).length >= count ? stack.hitsOn(path)[count - 1] : null), {
+    timeoutMs: 20_000,
+    description: `hit ${count} on ${path}`,
+  });
 }
 
 describe('signed deliveries', () => {
@@ -66,7 +74,16 @@ describe('signed deliveries', () => {
     });
 
     // Once delivered, the API answers the same JSON with pending_webhooks computed now (0).
-    await waitFor(async () => (await findDelivery(stack.mongo.db, stack.store.store._id, (await deliveriesCollection(stack.mongo.db).findOne({ event: hit.event.id }))!._id))?.status === 'succeeded');
+    await waitFor(
+      async () =>
+        (
+          await findDelivery(
+            stack.mongo.db,
+            stack.store.store._id,
+            (await deliveriesCollection(stack.mongo.db).findOne({ event: hit.event.id }))!._id,
+          )
+        )?.status === 'succeeded',
+    );
     const fetched = await fetch(`${stack.api.url}/v1/events/${hit.event.id}`, { headers: { authorization: `Bearer ${stack.store.key}` } });
     expect(await fetched.text()).toBe(hit.body.replace('"pending_webhooks":1', '"pending_webhooks":0'));
 
@@ -126,7 +143,13 @@ describe('test events', () => {
     expect(res.body).toEqual({ object: 'webhook_test', webhook_endpoint: endpoint.id, event: expect.stringMatching(/^evt_/) });
 
     const hit = await waitForHit(path);
-    expect(hit.event).toMatchObject({ id: res.body.event, type: 'customer.created', livemode: false, test: true, data: { object: { object: 'customer' } } });
+    expect(hit.event).toMatchObject({
+      id: res.body.event,
+      type: 'customer.created',
+      livemode: false,
+      test: true,
+      data: { object: { object: 'customer' } },
+    });
     expect(verifySignature(hit.body, hit.headers['service-signature'], [endpoint.secret])).toBe(true);
     const bystanderDeliveries = await call(stack.api, stack.store.key, 'GET', `/v1/webhook_endpoints/${bystander.id}/deliveries`);
     expect(bystanderDeliveries.body.data).toEqual([]);
@@ -159,7 +182,7 @@ describe('test events', () => {
 });
 
 describe('deliveries', () => {
-  it('lists an endpoint\'s deliveries newest first, filtered by status, with cursors', async () => {
+  it("lists an endpoint's deliveries newest first, filtered by status, with cursors", async () => {
     const { endpoint, path } = await stack.createEndpoint({ enabled_events: ['customer.created'] });
     // The first event keeps failing (and stays failed between attempts); the others succeed.
     stack.responders.set(path, (hit) => (hit.event.id === stack.hitsOn(hit.path)[0].event.id ? 500 : 200));
@@ -167,7 +190,9 @@ describe('deliveries', () => {
     await waitForHit(path, 1);
     await createCustomer();
     await createCustomer();
-    await waitFor(async () => (await deliveriesCollection(stack.mongo.db).countDocuments({ webhook_endpoint: endpoint.id, status: 'succeeded' })) === 2);
+    await waitFor(
+      async () => (await deliveriesCollection(stack.mongo.db).countDocuments({ webhook_endpoint: endpoint.id, status: 'succeeded' })) === 2,
+    );
 
     const base = `/v1/webhook_endpoints/${endpoint.id}/deliveries`;
     const all = await call(stack.api, stack.store.key, 'GET', base);
@@ -176,7 +201,12 @@ describe('deliveries', () => {
     expect([...events].sort().reverse()).toEqual(events);
     const failed = await call(stack.api, stack.store.key, 'GET', `${base}?status=failed`);
     expect(failed.body.data).toHaveLength(1);
-    expect(failed.body.data[0]).toMatchObject({ status: 'failed', last_error: 'HTTP 500', last_response_status: 500, next_attempt_at: expect.any(Number) });
+    expect(failed.body.data[0]).toMatchObject({
+      status: 'failed',
+      last_error: 'HTTP 500',
+      last_response_status: 500,
+      next_attempt_at: expect.any(Number),
+    });
     const page = await call(stack.api, stack.store.key, 'GET', `${base}?limit=1&starting_after=${all.body.data[0].id}`);
     expect(page.body).toMatchObject({ has_more: true, data: [{ id: all.body.data[1].id }] });
     const back = await call(stack.api, stack.store.key, 'GET', `${base}?limit=5&ending_before=${all.body.data[2].id}`);
@@ -187,7 +217,9 @@ describe('deliveries', () => {
     const { endpoint, path } = await stack.createEndpoint({ enabled_events: ['customer.created'] });
     stack.responders.set(path, () => 500);
     await createCustomer();
-    const delivery = await waitFor(async () => (await deliveriesCollection(stack.mongo.db).findOne({ webhook_endpoint: endpoint.id, status: 'failed' })) ?? null);
+    const delivery = await waitFor(
+      async () => (await deliveriesCollection(stack.mongo.db).findOne({ webhook_endpoint: endpoint.id, status: 'failed' })) ?? null,
+    );
 
     const res = await call(stack.api, stack.store.key, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`);
     expect(res.body).toEqual({ id: endpoint.id, object: 'webhook_endpoint', deleted: true });
@@ -203,7 +235,13 @@ describe('deliveries', () => {
     });
     expect(res.status).toBe(201);
     await createCustomer();
-    const failed = await waitFor(async () => (await deliveriesCollection(stack.mongo.db).findOne({ webhook_endpoint: res.body.id, status: 'failed' })) ?? null);
-    expect(failed).toMatchObject({ attempts: 1, last_response_status: null, last_error: 'private_host: rebind.example.com resolves to a private address' });
+    const failed = await waitFor(
+      async () => (await deliveriesCollection(stack.mongo.db).findOne({ webhook_endpoint: res.body.id, status: 'failed' })) ?? null,
+    );
+    expect(failed).toMatchObject({
+      attempts: 1,
+      last_response_status: null,
+      last_error: 'private_host: rebind.example.com resolves to a private address',
+    });
   });
 });

@@ -21,7 +21,12 @@ type Res = { status: number; body: any };
 
 /** The spec's typed error: status, type, code and param, and (when given) a message naming what `mentions` says. */
 function expectError(res: Res, status: number, code: string, param: string | null, mentions?: string, type = 'invalid_request_error') {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({ status, type, code, param });
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code, param: res.body?.error?.param }).toEqual({
+    status,
+    type,
+    code,
+    param,
+  });
   if (mentions !== undefined) expect(res.body.error.message).toContain(mentions);
 }
 
@@ -34,22 +39,48 @@ describe('enabled_events with *', () => {
     expectError(created, 400, 'invalid_event_type', 'enabled_events[1]');
     const ok = await post('/v1/webhook_endpoints', { url: 'https://hooks.example.com/typo', enabled_events: ['*'] });
     expect(ok.status).toBe(201);
-    expectError(await post(`/v1/webhook_endpoints/${ok.body.id}`, { enabled_events: ['custmer.created', '*'] }), 400, 'invalid_event_type', 'enabled_events[0]');
+    expectError(
+      await post(`/v1/webhook_endpoints/${ok.body.id}`, { enabled_events: ['custmer.created', '*'] }),
+      400,
+      'invalid_event_type',
+      'enabled_events[0]',
+    );
   });
 
   test('a name of the other catalog or a typo beside * is invalid_event_type in either catalog and in a form body', async () => {
-    const legacy = await post('/v1/webhook_endpoints', { url: 'https://hooks.example.com/legacy', api_version: '2026-09-01', enabled_events: ['*', 'customer.subscription.created'] });
+    const legacy = await post('/v1/webhook_endpoints', {
+      url: 'https://hooks.example.com/legacy',
+      api_version: '2026-09-01',
+      enabled_events: ['*', 'customer.subscription.created'],
+    });
     expectError(legacy, 400, 'invalid_event_type', 'enabled_events[1]', "'customer.subscription.created' is not an event type of catalog 2026-09-01");
-    expectError(await post('/v1/webhook_endpoints', { url: 'https://hooks.example.com/p', enabled_events: ['*', 'custmer.*'] }), 400, 'invalid_event_type', 'enabled_events[1]', 'custmer.*');
-    const form = await call(stack.api, store.key, 'POST', '/v1/webhook_endpoints', { form: 'url=https%3A%2F%2Fhooks.example.com%2Fform&enabled_events[0]=*&enabled_events[1]=custmer.created' });
+    expectError(
+      await post('/v1/webhook_endpoints', { url: 'https://hooks.example.com/p', enabled_events: ['*', 'custmer.*'] }),
+      400,
+      'invalid_event_type',
+      'enabled_events[1]',
+      'custmer.*',
+    );
+    const form = await call(stack.api, store.key, 'POST', '/v1/webhook_endpoints', {
+      form: 'url=https%3A%2F%2Fhooks.example.com%2Fform&enabled_events[0]=*&enabled_events[1]=custmer.created',
+    });
     expectError(form, 400, 'invalid_event_type', 'enabled_events[1]', 'custmer.created');
   });
 
   test('a refused update changes nothing', async () => {
     const endpoint = (await post('/v1/webhook_endpoints', { url: 'https://hooks.example.com/keep', enabled_events: ['customer.created'] })).body;
-    expectError(await post(`/v1/webhook_endpoints/${endpoint.id}`, { enabled_events: ['*', 'custmer.created'], description: 'changed' }), 400, 'invalid_event_type', 'enabled_events[1]', 'custmer.created');
+    expectError(
+      await post(`/v1/webhook_endpoints/${endpoint.id}`, { enabled_events: ['*', 'custmer.created'], description: 'changed' }),
+      400,
+      'invalid_event_type',
+      'enabled_events[1]',
+      'custmer.created',
+    );
     const read = (await get(`/v1/webhook_endpoints/${endpoint.id}`)).body;
-    expect({ enabled_events: read.enabled_events, description: read.description }).toEqual({ enabled_events: ['customer.created'], description: null });
+    expect({ enabled_events: read.enabled_events, description: read.description }).toEqual({
+      enabled_events: ['customer.created'],
+      description: null,
+    });
     await call(stack.api, store.key, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`);
   });
 });

@@ -74,15 +74,28 @@ describe('create, retrieve, list', () => {
 
   it('a replayed create and rotate_secret return the secret, and what the idempotency store keeps is sealed (no whsec_ at rest)', async () => {
     const key = `create-${Date.now()}`;
-    const first = await call(api, store.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/sealed' }, headers: { 'idempotency-key': key } });
-    const replay = await call(api, store.key, 'POST', '/v1/webhook_endpoints', { json: { url: 'https://hooks.example.com/sealed' }, headers: { 'idempotency-key': key } });
+    const first = await call(api, store.key, 'POST', '/v1/webhook_endpoints', {
+      json: { url: 'https://hooks.example.com/sealed' },
+      headers: { 'idempotency-key': key },
+    });
+    const replay = await call(api, store.key, 'POST', '/v1/webhook_endpoints', {
+      json: { url: 'https://hooks.example.com/sealed' },
+      headers: { 'idempotency-key': key },
+    });
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.body.secret).toBe(first.body.secret);
     const rotateKey = `rotate-${Date.now()}`;
-    const rotated = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, { headers: { 'idempotency-key': rotateKey } });
-    const rotatedAgain = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, { headers: { 'idempotency-key': rotateKey } });
+    const rotated = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, {
+      headers: { 'idempotency-key': rotateKey },
+    });
+    const rotatedAgain = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${first.body.id}/rotate_secret`, {
+      headers: { 'idempotency-key': rotateKey },
+    });
     expect(rotatedAgain.body.secret).toBe(rotated.body.secret);
-    const stored = await mongo.db.collection('idempotency_keys').find({ store_id: store.store._id, key: { $in: [key, rotateKey] } }).toArray();
+    const stored = await mongo.db
+      .collection('idempotency_keys')
+      .find({ store_id: store.store._id, key: { $in: [key, rotateKey] } })
+      .toArray();
     expect(stored).toHaveLength(2);
     expect(JSON.stringify(stored)).not.toContain('whsec_');
     expect(stored.every((doc) => String(doc.response.body).startsWith('sealed:v1:'))).toBe(true);
@@ -139,7 +152,12 @@ describe('update, rotate, delete', () => {
       json: { enabled_events: ['invoice.*', 'customer.created'], api_version: '2026-09-01' },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ url: created.url, description: 'd', enabled_events: ['invoice.*', 'customer.created'], api_version: '2026-11-01' });
+    expect(res.body).toMatchObject({
+      url: created.url,
+      description: 'd',
+      enabled_events: ['invoice.*', 'customer.created'],
+      api_version: '2026-11-01',
+    });
     expect(res.body).not.toHaveProperty('secret');
     const all = await call(api, store.key, 'POST', `/v1/webhook_endpoints/${created.id}`, { json: { enabled_events: ['*'], description: null } });
     expect(all.body).toMatchObject({ enabled_events: ['*'], description: null });
@@ -216,8 +234,20 @@ describe('refusals', () => {
   it('an update to a private or non-https url is refused the same way', async () => {
     const { body: created } = await create({ url: 'https://hooks.example.com/p' });
     const path = `/v1/webhook_endpoints/${created.id}`;
-    expectError(await call(api, store.key, 'POST', path, { json: { url: 'https://sneaky.example.com/' } }), 400, 'invalid_request_error', 'private_host', 'url');
-    expectError(await call(api, store.key, 'POST', path, { json: { url: 'http://hooks.example.com/' } }), 400, 'invalid_request_error', 'invalid_url', 'url');
+    expectError(
+      await call(api, store.key, 'POST', path, { json: { url: 'https://sneaky.example.com/' } }),
+      400,
+      'invalid_request_error',
+      'private_host',
+      'url',
+    );
+    expectError(
+      await call(api, store.key, 'POST', path, { json: { url: 'http://hooks.example.com/' } }),
+      400,
+      'invalid_request_error',
+      'invalid_url',
+      'url',
+    );
   });
 
   it('a url over 2000 characters: 400 parameter_invalid; a missing url: 400 parameter_missing', async () => {
@@ -226,7 +256,13 @@ describe('refusals', () => {
   });
 
   it('event types outside the catalog: 400 invalid_event_type naming the entry', async () => {
-    expectError(await create({ url: 'https://hooks.example.com/e', enabled_events: ['invoice.paid', 'order.paid'] }), 400, 'invalid_request_error', 'invalid_event_type', 'enabled_events[1]');
+    expectError(
+      await create({ url: 'https://hooks.example.com/e', enabled_events: ['invoice.paid', 'order.paid'] }),
+      400,
+      'invalid_request_error',
+      'invalid_event_type',
+      'enabled_events[1]',
+    );
     expectError(
       await create({ url: 'https://hooks.example.com/e', api_version: '2026-09-01', enabled_events: ['checkout.session.completed'] }),
       400,
@@ -252,7 +288,13 @@ describe('refusals', () => {
   });
 
   it('a pattern of 40 stars then x (which froze the API) is refused at once as invalid_event_type; an entry over 100 characters too', async () => {
-    expectError(await create({ url: 'https://hooks.example.com/e', enabled_events: [`${'*'.repeat(40)}x`] }), 400, 'invalid_request_error', 'invalid_event_type', 'enabled_events[0]');
+    expectError(
+      await create({ url: 'https://hooks.example.com/e', enabled_events: [`${'*'.repeat(40)}x`] }),
+      400,
+      'invalid_request_error',
+      'invalid_event_type',
+      'enabled_events[0]',
+    );
     const long = await create({ url: 'https://hooks.example.com/e', enabled_events: [`invoice.${'a'.repeat(100)}`] });
     expect(long.status).toBe(400);
     expect(long.body.error).toMatchObject({ type: 'invalid_request_error' });
@@ -260,7 +302,13 @@ describe('refusals', () => {
   });
 
   it('limits: description over 200, over 100 enabled_events, unknown api_version or status: 400 parameter_invalid', async () => {
-    expectError(await create({ url: 'https://hooks.example.com/l', description: 'x'.repeat(201) }), 400, 'invalid_request_error', 'parameter_invalid', 'description');
+    expectError(
+      await create({ url: 'https://hooks.example.com/l', description: 'x'.repeat(201) }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'description',
+    );
     expectError(
       await create({ url: 'https://hooks.example.com/l', enabled_events: Array.from({ length: 101 }, () => 'invoice.paid') }),
       400,
@@ -268,7 +316,13 @@ describe('refusals', () => {
       'parameter_invalid',
       'enabled_events',
     );
-    expectError(await create({ url: 'https://hooks.example.com/l', api_version: '2025-01-01' }), 400, 'invalid_request_error', 'parameter_invalid', 'api_version');
+    expectError(
+      await create({ url: 'https://hooks.example.com/l', api_version: '2025-01-01' }),
+      400,
+      'invalid_request_error',
+      'parameter_invalid',
+      'api_version',
+    );
     const { body: created } = await create({ url: 'https://hooks.example.com/l', description: 'x'.repeat(200) });
     expect(created.description).toHaveLength(200);
     expectError(
@@ -290,7 +344,13 @@ describe('refusals', () => {
       ['POST', `/v1/webhook_endpoints/${unknown}/test`],
       ['GET', `/v1/webhook_endpoints/${unknown}/deliveries`],
     ] as const) {
-      expectError(await call(api, store.key, method, path, method === 'POST' ? { json: {} } : {}), 404, 'invalid_request_error', 'resource_missing', 'id');
+      expectError(
+        await call(api, store.key, method, path, method === 'POST' ? { json: {} } : {}),
+        404,
+        'invalid_request_error',
+        'resource_missing',
+        'id',
+      );
     }
     const { body: created } = await create({ url: 'https://hooks.example.com/c' });
     expectError(

@@ -42,7 +42,9 @@ afterAll(async () => {
 function post(path: string, behaviour: Behaviour, timeoutMs?: number) {
   behaviours.set(path, behaviour);
   const started = performance.now();
-  return http.post({ url: `https://localhost:${port}${path}`, body: '{}', headers: {}, timeoutMs }).then((outcome) => ({ outcome, ms: performance.now() - started }));
+  return http
+    .post({ url: `https://localhost:${port}${path}`, body: '{}', headers: {}, timeoutMs })
+    .then((outcome) => ({ outcome, ms: performance.now() - started }));
 }
 
 it('a receiver answering 200 and streaming its body forever: the attempt ends at the 10-second deadline as a success and its socket is closed', async () => {

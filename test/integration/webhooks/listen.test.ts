@@ -57,20 +57,34 @@ afterAll(async () => {
 
 let customers = 0;
 async function createCustomer(): Promise<string> {
-  const res = await call(api, store.key, 'POST', '/v1/customers', { json: { email: `listen${++customers}-${Date.now()}@example.com`, name: 'Ana Souza', phone: '+5511987654321', document: { type: 'cpf', number: '52998224725' } } });
+  const res = await call(api, store.key, 'POST', '/v1/customers', {
+    json: {
+      email: `listen${++customers}-${Date.now()}@example.com`,
+      name: 'Ana Souza',
+      phone: '+5511987654321',
+      document: { type: 'cpf', number: '52998224725' },
+    },
+  });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }
 
 /** Each session forwards to its own path: what one session sent is told apart from another's. */
-const hitsOn = (path: string, objectId: string) => hits.filter((h) => h.path === path && (JSON.parse(h.body) as { data: { object: { id: string } } }).data.object.id === objectId);
+const hitsOn = (path: string, objectId: string) =>
+  hits.filter((h) => h.path === path && (JSON.parse(h.body) as { data: { object: { id: string } } }).data.object.id === objectId);
 
 /** The hit on `path` whose event's data.object.id is `objectId`. */
-function hitFor(path: string, objectId: string): Promise<Hit & { event: { id: string; type: string; api_version: string; data: { object: { id: string } } } }> {
-  return waitFor(() => {
-    const [hit] = hitsOn(path, objectId);
-    return hit ? { ...hit, event: JSON.parse(hit.body) } : null;
-  }, { timeoutMs: 15_000, description: `${path} to get the event of ${objectId}` });
+function hitFor(
+  path: string,
+  objectId: string,
+): Promise<Hit & { event: { id: string; type: string; api_version: string; data: { object: { id: string } } } }> {
+  return waitFor(
+    () => {
+      const [hit] = hitsOn(path, objectId);
+      return hit ? { ...hit, event: JSON.parse(hit.body) } : null;
+    },
+    { timeoutMs: 15_000, description: `${path} to get the event of ${objectId}` },
+  );
 }
 
 describe('npm run admin -- listen', () => {
@@ -80,14 +94,21 @@ describe('npm run admin -- listen', () => {
   });
 
   it('prints a whsec_ secret, forwards customer.created signed for both verifiers, prints its line, creates no endpoint; Ctrl-C exits 0', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'admin/cli.ts', 'listen', '--key', store.key, '--forward-to', `${receiverUrl}/cli`, '--api-url', api.url], {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'admin/cli.ts', 'listen', '--key', store.key, '--forward-to', `${receiverUrl}/cli`, '--api-url', api.url],
+      {
+        cwd: projectRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const secret = await waitFor(() => /signing secret is (whsec_\w+)/.exec(output)?.[1] ?? null, { timeoutMs: 30_000, description: 'the CLI to print its secret' });
+    const secret = await waitFor(() => /signing secret is (whsec_\w+)/.exec(output)?.[1] ?? null, {
+      timeoutMs: 30_000,
+      description: 'the CLI to print its secret',
+    });
 
     const customerId = await createCustomer();
     const hit = await hitFor('/cli', customerId);
@@ -111,7 +132,14 @@ describe('the event stream', () => {
   it('--events filters; after a disconnect, since replays exactly what was missed, once', async () => {
     const stop = new AbortController();
     const lines: string[] = [];
-    const session = listen({ apiUrl: api.url, key: store.key, forwardTo: `${receiverUrl}/replay`, events: 'customer.created', signal: stop.signal, print: (line) => lines.push(line) });
+    const session = listen({
+      apiUrl: api.url,
+      key: store.key,
+      forwardTo: `${receiverUrl}/replay`,
+      events: 'customer.created',
+      signal: stop.signal,
+      print: (line) => lines.push(line),
+    });
     await waitFor(() => lines.some((line) => line.startsWith('Ready.')) || null, { description: 'the session to be ready' });
     const first = await createCustomer();
     await hitFor('/replay', first);
@@ -124,8 +152,17 @@ describe('the event stream', () => {
     const missed = [await createCustomer(), await createCustomer()];
     const again = new AbortController();
     const replayed: string[] = [];
-    const resumed = listen({ apiUrl: api.url, key: store.key, forwardTo: `${receiverUrl}/replay`, since: firstEvent, signal: again.signal, print: (line) => replayed.push(line) });
-    await waitFor(() => (replayed.filter((line) => line.includes('customer.created')).length >= 2 ? true : null), { description: 'the two missed events' });
+    const resumed = listen({
+      apiUrl: api.url,
+      key: store.key,
+      forwardTo: `${receiverUrl}/replay`,
+      since: firstEvent,
+      signal: again.signal,
+      print: (line) => replayed.push(line),
+    });
+    await waitFor(() => (replayed.filter((line) => line.includes('customer.created')).length >= 2 ? true : null), {
+      description: 'the two missed events',
+    });
     again.abort();
     expect((await resumed).forwarded).toBe(2);
     for (const id of missed) await hitFor('/replay', id);
@@ -136,9 +173,25 @@ describe('the event stream', () => {
     const stop = new AbortController();
     const legacyLines: string[] = [];
     const silentLines: string[] = [];
-    const legacy = listen({ apiUrl: api.url, key: store.key, forwardTo: `${receiverUrl}/legacy`, apiVersion: '2026-09-01', signal: stop.signal, print: (line) => legacyLines.push(line) });
-    const silent = listen({ apiUrl: api.url, key: store.key, forwardTo: `${receiverUrl}/silent`, events: 'invoice.*', signal: stop.signal, print: (line) => silentLines.push(line) });
-    await waitFor(() => (legacyLines.some((l) => l.startsWith('Ready.')) && silentLines.some((l) => l.startsWith('Ready.'))) || null, { description: 'both sessions ready' });
+    const legacy = listen({
+      apiUrl: api.url,
+      key: store.key,
+      forwardTo: `${receiverUrl}/legacy`,
+      apiVersion: '2026-09-01',
+      signal: stop.signal,
+      print: (line) => legacyLines.push(line),
+    });
+    const silent = listen({
+      apiUrl: api.url,
+      key: store.key,
+      forwardTo: `${receiverUrl}/silent`,
+      events: 'invoice.*',
+      signal: stop.signal,
+      print: (line) => silentLines.push(line),
+    });
+    await waitFor(() => (legacyLines.some((l) => l.startsWith('Ready.')) && silentLines.some((l) => l.startsWith('Ready.'))) || null, {
+      description: 'both sessions ready',
+    });
     const id = await createCustomer();
     const hit = await hitFor('/legacy', id);
     expect(hit.event.api_version).toBe('2026-09-01');

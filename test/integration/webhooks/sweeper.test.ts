@@ -43,7 +43,13 @@ afterAll(async () => {
 
 test('an event left undispatched is delivered by the sweeper, once; later empty sweeps leave no new executions', async () => {
   const store = await createStore(mongo.db, { name: 'Sweep store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-  await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/swept'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url('/swept'),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   // No Temporal client: written, never dispatched, as when the writer dies right after the insert.
   const event = await emitEvent({ db: mongo.db }, { storeId: store._id, type: 'customer.created', object: { id: 'cust_swept', object: 'customer' } });
   expect(event.dispatched).toBe(false);
@@ -58,19 +64,25 @@ test('an event left undispatched is delivered by the sweeper, once; later empty 
   // Later sweeps find nothing to do: still one delivery, one hit, and one sweeper execution on the queue.
   const id = eventSweeperWorkflowId(taskQueue);
   const runsSoFar = (await routineState(temporal.client, id)).runs;
-  const later = await waitFor(async () => {
-    const state = await routineState(temporal.client, id);
-    return state.runs >= runsSoFar + 2 ? state : null;
-  }, { timeoutMs: 15_000, description: 'two more sweeps' });
+  const later = await waitFor(
+    async () => {
+      const state = await routineState(temporal.client, id);
+      return state.runs >= runsSoFar + 2 ? state : null;
+    },
+    { timeoutMs: 15_000, description: 'two more sweeps' },
+  );
   expect(later).toMatchObject({ last_found: 0, last_error: null });
   expect(later.found_total).toBeGreaterThanOrEqual(1);
   expect(await deliveriesCollection(mongo.db).countDocuments({ event: event._id })).toBe(1);
   expect(receiver.hits).toHaveLength(1);
-  const executions = await waitFor(async () => {
-    const found = [];
-    for await (const execution of temporal.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) found.push(execution);
-    return found.length >= 2 ? found : null;
-  }, { description: 'the sweeper and the delivery in the visibility list' });
+  const executions = await waitFor(
+    async () => {
+      const found = [];
+      for await (const execution of temporal.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) found.push(execution);
+      return found.length >= 2 ? found : null;
+    },
+    { description: 'the sweeper and the delivery in the visibility list' },
+  );
   // The sweeper and the one delivery it started: no execution per sweep.
   expect(executions.map((e) => e.type).sort()).toEqual(['eventSweeperWorkflow', 'webhookDeliveryWorkflow']);
   expect(executions.find((e) => e.type === 'eventSweeperWorkflow')?.workflowId).toBe(id);

@@ -85,7 +85,13 @@ async function startWorkerProcess(): Promise<ChildProcess> {
 test('a worker killed mid-delivery is replaced and the receiver still gets the event, signed', async () => {
   child = await startWorkerProcess();
   const store = await createStore(mongo.db, { name: 'Crash store', country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
-  const endpoint = await insertEndpoint(mongo.db, { storeId: store._id, url: receiver.url('/crash'), description: null, enabledEvents: ['*'], apiVersion: '2026-11-01' });
+  const endpoint = await insertEndpoint(mongo.db, {
+    storeId: store._id,
+    url: receiver.url('/crash'),
+    description: null,
+    enabledEvents: ['*'],
+    apiVersion: '2026-11-01',
+  });
   const event = await emitEvent(
     { db: mongo.db, temporal: temporal.client, taskQueue },
     { storeId: store._id, type: 'customer.created', object: { id: 'cust_crash', object: 'customer' } },
@@ -105,10 +111,13 @@ test('a worker killed mid-delivery is replaced and the receiver still gets the e
   worker = await createTestWorker(mongo, temporal, taskQueue, { webhooks: { allowedHosts: ['localhost'], ca: ca.caCert } });
   running = worker.run();
 
-  const delivered = await waitFor(async () => {
-    const doc = await findDelivery(mongo.db, store._id, deliveryId);
-    return doc?.status === 'succeeded' ? doc : null;
-  }, { timeoutMs: 60_000, description: 'the delivery to succeed on the new worker' });
+  const delivered = await waitFor(
+    async () => {
+      const doc = await findDelivery(mongo.db, store._id, deliveryId);
+      return doc?.status === 'succeeded' ? doc : null;
+    },
+    { timeoutMs: 60_000, description: 'the delivery to succeed on the new worker' },
+  );
   // The interrupted attempt was made again, not counted twice.
   expect(delivered).toMatchObject({ attempts: 1, last_response_status: 200, last_error: null });
   const again = receiver.hits.slice(1);
