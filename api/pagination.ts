@@ -1,20 +1,9 @@
 // The one pagination helper every list uses: the list envelope, limit 1..100 (default 10),
-// starting_after / ending_before cursors (not both; an unknown cursor is 404 naming it),
-// filters kept with a cursor, and a stable order (by time-ordered id, or by a field then id).
+// starting_after / ending_before cursors (not both; an unknown cursor is 404 naming it). The filter
+// kept with a cursor and the stable order are the resource's list function's in store/ (findPage).
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../domain/errors';
-import {
-  alphabeticalBy,
-  findPage,
-  NEWEST_FIRST,
-  OLDEST_FIRST,
-  type ListedCollection,
-  type ListedDocument,
-  type ListFilter,
-  type ListOrder,
-} from '../store/pagination';
-
-export { alphabeticalBy, OLDEST_FIRST };
+import type { PageResult, PageWindow } from '../store/pagination';
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Page size, 1 to 100.' })),
@@ -43,16 +32,12 @@ export interface ListResult<T> {
   data: T[];
 }
 
-export async function paginate<D extends ListedDocument, T>(
-  collection: ListedCollection<D>,
-  options: {
-    storeId: string;
-    filter?: ListFilter;
-    query: PageQuery;
-    url: string;
-    order?: ListOrder;
-    toApi: (doc: D) => T;
-  },
+/** One page of a list from its store function (store/), which binds the store, the filter and the order. */
+export type PageReader<D> = (window: PageWindow) => Promise<PageResult<D>>;
+
+export async function paginate<D, T>(
+  readPage: PageReader<D>,
+  options: { query: PageQuery; url: string; toApi: (doc: D) => T },
 ): Promise<ListResult<T>> {
   const { query } = options;
   if (query.starting_after !== undefined && query.ending_before !== undefined) {
@@ -60,14 +45,7 @@ export async function paginate<D extends ListedDocument, T>(
   }
   const backwards = query.ending_before !== undefined;
   const cursorId = query.starting_after ?? query.ending_before;
-  const page = await findPage(collection, {
-    storeId: options.storeId,
-    filter: options.filter ?? {},
-    order: options.order ?? NEWEST_FIRST,
-    limit: query.limit ?? 10,
-    cursorId,
-    backwards,
-  });
+  const page = await readPage({ limit: query.limit ?? 10, cursorId, backwards });
   if (page === 'cursor_missing')
     throw new ApiError('resource_missing', `No such object: '${cursorId}'`, { param: backwards ? 'ending_before' : 'starting_after' });
   return { object: 'list', url: options.url, has_more: page.hasMore, data: page.docs.map(options.toApi) };
@@ -85,12 +63,3 @@ export const CreatedRangeQuery = Type.Optional(
     { additionalProperties: false },
   ),
 );
-
-export function createdFilter(range: { gte?: number; gt?: number; lte?: number; lt?: number } | undefined): Record<string, unknown> {
-  if (!range) return {};
-  const condition: Record<string, number> = {};
-  for (const op of ['gte', 'gt', 'lte', 'lt'] as const) {
-    if (range[op] !== undefined) condition[`$${op}`] = range[op]!;
-  }
-  return Object.keys(condition).length > 0 ? { created: condition } : {};
-}

@@ -5,6 +5,7 @@ import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { PaymentStatus, SessionMode, SessionStatus } from '../domain/checkout';
 import type { OfferPrice, ProductFile } from './collections';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 /** What the session keeps of its offer at creation: the page renders and charges from it. */
 export interface OfferSnapshot {
@@ -99,6 +100,31 @@ export function effectiveStatusFilter(status: SessionStatus, nowSeconds: number)
   if (status === 'open') return { status: 'open', $or: [{ expires_at: { $gt: nowSeconds } }, { test_clock: { $type: 'string' } }] };
   if (status === 'expired') return { $or: [{ status: 'expired' }, { status: 'open', expires_at: { $lte: nowSeconds }, test_clock: null }] };
   return { status };
+}
+
+/** What GET /v1/checkout/sessions filters by; `status` is the effective one (effectiveStatusFilter). */
+export interface CheckoutSessionListFilter {
+  customer?: string;
+  client_reference_id?: string;
+  status?: SessionStatus;
+  payment_status?: string;
+}
+
+/** A page of the store's checkout sessions, newest first; `nowSeconds` decides which open sessions count as expired. */
+export function listCheckoutSessions(
+  db: Db,
+  storeId: string,
+  filter: CheckoutSessionListFilter,
+  nowSeconds: number,
+  window: PageWindow,
+): Promise<PageResult<CheckoutSessionDoc>> {
+  const { customer, client_reference_id, status, payment_status } = filter;
+  const conditions = {
+    ...definedFields({ customer, client_reference_id }),
+    ...(status !== undefined ? effectiveStatusFilter(status, nowSeconds) : {}),
+    ...definedFields({ payment_status }),
+  };
+  return findPage(checkoutSessionsCollection(db), { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
 }
 
 export async function insertCheckoutSession(db: Db, doc: CheckoutSessionDoc): Promise<void> {

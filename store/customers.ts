@@ -11,9 +11,15 @@ import type { NormalizedCustomerFields } from '../domain/customers';
 import { collections, type CustomerDoc } from './collections';
 import { isDuplicateKeyError } from './insert-once';
 import { findOwnedById } from './owned';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export async function findCustomer(db: Db, storeId: string, id: string): Promise<CustomerDoc | null> {
   return findOwnedById(collections(db).customers, storeId, id);
+}
+
+/** A page of the store's customers, newest first; with `email` (as stored: trimmed, lowercase), those of that address. */
+export function listCustomers(db: Db, storeId: string, filter: { email?: string }, window: PageWindow): Promise<PageResult<CustomerDoc>> {
+  return findPage(collections(db).customers, { storeId, filter: definedFields({ email: filter.email }), order: NEWEST_FIRST, ...window });
 }
 
 interface CustomerEmailClaim {

@@ -7,6 +7,7 @@ import { derivedId, newId } from '../domain/ids';
 import { collections, type EventDoc } from './collections';
 import { insertManyOnce } from './insert-once';
 import { findOwnedById } from './owned';
+import { createdFilter, findPage, NEWEST_FIRST, type CreatedRange, type PageResult, type PageWindow } from './pagination';
 
 export const CURRENT_EVENT_CATALOG = CURRENT_CATALOG;
 
@@ -80,6 +81,20 @@ export function findEventsAfter(db: Db, storeId: string, afterId: string, limit:
     .sort({ _id: 1 })
     .limit(limit)
     .toArray();
+}
+
+/** What GET /v1/events filters by: one type, or any of several (a pattern's matches), and a created range. */
+export interface EventListFilter {
+  type?: string | string[];
+  created?: CreatedRange;
+}
+
+/** A page of the store's events, newest first; test events (webhook endpoint test) are left out. */
+export function listEvents(db: Db, storeId: string, filter: EventListFilter, window: PageWindow): Promise<PageResult<EventDoc>> {
+  const { type, created } = filter;
+  const conditions: Record<string, unknown> = { test: false, ...createdFilter(created) };
+  if (type !== undefined) conditions.type = Array.isArray(type) ? { $in: type } : type;
+  return findPage(collections(db).events, { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
 }
 
 export async function findEvent(db: Db, storeId: string, id: string): Promise<EventDoc | null> {

@@ -6,6 +6,7 @@ import { newId } from '../domain/ids';
 import { ApiError, notFound } from '../domain/errors';
 import { DISPLAY_NAME_MAX, validateEventName, type MeterFormula } from '../domain/meter-events';
 import { isDuplicateKeyError } from './insert-once';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export interface MeterDoc {
   _id: string;
@@ -21,7 +22,7 @@ export interface MeterDoc {
   updated: number;
 }
 
-export const metersCollection = (db: Db) => db.collection<MeterDoc>('billing_meters');
+const metersCollection = (db: Db) => db.collection<MeterDoc>('billing_meters');
 
 export interface NewMeter {
   storeId: string;
@@ -66,6 +67,11 @@ export async function createMeter(db: Db, input: NewMeter, now = Date.now()): Pr
 /** A meter of the store by id (another store's is answered like a missing one). */
 export function findMeter(db: Db, storeId: string, id: string): Promise<MeterDoc | null> {
   return metersCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+/** A page of the store's meters, newest first, in one status when asked. */
+export function listMeters(db: Db, storeId: string, filter: { status?: MeterDoc['status'] }, window: PageWindow): Promise<PageResult<MeterDoc>> {
+  return findPage(metersCollection(db), { storeId, filter: definedFields({ status: filter.status }), order: NEWEST_FIRST, ...window });
 }
 
 export async function requireMeter(db: Db, storeId: string, id: string, param = 'id'): Promise<MeterDoc> {

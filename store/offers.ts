@@ -1,6 +1,7 @@
 // Offers, products and coupons: the reads the catalog routes, checkout and the workflows make.
 import type { Db } from 'mongodb';
 import { collections, type CouponDoc, type OfferDoc, type ProductDoc } from './collections';
+import { alphabeticalBy, definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 /** Products of the given offers in one query. */
 export async function productsById(db: Db, storeId: string, ids: string[]): Promise<Map<string, ProductDoc>> {
@@ -30,6 +31,22 @@ export async function findProduct(db: Db, storeId: string, id: string): Promise<
 
 export async function findOffer(db: Db, storeId: string, id: string): Promise<OfferDoc | null> {
   return collections(db).offers.findOne({ _id: id, store_id: storeId });
+}
+
+/** A page of the store's offers, alphabetically by name, of a type or active state when asked. */
+export function listOffers(
+  db: Db,
+  storeId: string,
+  filter: { type?: OfferDoc['type']; active?: boolean },
+  window: PageWindow,
+): Promise<PageResult<OfferDoc>> {
+  const conditions = definedFields({ type: filter.type, active: filter.active });
+  return findPage(collections(db).offers, { storeId, filter: conditions, order: alphabeticalBy('name'), ...window });
+}
+
+/** A page of the store's products, newest first, active or not when asked. */
+export function listProducts(db: Db, storeId: string, filter: { active?: boolean }, window: PageWindow): Promise<PageResult<ProductDoc>> {
+  return findPage(collections(db).products, { storeId, filter: definedFields({ active: filter.active }), order: NEWEST_FIRST, ...window });
 }
 
 /** Ids of the offers, of every store, that have usage rows (the usage routine starts their subscriptions' usage). */

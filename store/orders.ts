@@ -2,6 +2,7 @@
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import { insertOnce } from './insert-once';
+import { createdFilter, definedFields, findPage, NEWEST_FIRST, type CreatedRange, type PageResult, type PageWindow } from './pagination';
 
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'canceled' | 'refunded' | 'partially_refunded' | 'charged_back';
 
@@ -53,6 +54,21 @@ export function ordersCollection(db: Db) {
 
 export async function findOrder(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
   return ordersCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+/** What GET /v1/orders filters by. */
+export interface OrderListFilter {
+  customer?: string;
+  subscription?: string;
+  status?: OrderStatus;
+  created?: CreatedRange;
+}
+
+/** A page of the store's orders, newest first. */
+export function listOrders(db: Db, storeId: string, filter: OrderListFilter, window: PageWindow): Promise<PageResult<OrderDoc>> {
+  const { customer, subscription, status, created } = filter;
+  const conditions = { ...createdFilter(created), ...definedFields({ customer, subscription, status }) };
+  return findPage(ordersCollection(db), { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
 }
 
 /** Inserts an order whose id was derived from its cause; a retry finds it already there. */

@@ -1,13 +1,11 @@
 // One page of a store's documents in a stable order, the query behind every list: by time-ordered id,
 // or by a field then id, after or before a cursor document; or a small filtered set sorted in memory.
+// Each resource's list function (listOrders, listCustomers, ...) calls findPage with its own collection.
 import type { Collection, Document, Filter, Sort } from 'mongodb';
 import { findOwnedById } from './owned';
 
-/** A document a list holds. */
-export type ListedDocument = Document;
-
-/** A collection a list reads (store/ hands it out; only this module queries it). */
-export type ListedCollection<D extends Document> = Collection<D>;
+/** A collection a list reads (its resource's store module hands it in; only this module queries it). */
+type ListedCollection<D extends Document> = Collection<D>;
 
 /** Query conditions on a list's documents, besides its store (equality, or a condition such as `{ $gte: n }`). */
 export type ListFilter = Record<string, unknown>;
@@ -34,6 +32,32 @@ export interface PageRequest {
   /** The id the page starts after (or, backwards, ends before). */
   cursorId?: string;
   backwards: boolean;
+}
+
+/** Where a page starts and how long it is: the caller's part of a request (filter and order are the list function's). */
+export type PageWindow = Pick<PageRequest, 'limit' | 'cursorId' | 'backwards'>;
+
+/** A `created` range in Unix seconds, as lists filter by time. */
+export interface CreatedRange {
+  gte?: number;
+  gt?: number;
+  lte?: number;
+  lt?: number;
+}
+
+/** The `created` condition of a range; none when the range is absent or empty. */
+export function createdFilter(range: CreatedRange | undefined): ListFilter {
+  if (!range) return {};
+  const condition: Record<string, number> = {};
+  for (const op of ['gte', 'gt', 'lte', 'lt'] as const) {
+    if (range[op] !== undefined) condition[`$${op}`] = range[op]!;
+  }
+  return Object.keys(condition).length > 0 ? { created: condition } : {};
+}
+
+/** Equality conditions on the fields asked for; an undefined one is left out (the driver would match it to null). */
+export function definedFields(fields: Record<string, unknown>): ListFilter {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
 /** The page's documents in list order and whether more follow; `cursor_missing` when the cursor is no document of the store. */

@@ -37,7 +37,7 @@ export function portalLinksCollection(db: Db) {
   return db.collection<PortalLinkDoc>('billing_portal_sessions');
 }
 
-export function portalLoginsCollection(db: Db) {
+function portalLoginsCollection(db: Db) {
   return db.collection<PortalLoginDoc>('portal_logins');
 }
 

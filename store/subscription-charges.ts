@@ -4,6 +4,7 @@ import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { ChargeLine } from '../domain/charges';
 import { insertOnce } from './insert-once';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export type ChargeStatus = 'pending' | 'succeeded' | 'failed';
 export type ChargeSource = 'api' | 'dashboard' | 'usage';
@@ -51,6 +52,18 @@ export function chargesCollection(db: Db) {
 
 export async function findCharge(db: Db, storeId: string, id: string): Promise<SubscriptionChargeDoc | null> {
   return chargesCollection(db).findOne({ _id: id, store_id: storeId });
+}
+
+/** A page of a subscription's charges, newest first, in one status when asked. */
+export function listSubscriptionCharges(
+  db: Db,
+  storeId: string,
+  subscriptionId: string,
+  filter: { status?: ChargeStatus },
+  window: PageWindow,
+): Promise<PageResult<SubscriptionChargeDoc>> {
+  const conditions = { subscription: subscriptionId, ...definedFields({ status: filter.status }) };
+  return findPage(chargesCollection(db), { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
 }
 
 export async function findChargeByKey(db: Db, storeId: string, key: string): Promise<SubscriptionChargeDoc | null> {

@@ -2,6 +2,7 @@
 // the lifecycle fields, through conditional single-document updates on `version` (so a retried
 // write is recognised as already applied); the API writes only client_reference_id and metadata.
 import { insertOnce } from './insert-once';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 import type { Db } from 'mongodb';
 import type { StoredMetadata } from '../domain/metadata';
 import type { SubscriptionLife, SubscriptionStatus } from '../domain/subscriptions';
@@ -40,6 +41,17 @@ export async function findSubscription(db: Db, storeId: string, id: string): Pro
 }
 
 /** Inserts the subscription; a second insert under the same id returns the one stored first. */
+/** A page of the store's subscriptions, newest first, of a customer or in a status when asked. */
+export function listSubscriptions(
+  db: Db,
+  storeId: string,
+  filter: { customer?: string; status?: string },
+  window: PageWindow,
+): Promise<PageResult<SubscriptionDoc>> {
+  const conditions = definedFields({ customer: filter.customer, status: filter.status });
+  return findPage(subscriptionsCollection(db), { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
+}
+
 export async function insertSubscriptionOnce(db: Db, doc: SubscriptionDoc): Promise<SubscriptionDoc> {
   return insertOnce(subscriptionsCollection(db), doc, () => findSubscription(db, doc.store_id, doc._id));
 }

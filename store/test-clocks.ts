@@ -8,6 +8,7 @@ import { checkoutSessionsCollection } from './checkout-sessions';
 import { collections, type CustomerDoc } from './collections';
 import { deleteEmailClaims } from './customers';
 import { findOwnedById } from './owned';
+import { findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 import { subscriptionsCollection } from './subscriptions';
 import { deleteUsageCustomers, usageItemsCollection, usageStatesCollection } from './usage';
 
@@ -38,6 +39,11 @@ export function findTestClock(db: Db, storeId: string, id: string): Promise<Test
 }
 
 /** The store's clock, or 404 resource_missing naming `param`. */
+/** A page of the store's test clocks, newest first. */
+export function listTestClocks(db: Db, storeId: string, window: PageWindow): Promise<PageResult<TestClockDoc>> {
+  return findPage(testClocksCollection(db), { storeId, filter: {}, order: NEWEST_FIRST, ...window });
+}
+
 export async function requireTestClock(db: Db, storeId: string, id: string, param = 'id'): Promise<TestClockDoc> {
   const doc = await findTestClock(db, storeId, id);
   if (!doc) throw notFound('test clock', id, param);

@@ -7,6 +7,7 @@ import type { EventDoc } from './collections';
 import { renderEventBody } from './events';
 import { insertManyOnce, insertOnce } from './insert-once';
 import { findOwnedById } from './owned';
+import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
 import { endpointIdsOf } from './webhook-endpoints';
 
 export const ENDPOINT_DISABLED_ERROR = 'endpoint disabled';
@@ -92,6 +93,18 @@ async function deliveriesByIds(db: Db, storeId: string, ids: string[]): Promise<
 }
 
 /** The deliveries an event has, looked up by their derived ids. */
+/** A page of an endpoint's deliveries, newest first, in one status when asked. */
+export function listEndpointDeliveries(
+  db: Db,
+  storeId: string,
+  endpointId: string,
+  filter: { status?: DeliveryStatus },
+  window: PageWindow,
+): Promise<PageResult<WebhookDeliveryDoc>> {
+  const conditions = { webhook_endpoint: endpointId, ...definedFields({ status: filter.status }) };
+  return findPage(deliveriesCollection(db), { storeId, filter: conditions, order: NEWEST_FIRST, ...window });
+}
+
 export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string, endpointIds?: string[]): Promise<WebhookDeliveryDoc[]> {
   const ids = (endpointIds ?? (await endpointIdsOf(db, storeId))).map((endpointId) => deliveryIdFor(eventId, endpointId));
   return deliveriesByIds(db, storeId, ids);

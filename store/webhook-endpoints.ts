@@ -5,6 +5,7 @@ import type { EventCatalog } from '../domain/event-catalogs';
 import { newTimeOrderedUuid, randomBase62 } from '../domain/ids';
 import { insertIfAbsent } from './insert-once';
 import { findOwnedById } from './owned';
+import { findPage, OLDEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export const AUTO_DISABLE_AFTER = 20;
 export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
@@ -78,6 +79,11 @@ export async function insertEndpoint(db: Db, input: NewEndpoint, now = Date.now(
 
 export async function findEndpoint(db: Db, storeId: string, id: string): Promise<WebhookEndpointDoc | null> {
   return findOwnedById(endpointsCollection(db), storeId, id);
+}
+
+/** A page of the store's webhook endpoints, oldest first. */
+export function listEndpoints(db: Db, storeId: string, window: PageWindow): Promise<PageResult<WebhookEndpointDoc>> {
+  return findPage(endpointsCollection(db), { storeId, filter: {}, order: OLDEST_FIRST, ...window });
 }
 
 export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;

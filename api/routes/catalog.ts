@@ -1,12 +1,10 @@
 // /v1/offers and /v1/products: the store's catalog, read-only. Offers list alphabetically.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { collections, type OfferDoc } from '../../store/collections';
-import { productsById } from '../../store/offers';
-import { findOwnedById } from '../../store/owned';
+import { findOffer, findProduct, listOffers, listProducts, productsById } from '../../store/offers';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
-import { alphabeticalBy, listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, NoQuery, withErrors } from '../http-schemas';
 import { offerObject } from '../../resources/offer';
 import { productObject } from '../../resources/product';
@@ -26,7 +24,6 @@ const ProductListQuery = Type.Object({ active: Type.Optional(BooleanQuery), ...P
 
 const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, config } = app.deps;
-  const { offers, products } = collections(db);
 
   app.get(
     '/offers',
@@ -41,16 +38,10 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const { type, active, ...page } = request.query;
-      const filter: Record<string, unknown> = {};
-      if (type !== undefined) filter.type = type;
-      if (active !== undefined) filter.active = active;
-      const list = await paginate(offers, {
-        storeId: store._id,
-        filter,
+      const list = await paginate((window) => listOffers(db, store._id, { type, active }, window), {
         query: page,
         url: '/v1/offers',
-        order: alphabeticalBy('name'),
-        toApi: (doc: OfferDoc) => doc,
+        toApi: (doc) => doc,
       });
       const byId = await productsById(
         db,
@@ -74,9 +65,9 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await findOwnedById(offers, store._id, request.params.id);
+      const doc = await findOffer(db, store._id, request.params.id);
       if (!doc) throw notFound('offer', request.params.id);
-      const product = await findOwnedById(products, store._id, doc.product_id);
+      const product = await findProduct(db, store._id, doc.product_id);
       return offerObject(doc, product, { store, checkoutUrl: config.checkoutUrl });
     },
   );
@@ -94,9 +85,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const { active, ...page } = request.query;
-      return paginate(products, {
-        storeId: store._id,
-        filter: active !== undefined ? { active } : {},
+      return paginate((window) => listProducts(db, store._id, { active }, window), {
         query: page,
         url: '/v1/products',
         toApi: productObject,
@@ -117,7 +106,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await findOwnedById(products, store._id, request.params.id);
+      const doc = await findProduct(db, store._id, request.params.id);
       if (!doc) throw notFound('product', request.params.id);
       return productObject(doc);
     },

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createCheckoutSession, expireCheckoutSession } from '../../services/checkout/sessions';
-import { checkoutSessionsCollection, effectiveStatusFilter, findCheckoutSession } from '../../store/checkout-sessions';
+import { findCheckoutSession, listCheckoutSessions } from '../../store/checkout-sessions';
 import { CHECKOUT_LOCALES, PAYMENT_STATUSES, SESSION_STATUSES, type SessionStatus } from '../../domain/checkout';
 import { notFound } from '../../domain/errors';
 import { authOf, checkoutDepsOf } from '../context';
@@ -106,15 +106,9 @@ const checkoutSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { store } = authOf(request);
       const { customer, client_reference_id, status, payment_status, ...page } = request.query;
       const now = nowSeconds();
-      let filter: Record<string, unknown> = {};
-      if (customer !== undefined) filter.customer = customer;
-      if (client_reference_id !== undefined) filter.client_reference_id = client_reference_id;
       // By the status the caller sees: an overdue session not yet marked counts as expired.
-      if (status !== undefined) filter = { ...filter, ...effectiveStatusFilter(status as SessionStatus, now) };
-      if (payment_status !== undefined) filter.payment_status = payment_status;
-      return paginate(checkoutSessionsCollection(db), {
-        storeId: store._id,
-        filter,
+      const filter = { customer, client_reference_id, status: status as SessionStatus | undefined, payment_status };
+      return paginate((window) => listCheckoutSessions(db, store._id, filter, now, window), {
         query: page,
         url: '/v1/checkout/sessions',
         toApi: (doc) => checkoutSessionReadObject(doc, now),

@@ -5,8 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { changeCustomer, createCustomer, existingCustomerByEmail } from '../../services/customers';
 import { requiredNullParam } from '../plugins/body-parsing';
-import { collections } from '../../store/collections';
-import { findClaimedCustomer, findCustomer } from '../../store/customers';
+import { findClaimedCustomer, findCustomer, listCustomers } from '../../store/customers';
 import { DOCUMENT_TYPES } from '../../domain/documents';
 import { notFound } from '../../domain/errors';
 import { authOf, eventRequestOf } from '../context';
@@ -107,9 +106,8 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const claimed = await findClaimedCustomer(db, store._id, email.trim());
         if (claimed) return { object: 'list' as const, url: '/v1/customers', has_more: false, data: [customerObject(claimed)] };
       }
-      return paginate(collections(db).customers, {
-        storeId: store._id,
-        filter: email !== undefined ? { email: email.trim().toLowerCase() } : {},
+      const filter = { email: email?.trim().toLowerCase() };
+      return paginate((window) => listCustomers(db, store._id, filter, window), {
         query: page,
         url: '/v1/customers',
         toApi: customerObject,

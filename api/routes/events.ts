@@ -8,13 +8,12 @@ import type { Database } from '../../store/database';
 import { CURRENT_CATALOG, EVENT_PATTERN_MAX_LENGTH, isPattern, typesMatching } from '../../domain/event-catalogs';
 import { ApiError, notFound } from '../../domain/errors';
 import type { EventDoc } from '../../store/collections';
-import { collections } from '../../store/collections';
-import { findEvent, renderEventBody } from '../../store/events';
+import { findEvent, listEvents, renderEventBody } from '../../store/events';
 import { findEndpoint } from '../../store/webhook-endpoints';
 import { deliveriesOfEvent, pendingWebhookCounts } from '../../store/webhook-deliveries';
 import { deliverEventTo, resendDeliveryWorkflow, taskQueueOf } from '../../services/webhooks/dispatch';
 import { authOf } from '../context';
-import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { Nullable } from '../../resources/common';
 import { IdParams, withErrors } from '../http-schemas';
 
@@ -68,9 +67,8 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { store } = authOf(request);
       const { type, created, ...page } = request.query;
-      const filter: Record<string, unknown> = { test: false, ...createdFilter(created) };
-      if (type !== undefined) filter.type = isPattern(type) ? { $in: typesMatching(type) } : type;
-      const list = await paginate(collections(db).events, { storeId: store._id, filter, query: page, url: '/v1/events', toApi: (doc) => doc });
+      const filter = { type: type !== undefined && isPattern(type) ? typesMatching(type) : type, created };
+      const list = await paginate((window) => listEvents(db, store._id, filter, window), { query: page, url: '/v1/events', toApi: (doc) => doc });
       const pending = await pendingWebhooks(db, store._id, list.data);
       const items = list.data.map((doc) => renderEventBody(doc, pending.get(doc._id) ?? 0));
       return reply

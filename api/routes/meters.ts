@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../domain/errors';
 import { DISPLAY_NAME_MAX, validatePayloadKey } from '../../domain/meter-events';
-import { createMeter, deactivateMeter, metersCollection, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
+import { createMeter, deactivateMeter, listMeters, renameMeter, requireMeter, type MeterDoc } from '../../store/meters';
 import { meterEventSummaries } from '../../services/usage/summaries';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
@@ -104,9 +104,7 @@ function readMeterRoutes(app: RouteApp): void {
     async (request) => {
       const { store } = authOf(request);
       const { status, ...page } = request.query;
-      return paginate(metersCollection(db), {
-        storeId: store._id,
-        filter: status !== undefined ? { status } : {},
+      return paginate((window) => listMeters(db, store._id, { status }, window), {
         query: page,
         url: '/v1/billing/meters',
         toApi: (doc: MeterDoc) => meterObject(doc),

@@ -1,11 +1,10 @@
 // /v1/orders: read-only; filters customer, subscription, status and created ranges.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ordersCollection } from '../../store/orders';
-import { findOwnedById } from '../../store/owned';
+import { findOrder, listOrders } from '../../store/orders';
 import { notFound } from '../../domain/errors';
 import { authOf } from '../context';
-import { createdFilter, CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
+import { CreatedRangeQuery, listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { IdParams, NoQuery, withErrors } from '../http-schemas';
 import { ORDER_STATUSES, orderObject } from '../../resources/order';
 
@@ -29,11 +28,8 @@ const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { store } = authOf(request);
       const { customer, subscription, status, created, ...page } = request.query;
-      const filter: Record<string, unknown> = { ...createdFilter(created) };
-      if (customer !== undefined) filter.customer = customer;
-      if (subscription !== undefined) filter.subscription = subscription;
-      if (status !== undefined) filter.status = status;
-      return paginate(ordersCollection(db), { storeId: store._id, filter, query: page, url: '/v1/orders', toApi: orderObject });
+      const filter = { customer, subscription, status, created };
+      return paginate((window) => listOrders(db, store._id, filter, window), { query: page, url: '/v1/orders', toApi: orderObject });
     },
   );
 
@@ -50,7 +46,7 @@ const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { store } = authOf(request);
-      const doc = await findOwnedById(ordersCollection(db), store._id, request.params.id);
+      const doc = await findOrder(db, store._id, request.params.id);
       if (!doc) throw notFound('order', request.params.id);
       return orderObject(doc);
     },

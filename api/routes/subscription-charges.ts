@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { startCharge, type StartChargeResult } from '../../services/charges/charges';
-import { chargesCollection, findCharge } from '../../store/subscription-charges';
+import { findCharge, listSubscriptionCharges } from '../../store/subscription-charges';
 import { findSubscription } from '../../store/subscriptions';
 import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX, merchantChargeKey } from '../../domain/charges';
 import { ApiError, notFound } from '../../domain/errors';
@@ -147,11 +147,7 @@ function readChargeRoutes(app: RouteApp): void {
       const { store } = authOf(request);
       const { status, ...page } = request.query;
       if (!(await findSubscription(db, store._id, request.params.id))) throw notFound('subscription', request.params.id);
-      const filter: Record<string, unknown> = { subscription: request.params.id };
-      if (status !== undefined) filter.status = status;
-      return paginate(chargesCollection(db), {
-        storeId: store._id,
-        filter,
+      return paginate((window) => listSubscriptionCharges(db, store._id, request.params.id, { status }, window), {
         query: page,
         url: `/v1/subscriptions/${request.params.id}/charges`,
         toApi: subscriptionChargeObject,

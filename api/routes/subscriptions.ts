@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { findOfferByIdOrSlug } from '../../store/offers';
 import { runSubscriptionAction } from '../../services/subscriptions/subscriptions';
-import { findSubscription, subscriptionsCollection, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
+import { findSubscription, listSubscriptions, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
 import { ApiError, invalid, notFound } from '../../domain/errors';
 import { boundedKey, ID_LENGTH_MAX } from '../../domain/bounded-keys';
 import { encodeMetadata, normalizeMetadata } from '../../domain/metadata';
@@ -128,10 +128,11 @@ function readSubscriptionRoutes(app: RouteApp): void {
     async (request) => {
       const { store } = authOf(request);
       const { customer, status, ...page } = request.query;
-      const filter: Record<string, unknown> = {};
-      if (customer !== undefined) filter.customer = customer;
-      if (status !== undefined) filter.status = status;
-      return paginate(subscriptionsCollection(db), { storeId: store._id, filter, query: page, url: '/v1/subscriptions', toApi: subscriptionObject });
+      return paginate((window) => listSubscriptions(db, store._id, { customer, status }, window), {
+        query: page,
+        url: '/v1/subscriptions',
+        toApi: subscriptionObject,
+      });
     },
   );
 

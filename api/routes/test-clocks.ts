@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { advanceTestClock, createTestClock, deleteTestClock } from '../../services/test-clocks';
-import { requireTestClock, testClocksCollection, type TestClockDoc } from '../../store/test-clocks';
+import { listTestClocks, requireTestClock, type TestClockDoc } from '../../store/test-clocks';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { Nullable } from '../../resources/common';
@@ -61,14 +61,14 @@ function createAndReadRoutes(app: RouteApp): void {
   app.get(
     '/test_helpers/test_clocks',
     { schema: { tags: TAGS, summary: 'List test clocks', querystring: ListQuery, response: withErrors({ 200: listEnvelope(ClockRef) }) } },
-    async (request) =>
-      paginate(testClocksCollection(db), {
-        storeId: authOf(request).store._id,
-        filter: {},
+    async (request) => {
+      const storeId = authOf(request).store._id;
+      return paginate((window) => listTestClocks(db, storeId, window), {
         query: request.query,
         url: '/v1/test_helpers/test_clocks',
         toApi: (doc: TestClockDoc) => testClockObject(doc),
-      }),
+      });
+    },
   );
 
   app.get(

@@ -16,23 +16,23 @@ import { newId } from '../../domain/ids';
 import { confirmDispatched, recordEvent } from '../../store/events';
 import {
   deleteEndpoint,
-  endpointsCollection,
   findEndpoint,
   ENDPOINTS_PER_STORE,
   insertEndpoint,
+  listEndpoints,
   releaseEndpointSlot,
   takeEndpointSlot,
   rotateEndpointSecret,
   updateEndpoint,
   type EndpointStatus,
 } from '../../store/webhook-endpoints';
-import { deleteDeliveriesOf, deliveriesCollection, DELIVERY_STATUSES, openDeliveriesOf, type DeliveryStatus } from '../../store/webhook-deliveries';
+import { deleteDeliveriesOf, DELIVERY_STATUSES, listEndpointDeliveries, openDeliveriesOf, type DeliveryStatus } from '../../store/webhook-deliveries';
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type HostPolicy } from '../../adapters/webhooks/host-policy';
 import { deliverEventTo } from '../../services/webhooks/dispatch';
 import { deliveryClient } from '../../services/webhooks/delivery-client';
 import type { Database } from '../../store/database';
 import { authOf, eventRequestOf, type RouteApp } from '../context';
-import { listEnvelope, OLDEST_FIRST, paginate, PaginationQuery } from '../pagination';
+import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { Nullable } from '../../resources/common';
 import { IdParams, withErrors } from '../http-schemas';
 import type { CustomerObject } from '../../resources/customer';
@@ -129,11 +129,9 @@ function endpointListRoutes(app: RouteApp): void {
     },
     async (request) => {
       const { store } = authOf(request);
-      return paginate(endpointsCollection(db), {
-        storeId: store._id,
+      return paginate((window) => listEndpoints(db, store._id, window), {
         query: request.query,
         url: '/v1/webhook_endpoints',
-        order: OLDEST_FIRST,
         toApi: (doc) => endpointObject(doc),
       });
     },
@@ -319,9 +317,8 @@ function listDeliveriesRoute(app: RouteApp): void {
       const { store } = authOf(request);
       const endpoint = await endpointOrNotFound(db, store._id, request.params.id);
       const { status, ...page } = request.query;
-      return paginate(deliveriesCollection(db), {
-        storeId: store._id,
-        filter: { webhook_endpoint: endpoint._id, ...(status !== undefined ? { status: status as DeliveryStatus } : {}) },
+      const filter = { status: status as DeliveryStatus | undefined };
+      return paginate((window) => listEndpointDeliveries(db, store._id, endpoint._id, filter, window), {
         query: page,
         url: `/v1/webhook_endpoints/${endpoint._id}/deliveries`,
         toApi: deliveryObject,
