@@ -43,10 +43,10 @@ function t(lang: Language, key: PageKey, vars?: Record<string, string | number>)
 
 function topBar(lang: Language, session: CheckoutSessionDoc): Markup {
   return html`<header class="top">
-    ${session.cancel_url ? html`<a class="back" href="${session.cancel_url}">← ${t(lang, 'back')}</a>` : ''}
-    <span class="store">${session.store_name}</span>
-    <span class="muted">${t(lang, 'secure_checkout')}</span>
-  </header>`;
+  ${session.cancel_url ? html`<a class="back" href="${session.cancel_url}">← ${t(lang, 'back')}</a>` : ''}
+  <span class="store">${session.store_name}</span>
+  <span class="muted">${t(lang, 'secure_checkout')}</span>
+</header>`;
 }
 
 function cycleText(lang: Language, cycle: string | null): string {
@@ -87,54 +87,35 @@ function summary(lang: Language, session: CheckoutSessionDoc, price: Price): Mar
   const money = (n: number) => formatMoney(n, price.currency, lang);
   const otherCurrencies = session.currency === null && session.offer.prices.length > 1;
   return html`<section class="panel" aria-labelledby="summary-title">
-    <h2 id="summary-title">${t(lang, 'order_summary')}</h2>
-    ${session.offer.product_name ? html`<p class="muted">${session.offer.product_name}</p>` : ''}
-    <h1>${session.offer.name}</h1>
-    <p class="price" data-testid="price">${money(amounts.amount_total)}</p>
-    <table class="lines">
-      <tbody>
-        <tr>
-          <td>${session.pack ? t(lang, 'pack_of', { n: session.pack }) : session.offer.name}</td>
-          <td>${money(amounts.amount_subtotal)}</td>
-        </tr>
-        ${
-          amounts.amount_discount > 0
-            ? html`<tr>
-                <td>${t(lang, 'discount', { code: session.coupon!.code })}</td>
-                <td>−${money(amounts.amount_discount)}</td>
-              </tr>`
-            : ''
-        }
-        <tr class="total">
-          <td>${t(lang, 'total')}</td>
-          <td>${money(amounts.amount_total)}</td>
-        </tr>
-      </tbody>
-    </table>
-    ${
-      isTrial(session)
-        ? html`<p class="hint">
-            ${t(lang, 'trial_note', { days: session.offer.trial_days!, amount: money(amounts.amount_total), cycle: cycleText(lang, session.offer.billing_cycle) })}
-          </p>`
-        : session.offer.type === 'recurring'
-          ? html`<p class="hint">${t(lang, 'recurring_note', { cycle: cycleText(lang, session.offer.billing_cycle) })}</p>`
-          : ''
-    }
-    ${
-      otherCurrencies
-        ? html`<nav aria-label="${t(lang, 'switch_currency')}">
-            <p class="hint">${t(lang, 'switch_currency')}</p>
-            <div class="currencies">
-              ${session.offer.prices.map((p) =>
-                p.currency === price.currency
-                  ? html`<strong aria-current="true">${p.currency.toUpperCase()}</strong>`
-                  : html`<a href="/c/${session._id}?currency=${p.currency}" hreflang="${lang}">${p.currency.toUpperCase()}</a>`,
-              )}
-            </div>
-          </nav>`
+  <h2 id="summary-title">${t(lang, 'order_summary')}</h2>
+  ${session.offer.product_name ? html`<p class="muted">${session.offer.product_name}</p>` : ''}
+  <h1>${session.offer.name}</h1>
+  <p class="price" data-testid="price">${money(amounts.amount_total)}</p>
+  <table class="lines">
+    <tbody>
+      <tr><td>${session.pack ? t(lang, 'pack_of', { n: session.pack }) : session.offer.name}</td><td>${money(amounts.amount_subtotal)}</td></tr>
+      ${amounts.amount_discount > 0 ? html`<tr><td>${t(lang, 'discount', { code: session.coupon!.code })}</td><td>−${money(amounts.amount_discount)}</td></tr>` : ''}
+      <tr class="total"><td>${t(lang, 'total')}</td><td>${money(amounts.amount_total)}</td></tr>
+    </tbody>
+  </table>
+  ${
+    isTrial(session)
+      ? html`<p class="hint">${t(lang, 'trial_note', { days: session.offer.trial_days!, amount: money(amounts.amount_total), cycle: cycleText(lang, session.offer.billing_cycle) })}</p>`
+      : session.offer.type === 'recurring'
+        ? html`<p class="hint">${t(lang, 'recurring_note', { cycle: cycleText(lang, session.offer.billing_cycle) })}</p>`
         : ''
-    }
-  </section>`;
+  }
+  ${
+    otherCurrencies
+      ? html`<nav aria-label="${t(lang, 'switch_currency')}"><p class="hint">${t(lang, 'switch_currency')}</p><div class="currencies">${session.offer.prices.map(
+          (p) =>
+            p.currency === price.currency
+              ? html`<strong aria-current="true">${p.currency.toUpperCase()}</strong>`
+              : html`<a href="/c/${session._id}?currency=${p.currency}" hreflang="${lang}">${p.currency.toUpperCase()}</a>`,
+        )}</div></nav>`
+      : ''
+  }
+</section>`;
 }
 
 export function renderCheckoutPage(
@@ -158,165 +139,93 @@ export function renderCheckoutPage(
   const invalid = (field: string) => (error?.field === field ? html` aria-invalid="true" aria-describedby="form-error"` : '');
 
   const body = html`${topBar(lang, session)}
-    <main class="wrap grid">
-      ${summary(lang, session, price)}
-      <section class="panel" aria-labelledby="pay-title">
-        <h2 id="pay-title">${t(lang, 'your_details')}</h2>
-        ${error ? html`<div class="alert" role="alert" id="form-error" data-testid="error">${errorText(lang, error)}</div>` : ''}
-        <form method="post" action="/c/${session._id}/pay" data-once autocomplete="on">
-          <input type="hidden" name="currency" value="${price.currency}" />
-          <label for="email">${t(lang, 'email')}</label>
-          <input
-            type="email"
-            id="email"
-            name="email"
-            autocomplete="email"
-            required
-            value="${emailLocked ? session.customer_email : (values.email ?? '')}"
-            ${emailLocked ? html` readonly aria-describedby="email-hint"` : ''}${invalid('email')}
-          />
-          ${emailLocked ? html`<p class="hint" id="email-hint">${t(lang, 'email_locked')}</p>` : ''}
-          ${
-            session.customer
-              ? ''
-              : html`<label for="name">${t(lang, 'name')}</label>
-                  <input
-                    type="text"
-                    id="name"
-                    name="name"
-                    autocomplete="name"
-                    required
-                    minlength="${CUSTOMER_NAME_MIN}"
-                    maxlength="${CUSTOMER_NAME_MAX}"
-                    value="${values.name ?? session.customer_name ?? ''}"
-                    ${invalid('name')}
-                  />
-                  <label for="phone">${t(lang, 'phone')}</label>
-                  <input type="tel" id="phone" name="phone" autocomplete="tel" required value="${values.phone ?? ''}" ${invalid('phone')} />
-                  <div class="row">
-                    <div>
-                      <label for="document_type">${t(lang, 'document_type')}</label>
-                      <select id="document_type" name="document_type">
-                        ${DOCUMENT_TYPES.map(
-                          (type) =>
-                            html`<option value="${type}" ${(values.document_type ?? 'cpf') === type ? html` selected` : ''}>
-                              ${t(lang, `doc_${type}` as PageKey)}
-                            </option>`,
-                        )}
-                      </select>
-                    </div>
-                    <div>
-                      <label for="document_number">${t(lang, 'document')}</label>
-                      <input
-                        type="text"
-                        id="document_number"
-                        name="document_number"
-                        required
-                        value="${values.document_number ?? ''}"
-                        ${invalid('document.number')}${invalid('document')}
-                      />
-                    </div>
-                  </div>`
-          }
-          <fieldset>
-            <legend>${t(lang, 'payment_method')}</legend>
-            ${cardLocked ? html`<p class="alert" role="status" data-testid="card-locked">${t(lang, pix ? 'card_locked_pix' : 'card_locked')}</p>` : ''}
-            <div class="choices">
-              <label class="choice"
-                ><input
-                  type="radio"
-                  name="method_choice"
-                  value="card"
-                  ${method === 'card' ? html` checked` : ''}${cardLocked ? html` disabled` : ''}
-                />
-                ${t(lang, 'card')}</label
-              >
-              ${pix ? html`<label class="choice"><input type="radio" name="method_choice" value="pix" ${method === 'pix' ? html` checked` : ''} /> ${t(lang, 'pix')}</label>` : ''}
-            </div>
-          </fieldset>
-          <div data-method="card">
-            <label for="card_number">${t(lang, 'card_number')}</label>
-            <input
-              type="text"
-              id="card_number"
-              name="card_number"
-              inputmode="numeric"
-              autocomplete="cc-number"
-              data-required
-              maxlength="23"
-              ${invalid('card_number')}
-            />
-            <div class="row">
-              <div>
-                <label for="card_expiry">${t(lang, 'expiry')}</label>
-                <input type="text" id="card_expiry" name="card_expiry" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7" />
-              </div>
-              <div>
-                <label for="card_cvc">${t(lang, 'cvc')}</label>
-                <input type="text" id="card_cvc" name="card_cvc" inputmode="numeric" autocomplete="cc-csc" maxlength="4" />
-              </div>
-            </div>
-            ${
-              maxInstallments > 1
-                ? html`<label for="installments">${t(lang, 'installments')}</label>
-                    <select id="installments" name="installments">
-                      ${Array.from({ length: maxInstallments }, (_, i) => i + 1).map(
-                        (n) =>
-                          html`<option value="${n}" ${(values.installments ?? 1) === n ? html` selected` : ''}>
-                            ${t(lang, 'installment_option', {
-                              n,
-                              amount: money(Math.ceil(amounts.amount_total / n)),
-                            })}
-                          </option>`,
-                      )}
-                    </select>`
-                : ''
-            }
-            <button type="submit" name="method" value="card" data-testid="pay-card">
-              ${trial ? t(lang, 'start_trial') : t(lang, 'pay', { amount: money(amounts.amount_total) })}
-            </button>
-          </div>
-          ${
-            pix
-              ? html`<div data-method="pix">
-                  <button type="submit" name="method" value="pix" data-testid="pay-pix">
-                    ${t(lang, 'generate_pix', { amount: money(amounts.amount_total) })}
-                  </button>
-                </div>`
-              : ''
-          }
-        </form>
-      </section>
-    </main>`;
+<main class="wrap grid">
+${summary(lang, session, price)}
+<section class="panel" aria-labelledby="pay-title">
+  <h2 id="pay-title">${t(lang, 'your_details')}</h2>
+  ${error ? html`<div class="alert" role="alert" id="form-error" data-testid="error">${errorText(lang, error)}</div>` : ''}
+  <form method="post" action="/c/${session._id}/pay" data-once autocomplete="on">
+    <input type="hidden" name="currency" value="${price.currency}">
+    <label for="email">${t(lang, 'email')}</label>
+    <input type="email" id="email" name="email" autocomplete="email" required value="${emailLocked ? session.customer_email : (values.email ?? '')}"${emailLocked ? html` readonly aria-describedby="email-hint"` : ''}${invalid('email')}>
+    ${emailLocked ? html`<p class="hint" id="email-hint">${t(lang, 'email_locked')}</p>` : ''}
+    ${
+      session.customer
+        ? ''
+        : html`<label for="name">${t(lang, 'name')}</label>
+    <input type="text" id="name" name="name" autocomplete="name" required minlength="${CUSTOMER_NAME_MIN}" maxlength="${CUSTOMER_NAME_MAX}" value="${values.name ?? session.customer_name ?? ''}"${invalid('name')}>
+    <label for="phone">${t(lang, 'phone')}</label>
+    <input type="tel" id="phone" name="phone" autocomplete="tel" required value="${values.phone ?? ''}"${invalid('phone')}>
+    <div class="row">
+      <div>
+        <label for="document_type">${t(lang, 'document_type')}</label>
+        <select id="document_type" name="document_type">${DOCUMENT_TYPES.map(
+          (type) =>
+            html`<option value="${type}"${(values.document_type ?? 'cpf') === type ? html` selected` : ''}>${t(lang, `doc_${type}` as PageKey)}</option>`,
+        )}</select>
+      </div>
+      <div>
+        <label for="document_number">${t(lang, 'document')}</label>
+        <input type="text" id="document_number" name="document_number" required value="${values.document_number ?? ''}"${invalid('document.number')}${invalid('document')}>
+      </div>
+    </div>`
+    }
+    <fieldset>
+      <legend>${t(lang, 'payment_method')}</legend>
+      ${cardLocked ? html`<p class="alert" role="status" data-testid="card-locked">${t(lang, pix ? 'card_locked_pix' : 'card_locked')}</p>` : ''}
+      <div class="choices">
+        <label class="choice"><input type="radio" name="method_choice" value="card"${method === 'card' ? html` checked` : ''}${cardLocked ? html` disabled` : ''}> ${t(lang, 'card')}</label>
+        ${pix ? html`<label class="choice"><input type="radio" name="method_choice" value="pix"${method === 'pix' ? html` checked` : ''}> ${t(lang, 'pix')}</label>` : ''}
+      </div>
+    </fieldset>
+    <div data-method="card">
+      <label for="card_number">${t(lang, 'card_number')}</label>
+      <input type="text" id="card_number" name="card_number" inputmode="numeric" autocomplete="cc-number" data-required maxlength="23"${invalid('card_number')}>
+      <div class="row">
+        <div>
+          <label for="card_expiry">${t(lang, 'expiry')}</label>
+          <input type="text" id="card_expiry" name="card_expiry" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7">
+        </div>
+        <div>
+          <label for="card_cvc">${t(lang, 'cvc')}</label>
+          <input type="text" id="card_cvc" name="card_cvc" inputmode="numeric" autocomplete="cc-csc" maxlength="4">
+        </div>
+      </div>
+      ${
+        maxInstallments > 1
+          ? html`<label for="installments">${t(lang, 'installments')}</label>
+      <select id="installments" name="installments">${Array.from({ length: maxInstallments }, (_, i) => i + 1).map(
+        (n) =>
+          html`<option value="${n}"${(values.installments ?? 1) === n ? html` selected` : ''}>${t(lang, 'installment_option', {
+            n,
+            amount: money(Math.ceil(amounts.amount_total / n)),
+          })}</option>`,
+      )}</select>`
+          : ''
+      }
+      <button type="submit" name="method" value="card" data-testid="pay-card">${trial ? t(lang, 'start_trial') : t(lang, 'pay', { amount: money(amounts.amount_total) })}</button>
+    </div>
+    ${
+      pix
+        ? html`<div data-method="pix">
+      <button type="submit" name="method" value="pix" data-testid="pay-pix">${t(lang, 'generate_pix', { amount: money(amounts.amount_total) })}</button>
+    </div>`
+        : ''
+    }
+  </form>
+</section>
+</main>`;
   return layout({ lang, title: `${session.offer.name} · ${session.store_name}`, body, script: true });
 }
 
 function orderLines(lang: Language, order: OrderDoc | null): Markup {
   if (!order) return html``;
   const money = (n: number) => formatMoney(n, order.currency, lang);
-  return html`<table class="lines">
-    <tbody>
-      ${order.items.map(
-        (item) =>
-          html`<tr>
-            <td>${item.description}${item.quantity > 1 ? ` × ${item.quantity}` : ''}</td>
-            <td>${money(item.amount)}</td>
-          </tr>`,
-      )}
-      ${
-        order.amount_discount > 0
-          ? html`<tr>
-              <td>${t(lang, 'discount', { code: order.coupon ?? '' })}</td>
-              <td>−${money(order.amount_discount)}</td>
-            </tr>`
-          : ''
-      }
-      <tr class="total">
-        <td>${t(lang, 'total')}</td>
-        <td>${money(order.amount_total)}</td>
-      </tr>
-    </tbody>
-  </table>`;
+  return html`<table class="lines"><tbody>
+    ${order.items.map((item) => html`<tr><td>${item.description}${item.quantity > 1 ? ` × ${item.quantity}` : ''}</td><td>${money(item.amount)}</td></tr>`)}
+    ${order.amount_discount > 0 ? html`<tr><td>${t(lang, 'discount', { code: order.coupon ?? '' })}</td><td>−${money(order.amount_discount)}</td></tr>` : ''}
+    <tr class="total"><td>${t(lang, 'total')}</td><td>${money(order.amount_total)}</td></tr>
+  </tbody></table>`;
 }
 
 /** Where the thank-you page continues: the session's success_url, else the offer's, else the store's default. */
@@ -327,12 +236,8 @@ export function successTarget(session: CheckoutSessionDoc): string | null {
 
 function downloads(lang: Language, files: ProductFile[]): Markup {
   if (files.length === 0) return html``;
-  return html`<section aria-labelledby="files-title" data-testid="files">
-    <h2 id="files-title">${t(lang, 'your_files')}</h2>
-    <ul class="files">
-      ${files.map((file) => html`<li><a href="${file.url}" download rel="noopener">${file.name}</a></li>`)}
-    </ul>
-  </section>`;
+  return html`<section aria-labelledby="files-title" data-testid="files"><h2 id="files-title">${t(lang, 'your_files')}</h2>
+  <ul class="files">${files.map((file) => html`<li><a href="${file.url}" download rel="noopener">${file.name}</a></li>`)}</ul></section>`;
 }
 
 export function renderThankYouPage(lang: Language, session: CheckoutSessionDoc, order: OrderDoc | null, redirectAsked: boolean): string {
@@ -341,28 +246,24 @@ export function renderThankYouPage(lang: Language, session: CheckoutSessionDoc, 
   // With files to download the page does not leave by itself: the buyer continues when done.
   const redirect = redirectAsked && files.length === 0;
   const delay = session.redirect_delay;
-  const head = target && redirect ? html`<meta http-equiv="refresh" content="${delay};url=${target}" />` : undefined;
+  const head = target && redirect ? html`<meta http-equiv="refresh" content="${delay};url=${target}">` : undefined;
   const body = html`${topBar(lang, session)}
-    <main class="wrap">
-      <section class="panel center" aria-labelledby="thanks-title" data-testid="thank-you">
-        <h1 id="thanks-title">${t(lang, 'thank_you')}</h1>
-        <p class="ok" role="status">${t(lang, 'paid_text')}</p>
-        <p><strong>${session.offer.name}</strong></p>
-        ${order ? html`<p class="muted" data-testid="order-id">${t(lang, 'order_ref', { id: order._id })}</p>` : ''}
-        ${session.subscription ? html`<p class="muted">${t(lang, 'subscription_ref', { id: session.subscription })}</p>` : ''}
-        ${orderLines(lang, order)} ${downloads(lang, files)}
-        ${
-          target
-            ? html`${redirect ? html`<p aria-live="polite">${trustedCountdown(lang, delay)}</p>` : ''}<a
-                  class="button"
-                  href="${target}"
-                  data-testid="continue"
-                  >${t(lang, 'continue')}</a
-                >`
-            : ''
-        }
-      </section>
-    </main>`;
+<main class="wrap">
+<section class="panel center" aria-labelledby="thanks-title" data-testid="thank-you">
+  <h1 id="thanks-title">${t(lang, 'thank_you')}</h1>
+  <p class="ok" role="status">${t(lang, 'paid_text')}</p>
+  <p><strong>${session.offer.name}</strong></p>
+  ${order ? html`<p class="muted" data-testid="order-id">${t(lang, 'order_ref', { id: order._id })}</p>` : ''}
+  ${session.subscription ? html`<p class="muted">${t(lang, 'subscription_ref', { id: session.subscription })}</p>` : ''}
+  ${orderLines(lang, order)}
+  ${downloads(lang, files)}
+  ${
+    target
+      ? html`${redirect ? html`<p aria-live="polite">${trustedCountdown(lang, delay)}</p>` : ''}<a class="button" href="${target}" data-testid="continue">${t(lang, 'continue')}</a>`
+      : ''
+  }
+</section>
+</main>`;
   return layout({ lang, title: t(lang, 'thank_you'), body, head, script: Boolean(target && redirect) });
 }
 
@@ -373,18 +274,10 @@ function trustedCountdown(lang: Language, delay: number): Markup {
 
 function testButtons(lang: Language, session: CheckoutSessionDoc): Markup {
   return html`<div class="test" aria-label="${t(lang, 'test_connection')}">
-    <p class="hint">${t(lang, 'test_connection')}</p>
-    <form method="post" action="/c/${session._id}/test/settle">
-      <input type="hidden" name="outcome" value="paid" /><button type="submit" class="secondary" data-testid="settle-paid">
-        ${t(lang, 'settle_paid')}
-      </button>
-    </form>
-    <form method="post" action="/c/${session._id}/test/settle">
-      <input type="hidden" name="outcome" value="refused" /><button type="submit" class="secondary" data-testid="settle-refused">
-        ${t(lang, 'settle_refused')}
-      </button>
-    </form>
-  </div>`;
+  <p class="hint">${t(lang, 'test_connection')}</p>
+  <form method="post" action="/c/${session._id}/test/settle"><input type="hidden" name="outcome" value="paid"><button type="submit" class="secondary" data-testid="settle-paid">${t(lang, 'settle_paid')}</button></form>
+  <form method="post" action="/c/${session._id}/test/settle"><input type="hidden" name="outcome" value="refused"><button type="submit" class="secondary" data-testid="settle-refused">${t(lang, 'settle_refused')}</button></form>
+</div>`;
 }
 
 export function renderPendingPage(
@@ -398,24 +291,23 @@ export function renderPendingPage(
   const pix = payment?.method === 'pix';
   const state = `${session.status}/${session.payment_status}`;
   const body = html`${topBar(lang, session)}
-    <main class="wrap">
-      <section class="panel" aria-labelledby="pending-title" data-poll="/c/${session._id}/status" data-state="${state}" data-testid="pending">
-        <h1 id="pending-title">${pix ? t(lang, 'pix_title') : t(lang, 'pending_title')}</h1>
-        ${
-          pix && payment?.pix_code
-            ? html`<p>${t(lang, 'pix_instructions', { time: formatDate(payment.pix_expires_at!, lang, { withTime: true, timeZone }) })}</p>
-                <label for="pix-code">${t(lang, 'pix_code')}</label>
-                <textarea id="pix-code" readonly data-testid="pix-code">${payment.pix_code}</textarea>
-                <button type="button" class="secondary" data-copy="pix-code" data-copied="${t(lang, 'copied')}" hidden>
-                  ${t(lang, 'copy_code')}
-                </button>`
-            : html`<p>${t(lang, 'review_text')}</p>`
-        }
-        <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
-        ${orderLines(lang, order)} ${testConnection ? testButtons(lang, session) : ''}
-      </section>
-    </main>`;
-  const head = html`<noscript><meta http-equiv="refresh" content="5" /></noscript>`;
+<main class="wrap">
+<section class="panel" aria-labelledby="pending-title" data-poll="/c/${session._id}/status" data-state="${state}" data-testid="pending">
+  <h1 id="pending-title">${pix ? t(lang, 'pix_title') : t(lang, 'pending_title')}</h1>
+  ${
+    pix && payment?.pix_code
+      ? html`<p>${t(lang, 'pix_instructions', { time: formatDate(payment.pix_expires_at!, lang, { withTime: true, timeZone }) })}</p>
+  <label for="pix-code">${t(lang, 'pix_code')}</label>
+  <textarea id="pix-code" readonly data-testid="pix-code">${payment.pix_code}</textarea>
+  <button type="button" class="secondary" data-copy="pix-code" data-copied="${t(lang, 'copied')}" hidden>${t(lang, 'copy_code')}</button>`
+      : html`<p>${t(lang, 'review_text')}</p>`
+  }
+  <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
+  ${orderLines(lang, order)}
+  ${testConnection ? testButtons(lang, session) : ''}
+</section>
+</main>`;
+  const head = html`<noscript><meta http-equiv="refresh" content="5"></noscript>`;
   return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
 }
 
@@ -432,28 +324,28 @@ export function renderProcessingPage(lang: Language, session: CheckoutSessionDoc
   <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
 </section>
 </main>`;
-  const head = html`<noscript><meta http-equiv="refresh" content="5" /></noscript>`;
+  const head = html`<noscript><meta http-equiv="refresh" content="5"></noscript>`;
   return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
 }
 
 export function renderFailedPage(lang: Language, session: CheckoutSessionDoc): string {
   const body = html`${topBar(lang, session)}
-    <main class="wrap">
-      <section class="panel center" aria-labelledby="failed-title" data-testid="failed">
-        <h1 id="failed-title">${t(lang, 'failed_title')}</h1>
-        <p class="alert" role="alert">${t(lang, 'failed_text')}</p>
-        ${session.cancel_url ? html`<a class="button" href="${session.cancel_url}">${t(lang, 'back')}</a>` : ''}
-      </section>
-    </main>`;
+<main class="wrap">
+<section class="panel center" aria-labelledby="failed-title" data-testid="failed">
+  <h1 id="failed-title">${t(lang, 'failed_title')}</h1>
+  <p class="alert" role="alert">${t(lang, 'failed_text')}</p>
+  ${session.cancel_url ? html`<a class="button" href="${session.cancel_url}">${t(lang, 'back')}</a>` : ''}
+</section>
+</main>`;
   return layout({ lang, title: t(lang, 'failed_title'), body });
 }
 
 export function renderUnavailablePage(lang: Language): string {
   const body = html`<main class="wrap">
-    <section class="panel center" aria-labelledby="unavailable-title" data-testid="unavailable">
-      <h1 id="unavailable-title">${t(lang, 'unavailable_title')}</h1>
-      <p>${t(lang, 'unavailable_text')}</p>
-    </section>
-  </main>`;
+<section class="panel center" aria-labelledby="unavailable-title" data-testid="unavailable">
+  <h1 id="unavailable-title">${t(lang, 'unavailable_title')}</h1>
+  <p>${t(lang, 'unavailable_text')}</p>
+</section>
+</main>`;
   return layout({ lang, title: t(lang, 'unavailable_title'), body });
 }

@@ -16,57 +16,21 @@ const TYPE_MEANINGS: Record<ErrorType, string> = {
 };
 
 export function renderErrorDocs(docsPath: string): string {
-  const types = ERROR_TYPES.map(
-    (type) =>
-      html`<tr id="${type}">
-        <td><code>${type}</code></td>
-        <td>${TYPE_MEANINGS[type]}</td>
-      </tr>`,
-  );
+  const types = ERROR_TYPES.map((type) => html`<tr id="${type}"><td><code>${type}</code></td><td>${TYPE_MEANINGS[type]}</td></tr>`);
   const codes = ERROR_CODES.map(
-    (code) =>
-      html`<tr id="${code}">
-        <td><code>${code}</code></td>
-        <td>${statusOf(code)}</td>
-        <td><code>${errorTypeOf(code)}</code></td>
-      </tr>`,
+    (code) => html`<tr id="${code}"><td><code>${code}</code></td><td>${statusOf(code)}</td><td><code>${errorTypeOf(code)}</code></td></tr>`,
   );
-  const body = html`<main class="wrap">
-    <section class="panel" id="errors">
-      <h1>Errors</h1>
-      <p>
-        A failed request answers 4xx or 5xx with an object <code>error</code>: <code>type</code>, <code>code</code>, <code>message</code> (English,
-        may change: compare <code>code</code>, not the message), <code>param</code> (the parameter or header that caused it, nested with dots and
-        brackets such as <code>lines[0].amount</code>) and <code>doc_url</code> (<a href="${docsPath}#errors">this section</a>). Keep the
-        <code>Request-Id</code> header when asking for help.
-      </p>
-      <h2>Types</h2>
-      <table class="lines">
-        <thead>
-          <tr>
-            <th>type</th>
-            <th>When</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${types}
-        </tbody>
-      </table>
-      <h2>Codes</h2>
-      <table class="lines">
-        <thead>
-          <tr>
-            <th>code</th>
-            <th>HTTP</th>
-            <th>type</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${codes}
-        </tbody>
-      </table>
-    </section>
-  </main>`;
+  const body = html`<main class="wrap"><section class="panel" id="errors">
+<h1>Errors</h1>
+<p>A failed request answers 4xx or 5xx with an object <code>error</code>: <code>type</code>, <code>code</code>,
+<code>message</code> (English, may change: compare <code>code</code>, not the message), <code>param</code>
+(the parameter or header that caused it, nested with dots and brackets such as <code>lines[0].amount</code>)
+and <code>doc_url</code> (<a href="${docsPath}#errors">this section</a>). Keep the <code>Request-Id</code> header when asking for help.</p>
+<h2>Types</h2>
+<table class="lines"><thead><tr><th>type</th><th>When</th></tr></thead><tbody>${types}</tbody></table>
+<h2>Codes</h2>
+<table class="lines"><thead><tr><th>code</th><th>HTTP</th><th>type</th></tr></thead><tbody>${codes}</tbody></table>
+</section></main>`;
   return layout({ lang: 'en', title: 'API reference: errors', body });
 }
 

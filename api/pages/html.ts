@@ -47,17 +47,18 @@ export const ASSET_VERSION = '2';
 
 export function layout({ lang, title, body, head, script }: LayoutOptions): string {
   return html`<!doctype html>
-    <html lang="${lang}">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        <title>${title}</title>
-        <link rel="stylesheet" href="/assets/pages.css?v=${ASSET_VERSION}" />
-        ${head ?? ''} ${script ? html`<script src="/assets/pages.js?v=${ASSET_VERSION}" defer></script>` : ''}
-      </head>
-      <body>
-        ${body}
-      </body>
-    </html>`.value;
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${title}</title>
+<link rel="stylesheet" href="/assets/pages.css?v=${ASSET_VERSION}">
+${head ?? ''}
+${script ? html`<script src="/assets/pages.js?v=${ASSET_VERSION}" defer></script>` : ''}
+</head>
+<body>
+${body}
+</body>
+</html>`.value;
 }

@@ -38,12 +38,8 @@ function limitPaymentSubmits(app: FastifyInstance): void {
     const hit = await windows.hit(`page-pay:${request.ip}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
     if (hit.allowed) return;
     const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
-    const body = html`<main class="wrap">
-      <section class="panel center" data-testid="too-many-attempts">
-        <h1>Too many attempts</h1>
-        <p>Too many payment attempts came from your address. Please try again in ${Math.ceil(retryAfter / 60)} minutes.</p>
-      </section>
-    </main>`;
+    const body = html`<main class="wrap"><section class="panel center" data-testid="too-many-attempts"><h1>Too many attempts</h1>
+<p>Too many payment attempts came from your address. Please try again in ${Math.ceil(retryAfter / 60)} minutes.</p></section></main>`;
     return reply
       .status(429)
       .header('Retry-After', String(retryAfter))
@@ -69,12 +65,8 @@ export default async function pages(app: FastifyInstance): Promise<void> {
       // The error only: page bodies (card fields) are never logged.
       request.log.error({ err: { message: error.message, stack: error.stack }, requestId: request.id }, 'page failed');
     }
-    const body = html`<main class="wrap">
-      <section class="panel center">
-        <h1>Something went wrong</h1>
-        <p>Please try again in a moment. Reference: ${request.id}</p>
-      </section>
-    </main>`;
+    const body = html`<main class="wrap"><section class="panel center"><h1>Something went wrong</h1>
+<p>Please try again in a moment. Reference: ${request.id}</p></section></main>`;
     return reply
       .status(status && status >= 400 && status < 500 ? status : 500)
       .type('text/html; charset=utf-8')

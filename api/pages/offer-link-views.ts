@@ -24,39 +24,36 @@ export function renderOfferLinkPage(lang: Language, view: OfferLinkView): string
   const price = priceIn(view.offer.prices, view.currency)!;
   const money = (units: number) => formatMoney(price.amount * units, price.currency, lang);
   const packChoice = view.choices.length > 1;
-  const head = html`<meta property="og:type" content="product" />
-    <meta property="og:title" content="${view.offer.name}" />
-    <meta property="og:site_name" content="${view.storeName}" />
-    <meta property="og:description" content="${view.productName ?? view.offer.name} · ${money(view.choices[0] ?? 1)}" />`;
-  const body = html`<header class="top">
-      <span class="store">${view.storeName}</span><span class="muted">${translate(lang, 'secure_checkout')}</span>
-    </header>
-    <main class="wrap">
-      <section class="panel center" aria-labelledby="offer-title" data-testid="offer-link">
-        ${view.productName ? html`<p class="muted">${view.productName}</p>` : ''}
-        <h1 id="offer-title">${view.offer.name}</h1>
-        ${packChoice ? html`<p>${translate(lang, 'choose_pack')}</p>` : html`<p class="price">${money(view.choices[0] ?? 1)}</p>`}
-        ${view.choices.map(
-          (pack) =>
-            html`<form method="post" action="${view.action}">
-              ${view.currency ? html`<input type="hidden" name="currency" value="${view.currency}" />` : ''}
-              ${pack !== null ? html`<input type="hidden" name="pack" value="${pack}" />` : ''}
-              <button type="submit" data-testid="open-checkout">
-                ${packChoice && pack !== null ? `${translate(lang, 'pack_of', { n: pack })} · ${money(pack)}` : translate(lang, 'open_checkout')}
-              </button>
-            </form>`,
-        )}
-      </section>
-    </main>`;
+  const head = html`<meta property="og:type" content="product">
+<meta property="og:title" content="${view.offer.name}">
+<meta property="og:site_name" content="${view.storeName}">
+<meta property="og:description" content="${view.productName ?? view.offer.name} · ${money(view.choices[0] ?? 1)}">`;
+  const body = html`<header class="top"><span class="store">${view.storeName}</span><span class="muted">${translate(lang, 'secure_checkout')}</span></header>
+<main class="wrap">
+<section class="panel center" aria-labelledby="offer-title" data-testid="offer-link">
+  ${view.productName ? html`<p class="muted">${view.productName}</p>` : ''}
+  <h1 id="offer-title">${view.offer.name}</h1>
+  ${packChoice ? html`<p>${translate(lang, 'choose_pack')}</p>` : html`<p class="price">${money(view.choices[0] ?? 1)}</p>`}
+  ${view.choices.map(
+    (pack) => html`<form method="post" action="${view.action}">
+    ${view.currency ? html`<input type="hidden" name="currency" value="${view.currency}">` : ''}
+    ${pack !== null ? html`<input type="hidden" name="pack" value="${pack}">` : ''}
+    <button type="submit" data-testid="open-checkout">${
+      packChoice && pack !== null ? `${translate(lang, 'pack_of', { n: pack })} · ${money(pack)}` : translate(lang, 'open_checkout')
+    }</button>
+  </form>`,
+  )}
+</section>
+</main>`;
   return layout({ lang, title: `${view.offer.name} · ${view.storeName}`, body, head });
 }
 
 export function renderLinkBusyPage(lang: Language, retryAfterSeconds: number): string {
   const body = html`<main class="wrap">
-    <section class="panel center" aria-labelledby="busy-title" data-testid="too-many-checkouts">
-      <h1 id="busy-title">${translate(lang, 'link_busy_title')}</h1>
-      <p>${translate(lang, 'link_busy_text', { minutes: Math.max(1, Math.ceil(retryAfterSeconds / 60)) })}</p>
-    </section>
-  </main>`;
+<section class="panel center" aria-labelledby="busy-title" data-testid="too-many-checkouts">
+  <h1 id="busy-title">${translate(lang, 'link_busy_title')}</h1>
+  <p>${translate(lang, 'link_busy_text', { minutes: Math.max(1, Math.ceil(retryAfterSeconds / 60)) })}</p>
+</section>
+</main>`;
   return layout({ lang, title: translate(lang, 'link_busy_title'), body });
 }

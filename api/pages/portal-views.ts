@@ -29,12 +29,7 @@ function t(lang: Language, key: PageKey, vars?: Record<string, string | number>)
 }
 
 function messagePage(lang: Language, title: string, text: string, testId: string): string {
-  const body = html`<main class="wrap">
-    <section class="panel center" data-testid="${testId}">
-      <h1>${title}</h1>
-      <p>${text}</p>
-    </section>
-  </main>`;
+  const body = html`<main class="wrap"><section class="panel center" data-testid="${testId}"><h1>${title}</h1><p>${text}</p></section></main>`;
   return layout({ lang, title, body });
 }
 
@@ -54,15 +49,9 @@ export function renderSignedOutPage(lang: Language): string {
 /** Whose account the link opens (the e-mail masked), and the one button that signs in. */
 export function renderSignInConfirmPage(lang: Language, storeName: string, maskedEmail: string): string {
   const title = t(lang, 'signin_confirm_title', { store: storeName });
-  const body = html`<main class="wrap">
-    <section class="panel center" data-testid="signin-confirm">
-      <h1>${title}</h1>
-      <p>${t(lang, 'signin_confirm_text', { email: maskedEmail })}</p>
-      <form method="post" data-once>
-        <button type="submit" data-testid="signin-continue">${t(lang, 'signin_continue', { email: maskedEmail })}</button>
-      </form>
-    </section>
-  </main>`;
+  const body = html`<main class="wrap"><section class="panel center" data-testid="signin-confirm"><h1>${title}</h1>
+  <p>${t(lang, 'signin_confirm_text', { email: maskedEmail })}</p>
+  <form method="post" data-once><button type="submit" data-testid="signin-continue">${t(lang, 'signin_continue', { email: maskedEmail })}</button></form></section></main>`;
   return layout({ lang, title, body, script: true });
 }
 
@@ -77,50 +66,38 @@ function subscriptionItem(lang: Language, base: string, sub: SubscriptionDoc, cs
   const action = (name: string) => `${base}/account/subscriptions/${sub._id}/${name}`;
   const pm = sub.default_payment_method;
   return html`<li data-testid="subscription" data-subscription="${sub._id}">
-    <p><strong>${sub.offer?.name ?? sub._id}</strong> ${statusBadge(lang, sub.status)} <span class="muted">${money}</span></p>
+  <p><strong>${sub.offer?.name ?? sub._id}</strong> ${statusBadge(lang, sub.status)} <span class="muted">${money}</span></p>
+  ${
+    sub.cancel_at_period_end && sub.current_period_end
+      ? html`<p data-testid="cancels-on">${t(lang, 'cancels_on', { date: formatDate(sub.current_period_end, lang, { timeZone }) })}</p>`
+      : sub.next_billing_at && !ended
+        ? html`<p class="muted">${t(lang, 'next_billing', { date: formatDate(sub.next_billing_at, lang, { timeZone }) })}</p>`
+        : ''
+  }
+  <p class="muted" data-testid="card-on-file">${pm?.last4 ? t(lang, 'card_on_file', { last4: pm.last4 }) : t(lang, 'no_card')}</p>
+  ${
+    ended
+      ? ''
+      : html`<div class="inline">
     ${
-      sub.cancel_at_period_end && sub.current_period_end
-        ? html`<p data-testid="cancels-on">${t(lang, 'cancels_on', { date: formatDate(sub.current_period_end, lang, { timeZone }) })}</p>`
-        : sub.next_billing_at && !ended
-          ? html`<p class="muted">${t(lang, 'next_billing', { date: formatDate(sub.next_billing_at, lang, { timeZone }) })}</p>`
-          : ''
+      sub.cancel_at_period_end
+        ? html`<form method="post" action="${action('reactivate')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="reactivate">${t(lang, 'reactivate')}</button></form>`
+        : html`<form method="post" action="${action('cancel')}" data-once><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary" data-testid="cancel">${t(lang, 'cancel_at_period_end')}</button></form>`
     }
-    <p class="muted" data-testid="card-on-file">${pm?.last4 ? t(lang, 'card_on_file', { last4: pm.last4 }) : t(lang, 'no_card')}</p>
-    ${
-      ended
-        ? ''
-        : html`<div class="inline">
-              ${
-                sub.cancel_at_period_end
-                  ? html`<form method="post" action="${action('reactivate')}" data-once>
-                      <input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="secondary" data-testid="reactivate">
-                        ${t(lang, 'reactivate')}
-                      </button>
-                    </form>`
-                  : html`<form method="post" action="${action('cancel')}" data-once>
-                      <input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="secondary" data-testid="cancel">
-                        ${t(lang, 'cancel_at_period_end')}
-                      </button>
-                    </form>`
-              }
-            </div>
-            <form method="post" action="${action('card')}" class="inline" data-once>
-              <input type="hidden" name="csrf" value="${csrf}" />
-              <div>
-                <label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
-                <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23" />
-              </div>
-              <button type="submit" data-testid="replace-card">${t(lang, 'save_card')}</button>
-            </form>`
-    }
-  </li>`;
+  </div>
+  <form method="post" action="${action('card')}" class="inline" data-once>
+    <input type="hidden" name="csrf" value="${csrf}">
+    <div><label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
+    <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23"></div>
+    <button type="submit" data-testid="replace-card">${t(lang, 'save_card')}</button>
+  </form>`
+  }
+</li>`;
 }
 
 function orderItem(lang: Language, order: OrderDoc, timeZone: string): Markup {
-  return html`<li data-testid="order">
-    <p><strong>${order.items[0]?.description ?? order._id}</strong> ${statusBadge(lang, order.status)}</p>
-    <p class="muted">${formatDate(order.created, lang, { timeZone })} · ${formatMoney(order.amount_total, order.currency, lang)} · ${order._id}</p>
-  </li>`;
+  return html`<li data-testid="order"><p><strong>${order.items[0]?.description ?? order._id}</strong> ${statusBadge(lang, order.status)}</p>
+  <p class="muted">${formatDate(order.created, lang, { timeZone })} · ${formatMoney(order.amount_total, order.currency, lang)} · ${order._id}</p></li>`;
 }
 
 const DONE_KEYS: Record<string, PageKey> = { canceled: 'done_canceled', reactivated: 'done_reactivated', card: 'done_card' };
@@ -130,38 +107,20 @@ export function renderAccountPage(lang: Language, view: AccountView): string {
   const { base, csrf, timeZone, subscriptions: subs, orders } = view;
   // Own keys only: ?done=constructor would otherwise find Object's and answer 500.
   const done = view.done && Object.hasOwn(DONE_KEYS, view.done) ? DONE_KEYS[view.done] : undefined;
-  const body = html`<header class="top">
-      <span class="store">${view.storeName}</span><span class="muted">${t(lang, 'signed_in_as', { email: view.email })}</span>
-    </header>
-    <main class="wrap">
-      <h1>${t(lang, 'portal_title')}</h1>
-      ${done ? html`<p class="ok" role="status" data-testid="done">${t(lang, done)}</p>` : ''}
-      ${view.failed ? html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'action_failed', { reason: view.failed })}</p>` : ''}
-      <div class="grid">
-        <section class="panel" aria-labelledby="subs-title">
-          <h2 id="subs-title">${t(lang, 'subscriptions')}</h2>
-          ${
-            subs.length
-              ? html`<ul class="list">
-                  ${subs.map((s) => subscriptionItem(lang, base, s, csrf, timeZone))}
-                </ul>`
-              : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`
-          }
-        </section>
-        <section class="panel" aria-labelledby="orders-title">
-          <h2 id="orders-title">${t(lang, 'orders')}</h2>
-          ${
-            orders.length
-              ? html`<ul class="list">
-                  ${orders.map((o) => orderItem(lang, o, timeZone))}
-                </ul>`
-              : html`<p class="muted">${t(lang, 'no_orders')}</p>`
-          }
-        </section>
-      </div>
-      <form method="post" action="${base}/account/sign-out" class="inline">
-        <input type="hidden" name="csrf" value="${csrf}" /><button type="submit" class="secondary">${t(lang, 'sign_out')}</button>
-      </form>
-    </main>`;
+  const body = html`<header class="top"><span class="store">${view.storeName}</span><span class="muted">${t(lang, 'signed_in_as', { email: view.email })}</span></header>
+<main class="wrap">
+  <h1>${t(lang, 'portal_title')}</h1>
+  ${done ? html`<p class="ok" role="status" data-testid="done">${t(lang, done)}</p>` : ''}
+  ${view.failed ? html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'action_failed', { reason: view.failed })}</p>` : ''}
+  <div class="grid">
+    <section class="panel" aria-labelledby="subs-title"><h2 id="subs-title">${t(lang, 'subscriptions')}</h2>
+      ${subs.length ? html`<ul class="list">${subs.map((s) => subscriptionItem(lang, base, s, csrf, timeZone))}</ul>` : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`}
+    </section>
+    <section class="panel" aria-labelledby="orders-title"><h2 id="orders-title">${t(lang, 'orders')}</h2>
+      ${orders.length ? html`<ul class="list">${orders.map((o) => orderItem(lang, o, timeZone))}</ul>` : html`<p class="muted">${t(lang, 'no_orders')}</p>`}
+    </section>
+  </div>
+  <form method="post" action="${base}/account/sign-out" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
+</main>`;
   return layout({ lang, title: `${t(lang, 'portal_title')} · ${view.storeName}`, body, script: true });
 }
