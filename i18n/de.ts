@@ -55,8 +55,6 @@ export const de: Dictionary = {
       'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Bitten Sie den Händler um einen neuen Link.',
     card_locked_pix:
       'Bei diesem Bezahlvorgang wurden zu viele Karten abgelehnt, daher ist die Kartenzahlung gesperrt. Sie können weiterhin mit PIX bezahlen.',
-    err_provider_timeout:
-      'Der Zahlungsdienstleister hat noch nicht geantwortet. Geht die Zahlung durch, wird dieser Bezahlvorgang automatisch abgeschlossen; laden Sie die Seite in einer Minute neu.',
     confirming_text:
       'Ihre Zahlung wird beim Zahlungsdienstleister bestätigt. Bitte zahlen Sie nicht erneut: Diese Seite aktualisiert sich von selbst, sobald der Zahlungsdienstleister antwortet.',
     err_customer_rejected: 'Ihre Angaben konnten beim Zahlungsdienstleister nicht hinterlegt werden.',

@@ -54,7 +54,6 @@ export const PAGE_KEYS = [
   'err_card_payments_locked',
   'card_locked',
   'card_locked_pix',
-  'err_provider_timeout',
   'confirming_text',
   'err_customer_rejected',
   'err_declined',

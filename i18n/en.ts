@@ -54,8 +54,6 @@ export const en: Dictionary = {
     err_card_payments_locked: 'Too many cards were declined on this checkout, so card payments are locked.',
     card_locked: 'Too many cards were declined on this checkout, so card payments are locked. Ask the store for a new link.',
     card_locked_pix: 'Too many cards were declined on this checkout, so card payments are locked. You can still pay by PIX.',
-    err_provider_timeout:
-      'The payment provider has not answered yet. If the payment goes through, this checkout completes by itself; reload the page in a minute.',
     confirming_text:
       'Your payment is being confirmed with the payment provider. Please do not pay again: this page updates by itself when the provider answers.',
     err_customer_rejected: 'We could not register your details with the payment provider.',

@@ -53,8 +53,6 @@ export const es: Dictionary = {
     err_card_payments_locked: 'Se rechazaron demasiadas tarjetas en este checkout, así que el pago con tarjeta está bloqueado.',
     card_locked: 'Se rechazaron demasiadas tarjetas en este checkout, así que el pago con tarjeta está bloqueado. Pide un nuevo enlace a la tienda.',
     card_locked_pix: 'Se rechazaron demasiadas tarjetas en este checkout, así que el pago con tarjeta está bloqueado. Aún puedes pagar con PIX.',
-    err_provider_timeout:
-      'El proveedor de pagos aún no respondió. Si el pago se aprueba, este checkout se completa solo; recarga la página en un minuto.',
     confirming_text:
       'Tu pago se está confirmando con el proveedor de pagos. No vuelvas a pagar: esta página se actualiza sola cuando el proveedor responda.',
     err_customer_rejected: 'No pudimos registrar tus datos con el proveedor de pagos.',

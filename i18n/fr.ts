@@ -56,8 +56,6 @@ export const fr: Dictionary = {
       'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Demandez un nouveau lien à la boutique.',
     card_locked_pix:
       'Trop de cartes ont été refusées pour cette commande\u00a0: le paiement par carte est bloqué. Vous pouvez toujours payer avec PIX.',
-    err_provider_timeout:
-      'Le prestataire de paiement n’a pas encore répondu. Si le paiement est accepté, cette commande sera finalisée automatiquement\u00a0; rechargez la page dans une minute.',
     confirming_text:
       'Votre paiement est en cours de confirmation auprès du prestataire de paiement. Ne payez pas une seconde fois\u00a0: cette page se met à jour d’elle-même dès que le prestataire répond.',
     err_customer_rejected: 'Nous n’avons pas pu enregistrer vos informations auprès du prestataire de paiement.',

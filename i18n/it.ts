@@ -54,8 +54,6 @@ export const it: Dictionary = {
     card_locked:
       'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati. Chiedi un nuovo link al venditore.',
     card_locked_pix: 'Troppe carte sono state rifiutate per questo ordine, quindi i pagamenti con carta sono bloccati. Puoi comunque pagare con PIX.',
-    err_provider_timeout:
-      'Il fornitore dei pagamenti non ha ancora risposto. Se il pagamento va a buon fine, l’ordine si completa da solo; ricarica la pagina tra un minuto.',
     confirming_text:
       'Il tuo pagamento è in fase di conferma presso il fornitore dei pagamenti. Non pagare di nuovo: questa pagina si aggiorna da sola appena il fornitore risponde.',
     err_customer_rejected: 'Non è stato possibile registrare i tuoi dati presso il fornitore dei pagamenti.',

@@ -53,8 +53,6 @@ export const pt: Dictionary = {
     err_card_payments_locked: 'Muitos cartões foram recusados neste checkout, então o pagamento com cartão foi bloqueado.',
     card_locked: 'Muitos cartões foram recusados neste checkout, então o pagamento com cartão foi bloqueado. Peça um novo link à loja.',
     card_locked_pix: 'Muitos cartões foram recusados neste checkout, então o pagamento com cartão foi bloqueado. Você ainda pode pagar com PIX.',
-    err_provider_timeout:
-      'O provedor de pagamento ainda não respondeu. Se o pagamento for aprovado, este checkout é concluído sozinho; recarregue a página em um minuto.',
     confirming_text:
       'Seu pagamento está sendo confirmado com o provedor de pagamento. Não pague de novo: esta página se atualiza sozinha quando o provedor responder.',
     err_customer_rejected: 'Não foi possível registrar seus dados no provedor de pagamento.',

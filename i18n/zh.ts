@@ -54,7 +54,6 @@ export const zh: Dictionary = {
     err_card_payments_locked: '此订单被拒绝的卡过多，银行卡支付已被锁定。',
     card_locked: '此订单被拒绝的卡过多，银行卡支付已被锁定。请向商家索取新链接。',
     card_locked_pix: '此订单被拒绝的卡过多，银行卡支付已被锁定。您仍可使用 PIX 支付。',
-    err_provider_timeout: '支付服务商尚未响应。如果付款成功，此订单将自动完成；请在一分钟后刷新页面。',
     confirming_text: '正在向支付服务商确认您的付款。请勿重复付款：服务商答复后，此页面会自动更新。',
     err_customer_rejected: '无法向支付服务商登记您的信息。',
     err_declined: '付款被拒绝。请尝试其他卡或支付方式。',
