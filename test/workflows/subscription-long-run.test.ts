@@ -16,22 +16,24 @@ import type { StoreDoc } from '../../store/collections';
 import { findSubscription } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
-import { subscriptionClient } from '../../services/subscriptions/client';
-import { merchantChargeKey } from '../../domain/charges';
-import { newId } from '../../domain/ids';
-import type { SubscriptionDoc } from '../../store/subscriptions';
-import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
 import { subscriptionWorkflowId } from '../../workflows/subscription/messages';
-import { EVENTS_PER_RUN, MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
+import { EVENTS_PER_RUN, MESSAGES_PER_RUN } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
+import {
+  acceptedUpdates,
+  chargeAsTheActivityDoes,
+  continuedAsNew,
+  inLanes,
+  oneOffCharge,
+  runHistories,
+  type ActivityCharging,
+} from '../support/long-runs';
 import { seedCatalog, seedSubscription } from '../support/subscriptions';
 
 const CHARGES = 2_500;
 /** Charges in flight at once: the server admits 10 updates in flight per workflow. */
 const CONCURRENCY = 8;
 const TEMPORAL_UPDATE_LIMIT = 2_000;
-const EventType = proto.api.enums.v1.EventType;
-type History = proto.api.history.v1.IHistory;
 
 let env: TestWorkflowEnvironment;
 let mongo: TestMongo;
@@ -67,86 +69,8 @@ afterAll(async () => {
   await mongo?.close();
 });
 
-/** Runs `task(0..count-1)` with at most `limit` at once, in order of index within each lane. */
-async function inLanes<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < count; i = next++) results[i] = await task(i);
-  };
-  await Promise.all(Array.from({ length: limit }, lane));
-  return results;
-}
-
-/** A one-off charge as services/charges/charges.ts hands it to its charge workflow (amounts all different). */
-function oneOffCharge(sub: SubscriptionDoc, i: number): ChargeWorkflowInput {
-  const key = merchantChargeKey(`long-run-${sub._id}-${i}`);
-  return {
-    chargeId: newId('sch'),
-    storeId: store._id,
-    subscriptionId: sub._id,
-    customerId: sub.customer,
-    subscription: {
-      paymentMethodId: sub.default_payment_method!.id,
-      customerEmail: sub.customer_email,
-      offerId: sub.offer.id,
-      productId: sub.product.id,
-      clientReferenceId: sub.client_reference_id,
-    },
-    key,
-    fingerprint: key,
-    amount: 100 + i,
-    currency: sub.currency,
-    description: null,
-    lines: [],
-    metadata: {},
-    source: 'api',
-    billingReason: 'manual',
-    createdAt: Date.now(),
-    requestId: null,
-    idempotencyKey: null,
-  };
-}
-
 let retried = 0;
-const causes = (error: unknown) => {
-  const chain: { type?: string }[] = [];
-  for (let e = error as { cause?: unknown } | undefined; e; e = e.cause as typeof e) chain.push(e as { type?: string });
-  return chain;
-};
-
-/**
- * The charge workflow's `chargeThroughSubscription` activity, with its retry: a refusal while the run
- * drains is retryable (the activity fails and Temporal runs it again); anything else fails the test.
- */
-async function chargeAsTheActivityDoes(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-  const client = subscriptionClient(env.client, taskQueue);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await client.charge(input, async () => (await findSubscription(mongo.db, store._id, input.subscriptionId))!);
-    } catch (error) {
-      if (attempt > 20 || !causes(error).some((e) => e.type === RUN_ROLLING_OVER)) throw error;
-      retried += 1;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
-
-/** Every run of the workflow, oldest first, following each run's continued-from link back from the latest. */
-async function runHistories(workflowId: string): Promise<History[]> {
-  const runs: History[] = [];
-  let runId: string | undefined;
-  for (;;) {
-    const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-    runs.unshift(history);
-    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
-    if (!runId) return runs;
-  }
-}
-
-const acceptedUpdates = (history: History) =>
-  history.events!.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED).length;
-const continuedAsNew = (history: History) => history.events!.at(-1)?.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW;
+const charging = (): ActivityCharging => ({ temporal: env.client, taskQueue, db: mongo.db, onRetry: () => (retried += 1) });
 
 it('2,500 one-off charges in one cycle all succeed, each charged once, across runs that never near 2,000 updates', async () => {
   const catalog = await seedCatalog(mongo.db, store._id);
@@ -159,7 +83,7 @@ it('2,500 one-off charges in one cycle all succeed, each charged once, across ru
   });
 
   const started = performance.now();
-  const results = await inLanes(CHARGES, CONCURRENCY, (i) => chargeAsTheActivityDoes(oneOffCharge(sub, i)));
+  const results = await inLanes(CHARGES, CONCURRENCY, (i) => chargeAsTheActivityDoes(charging(), oneOffCharge('long-run', sub, i)));
   console.log(
     `${CHARGES} one-off charges on one subscription took ${Math.round(performance.now() - started)} ms of wall time; ${retried} refused while a run drained, then retried`,
   );
@@ -182,7 +106,7 @@ it('2,500 one-off charges in one cycle all succeed, each charged once, across ru
   // One run holding every charge would be ~26,000 events (8 MB, past what a client may fetch at once).
   const latest = await env.client.workflow.getHandle(subscriptionWorkflowId(sub._id)).describe();
   expect(latest.historyLength, 'events in the latest run').toBeLessThan(EVENTS_PER_RUN);
-  const runs = await runHistories(subscriptionWorkflowId(sub._id));
+  const runs = await runHistories(env.client, subscriptionWorkflowId(sub._id));
   const perRun = runs.map(acceptedUpdates);
   console.log(`updates accepted per run: ${perRun.join(', ')}; events per run: ${runs.map((h) => h.events!.length).join(', ')}`);
   expect(perRun.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(CHARGES);

@@ -20,20 +20,17 @@ import { createStore } from '../../store/stores';
 import { collections, type StoreDoc } from '../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
-import { subscriptionClient } from '../../services/subscriptions/client';
 import { paymentMethodOf } from '../../services/subscriptions/subscriptions';
-import { merchantChargeKey } from '../../domain/charges';
-import { newId } from '../../domain/ids';
-import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
 import {
   changePaymentMethodUpdate,
   subscriptionProviderSettledSignal,
   subscriptionStateQuery,
   subscriptionWorkflowId,
 } from '../../workflows/subscription/messages';
-import { MESSAGES_PER_RUN, RUN_ROLLING_OVER } from '../../workflows/lib/run-length';
+import { MESSAGES_PER_RUN } from '../../workflows/lib/run-length';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
+import { chargeAsTheActivityDoes, continuedFrom, inLanes, oneOffCharge, runContinuedFrom, type ActivityCharging } from '../support/long-runs';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../support/subscriptions';
 
 /** Charges in flight at once: the server admits 10 updates in flight per workflow. */
@@ -107,64 +104,7 @@ const until = (id: string, test: (doc: SubscriptionDoc) => boolean, description:
 const renewalOrders = (id: string) =>
   ordersCollection(mongo.db).find({ store_id: store._id, subscription: id, billing_reason: 'renewal' }).sort({ _id: 1 }).toArray();
 
-/** Runs `task(0..count-1)` with at most `limit` at once. */
-async function inLanes<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < count; i = next++) results[i] = await task(i);
-  };
-  await Promise.all(Array.from({ length: limit }, lane));
-  return results;
-}
-
-/** A one-off charge as services/charges/charges.ts hands it to its charge workflow. */
-function oneOffCharge(sub: SubscriptionDoc, i: number, amount = 100 + i): ChargeWorkflowInput {
-  const key = merchantChargeKey(`review-run-${sub._id}-${i}`);
-  return {
-    chargeId: newId('sch'),
-    storeId: store._id,
-    subscriptionId: sub._id,
-    customerId: sub.customer,
-    subscription: {
-      paymentMethodId: sub.default_payment_method!.id,
-      customerEmail: sub.customer_email,
-      offerId: sub.offer.id,
-      productId: sub.product.id,
-      clientReferenceId: sub.client_reference_id,
-    },
-    key,
-    fingerprint: key,
-    amount,
-    currency: sub.currency,
-    description: null,
-    lines: [],
-    metadata: {},
-    source: 'api',
-    billingReason: 'manual',
-    createdAt: Date.now(),
-    requestId: null,
-    idempotencyKey: null,
-  };
-}
-
-const rollingOver = (error: unknown) => {
-  for (let e = error as { cause?: unknown; type?: string } | undefined; e; e = e.cause as typeof e) if (e.type === RUN_ROLLING_OVER) return true;
-  return false;
-};
-
-/** The charge workflow's `chargeThroughSubscription` activity: a refusal while the run drains is retried. */
-async function chargeAsTheActivityDoes(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-  const client = subscriptionClient(env.client, taskQueue);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await client.charge(input, async () => (await findSubscription(mongo.db, store._id, input.subscriptionId))!);
-    } catch (error) {
-      if (attempt > 20 || !rollingOver(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100)); // the activity's retry interval, not a synchronization
-    }
-  }
-}
+const charging = (): ActivityCharging => ({ temporal: env.client, taskQueue, db: mongo.db });
 
 async function saveCard(sub: SubscriptionDoc, number: string) {
   const saved = await provider().saveCard({ storeId: store._id, customerId: sub.customer, card: { number } });
@@ -194,7 +134,7 @@ async function renewingInReview() {
 
 /** Sends one-off charges until the run waiting on the review has continued as new; returns how many. */
 async function chargeUntilContinued(sub: SubscriptionDoc, reviewRun: string): Promise<number> {
-  const results = await inLanes(MESSAGES_PER_RUN, CONCURRENCY, (i) => chargeAsTheActivityDoes(oneOffCharge(sub, i)));
+  const results = await inLanes(MESSAGES_PER_RUN, CONCURRENCY, (i) => chargeAsTheActivityDoes(charging(), oneOffCharge('review-run', sub, i)));
   expect(results.filter((r) => r.outcome === 'approved')).toHaveLength(MESSAGES_PER_RUN);
   await waitFor(async () => (await handle(sub._id).describe()).runId !== reviewRun, { description: 'the run in review continued as new' });
   return results.length;
@@ -277,16 +217,6 @@ function reviewWaitStopped(history: History): boolean {
   );
 }
 
-/** The history of the run that `runId` continued as new into (following the links back from the latest run). */
-async function runContinuedFrom(id: string, runId: string): Promise<History> {
-  for (let history = await handle(id).fetchHistory(); ;) {
-    const previous = history.events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    if (!previous) throw new Error(`no run continued from ${runId}`);
-    if (previous === runId) return history;
-    history = await handle(id, previous).fetchHistory();
-  }
-}
-
 /** Re-sent notices of other transactions fill the run quickly (each counts as a message and changes nothing). */
 async function fillWithStaleNotices(sub: SubscriptionDoc): Promise<void> {
   for (let i = 0; i < MESSAGES_PER_RUN; i++) {
@@ -300,7 +230,7 @@ const activityTypes = (history: History) => history.events!.map((e) => e.activit
 it('a notice the old run takes while it drains goes with the review to the new run, which settles it without asking the provider', async () => {
   const { sub, awaiting, reviewRun } = await renewingInReview();
   // A one-off charge held at the provider keeps the run's handlers busy, so the drain waits on it.
-  const held = chargeAsTheActivityDoes(oneOffCharge(sub, 0, HELD_AMOUNT));
+  const held = chargeAsTheActivityDoes(charging(), oneOffCharge('review-run', sub, 0, HELD_AMOUNT));
   await waitFor(() => releaseHeld !== null, { description: 'the held charge at the provider' });
   await fillWithStaleNotices(sub);
   await waitFor(async () => reviewWaitStopped(await handle(sub._id, reviewRun).fetchHistory()), {
@@ -320,7 +250,7 @@ it('a notice the old run takes while it drains goes with the review to the new r
   const renewed = await until(sub._id, (d) => d.cycles_completed === 2, 'renewal paid by the carried notice');
   expect(renewed.status).toBe('active');
   expect((await lastEvent(sub._id, reviewRun)).eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
-  const next = await runContinuedFrom(sub._id, reviewRun);
+  const next = await runContinuedFrom(env.client, subscriptionWorkflowId(sub._id), reviewRun);
   expect(noticesSignalled(next).map((n) => n.transactionId)).not.toContain(awaiting!.transactionId);
   expect(activityTypes(next)).not.toContain('lookupReview');
   const orders = await renewalOrders(sub._id);
@@ -328,10 +258,7 @@ it('a notice the old run takes while it drains goes with the review to the new r
   await waitFor(async () => (await invoiceEvents(orders[1]._id)).length > 0, { description: 'invoice.paid' });
   expect(await invoiceEvents(orders[1]._id)).toEqual(['invoice.paid']);
   // The resumed run continues as new for its paid cycle, handing on no review.
-  await waitFor(
-    async () => (await handle(sub._id).fetchHistory()).events![0].workflowExecutionStartedEventAttributes?.continuedExecutionRunId !== reviewRun,
-    { description: 'the paid cycle continued as new' },
-  );
+  await waitFor(async () => continuedFrom(await handle(sub._id).fetchHistory()) !== reviewRun, { description: 'the paid cycle continued as new' });
   expect((await handle(sub._id).query(subscriptionStateQuery)).awaitingSettlement).toBeNull();
   // The paid cycle's run, the run that resumed the carried review, the run that carried it.
   await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-review-carried-across-continue-as-new');
@@ -350,5 +277,5 @@ it('a notice lost after the run continued is found by the lookup the old run had
   const renewed = await until(sub._id, (d) => d.cycles_completed === 2, 'renewal found paid by the carried lookup');
   expect(renewed.status).toBe('active');
   expect((await renewalOrders(sub._id)).map((o) => o.status)).toEqual(['paid', 'paid']);
-  expect(activityTypes(await runContinuedFrom(sub._id, reviewRun))).toContain('lookupReview');
+  expect(activityTypes(await runContinuedFrom(env.client, subscriptionWorkflowId(sub._id), reviewRun))).toContain('lookupReview');
 }, 300_000);
