@@ -50,6 +50,11 @@ declare module 'fastify' {
      * its own permanent record (the charge as it is now); refusals replay like everywhere else.
      */
     permanentIdempotency?: boolean;
+    /**
+     * A submit that reaches a card, counted by the page payment limit: always (checkout payment) or when its
+     * decoded path parameters say so (the portal's card change among its actions).
+     */
+    paymentSubmit?: true | ((params: Record<string, string>) => boolean);
     /** The response carries a secret (a signing secret, a sign-in URL): kept for replay sealed, never in plain text. */
     secretResponse?: boolean;
   }

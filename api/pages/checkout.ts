@@ -149,48 +149,52 @@ function sessionPageRoute(app: RouteApp): void {
 /** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
 function payRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
-  app.post('/c/:id/pay', { config: { public: true }, schema: { hide: true, params: SessionParams, body: PayForm } }, async (request, reply) => {
-    const session = await sessionServedHere(deps, request, request.params.id);
-    if (!session)
+  app.post(
+    '/c/:id/pay',
+    { config: { public: true, paymentSubmit: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
+    async (request, reply) => {
+      const session = await sessionServedHere(deps, request, request.params.id);
+      if (!session)
+        return reply
+          .status(404)
+          .type(HTML)
+          .send(renderUnavailablePage(browserLanguage(request)));
+      const form = request.body;
+      const method = form.method === 'pix' ? 'pix' : 'card';
+      const installments = form.installments ? Number(form.installments) : null;
+      const result = await payCheckoutSession(deps, session, {
+        method,
+        email: form.email,
+        name: form.name,
+        phone: form.phone,
+        document_type: form.document_type,
+        document_number: form.document_number,
+        currency: form.currency,
+        installments,
+        card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
+      });
+      if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
+      if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
+      if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
+      // Declined or a field to fix: the same form again with the message; the card number is not echoed.
+      const values: FormValues = {
+        email: form.email,
+        name: form.name,
+        phone: form.phone,
+        document_type: form.document_type,
+        document_number: form.document_number,
+        method,
+        installments,
+      };
+      const fresh = (await findCheckoutSessionForPage(deps.db, session._id)) ?? session;
+      const lang = await sessionLanguage(deps, fresh, request);
+      const status = result.field === 'payment' ? 402 : 400;
       return reply
-        .status(404)
+        .status(status)
         .type(HTML)
-        .send(renderUnavailablePage(browserLanguage(request)));
-    const form = request.body;
-    const method = form.method === 'pix' ? 'pix' : 'card';
-    const installments = form.installments ? Number(form.installments) : null;
-    const result = await payCheckoutSession(deps, session, {
-      method,
-      email: form.email,
-      name: form.name,
-      phone: form.phone,
-      document_type: form.document_type,
-      document_number: form.document_number,
-      currency: form.currency,
-      installments,
-      card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
-    });
-    if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
-    if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
-    if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
-    // Declined or a field to fix: the same form again with the message; the card number is not echoed.
-    const values: FormValues = {
-      email: form.email,
-      name: form.name,
-      phone: form.phone,
-      document_type: form.document_type,
-      document_number: form.document_number,
-      method,
-      installments,
-    };
-    const fresh = (await findCheckoutSessionForPage(deps.db, session._id)) ?? session;
-    const lang = await sessionLanguage(deps, fresh, request);
-    const status = result.field === 'payment' ? 402 : 400;
-    return reply
-      .status(status)
-      .type(HTML)
-      .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
-  });
+        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
+    },
+  );
 }
 
 /** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */

@@ -23,18 +23,17 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** Submits that reach a card: a checkout payment and a portal card change. */
-const PAYMENT_SUBMIT = /^(\/c\/[^/]+\/pay|.*\/account\/subscriptions\/[^/]+\/card)$/;
-
 /**
  * Card testing through the pages is bounded per address (PAGE_POST_RATE_LIMIT per window), across
- * every API process; beyond it a page says when to come back (429, Retry-After).
+ * every API process; beyond it a page says when to come back (429, Retry-After). The limit is the
+ * route's (config.paymentSubmit), never a pattern on the raw URL: every encoding of a path counts alike.
  */
 function limitPaymentSubmits(app: FastifyInstance): void {
   const { config, db } = app.deps;
   const windows = new SharedRateWindows(db);
   app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'POST' || !PAYMENT_SUBMIT.test(request.url.split('?')[0])) return;
+    const submit = request.routeOptions.config?.paymentSubmit;
+    if (!submit || (submit !== true && !submit(request.params as Record<string, string>))) return;
     const hit = await windows.hit(`page-pay:${request.ip}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
     if (hit.allowed) return;
     const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));

@@ -126,7 +126,7 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
     app.get(`${prefix}/account`, { config, schema: { hide: true, params: SlugParams, querystring: DoneQuery } }, account.bind(null, site));
     app.post(
       `${prefix}/account/subscriptions/:id/:action`,
-      { config, schema: { hide: true, params: ActionParams, body: ActionForm } },
+      { config: { ...config, paymentSubmit: ({ action }) => action === 'card' }, schema: { hide: true, params: ActionParams, body: ActionForm } },
       act.bind(null, site),
     );
     app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut.bind(null, site));

@@ -264,8 +264,8 @@ describe('card payments', () => {
     try {
       const s = await newSession({ offer: catalog.oneOff._id });
       const form = { ...buyer({ method: 'card' }), card_number: CARD_DECLINED };
-      const from = (ip: string) =>
-        fetch(`${limited.url}/c/${s.id}/pay`, {
+      const from = (ip: string, path = `/c/${s.id}/pay`) =>
+        fetch(`${limited.url}${path}`, {
           method: 'POST',
           redirect: 'manual',
           headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
@@ -277,6 +277,8 @@ describe('card payments', () => {
       const refused = await from('203.0.113.7');
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(await refused.text()).toContain('data-testid="too-many-attempts"');
+      // The limit is the route's: a percent-encoded path reaches the same route and counts in the same window.
+      for (const encoded of [`/c/${s.id}/p%61y`, `/c/${s.id}/%70ay`]) expect((await from('203.0.113.7', encoded)).status).toBe(429);
       expect(await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } })).toBe(3);
       // Another address is not held back by this one.
       expect((await from('203.0.113.8')).status).toBe(402);
