@@ -324,6 +324,31 @@ describe('the portal', () => {
     expect(page.text).toContain('4444');
   });
 
+  test('card changes count in the page payment limit per address, an encoded path too: past it, 429 and the card stays', async () => {
+    const limited = await startTestApi({
+      db: stack.mongo.db,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      config: { pagePostRateLimit: 2, pagePostRateWindowMs: 60_000, ipRateLimit: 100_000 },
+    });
+    try {
+      const cookie = await signIn();
+      const csrf = csrfOf((await get(`/portal/${slug}/account`, cookie)).text);
+      const change = (action: string, number: string) =>
+        post(`${limited.url}/portal/${slug}/account/subscriptions/${subscriptionId}/${action}`, { csrf, card_number: number }, cookie, {
+          'x-forwarded-for': '203.0.113.21',
+        });
+      expect((await change('card', '4242 4242 4242 4242')).status).toBe(303);
+      expect((await change('card', '5555 5555 5555 4444')).status).toBe(303);
+      const refused = await change('c%61rd', '4000 0000 0000 0002');
+      expect(refused.status).toBe(429);
+      expect(refused.text).toContain('data-testid="too-many-attempts"');
+      expect((await subscription()).default_payment_method?.last4).toBe('4444');
+    } finally {
+      await limited.close();
+    }
+  });
+
   test("a forged form (wrong token) and another customer's subscription change nothing", async () => {
     const cookie = await signIn();
     const before = await subscription();
