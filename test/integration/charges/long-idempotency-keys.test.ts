@@ -2,42 +2,31 @@
 // production's limits, which the test dev server enforces (limit.maxIDLength 255): a charge with a
 // 255-character key is made once and replayed, its workflow id, update ids and provider key stay within 255
 // with the full key kept on the charge and the workflow's details; a subscription action takes such a key too.
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestWorker } from '../../support/worker';
+import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { chargesCollection } from '../../../store/subscription-charges';
 import { TEST_CHARGES_COLLECTION } from '../../../adapters/provider/test-connection';
 import { chargeWorkflowId } from '../../../workflows/charge/messages';
 import { merchantChargeKey } from '../../../domain/charges';
-import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
-import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
-import { seedCatalog, seedSubscription, type TestCatalog } from '../../support/subscriptions';
+import { uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { call, type TestApi, type TestStore } from '../../support/api';
+import { seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
-let worker: Worker;
-let running: Promise<void>;
+let stack: SubscriptionStack;
 let api: TestApi;
 let store: TestStore;
 let catalog: TestCatalog;
-const taskQueue = uniqueTaskQueue('long-idempotency-keys');
+let taskQueue: string;
 
 beforeAll(async () => {
-  mongo = await testMongo();
-  temporal = await testTemporal();
-  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  store = await createTestStore(mongo.db);
-  catalog = await seedCatalog(mongo.db, store.store._id);
-  worker = await createTestWorker(mongo, temporal, taskQueue);
-  running = worker.run();
+  stack = await startSubscriptionStack('long-idempotency-keys');
+  ({ mongo, temporal, api, store, catalog, taskQueue } = stack);
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running?.catch(() => undefined);
-  await api?.close();
-  await temporal?.close();
-  await mongo?.close();
+  await stack?.close();
 });
 
 /** A key of exactly 255 characters, unique to this run. */

@@ -4,9 +4,8 @@
 // card (recorded under the key), permanent keys (replay after Temporal forgot the run), concurrent
 // requests under one key, and the charge reads.
 import { Client, Connection } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestWorker } from '../../support/worker';
+import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { collections } from '../../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../../store/subscriptions';
 import { ordersCollection } from '../../../store/orders';
@@ -20,38 +19,28 @@ import { merchantChargeKey, usageChargeKey, usageIdempotencyKey } from '../../..
 import { newId } from '../../../domain/ids';
 import { insertEndpoint } from '../../../store/webhook-endpoints';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../../services/operations/search-attributes';
-import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { recordHistory } from '../../support/histories';
-import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
-import { seedCatalog, seedSubscription, type TestCatalog } from '../../support/subscriptions';
+import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
+import { seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
-let worker: Worker;
-let running: Promise<void>;
+let stack: SubscriptionStack;
 let api: TestApi;
 let store: TestStore;
 let catalog: TestCatalog;
-const taskQueue = uniqueTaskQueue('subscription-charges');
+let taskQueue: string;
 let keySeq = 0;
 const newKey = () => `charge-key-${Date.now()}-${++keySeq}`;
 
 beforeAll(async () => {
-  mongo = await testMongo();
-  temporal = await testTemporal();
-  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  store = await createTestStore(mongo.db);
-  catalog = await seedCatalog(mongo.db, store.store._id);
-  worker = await createTestWorker(mongo, temporal, taskQueue);
-  running = worker.run();
+  stack = await startSubscriptionStack('subscription-charges');
+  ({ mongo, temporal, api, store, catalog, taskQueue } = stack);
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running?.catch(() => undefined);
-  await api?.close();
-  await temporal?.close();
-  await mongo?.close();
+  await stack?.close();
 });
 
 /**

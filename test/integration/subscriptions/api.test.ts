@@ -2,9 +2,8 @@
 // and FerretDB — list filters, retrieve, update (reference, metadata, scheduled cancellation), cancel,
 // pause, resume, reactivate, change_offer, every state-table refusal (400 provider_error), the
 // events each action emits, and that concurrent actions on one subscription are serialized.
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestWorker } from '../../support/worker';
+import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { collections } from '../../../store/collections';
 import { findSubscription, type SubscriptionDoc } from '../../../store/subscriptions';
 import { ordersCollection } from '../../../store/orders';
@@ -12,35 +11,25 @@ import { insertEndpoint } from '../../../store/webhook-endpoints';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../../services/operations/search-attributes';
 import { runAdmin } from '../../../admin/cli';
 import { subscriptionStateQuery, subscriptionWorkflowId } from '../../../workflows/subscription/messages';
-import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
-import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
+import { waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
-let worker: Worker;
-let running: Promise<void>;
+let stack: SubscriptionStack;
 let api: TestApi;
 let store: TestStore;
 let catalog: TestCatalog;
-const taskQueue = uniqueTaskQueue('subscriptions-api');
+let taskQueue: string;
 
 beforeAll(async () => {
-  mongo = await testMongo();
-  temporal = await testTemporal();
-  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  store = await createTestStore(mongo.db);
-  catalog = await seedCatalog(mongo.db, store.store._id);
-  worker = await createTestWorker(mongo, temporal, taskQueue);
-  running = worker.run();
+  stack = await startSubscriptionStack('subscriptions-api');
+  ({ mongo, temporal, api, store, catalog, taskQueue } = stack);
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running?.catch(() => undefined);
-  await api?.close();
-  await temporal?.close();
-  await mongo?.close();
+  await stack?.close();
 });
 
 const productOf = (offer: TestCatalog['monthly']) =>

@@ -3,43 +3,32 @@
 // update ids for the whole run, so ids derived from K must be unique to K's record); a reactivation with a
 // reused key charges the card anew under a key of the subscription's state, never replaying the first
 // approval into a second paid order without money moved.
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestWorker } from '../../support/worker';
+import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { collections } from '../../../store/collections';
 import { ordersCollection } from '../../../store/orders';
 import { findSubscription, type SubscriptionDoc } from '../../../store/subscriptions';
 import { TEST_CHARGES_COLLECTION } from '../../../adapters/provider/test-connection';
 import { IDEMPOTENCY_TTL_MS } from '../../../store/idempotency';
-import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
-import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
-import { seedCatalog, seedSubscription, type TestCatalog } from '../../support/subscriptions';
+import { waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { call, type TestApi, type TestStore } from '../../support/api';
+import { seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
-let worker: Worker;
-let running: Promise<void>;
+let stack: SubscriptionStack;
 let api: TestApi;
 let store: TestStore;
 let catalog: TestCatalog;
-const taskQueue = uniqueTaskQueue('idempotency-key-reuse');
+let taskQueue: string;
 
 beforeAll(async () => {
-  mongo = await testMongo();
-  temporal = await testTemporal();
-  api = await startTestApi({ db: mongo.db, temporal: temporal.client, taskQueue });
-  store = await createTestStore(mongo.db);
-  catalog = await seedCatalog(mongo.db, store.store._id);
-  worker = await createTestWorker(mongo, temporal, taskQueue);
-  running = worker.run();
+  stack = await startSubscriptionStack('idempotency-key-reuse');
+  ({ mongo, temporal, api, store, catalog, taskQueue } = stack);
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running?.catch(() => undefined);
-  await api?.close();
-  await temporal?.close();
-  await mongo?.close();
+  await stack?.close();
 });
 
 /** A monthly subscription whose first cycle the workflow has charged: active. */
