@@ -19,11 +19,12 @@ export const BillingPortalSession = Type.Object(
 );
 export type BillingPortalSessionObject = Static<typeof BillingPortalSession>;
 
-export function portalLinkObject(doc: PortalLinkDoc): BillingPortalSessionObject {
+/** `url` carries the token, which is not stored: the object can be built only when the link is created. */
+export function portalLinkObject(doc: PortalLinkDoc, url: string): BillingPortalSessionObject {
   return {
     id: doc._id,
     object: 'billing_portal.session',
-    url: doc.url,
+    url,
     customer: doc.customer,
     return_url: doc.return_url,
     expires_at: doc.expires_at,

@@ -11,7 +11,8 @@ export interface PortalLinkDoc {
   store_id: string;
   customer: string;
   token_hash: string;
-  url: string;
+  /** The portal address the link opens; the link itself (address + token) is returned once, never stored. */
+  address: string;
   return_url: string | null;
   expires_at: number;
   used_at: number | null;
@@ -49,12 +50,12 @@ function newToken(): string {
   return randomBytes(24).toString('base64url');
 }
 
-/** A new sign-in link at `address` (the store's portal address). */
+/** A new sign-in link at `address` (the store's portal address): its document and its URL, which only the caller sees. */
 export async function createPortalLink(
   db: Db,
   input: { storeId: string; customer: string; address: string; returnUrl: string | null },
   now = Date.now(),
-): Promise<PortalLinkDoc> {
+): Promise<{ doc: PortalLinkDoc; url: string }> {
   const token = newToken();
   const created = Math.floor(now / 1000);
   const doc: PortalLinkDoc = {
@@ -62,7 +63,7 @@ export async function createPortalLink(
     store_id: input.storeId,
     customer: input.customer,
     token_hash: hashToken(token),
-    url: `${input.address}/session/${token}`,
+    address: input.address,
     return_url: input.returnUrl,
     expires_at: created + PORTAL_LINK_TTL_SECONDS,
     used_at: null,
@@ -70,7 +71,7 @@ export async function createPortalLink(
     created,
   };
   await portalLinksCollection(db).insertOne(doc);
-  return doc;
+  return { doc, url: `${input.address}/session/${token}` };
 }
 
 /** The link a token opens, looked up without using it. */

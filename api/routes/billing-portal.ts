@@ -45,7 +45,7 @@ const billingPortalRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw new ApiError('portal_unavailable', 'The store has no portal address: it needs a slug or an active custom domain.');
       }
       const link = await createPortalLink(db, { storeId: store._id, customer: customer._id, address, returnUrl: return_url ?? null });
-      return portalLinkObject(link);
+      return portalLinkObject(link.doc, link.url);
     },
   );
 };

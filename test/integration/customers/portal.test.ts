@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { collections } from '../../../store/collections';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
-import { portalLinksCollection } from '../../../store/portal-sessions';
+import { hashToken, portalLinksCollection } from '../../../store/portal-sessions';
 import { subscriptionsCollection, type SubscriptionDoc } from '../../../store/subscriptions';
 import { startTestApi, type TestStore } from '../../support/api';
 import {
@@ -191,6 +191,19 @@ describe('sign-in link', () => {
     expect([again.page.status, again.signedIn.status]).toEqual([410, 410]);
     expect(again.page.text).toContain('data-testid="signin-invalid"');
     expect(again.signedIn.headers.get('set-cookie')).toBeNull();
+  });
+
+  test("only the token's hash is stored: no document in the database holds the token or the URL, and the returned URL still signs in", async () => {
+    const link = await portalLink();
+    const token = link.url.split('/session/')[1];
+    const doc = await portalLinksCollection(stack.mongo.db).findOne({ _id: link.id });
+    expect(doc).toMatchObject({ token_hash: hashToken(token), customer: customerId });
+    expect(JSON.stringify(doc)).not.toContain(token);
+    for (const info of await stack.mongo.db.listCollections().toArray()) {
+      const docs = await stack.mongo.db.collection(info.name).find({}).limit(5000).toArray();
+      expect(docs.filter((d) => JSON.stringify(d).includes(token)).map(() => info.name)).toEqual([]);
+    }
+    expect((await openAndContinue(link.url)).signedIn.status).toBe(303);
   });
 
   test('a sign-in posted from another site (login CSRF) is refused and the link stays usable by its customer', async () => {
