@@ -17,5 +17,7 @@ export function createTestWorker(
     db: mongo.db,
     temporal: temporal.client,
     activityDeps,
+    // A test's teardown never waits without end on an activity it left behind: past this, shutdown is forced.
+    shutdownForceTime: '20 seconds',
   });
 }
