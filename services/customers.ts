@@ -66,6 +66,8 @@ export async function prepareCustomer(
     customerId: doc._id,
     email: doc.email,
     name: doc.name,
+    phone: doc.phone,
+    document: doc.document ? { type: doc.document.type, number: doc.document.number } : null,
   });
   if (!registered.ok) throw new ApiError('customer_rejected', `The payment provider refused the customer: ${registered.reason}.`);
   doc.provider_customer_id = registered.providerCustomerId;

@@ -3,6 +3,17 @@
 // through `tokenizeCard` (the provider's own fields, in memory) and `saveCard`; charges name the card by
 // its token or saved pm_ id, and what is stored is a pm_ id with brand and last4.
 
+/** A buyer as the provider registers it; phone and document are optional (the test connection reads neither). */
+export interface RegisterCustomerInput {
+  storeId: string;
+  customerId: string;
+  email: string;
+  name: string | null;
+  phone?: string | null;
+  /** The customer's identity document (cpf, cnpj, passport, tax_id), number without punctuation. */
+  document?: { type: string; number: string } | null;
+}
+
 export type RegisterCustomerResult = { ok: true; providerCustomerId: string } | { ok: false; reason: string };
 
 /** A card number as the buyer typed it (spaces and dashes allowed). Never stored, never logged. */
@@ -85,8 +96,15 @@ export interface ChargeCardInput extends Abortable {
   notifyRef?: string | null;
 }
 
+/**
+ * The buyer must act in the page before the card is charged (3-D Secure): the page runs the provider's
+ * next action with `clientSecret` (Stripe.js) and the outcome arrives as a provider notice on `transactionId`.
+ * Only a charge with the buyer present answers it; the test connection never does.
+ */
+export type ActionRequiredOutcome = { status: 'action_required'; transactionId: string; clientSecret: string };
+
 /** Charge with the buyer present (checkout): the outcome plus the saved card when one was kept. */
-export type CheckoutChargeOutcome = ChargeOutcome & { card: SavedCard | null };
+export type CheckoutChargeOutcome = (ChargeOutcome | ActionRequiredOutcome) & { card: SavedCard | null };
 
 export interface CreatePixInput extends Abortable {
   storeId: string;
@@ -106,6 +124,8 @@ export type PixOutcome =
       copyPaste: string;
       /** Unix seconds: 30 minutes after creation on the test connection. */
       expiresAt: number;
+      /** The QR code as a PNG the page can show, when the provider hosts one (Stripe); absent on the test connection. */
+      qrImageUrl?: string | null;
     }
   | { status: 'refused'; transactionId: null; code: 'provider_error'; message: string };
 
@@ -169,7 +189,7 @@ export interface PaymentProvider {
   /** Orders paid through this provider carry this livemode (false on the test connection). */
   readonly livemode: boolean;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
-  registerCustomer(input: { storeId: string; customerId: string; email: string; name: string | null }): Promise<RegisterCustomerResult>;
+  registerCustomer(input: RegisterCustomerInput): Promise<RegisterCustomerResult>;
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */
   tokenizeCard(input: { storeId: string; card: CardInput }): Promise<TokenizeResult>;
   /** Keeps a card for later charges without charging it: its number (server-side callers) or its token. */

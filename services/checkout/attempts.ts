@@ -54,6 +54,8 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
     notifyRef: checkoutSessionWorkflowId(input.sessionId),
     signal,
   });
+  // 3-D Secure: pending until the provider's notice settles it, as a review is.
+  if (charged.status === 'action_required') return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard: null };
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
 
