@@ -17,13 +17,14 @@ import healthRoutes from './routes/health';
 import pages from './pages';
 
 import { redactedRequest } from './redact';
+import { fastifyTrustProxy } from './client-address';
 
 export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     genReqId: () => newRequestId(),
     requestIdHeader: false,
     routerOptions: { querystringParser: parseQueryString },
-    trustProxy: deps.config.trustProxy,
+    trustProxy: fastifyTrustProxy(deps.config.trustProxy),
     ajv: {
       customOptions: {
         // Unknown parameters are refused (parameter_invalid), not silently dropped.

@@ -4,6 +4,7 @@ import { isProduction } from '../adapters/provider';
 import { readFileSync } from 'node:fs';
 import { newSecretsKey } from './sealing';
 import type { HostResolver } from '../adapters/webhooks/host-policy';
+import { parseTrustProxy, type TrustProxy } from './client-address';
 
 export interface ApiConfig {
   port: number;
@@ -20,8 +21,8 @@ export interface ApiConfig {
   checkoutUrl: string;
   portalUrl: string;
   docsUrl: string;
-  /** Trust X-Forwarded-For (behind a proxy, and in tests that simulate many client addresses). */
-  trustProxy: boolean;
+  /** TRUST_PROXY: the proxy hops (a count) or proxy addresses (CIDRs) whose X-Forwarded-For is believed; false: none. */
+  trustProxy: TrustProxy;
   keyRateLimit: number;
   keyRateWindowMs: number;
   ipRateLimit: number;
@@ -84,7 +85,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     checkoutUrl: (env.CHECKOUT_URL ?? publicUrl).replace(/\/$/, ''),
     portalUrl: (env.PORTAL_URL ?? `${publicUrl}/portal`).replace(/\/$/, ''),
     docsUrl: (env.DOCS_URL ?? `${publicUrl}/docs`).replace(/\/$/, ''),
-    trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     keyRateLimit: int(env.RATE_LIMIT_PER_KEY, 100),
     keyRateWindowMs: int(env.RATE_LIMIT_KEY_WINDOW_MS, 2000),
     ipRateLimit: int(env.RATE_LIMIT_PER_IP, 10),

@@ -11,6 +11,7 @@ import { PAGES_CSS, PAGES_JS } from './assets';
 import { html, layout } from './html';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { redactPath } from '../redact';
+import { clientAddress } from '../client-address';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -34,7 +35,7 @@ function limitPaymentSubmits(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     const submit = request.routeOptions.config?.paymentSubmit;
     if (!submit || (submit !== true && !submit(request.params as Record<string, string>))) return;
-    const hit = await windows.hit(`page-pay:${request.ip}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
+    const hit = await windows.hit(`page-pay:${clientAddress(request)}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
     if (hit.allowed) return;
     const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
     const body = html`<main class="wrap"><section class="panel center" data-testid="too-many-attempts"><h1>Too many attempts</h1>

@@ -20,6 +20,7 @@ import {
 } from '../../services/checkout/offer-links';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { checkoutDepsOf } from '../context';
+import { clientAddress } from '../client-address';
 import { renderUnavailablePage } from './checkout-views';
 import { renderLinkBusyPage, renderOfferLinkPage } from './offer-link-views';
 
@@ -98,7 +99,7 @@ const offerLinkPages: FastifyPluginAsyncTypebox = async (app) => {
 
   async function open(request: FastifyRequest, reply: FastifyReply, linked: LinkedOffer, choice: LinkChoice) {
     const locale = localeOf(request);
-    const hit = await windows.hit(`offer-link:${request.ip}`, config.offerLinkRateLimit, config.offerLinkRateWindowMs);
+    const hit = await windows.hit(`offer-link:${clientAddress(request)}`, config.offerLinkRateLimit, config.offerLinkRateWindowMs);
     if (!hit.allowed) {
       const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
       return reply

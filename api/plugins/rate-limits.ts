@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiError } from '../../domain/errors';
 import { SharedRateWindows, sweepExpiredWindows, type WindowHit } from '../../store/rate-counters';
+import { clientAddress } from '../client-address';
 
 function setRateHeaders(reply: FastifyReply, limit: number, hit: WindowHit) {
   reply.header('X-RateLimit-Limit', String(limit));
@@ -34,7 +35,7 @@ export default fp(
       const caller = request.caller;
       if (!caller) return;
       if (caller.kind === 'key') await limit(reply, `key:${caller.key._id}`, config.keyRateLimit, config.keyRateWindowMs, 'with this API key');
-      else await limit(reply, `ip:${request.ip}`, config.ipRateLimit, config.ipRateWindowMs, 'without a valid API key from this address');
+      else await limit(reply, `ip:${clientAddress(request)}`, config.ipRateLimit, config.ipRateWindowMs, 'without a valid API key from this address');
     });
 
     // Counters of ended windows are swept as a fallback where the TTL index is not available; the per-process state too.

@@ -37,8 +37,8 @@ export async function startTestApi(options: {
   const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
   const config: ApiConfig = {
     ...base,
-    // Tests simulate many client addresses through X-Forwarded-For.
-    trustProxy: true,
+    // Tests simulate many client addresses through X-Forwarded-For, sent from loopback as a proxy would.
+    trustProxy: ['loopback'],
     // Suites pay many times from one address; the page submit limit has its own test.
     pagePostRateLimit: 100_000,
     taskQueue: options.taskQueue ?? (options.temporal ? base.taskQueue : uniqueTaskQueue('unpolled')),

@@ -20,7 +20,7 @@ export async function startApiWithRoutes(options: {
   await ensureIndexes(options.db);
   const port = await freePort();
   const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
-  const config: ApiConfig = { ...base, trustProxy: true, taskQueue: uniqueTaskQueue('unpolled'), ...options.config };
+  const config: ApiConfig = { ...base, trustProxy: ['loopback'], taskQueue: uniqueTaskQueue('unpolled'), ...options.config };
   // No workflow runs behind these routes: a lazy client, on a queue nobody polls.
   const lazy = lazyTestClient();
   const app = await buildApp(

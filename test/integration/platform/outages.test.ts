@@ -87,7 +87,7 @@ describe('MongoDB unreachable', () => {
   it('an authenticated request answers 503 service_unavailable with Retry-After within seconds; /readyz names mongodb; /healthz stays 200', async () => {
     const dead = new MongoClient(`mongodb://127.0.0.1:${await freePort()}/`, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
     const port = await freePort();
-    const config = { ...loadApiConfig({ NODE_ENV: 'test', PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` }), trustProxy: true };
+    const config = { ...loadApiConfig({ NODE_ENV: 'test', PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` }), trustProxy: ['loopback'] };
     const db = dead.db('nowhere');
     const app = await buildApp({ db, config, temporal: temporal.client, provider: createTestConnection({ db }) }, { logger: false });
     await app.listen({ port, host: '127.0.0.1' });
