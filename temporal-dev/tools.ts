@@ -11,6 +11,9 @@ const binaries = {
   'temporal-test-server': resolve(toolsDir, 'venv/bin/temporal-test-server'),
   ferretdb: resolve(toolsDir, 'bin/ferretdb'),
   mailpit: resolve(toolsDir, 'bin/mailpit'),
+  'stripe-mock': resolve(toolsDir, 'bin/stripe-mock'),
+  localstripe: resolve(toolsDir, 'venv/bin/localstripe'),
+  'venv-python': resolve(toolsDir, 'venv/bin/python'),
 } as const;
 
 export type ToolName = keyof typeof binaries;
