@@ -25,17 +25,18 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // A key's public part is unique; the admin CLI lists a store's keys.
   index('api_keys', { key_id: 1 }, { unique: true }),
   index('api_keys', { store_id: 1, _id: -1 }),
-  // One customer per email in a store's scope (its own, or one test clock's); GET /v1/customers?email= and the list (listCustomers).
+  // One customer per email in a store's scope (its own, or one test clock's); GET /v1/customers?email= and the list (listCustomers,
+  // newest first by created then id, as every list but offers).
   index('customers', { store_id: 1, email: 1, email_scope: 1 }, { unique: true }),
-  index('customers', { store_id: 1, _id: -1 }),
+  index('customers', { store_id: 1, created: -1, _id: -1 }),
   // A test clock's customers, subscriptions (its advance limit: clockSubscriptionCycles) and sessions: what its deletion takes (clockObjects).
   index('customers', { store_id: 1, test_clock: 1 }),
   index('subscriptions', { store_id: 1, test_clock: 1 }),
   index('checkout_sessions', { store_id: 1, test_clock: 1 }),
   // GET /v1/test_helpers/test_clocks (listTestClocks).
-  index('test_clocks', { store_id: 1, _id: -1 }),
+  index('test_clocks', { store_id: 1, created: -1, _id: -1 }),
   // GET /v1/products (listProducts).
-  index('products', { store_id: 1, _id: -1 }),
+  index('products', { store_id: 1, created: -1, _id: -1 }),
   // GET /v1/offers (listOffers: alphabetical, by type/active) and an offer by slug on the hosted page.
   index('offers', { store_id: 1, name: 1, _id: 1 }),
   index('offers', { store_id: 1, slug: 1 }),
@@ -48,30 +49,30 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('request_logs', { store_id: 1, _id: -1 }),
   index('request_logs', { expires_at: 1 }, expiresAt),
   // GET /v1/events (listEvents: by type, created), and the retry of a once-only event looking for itself (recentEventsOfType).
-  index('events', { store_id: 1, _id: -1 }),
-  index('events', { store_id: 1, type: 1, created: -1 }),
+  index('events', { store_id: 1, created: -1, _id: -1 }),
+  index('events', { store_id: 1, type: 1, created: -1, _id: -1 }),
   // The sweeper re-drives outbox entries oldest first.
   index('event_outbox', { created: 1 }),
   // Once-only event claims (claimEmission, by _id), kept 30 days (an activity retries for far less).
   index('event_emissions', { created: 1 }, { expireAfterSeconds: 30 * DAY_S }),
   // GET /v1/orders filters (listOrders), and the portal's orders of a customer (ordersOfCustomer).
-  index('orders', { store_id: 1, _id: -1 }),
-  index('orders', { store_id: 1, customer: 1, _id: -1 }),
-  index('orders', { store_id: 1, subscription: 1, _id: -1 }),
-  index('orders', { store_id: 1, status: 1, _id: -1 }),
+  index('orders', { store_id: 1, created: -1, _id: -1 }),
+  index('orders', { store_id: 1, customer: 1, created: -1, _id: -1 }),
+  index('orders', { store_id: 1, subscription: 1, created: -1, _id: -1 }),
+  index('orders', { store_id: 1, status: 1, created: -1, _id: -1 }),
   // The plan quota: orders paid in a calendar month (admin CLI `stores quota`).
   index('orders', { store_id: 1, paid_at: 1 }),
   // GET /v1/subscriptions filters (listSubscriptions), the portal (subscriptionsOfCustomer), and the subscription a checkout created
   // (findSubscriptionOfCheckout).
-  index('subscriptions', { store_id: 1, _id: -1 }),
-  index('subscriptions', { store_id: 1, customer: 1, _id: -1 }),
-  index('subscriptions', { store_id: 1, status: 1, _id: -1 }),
+  index('subscriptions', { store_id: 1, created: -1, _id: -1 }),
+  index('subscriptions', { store_id: 1, customer: 1, created: -1, _id: -1 }),
+  index('subscriptions', { store_id: 1, status: 1, created: -1, _id: -1 }),
   index('subscriptions', { store_id: 1, checkout_session: 1 }),
   // GET /v1/checkout/sessions filters (listCheckoutSessions).
-  index('checkout_sessions', { store_id: 1, _id: -1 }),
-  index('checkout_sessions', { store_id: 1, customer: 1, _id: -1 }),
-  index('checkout_sessions', { store_id: 1, client_reference_id: 1, _id: -1 }),
-  index('checkout_sessions', { store_id: 1, status: 1, _id: -1 }),
+  index('checkout_sessions', { store_id: 1, created: -1, _id: -1 }),
+  index('checkout_sessions', { store_id: 1, customer: 1, created: -1, _id: -1 }),
+  index('checkout_sessions', { store_id: 1, client_reference_id: 1, created: -1, _id: -1 }),
+  index('checkout_sessions', { store_id: 1, status: 1, created: -1, _id: -1 }),
   // A portal sign-in link by its token hash (findPortalLink, claimPortalLink); links and logins expire.
   index('billing_portal_sessions', { token_hash: 1 }, { unique: true }),
   index('billing_portal_sessions', { expires_at: 1 }),
@@ -79,10 +80,10 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('portal_logins', { expires_at: 1 }, expiresAt),
   // A charge by its Idempotency-Key (permanent), and GET /v1/subscriptions/{id}/charges (listSubscriptionCharges).
   index('subscription_charges', { store_id: 1, key: 1 }, { unique: true }),
-  index('subscription_charges', { store_id: 1, subscription: 1, _id: -1 }),
+  index('subscription_charges', { store_id: 1, subscription: 1, created: -1, _id: -1 }),
   // Meters: event_name unique per store; GET /v1/billing/meters (listMeters) and a store's meter ids (meterIdsOf).
   index('billing_meters', { store_id: 1, event_name: 1 }, { unique: true }),
-  index('billing_meters', { store_id: 1, _id: -1 }),
+  index('billing_meters', { store_id: 1, created: -1, _id: -1 }),
   // A meter event's identifier is unique per meter.
   index('billing_meter_events', { store_id: 1, meter: 1, identifier: 1 }, { unique: true }),
   // event_summaries over any two instants: the partial hours at the range's ends are read event by event (meterEventsBetween).
@@ -93,9 +94,9 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // The hourly error report of unattached events, kept a day.
   index('usage_error_reports', { expires_at: 1 }, expiresAt),
   // Webhook endpoints of a store (fan-out, listEndpoints); deliveries of an endpoint (listEndpointDeliveries, by status) and of an event.
-  index('webhook_endpoints', { store_id: 1, _id: 1 }),
-  index('webhook_deliveries', { store_id: 1, webhook_endpoint: 1, _id: -1 }),
-  index('webhook_deliveries', { store_id: 1, webhook_endpoint: 1, status: 1, _id: -1 }),
+  index('webhook_endpoints', { store_id: 1, created: 1, _id: 1 }),
+  index('webhook_deliveries', { store_id: 1, webhook_endpoint: 1, created: -1, _id: -1 }),
+  index('webhook_deliveries', { store_id: 1, webhook_endpoint: 1, status: 1, created: -1, _id: -1 }),
   index('webhook_deliveries', { store_id: 1, event: 1 }),
   index('webhook_deliveries', { event: 1, webhook_endpoint: 1 }, { unique: true }),
   // The test payment connection finds a charge by transaction (settle notices, the admin CLI).

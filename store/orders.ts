@@ -131,7 +131,7 @@ export async function linkOrderToSubscription(db: Db, storeId: string, orderId: 
 
 /** A customer's latest orders, newest first (the portal). */
 export function ordersOfCustomer(db: Db, storeId: string, customerId: string, limit = 50): Promise<OrderDoc[]> {
-  return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(limit).toArray();
+  return ordersCollection(db).find({ store_id: storeId, customer: customerId }).sort({ created: -1, _id: -1 }).limit(limit).toArray();
 }
 
 /** An order by its id alone, whichever store it is in (the operator CLI names only the ord_ id). */

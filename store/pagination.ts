@@ -1,5 +1,5 @@
-// One page of a store's documents in a stable order, the query behind every list: by time-ordered id,
-// or by a field then id, after or before a cursor document; or a small filtered set sorted in memory.
+// One page of a store's documents in a stable order, the query behind every list: by `created` then id
+// (or another field then id), after or before a cursor document; or a small filtered set sorted in memory.
 // Each resource's list function (listOrders, listCustomers, ...) calls findPage with its own collection.
 import type { Collection, Document, Filter, Sort } from 'mongodb';
 import { findOwnedById } from './owned';
@@ -11,17 +11,18 @@ type ListedCollection<D extends Document> = Collection<D>;
 export type ListFilter = Record<string, unknown>;
 
 /**
- * Order of a list: newest first by id (the default; ids are time-ordered, so equal `created` seconds
- * still have one stable order), oldest first, by a field then id, or alphabetically by a text field
- * then id. Alphabetical order compares like people read (case and accents aside, numbers by value),
+ * Order of a list: by id, by a field then id (newest first is `created` then id: a checkout's
+ * subscription carries its session's time in its id but its payment time in `created`, and a delivery
+ * its event's), or alphabetically by a text field then id. Alphabetical order compares like people read (case and accents aside, numbers by value),
  * the Intl collator's order, which no database collation reproduces exactly for every key: it sorts
  * the filtered set in memory, so it is for small per-store collections such as offers.
  */
 export type ListOrder =
   { by: '_id'; direction: 1 | -1 } | { by: string; direction: 1 | -1; field: true } | { by: string; direction: 1 | -1; alphabetical: true };
 
-export const NEWEST_FIRST: ListOrder = { by: '_id', direction: -1 };
-export const OLDEST_FIRST: ListOrder = { by: '_id', direction: 1 };
+/** The spec's list order: `created` then id, so an id's own time never reorders a list. */
+export const NEWEST_FIRST: ListOrder = { by: 'created', direction: -1, field: true };
+export const OLDEST_FIRST: ListOrder = { by: 'created', direction: 1, field: true };
 export const alphabeticalBy = (field: string): ListOrder => ({ by: field, direction: 1, alphabetical: true });
 
 export interface PageRequest {

@@ -98,7 +98,7 @@ export type { SubscriptionStatus };
 
 /** A customer's latest subscriptions, newest first (the portal). */
 export function subscriptionsOfCustomer(db: Db, storeId: string, customerId: string, limit = 50): Promise<SubscriptionDoc[]> {
-  return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ _id: -1 }).limit(limit).toArray();
+  return subscriptionsCollection(db).find({ store_id: storeId, customer: customerId }).sort({ created: -1, _id: -1 }).limit(limit).toArray();
 }
 
 /** The subscription a recurring checkout session became. */
