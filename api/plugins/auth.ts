@@ -90,6 +90,13 @@ async function keyCaller(app: FastifyInstance, stores: StoreCache, request: Fast
   }
 }
 
+/** The version an authenticated answer names: the one asked for when it is known (an unknown one is refused later), else the key's. */
+function echoedVersion(request: FastifyRequest, key: ApiKeyDoc): string {
+  const requested = request.headers['service-version'];
+  const version = Array.isArray(requested) ? requested[0] : requested;
+  return version !== undefined && (API_VERSIONS as readonly string[]).includes(version) ? version : key.version;
+}
+
 /** Finds the caller (request.caller); refuses nothing yet, so the rate limits count every caller first. */
 export default fp(
   async function authPlugin(app: FastifyInstance) {
@@ -97,10 +104,12 @@ export default fp(
     app.decorateRequest('auth', null);
     app.decorateRequest('presentedKey', null);
     app.decorateRequest('caller', null);
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async (request, reply) => {
       const access = accessOf(request);
       if (access === 'page') return;
       request.caller = access === 'open' ? await openCaller(app, stores, request) : await keyCaller(app, stores, request);
+      // Every authenticated answer carries the version, a 429 of the key's window included.
+      if (request.caller.kind === 'key') reply.header('Service-Version', echoedVersion(request, request.caller.key));
     });
     // The per-process cache of stores is pruned now and then.
     const sweeper = setInterval(() => stores.prune(), 60_000);
