@@ -15,6 +15,7 @@ import { ErrorResponse } from './http-schemas';
 import { componentSchemas, routeModules } from './routes';
 import healthRoutes from './routes/health';
 import pages from './pages';
+import stripeEventRoutes from './providers/stripe-events';
 
 import { redactedRequest } from './redact';
 import { fastifyTrustProxy } from './client-address';
@@ -63,6 +64,8 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   );
   // Hosted checkout and customer portal pages: outside /v1, no API key.
   await app.register(pages);
+  // Provider events (Stripe's webhooks): outside /v1, no API key, verified by signature.
+  await app.register(stripeEventRoutes);
   await app.register(healthRoutes);
   return app;
 }

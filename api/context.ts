@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { ApiKeyDoc, StoreDoc } from '../store/collections';
 import type { ApiConfig } from './config';
 import type { PaymentProvider } from '../adapters/provider/types';
+import type { StripeWebSettings } from '../adapters/provider/stripe/web';
 import type { EventRequest } from '../store/events';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CheckoutDeps } from '../services/checkout/sessions';
@@ -16,6 +17,8 @@ export interface AppDeps {
   provider: PaymentProvider;
   /** The test connection beside a real `provider` (adapters/provider: connectionFor); absent when `provider` is the test one. */
   testProvider?: PaymentProvider | null;
+  /** PAYMENT_PROVIDER=stripe: its events endpoint's secret and the hosted page's Stripe.js; null or absent otherwise. */
+  stripe?: StripeWebSettings | null;
 }
 
 export interface AuthContext {

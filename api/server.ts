@@ -6,6 +6,7 @@ import { loadApiConfig } from './config';
 import { connectDatabase } from '../store/database';
 import { ensureIndexes } from '../store/indexes';
 import { createPaymentConnections } from '../adapters/provider';
+import { stripeWebSettings } from '../adapters/provider/stripe/web';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { isEntryPoint } from '../adapters/entry-point';
 import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
@@ -25,7 +26,7 @@ export async function startApiServer(config = loadApiConfig()) {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
 
   const app = await buildApp(
-    { db, config, temporal, ...createPaymentConnections(db) },
+    { db, config, temporal, ...createPaymentConnections(db), stripe: stripeWebSettings() },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {

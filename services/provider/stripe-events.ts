@@ -1,0 +1,94 @@
+// Stripe's events in: a verified event is recorded once by its id, read as a provider notice, and signaled
+// to the workflow its PaymentIntent names (the same providerSettled signal the test connection's notices
+// use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
+// sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type Stripe from 'stripe';
+import type { Database } from '../../store/database';
+import { findProviderEvent, markProviderEventDelivered, recordProviderEvent, type ProviderEventDoc } from '../../store/provider-events';
+import { isHandledStripeEvent, readStripeEvent, type EventReading, type IntentReader } from '../../adapters/provider/stripe/events';
+import type { ProviderNotice } from '../../adapters/provider/types';
+import { deliverProviderNotice } from './notices';
+
+/** How long the endpoint waits for the signal before answering 503 (Stripe expects an answer within seconds). */
+export const EVENT_DELIVERY_WAIT_MS = 800;
+
+export interface StripeEventDeps {
+  db: Database;
+  temporal: Client;
+  /** Reads a PaymentIntent's routing at Stripe (charge.refunded, review.closed carry no intent metadata). */
+  readIntent: IntentReader;
+  deliveryWaitMs?: number;
+}
+
+/** repeat: received before and already settled here; ignored: nothing to deliver; delivered: signaled now. */
+export type StripeEventResult = { status: 'repeat' | 'ignored' | 'delivered'; note: string | null } | { status: 'unavailable'; note: string };
+
+function eventRecord(event: Stripe.Event, reading: EventReading | null): ProviderEventDoc {
+  const deliver = reading?.kind === 'notice';
+  return {
+    _id: `stripe:${event.id}`,
+    provider: 'stripe',
+    type: event.type,
+    store_id: reading?.kind === 'notice' ? reading.storeId : null,
+    account: event.account ?? null,
+    livemode: event.livemode,
+    transaction_id: reading?.kind === 'notice' ? reading.notice.transactionId : (reading?.intentId ?? null),
+    notify_ref: reading?.kind === 'notice' ? reading.notice.notifyRef : null,
+    status: deliver ? 'delivering' : 'ignored',
+    note: reading?.kind === 'none' ? reading.why : reading ? null : `${event.type} is not handled`,
+    received_at: new Date(),
+    delivered_at: null,
+  };
+}
+
+/** The notice a recorded event carries (rebuilt from the record, so a repeat delivers what was first read). */
+function noticeOf(record: ProviderEventDoc, reading: EventReading | null): ProviderNotice | null {
+  return reading?.kind === 'notice' && reading.notice.notifyRef === record.notify_ref ? reading.notice : null;
+}
+
+/** Handles one verified event: see the module header. */
+export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Event): Promise<StripeEventResult> {
+  const id = `stripe:${event.id}`;
+  const known = await findProviderEvent(deps.db, id);
+  if (known && known.status !== 'delivering') return { status: 'repeat', note: known.note };
+  let reading: EventReading | null;
+  try {
+    reading = isHandledStripeEvent(event.type) ? await readStripeEvent(event, deps.readIntent) : null;
+  } catch (error) {
+    // The intent could not be read at Stripe: nothing is recorded, so the event's next delivery reads it again.
+    return { status: 'unavailable', note: `the payment could not be read at the provider: ${(error as Error).message}` };
+  }
+  const record = known ?? (await recordProviderEvent(deps.db, eventRecord(event, reading)));
+  if (record.status !== 'delivering') return { status: 'ignored', note: record.note };
+  const notice = noticeOf(record, reading);
+  if (!notice) return { status: 'ignored', note: 'the event no longer reads as a notice' };
+  return deliverWithin(deps, record, notice);
+}
+
+async function deliverWithin(deps: StripeEventDeps, record: ProviderEventDoc, notice: ProviderNotice): Promise<StripeEventResult> {
+  const wait = deps.deliveryWaitMs ?? EVENT_DELIVERY_WAIT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), wait)));
+  try {
+    const outcome = await Promise.race([signalNotice(deps, notice), late]);
+    if (outcome === 'late') return { status: 'unavailable', note: `the workflow was not reached within ${wait} ms` };
+    await markProviderEventDelivered(deps.db, record._id);
+    return { status: 'delivered', note: outcome };
+  } catch (error) {
+    return { status: 'unavailable', note: `the workflow could not be signaled: ${(error as Error).message}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Signals the notice; a workflow that is gone (ended, or never existed) has nothing waiting. */
+async function signalNotice(deps: StripeEventDeps, notice: ProviderNotice): Promise<string | null> {
+  try {
+    await deliverProviderNotice(deps, notice);
+    return null;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return 'the workflow has ended: nothing waits for the notice';
+    throw error;
+  }
+}

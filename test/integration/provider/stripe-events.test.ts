@@ -1,0 +1,225 @@
+// What this tests: POST /providers/stripe/events over real HTTP with FerretDB, Temporal and a worker:
+// the signature over the raw body is required (missing, foreign, tampered or stale: 400, nothing
+// recorded), a signed payment_intent.succeeded reaches the waiting checkout session as its provider
+// notice (a PIX pending at the test connection is paid by it), a repeated event id is recorded and
+// delivered once, unhandled types are acknowledged, an unreadable intent answers 503 and records nothing,
+// and a process without a Stripe connection answers 404.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import Stripe from 'stripe';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../../api/app';
+import { createTestConnection } from '../../../adapters/provider/test-connection';
+import type { IntentReader } from '../../../adapters/provider/stripe/events';
+import { findCheckoutSession } from '../../../store/checkout-sessions';
+import { findProviderEvent } from '../../../store/provider-events';
+import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
+import { freePort } from '../../../temporal-dev/servers';
+import type { TestStore } from '../../support/api';
+import {
+  buyerForm,
+  createSession,
+  createTestStore,
+  seedCheckoutCatalog,
+  startCheckoutStack,
+  type CheckoutCatalog,
+  type CheckoutStack,
+} from '../../support/checkout-fixtures';
+import { waitFor } from '../../support/env';
+
+const SECRET = 'whsec_test_events_endpoint';
+let stack: CheckoutStack;
+let store: TestStore;
+let catalog: CheckoutCatalog;
+let stripeApp: FastifyInstance;
+let stripeUrl: string;
+/** What the endpoint's intent reader does: tests swap it (a Stripe that cannot be reached). */
+let readIntent: IntentReader = async () => {
+  throw new Error('no intent reads expected');
+};
+
+beforeAll(async () => {
+  stack = await startCheckoutStack('stripe-events', { ipRateLimit: 100_000 });
+  store = await createTestStore(stack.mongo.db);
+  catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
+  const port = await freePort();
+  stripeApp = await buildApp(
+    {
+      db: stack.mongo.db,
+      config: { ...stack.api.config, port },
+      temporal: stack.temporal.client,
+      provider: createTestConnection({ db: stack.mongo.db }),
+      stripe: {
+        webhookSecret: SECRET,
+        publishableKey: 'pk_test_events',
+        jsUrl: 'https://js.stripe.com/v3/',
+        readIntent: (...args) => readIntent(...args),
+      },
+    },
+    { logger: false },
+  );
+  await stripeApp.listen({ port, host: '127.0.0.1' });
+  stripeUrl = `http://127.0.0.1:${port}`;
+});
+
+afterAll(async () => {
+  await stripeApp?.close();
+  await stack?.close();
+});
+
+let counter = 0;
+function stripeEvent(type: string, object: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  counter += 1;
+  return {
+    id: `evt_test_${Date.now()}_${counter}`,
+    object: 'event',
+    type,
+    api_version: '2025-01-27',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    data: { object },
+    ...extra,
+  };
+}
+
+async function send(payload: string, header: string | null, base = stripeUrl) {
+  const res = await fetch(`${base}/providers/stripe/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(header === null ? {} : { 'stripe-signature': header }) },
+    body: payload,
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+const signed = (payload: string, secret = SECRET, timestamp?: number) => Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp });
+
+async function sendSigned(event: object) {
+  const payload = JSON.stringify(event);
+  return send(payload, signed(payload));
+}
+
+const recorded = (eventId: string) => findProviderEvent(stack.mongo.db, `stripe:${eventId}`);
+
+/** A PIX left pending at the test connection: the session waits for its provider's notice. */
+async function pendingPix() {
+  const created = await createSession(stack.api, store, { offer: catalog.oneOff._id });
+  expect(created.status).toBe(201);
+  const id = created.body.id as string;
+  const res = await fetch(`${stack.api.url}/c/${id}/pay`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(buyerForm({ method: 'pix' })).toString(),
+  });
+  expect(res.headers.get('location')).toBe(`/c/${id}?done=1`);
+  const session = (await findCheckoutSession(stack.mongo.db, store.store._id, id))!;
+  expect(session.payment_status).toBe('pending');
+  return { id, transactionId: session.payment!.transaction_id! };
+}
+
+function intent(transactionId: string, notifyRef: string, extra: Record<string, unknown> = {}) {
+  return {
+    id: transactionId,
+    object: 'payment_intent',
+    amount: 19700,
+    currency: 'brl',
+    status: 'succeeded',
+    payment_method_types: ['pix'],
+    metadata: { notify_ref: notifyRef, store_id: store.store._id, charge_key: 'checkout/x/1' },
+    ...extra,
+  };
+}
+
+describe('signature', () => {
+  test('a missing Stripe-Signature is 400 parameter_missing and records nothing', async () => {
+    const event = stripeEvent('payment_intent.succeeded', intent('pi_nosig', 'checkout-session/cs_none'));
+    const res = await send(JSON.stringify(event), null);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'parameter_missing', param: 'Stripe-Signature' });
+    expect(await recorded(event.id)).toBeNull();
+  });
+
+  test('a signature under another secret, a tampered body or a stale timestamp is 400 parameter_invalid and records nothing', async () => {
+    const event = stripeEvent('payment_intent.succeeded', intent('pi_badsig', 'checkout-session/cs_none'));
+    const payload = JSON.stringify(event);
+    const foreign = await send(payload, signed(payload, 'whsec_someone_else'));
+    const tampered = await send(payload.replace('19700', '1'), signed(payload));
+    const stale = await send(payload, signed(payload, SECRET, Math.floor(Date.now() / 1000) - 3600));
+    for (const res of [foreign, tampered, stale]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'parameter_invalid', param: 'Stripe-Signature' });
+    }
+    expect(await recorded(event.id)).toBeNull();
+  });
+
+  test('without a Stripe connection the endpoint answers 404 resource_missing naming the configuration', async () => {
+    const payload = JSON.stringify(stripeEvent('payment_intent.succeeded', intent('pi_unconfigured', 'x')));
+    const res = await send(payload, signed(payload), stack.api.url);
+    expect(res.status).toBe(404);
+    expect(res.body.error).toMatchObject({ code: 'resource_missing' });
+    expect(res.body.error.message).toContain('STRIPE_WEBHOOK_SECRET');
+  });
+});
+
+describe('notices', () => {
+  test('a signed payment_intent.succeeded pays the pending PIX of the session its metadata names; the same event again is a repeat', async () => {
+    const { id, transactionId } = await pendingPix();
+    const event = stripeEvent('payment_intent.succeeded', intent(transactionId, checkoutSessionWorkflowId(id)));
+    const first = await sendSigned(event);
+    expect(first).toMatchObject({ status: 200, body: { received: true, status: 'delivered' } });
+    const paid = await waitFor(
+      async () => {
+        const s = await findCheckoutSession(stack.mongo.db, store.store._id, id);
+        return s?.payment_status === 'paid' ? s : null;
+      },
+      { timeoutMs: 20_000, description: 'the session paid by the event' },
+    );
+    expect(paid.status).toBe('complete');
+    const again = await sendSigned(event);
+    expect(again).toMatchObject({ status: 200, body: { status: 'repeat' } });
+    expect(await recorded(event.id)).toMatchObject({ status: 'delivered', transaction_id: transactionId, store_id: store.store._id });
+  });
+
+  test('a signed payment_intent.payment_failed on a PIX expires it: the session ends complete and unpaid', async () => {
+    const { id, transactionId } = await pendingPix();
+    const failed = intent(transactionId, checkoutSessionWorkflowId(id), {
+      status: 'requires_payment_method',
+      last_payment_error: { message: 'expired' },
+    });
+    expect((await sendSigned(stripeEvent('payment_intent.payment_failed', failed))).status).toBe(200);
+    const ended = await waitFor(
+      async () => {
+        const s = await findCheckoutSession(stack.mongo.db, store.store._id, id);
+        return s?.payment_status === 'unpaid' ? s : null;
+      },
+      { timeoutMs: 20_000, description: 'the PIX expired by the event' },
+    );
+    expect(ended.status).toBe('complete');
+  });
+
+  test('unhandled types and processing are acknowledged and recorded as ignored', async () => {
+    const other = stripeEvent('customer.created', { id: 'cus_1', object: 'customer' });
+    expect(await sendSigned(other)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    const processing = stripeEvent('payment_intent.processing', intent('pi_processing', 'checkout-session/cs_x', { status: 'processing' }));
+    expect(await sendSigned(processing)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    expect(await recorded(other.id)).toMatchObject({ status: 'ignored', type: 'customer.created' });
+    expect(await recorded(processing.id)).toMatchObject({ status: 'ignored', transaction_id: 'pi_processing' });
+  });
+
+  test('a notice for a workflow that does not exist is acknowledged (nothing waits for it)', async () => {
+    const event = stripeEvent('payment_intent.succeeded', intent('pi_nobody', 'checkout-session/cs_never_made'));
+    expect(await sendSigned(event)).toMatchObject({ status: 200, body: { status: 'delivered' } });
+  });
+
+  test('review.closed whose intent cannot be read at Stripe answers 503 and records nothing, so its re-send is read again', async () => {
+    readIntent = async () => {
+      throw new Error('connect ECONNREFUSED');
+    };
+    const event = stripeEvent('review.closed', { id: 'prv_1', object: 'review', reason: 'approved', payment_intent: 'pi_review' });
+    const res = await sendSigned(event);
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'service_unavailable' });
+    expect(await recorded(event.id)).toBeNull();
+  });
+});
