@@ -57,6 +57,7 @@ const CODES = {
   private_host: [400, 'invalid_request_error'],
   invalid_url: [400, 'invalid_request_error'],
   test_clock_advancing: [400, 'invalid_request_error'],
+  test_clock_limit: [400, 'invalid_request_error'],
   test_payments_unavailable: [400, 'invalid_request_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 

@@ -19,7 +19,7 @@ import {
 } from '../store/customers';
 import { requireTestClock } from '../store/test-clocks';
 import { connectionFor } from '../adapters/provider';
-import { requireTestPayments } from './test-clocks';
+import { releaseClockObject, requireTestPayments, reserveClockObject } from './test-clocks';
 import { customerObject } from '../resources/customer';
 import { emitEvent, type EventDeps } from './events/events';
 import type { EventRequest } from '../store/events';
@@ -97,6 +97,19 @@ export async function existingCustomerByEmail(
   return authoritative ? findCustomerByEmail(db, storeId, normalized, clock) : findClaimedCustomer(db, storeId, normalized, clock);
 }
 
+/** Inserts the customer; one on a test clock takes one of the clock's customer slots (400 test_clock_limit when full). */
+async function insertClockBounded(deps: CustomerDeps, doc: CustomerDoc): ReturnType<typeof insertCustomer> {
+  const clock = doc.test_clock;
+  if (!clock) return insertCustomer(deps.db, doc);
+  await reserveClockObject(deps.db, doc.store_id, clock, 'customers', 'test_clock');
+  const result = await insertCustomer(deps.db, doc).catch(async (error: unknown) => {
+    await releaseClockObject(deps.db, doc.store_id, clock, 'customers');
+    throw error;
+  });
+  if (!result.created) await releaseClockObject(deps.db, doc.store_id, clock, 'customers');
+  return result;
+}
+
 export async function createCustomer(
   deps: CustomerDeps,
   store: StoreDoc,
@@ -118,7 +131,7 @@ export async function createCustomer(
     throw error;
   }
   if (prepared.existing) return { customer: prepared.customer, created: false };
-  const result = await insertCustomer(deps.db, prepared.customer);
+  const result = await insertClockBounded(deps, prepared.customer);
   if (result.created) {
     await emitEvent(deps, { storeId: store._id, type: 'customer.created', object: customerObject(result.customer), request });
   }

@@ -11,7 +11,12 @@ import { testClockObject } from '../resources/test-clock';
 import { clockSubscriptionCycles } from '../store/subscriptions';
 import {
   clockObjects,
+  countTestClocks,
   deleteClockObjects,
+  deleteTestClockDoc,
+  releaseClockSlot,
+  reserveClockSlot,
+  type ClockSlot,
   newTestClockDoc,
   recordClockReady,
   requireTestClock,
@@ -44,6 +49,25 @@ export function requireTestPayments(connections: PaymentConnections, param: stri
   );
 }
 
+/** Bounds on what one store puts on its clocks (docs/limits.md): an advance's work grows with a clock's objects. */
+export const TEST_CLOCK_LIMITS = { clocksPerStore: 20, customers: 3, checkout_sessions: 10 } as const;
+
+const clockLimit = (message: string, param: string | null) => new ApiError('test_clock_limit', message, { param });
+
+/**
+ * Takes a slot for a new object on the clock (a customer, a checkout session, whose subscription it
+ * becomes); 400 test_clock_limit naming `param` when the clock holds its most.
+ */
+export async function reserveClockObject(db: Database, storeId: string, clockId: string, slot: ClockSlot, param: string): Promise<void> {
+  const cap = TEST_CLOCK_LIMITS[slot];
+  if (await reserveClockSlot(db, storeId, clockId, slot, cap)) return;
+  const what = slot === 'customers' ? 'customers' : 'checkout sessions';
+  throw clockLimit(`Test clock ${clockId} already has ${cap} ${what}, the most a clock holds; use another clock.`, param);
+}
+
+/** The slot of an object that was not created after all. */
+export const releaseClockObject = (db: Database, storeId: string, clockId: string, slot: ClockSlot) => releaseClockSlot(db, storeId, clockId, slot);
+
 const LIVE_STATUSES = SUBSCRIPTION_STATUSES.filter((s) => !isEnded(s));
 
 function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
@@ -61,6 +85,11 @@ export async function createTestClock(deps: TestClockDeps, storeId: string, froz
   requireTestPayments(deps);
   const doc = newTestClockDoc(storeId, frozenTime, name);
   await insertTestClock(deps.db, doc);
+  // Counted after the insert: of racing creates past the cap, each sees the others and backs out.
+  if ((await countTestClocks(deps.db, storeId)) > TEST_CLOCK_LIMITS.clocksPerStore) {
+    await deleteTestClockDoc(deps.db, storeId, doc._id);
+    throw clockLimit(`A store has at most ${TEST_CLOCK_LIMITS.clocksPerStore} test clocks; delete one first.`, null);
+  }
   await deps.temporal.workflow.start('testClockWorkflow', { ...clockWorkflowOptions(deps, doc), workflowIdConflictPolicy: 'USE_EXISTING' });
   return doc;
 }

@@ -24,7 +24,12 @@ export interface TestClockDoc {
   now_ms: number;
   status: TestClockStatus;
   created: number;
+  /** Objects attached so far (bounded per clock: reserveClockSlot); absent on clocks made before the caps, read as 0. */
+  customers?: number;
+  checkout_sessions?: number;
 }
+
+export type ClockSlot = 'customers' | 'checkout_sessions';
 
 export function testClocksCollection(db: Db) {
   return db.collection<TestClockDoc>('test_clocks');
@@ -48,6 +53,27 @@ export async function requireTestClock(db: Db, storeId: string, id: string, para
   const doc = await findTestClock(db, storeId, id);
   if (!doc) throw notFound('test clock', id, param);
   return doc;
+}
+
+/** How many clocks the store has (its cap is checked after the insert, so racing creates never pass it). */
+export function countTestClocks(db: Db, storeId: string): Promise<number> {
+  return testClocksCollection(db).countDocuments({ store_id: storeId });
+}
+
+export async function deleteTestClockDoc(db: Db, storeId: string, id: string): Promise<void> {
+  await testClocksCollection(db).deleteOne({ _id: id, store_id: storeId });
+}
+
+/** Takes one of the clock's `cap` slots of `slot` (one conditional $inc, so racing takers never pass it); false when full. */
+export async function reserveClockSlot(db: Db, storeId: string, id: string, slot: ClockSlot, cap: number): Promise<boolean> {
+  const room = { $or: [{ [slot]: { $exists: false } }, { [slot]: { $lt: cap } }] };
+  const result = await testClocksCollection(db).updateOne({ _id: id, store_id: storeId, ...room }, { $inc: { [slot]: 1 } });
+  return result.modifiedCount === 1;
+}
+
+/** Gives a slot back (the object it was taken for was not created after all). */
+export async function releaseClockSlot(db: Db, storeId: string, id: string, slot: ClockSlot): Promise<void> {
+  await testClocksCollection(db).updateOne({ _id: id, store_id: storeId }, { $inc: { [slot]: -1 } });
 }
 
 /** "Now" for an object on this clock (milliseconds): the clock's time, or the real time without a clock. */
@@ -96,6 +122,8 @@ export function newTestClockDoc(storeId: string, frozenTime: number, name: strin
     now_ms: frozenTime * 1000,
     status: 'ready',
     created: Math.floor(nowMs / 1000),
+    customers: 0,
+    checkout_sessions: 0,
   };
 }
 

@@ -23,12 +23,14 @@ import {
 import type { CouponDoc, CustomerDoc, OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
 import { findCouponByCode, findOfferByIdOrSlug, findProduct } from '../../store/offers';
 import { findCustomer } from '../../store/customers';
+import { countBusiness } from '../operations/business-metrics';
 import { deleteCheckoutSession, findCheckoutSession, insertCheckoutSession, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { clockNowMs } from '../../store/test-clocks';
 import type { CheckoutSessionObject } from '../../resources/checkout-session';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import type { CheckoutWorkflowInput } from '../../workflows/checkout-session/messages';
 import { checkoutSessionClient, isNotOpenRefusal } from './client';
+import { releaseClockObject, reserveClockObject } from '../test-clocks';
 
 export interface CheckoutDeps {
   db: Database;
@@ -137,8 +139,19 @@ export async function createCheckoutSession(
   const time = await sessionTime(deps.db, store._id, request, found.customer, now);
   const price = priceFor(body, found.offer);
   const doc = sessionDocument(deps, store, body, request, found, price, time);
-  await writeSession(deps, store, doc, found.offer);
+  await writeClockBounded(deps, store, doc, found.offer);
   return doc;
+}
+
+/** A session on a test clock takes one of the clock's session slots (400 test_clock_limit when full), given back if it is not made. */
+async function writeClockBounded(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSessionDoc, offer: OfferDoc): Promise<void> {
+  const clock = doc.test_clock;
+  if (!clock) return writeSession(deps, store, doc, offer);
+  await reserveClockObject(deps.db, store._id, clock, 'checkout_sessions', 'customer');
+  await writeSession(deps, store, doc, offer).catch(async (error: unknown) => {
+    await releaseClockObject(deps.db, store._id, clock, 'checkout_sessions');
+    throw error;
+  });
 }
 
 function readRequest(deps: CheckoutDeps, body: CreateCheckoutSessionInput, nowSeconds: number): SessionRequest {
@@ -339,7 +352,7 @@ async function writeSession(deps: CheckoutDeps, store: StoreDoc, doc: CheckoutSe
   if (doc.test_clock) Object.assign(input, { testClock: doc.test_clock, testClockNowMs: doc.created * 1000 });
   const sessions = checkoutSessionClient(deps.temporal, deps.taskQueue);
   const [inserted, started] = await Promise.allSettled([insertCheckoutSession(deps.db, doc), sessions.start(input, doc)]);
-  if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return;
+  if (inserted.status === 'fulfilled' && started.status === 'fulfilled') return countBusiness('checkoutSessions', 'open');
   // Half a session is none: without its workflow it could never expire or be paid, and a
   // workflow without its document has nothing to sell. Take back whichever half was made.
   if (inserted.status === 'fulfilled') await deleteCheckoutSession(deps.db, store._id, doc._id).catch(() => undefined);
