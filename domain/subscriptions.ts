@@ -63,6 +63,8 @@ export interface SubscriptionLife {
   past_due_details: PastDueDetails | null;
   /** Day of month month-based cycles stay on. */
   billing_anchor_day: number | null;
+  /** While paused: the status the pause started from, which a resume gives back (absent on older pauses: active). */
+  paused_from?: SubscriptionStatus | null;
 }
 
 export type LifeChange = Partial<SubscriptionLife>;
@@ -188,26 +190,48 @@ export function periodEnded(to: 'canceled' | 'expired', at: number): LifeChange 
   return { status: to, ended_at: at, next_billing_at: null, past_due_details: null, cancel_at_period_end: false };
 }
 
-export function pause(life: SubscriptionLife): ActionResult {
+/**
+ * Pause: renewals and dunning stop. `remembers` (runs since resumes give back the paused state) keeps the
+ * status it starts from and the dunning details, so a resume restores them; older runs cleared them.
+ */
+export function pause(life: SubscriptionLife, remembers = false): ActionResult {
   if (life.status === 'paused') return refuse('The subscription is already paused.');
   if (isEnded(life.status)) return refuse(`A ${life.status} subscription cannot be paused.`);
   return {
     ok: true,
-    change: { status: 'paused', past_due_details: null },
+    change: remembers ? { status: 'paused', paused_from: life.status } : { status: 'paused', past_due_details: null },
     events: [{ type: 'customer.subscription.paused' }],
     historyAction: 'paused',
   };
 }
 
-/** Resume: active again; a charge that fell due while paused happens at once. */
+/**
+ * Resume gives back the status the pause started from: trialing (its trial end still charges then),
+ * past_due (its dunning where it stood) or active; a pause recorded before `paused_from` resumes active.
+ * A charge or retry that fell due while paused happens at once.
+ */
 export function resume(life: SubscriptionLife, now: number): ActionResult {
   if (life.status !== 'paused') return refuse(`Only a paused subscription can be resumed; this one is ${life.status}.`);
-  const change: LifeChange = { status: 'active' };
-  if (life.next_billing_at !== null && life.next_billing_at < now) {
+  const status = statusResumed(life);
+  const change: LifeChange = { status, paused_from: null };
+  if (status === 'past_due') {
+    const details = life.past_due_details!;
+    // The retry the pause overran happens now and the later ones keep their spacing: `since` moves by the overrun.
+    if (details.next_retry_at !== null && details.next_retry_at < now) {
+      change.past_due_details = { ...details, since: details.since + (now - details.next_retry_at), next_retry_at: now };
+    }
+  } else if (life.next_billing_at !== null && life.next_billing_at < now) {
     change.next_billing_at = now;
     change.billing_anchor_day = anchorDayOf(now);
   }
   return { ok: true, change, events: [{ type: 'customer.subscription.resumed' }], historyAction: 'resumed' };
+}
+
+/** The status a paused subscription resumes in: the one it was paused from, when that is still true. */
+function statusResumed(life: SubscriptionLife): SubscriptionStatus {
+  if (life.paused_from === 'trialing' && life.cycles_completed === 0) return 'trialing';
+  if (life.paused_from === 'past_due' && life.past_due_details) return 'past_due';
+  return 'active';
 }
 
 export function cancelNow(life: SubscriptionLife, now: number, details: CancellationDetails): ActionResult {

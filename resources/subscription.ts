@@ -74,6 +74,7 @@ export function subscriptionLife(doc: SubscriptionDoc): SubscriptionLife {
     default_payment_method: doc.default_payment_method,
     past_due_details: doc.past_due_details,
     billing_anchor_day: doc.billing_anchor_day,
+    paused_from: doc.paused_from ?? null,
   };
 }
 

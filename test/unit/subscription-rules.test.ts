@@ -125,6 +125,40 @@ describe('actions', () => {
     expect(rules.resume(life(), t0)).toMatchObject({ ok: false });
   });
 
+  it('a pause that remembers keeps the status it starts from and the dunning; resume gives them back', () => {
+    const trial = life({
+      status: 'trialing',
+      cycles_completed: 0,
+      current_period_start: null,
+      current_period_end: null,
+      trial_start: t0,
+      trial_end: t0 + 7 * DAY,
+      next_billing_at: t0 + 7 * DAY,
+    });
+    const pausedTrial = rules.pause(trial, true);
+    expect(pausedTrial).toMatchObject({ ok: true, change: { status: 'paused', paused_from: 'trialing' } });
+    const paused = { ...trial, ...(pausedTrial.ok ? pausedTrial.change : {}) };
+    expect(rules.resume(paused, t0 + DAY)).toMatchObject({ ok: true, change: { status: 'trialing', paused_from: null } });
+    expect(rules.resume(paused, t0 + DAY).ok && rules.resume(paused, t0 + DAY)).not.toHaveProperty('change.next_billing_at');
+    // Its trial ended while paused: trialing again, the trial's charge due at once.
+    expect(rules.resume(paused, t0 + 9 * DAY)).toMatchObject({ ok: true, change: { status: 'trialing', next_billing_at: t0 + 9 * DAY } });
+
+    const dunning = { attempts: 1, next_retry_at: t0 + DAY, since: t0 };
+    const pastDue = life({ status: 'past_due', past_due_details: dunning });
+    const pausedDue = rules.pause(pastDue, true);
+    expect(pausedDue).toMatchObject({ ok: true, change: { status: 'paused', paused_from: 'past_due' } });
+    expect(pausedDue.ok && pausedDue.change).not.toHaveProperty('past_due_details');
+    const pausedPastDue = { ...pastDue, ...(pausedDue.ok ? pausedDue.change : {}) };
+    expect(rules.resume(pausedPastDue, t0 + 3600)).toMatchObject({ ok: true, change: { status: 'past_due' } });
+    // The retry the pause overran happens now; the schedule keeps its spacing (since moves by 9 days).
+    expect(rules.resume(pausedPastDue, t0 + 10 * DAY)).toMatchObject({
+      ok: true,
+      change: { status: 'past_due', past_due_details: { attempts: 1, since: t0 + 9 * DAY, next_retry_at: t0 + 10 * DAY } },
+    });
+    // A pause from before paused_from existed resumes active.
+    expect(rules.resume(life({ status: 'paused' }), t0)).toMatchObject({ ok: true, change: { status: 'active' } });
+  });
+
   it('resume after the due date moves next_billing_at to now', () => {
     const result = rules.resume(life({ status: 'paused' }), t0 + 60 * DAY);
     expect(result).toMatchObject({ ok: true, change: { status: 'active', next_billing_at: t0 + 60 * DAY } });

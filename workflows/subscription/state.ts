@@ -53,6 +53,9 @@ const EARLY_NOTICES_KEPT = 20;
 /** Workflow time in Unix seconds: the test clock's when attached (Date is deterministic in the sandbox). */
 export const nowSeconds = clockNowSeconds;
 
+/** Runs before this kept nothing of the paused state and resumed active; their replay must too. */
+const restoresPausedState = () => patched('resume-restores-paused-state');
+
 function refused(reason: string): ApplicationFailure {
   return ApplicationFailure.create({ type: ACTION_REFUSED, message: reason, nonRetryable: true });
 }
@@ -129,7 +132,7 @@ export class LiveSubscription {
 
   // The actions (updates), each decided on the state as it is once the mutex is held.
   pause({ reason, request }: PauseInput) {
-    return this.action(() => rules.pause(this.life), request, reason ?? null);
+    return this.action(() => rules.pause(this.life, restoresPausedState()), request, reason ?? null);
   }
 
   resume({ request }: WithRequest) {
@@ -245,7 +248,10 @@ export class LiveSubscription {
       return false;
     }
     if (this.life.status === 'paused') {
-      await this.apply({ ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' }, [{ type: 'customer.subscription.updated' }], {
+      // The paid cycle is what a resume gives back: active, whatever the pause started from.
+      const resumesActive: rules.LifeChange = restoresPausedState() ? { paused_from: 'active' } : {};
+      const credited = { ...rules.chargeApproved(this.life, pending.periodStart), status: 'paused' as const, ...resumesActive };
+      await this.apply(credited, [{ type: 'customer.subscription.updated' }], {
         action: 'renewed',
         reason: 'paid after review while paused',
       });
