@@ -16,6 +16,7 @@ import { subscriptionObject, type SubscriptionObject } from '../../resources/sub
 import { emitEventOnce } from '../events/emit-once';
 import type { EventDeps } from '../events/events';
 import { subscriptionClient } from './client';
+import { startUsageOfNewSubscription } from '../usage/periods';
 
 export interface SubscriptionDeps extends EventDeps {
   db: Database;
@@ -136,10 +137,14 @@ export async function recordSubscription(deps: Pick<SubscriptionDeps, 'db'> & Ev
   return doc;
 }
 
-/** Creates the subscription, emits customer.subscription.created and starts its workflow. */
+/**
+ * Creates the subscription, emits customer.subscription.created, starts its workflow, and inherits its
+ * offer's usage rows with its usage workflow started at once (usage rule 4), so its first events are charged.
+ */
 export async function createSubscription(deps: SubscriptionDeps, input: NewSubscription): Promise<SubscriptionDoc> {
   const doc = await recordSubscription(deps, input);
   await subscriptionClient(deps.temporal, deps.taskQueue).start(doc);
+  await startUsageOfNewSubscription(deps, doc);
   return doc;
 }
 

@@ -42,7 +42,18 @@ import { usagePeriodObject, type UsagePeriodObject } from '../../resources/usage
 import { openJournalsFor, quantityOf, readRollups } from '../../store/usage-rollups';
 import type { UsageWorkflowInput } from '../../workflows/usage-periods/messages';
 import { startCharge } from '../charges/charges';
-import { isChargeable, loadSubscription, newUsageState, seconds, subscriptionItems, requireSubscription, type UsageDeps } from './shared';
+import {
+  forgetAttachment,
+  isChargeable,
+  loadSubscription,
+  newUsageState,
+  seconds,
+  signalUsageWorkflow,
+  subscriptionItems,
+  requireSubscription,
+  type UsageDeps,
+} from './shared';
+import { findOffer } from '../../store/offers';
 import { inheritOfferItems } from './items';
 import { recoverUsageJournals } from './ingestion';
 
@@ -265,6 +276,22 @@ async function inheritedState(db: Database, sub: SubscriptionDoc, now: number): 
   if (state.inherited) return state;
   await inheritOfferItems(db, sub, now);
   return (await updateUsageState(db, sub._id, { $set: { inherited: true } })) ?? state;
+}
+
+/**
+ * Usage rule 4 at creation ("the first routine run after creation" is the one its creation triggers): a
+ * new subscription of an offer with usage rows inherits them now, is listed among its customer's
+ * subscriptions with usage and its usage workflow starts, so its first events attach and are charged.
+ * The routine still starts any it missed (a creation that died before this). False without usage rows.
+ */
+export async function startUsageOfNewSubscription(deps: UsageDeps, sub: SubscriptionDoc): Promise<boolean> {
+  const offer = await findOffer(deps.db, sub.store_id, sub.offer.id);
+  if (!offer?.usage?.length) return false;
+  await inheritedState(deps.db, sub, sub.created);
+  if (sub.customer) await addCustomerSubscription(deps.db, sub.store_id, sub.customer, sub._id);
+  forgetAttachment(sub.store_id, sub);
+  await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub);
+  return true;
 }
 
 /** An ended subscription's last period: open only for usage attached after the previous one closed. */
