@@ -9,6 +9,8 @@ export default defineConfig({
     exclude: ['test/bench/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Processes the tests spawn serve metrics on any free port unless a test names one (9464/9465 are npm start's).
+    env: { API_METRICS_PORT: '0', WORKER_METRICS_PORT: '0' },
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2 } },
   },

@@ -44,3 +44,27 @@ export function temporalConnectionOptions(env: Env = process.env): TemporalConne
   if (serverName) tls.serverNameOverride = serverName;
   return apiKey ? { address, tls, apiKey } : { address, tls };
 }
+
+/** How long a process waits at start for its namespace to answer before it gives up (a fresh server takes seconds). */
+export const NAMESPACE_READY_WITHIN_MS = 120_000;
+
+/**
+ * Resolves once DescribeNamespace answers: a reachable frontend still refuses requests for a moment
+ * after start ("Not enough hosts to serve the request"), so readiness is a real call succeeding.
+ */
+export async function untilNamespaceAnswers(
+  describe: () => Promise<unknown>,
+  { timeoutMs = NAMESPACE_READY_WITHIN_MS, intervalMs = 250 }: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await describe();
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline)
+        throw new Error(`Temporal did not answer DescribeNamespace within ${timeoutMs} ms: ${String(error)}`, { cause: error });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

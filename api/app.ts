@@ -16,6 +16,7 @@ import { componentSchemas, routeModules } from './routes';
 import healthRoutes from './routes/health';
 import pages from './pages';
 import stripeEventRoutes from './providers/stripe-events';
+import { measureRequests } from './metrics';
 
 import { redactedRequest } from './redact';
 import { fastifyTrustProxy } from './client-address';
@@ -44,6 +45,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('deps', deps);
+  if (deps.httpDuration) measureRequests(app, deps.httpDuration);
   app.addSchema(ErrorResponse);
   for (const schema of componentSchemas) app.addSchema(schema);
   await app.register(requestContext);

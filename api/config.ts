@@ -11,6 +11,8 @@ export interface ApiConfig {
   host: string;
   /** A second port serving the same paths ({alt_base_url}); null when not configured. */
   altPort: number | null;
+  /** API_METRICS_PORT: GET /metrics (Prometheus text) on its own listener, never the public port (default 9464). */
+  metricsPort: number;
   mongoUri: string;
   mongoDb: string;
   temporalAddress: string;
@@ -76,6 +78,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     port,
     host: env.HOST ?? '0.0.0.0',
     altPort: env.ALT_PORT ? int(env.ALT_PORT, 0) : null,
+    metricsPort: int(env.API_METRICS_PORT, 9464),
     mongoUri: env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/',
     mongoDb: env.MONGODB_DB ?? 'billing',
     temporalAddress: env.TEMPORAL_ADDRESS ?? 'localhost:7233',

@@ -8,6 +8,7 @@ import type { StripeWebSettings } from '../adapters/provider/stripe/web';
 import type { EventRequest } from '../store/events';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CheckoutDeps } from '../services/checkout/sessions';
+import type { Histogram } from 'prom-client';
 
 export interface AppDeps {
   db: Database;
@@ -19,6 +20,8 @@ export interface AppDeps {
   testProvider?: PaymentProvider | null;
   /** PAYMENT_PROVIDER=stripe: its events endpoint's secret and the hosted page's Stripe.js; null or absent otherwise. */
   stripe?: StripeWebSettings | null;
+  /** The request histogram every response is timed in (api/metrics.ts); the API process passes it, tests may not. */
+  httpDuration?: Histogram<string>;
 }
 
 export interface AuthContext {

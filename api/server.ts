@@ -10,6 +10,8 @@ import { stripeWebSettings } from '../adapters/provider/stripe/web';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
 import { isEntryPoint } from '../adapters/entry-point';
 import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
+import { createApiMetrics, startMetricsServer } from './metrics';
+import { installBusinessMetrics } from '../services/operations/business-metrics';
 
 export async function startApiServer(config = loadApiConfig()) {
   // A database that cannot be reached answers 503 in about two seconds, not after the driver's 30.
@@ -24,9 +26,11 @@ export async function startApiServer(config = loadApiConfig()) {
     interceptors: apiTemporalInterceptors(),
   });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const metrics = createApiMetrics();
+  installBusinessMetrics(metrics.business);
 
   const app = await buildApp(
-    { db, config, temporal, ...createPaymentConnections(db), stripe: stripeWebSettings() },
+    { db, config, temporal, ...createPaymentConnections(db), stripe: stripeWebSettings(), httpDuration: metrics.httpDuration },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {
@@ -34,6 +38,7 @@ export async function startApiServer(config = loadApiConfig()) {
     await database.close();
   });
   await app.listen({ port: config.port, host: config.host });
+  const metricsServer = await startMetricsServer(metrics.registry, config.metricsPort, config.host);
 
   // {alt_base_url}: the same routes on a second port, when configured.
   let alt: http.Server | null = null;
@@ -45,6 +50,7 @@ export async function startApiServer(config = loadApiConfig()) {
     app,
     async close() {
       if (alt) await new Promise((resolve) => alt!.close(resolve));
+      await new Promise((resolve) => metricsServer.close(resolve));
       await app.close();
     },
   };

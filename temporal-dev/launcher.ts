@@ -24,7 +24,16 @@ function secretsKeyFile(): string {
   }
   return file;
 }
-const defaultPorts = { api: 3000, temporal: 7233, temporalUi: 8233, ferretDb: 27017, mailpitSmtp: 1025, mailpitUi: 8025 };
+const defaultPorts = {
+  api: 3000,
+  apiMetrics: 9464,
+  workerMetrics: 9465,
+  temporal: 7233,
+  temporalUi: 8233,
+  ferretDb: 27017,
+  mailpitSmtp: 1025,
+  mailpitUi: 8025,
+};
 
 /** Where SMTP_URL sends mail, without its credentials. */
 function shownSmtp(smtpUrl: string): string {
@@ -55,9 +64,10 @@ function say(message: string): void {
   console.log(`[start] ${message}`);
 }
 
-/** The port set in `variable`, as given; else the default, or a free port when the default is busy. */
+/** The port set in `variable`, as given (0: any free port); else the default, or a free port when the default is busy. */
 async function portFor(label: string, variable: string, preferred: number): Promise<number> {
   const configured = process.env[variable];
+  if (configured === '0') return freePort();
   if (configured) {
     const port = Number(configured);
     if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`${variable} must be a port number, not "${configured}"`);
@@ -70,15 +80,23 @@ async function portFor(label: string, variable: string, preferred: number): Prom
 }
 
 let shuttingDown = false;
+let stopAskedAt = 0;
+/**
+ * One Ctrl-C can arrive twice (the terminal signals the whole group and `npm start`'s tsx wrapper passes
+ * it on again): a signal this soon after the first is the same Ctrl-C; only a later one forces.
+ */
+const SAME_CTRL_C_WITHIN_MS = 2_000;
 
 async function shutdown(exitCode: number): Promise<never> {
   if (shuttingDown) {
+    if (Date.now() - stopAskedAt < SAME_CTRL_C_WITHIN_MS) return new Promise<never>(() => undefined);
     // A second Ctrl-C while stopping: stop waiting for graceful exits.
     say('forcing shutdown');
     killAllGroups();
     process.exit(1);
   }
   shuttingDown = true;
+  stopAskedAt = Date.now();
   say('stopping...');
   for (const entry of [...started].reverse()) {
     say(`stopping ${entry.name}`);
@@ -200,6 +218,8 @@ function formatPrice(offer: Record<string, unknown>): string {
 
 function printBanner(info: {
   apiBase: string;
+  /** GET /metrics of the API and of the worker (Prometheus text). */
+  metricsUrls: { api: string; worker: string };
   uiUrl: string | undefined;
   temporalAddress: string;
   namespace: string;
@@ -217,6 +237,8 @@ function printBanner(info: {
     rule,
     '  Billing API is running',
     `  API base URL      ${info.apiBase}`,
+    `  API metrics       ${info.metricsUrls.api}`,
+    `  Worker metrics    ${info.metricsUrls.worker}`,
     `  Temporal Web UI   ${info.uiUrl ?? '(external Temporal: use its own UI)'}`,
     `  Temporal          ${info.temporalAddress} (namespace ${info.namespace})`,
     `  MongoDB           ${info.mongoUri}`,
@@ -305,6 +327,8 @@ async function main(): Promise<void> {
 
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const apiPort = await portFor('API', 'PORT', defaultPorts.api);
+  const apiMetricsPort = await portFor('API metrics', 'API_METRICS_PORT', defaultPorts.apiMetrics);
+  const workerMetricsPort = await portFor('worker metrics', 'WORKER_METRICS_PORT', defaultPorts.workerMetrics);
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     // The local stack is development (http://localhost URLs, the test payment connection); production is the processes' default.
@@ -315,6 +339,8 @@ async function main(): Promise<void> {
     TEMPORAL_NAMESPACE: namespace,
     SMTP_URL: smtpUrl,
     PORT: String(apiPort),
+    API_METRICS_PORT: String(apiMetricsPort),
+    WORKER_METRICS_PORT: String(workerMetricsPort),
   };
 
   say('starting the worker');
@@ -350,7 +376,8 @@ async function main(): Promise<void> {
   say('worker and API are ready; seeding the demo store');
 
   const demo = await seedDemo(childEnv);
-  printBanner({ apiBase: `${apiOrigin}/v1`, uiUrl, temporalAddress, namespace, mongoUri, inboxUrl, smtpUrl, localData, demo });
+  const metricsUrls = { api: `http://localhost:${apiMetricsPort}/metrics`, worker: `http://localhost:${workerMetricsPort}/metrics` };
+  printBanner({ apiBase: `${apiOrigin}/v1`, metricsUrls, uiUrl, temporalAddress, namespace, mongoUri, inboxUrl, smtpUrl, localData, demo });
 }
 
 main().catch((error: unknown) => {

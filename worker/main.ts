@@ -8,11 +8,13 @@ import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createPaymentConnections } from '../adapters/provider';
 import { ensureRoutines } from '../services/operations/routines';
-import { temporalConnectionOptions } from '../adapters/temporal-connection';
+import { temporalConnectionOptions, untilNamespaceAnswers } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { isEntryPoint } from '../adapters/entry-point';
 import { heartbeatWhileRunning, type ActivityTimings } from './activity-interceptors';
 import { mailerFromEnv } from '../adapters/email/smtp';
+import { countActivityOutcomes, coreBusinessMetrics, workerMetricsExporter } from './metrics';
+import { installBusinessMetrics } from '../services/operations/business-metrics';
 
 export const defaultTaskQueue = 'billing';
 
@@ -51,7 +53,12 @@ export async function createBillingWorker({
     ...workerOptions,
     interceptors: {
       ...workerOptions.interceptors,
-      activity: [heartbeatWhileRunning, ...(activityTimings ? [activityTimings.record()] : []), ...(workerOptions.interceptors?.activity ?? [])],
+      activity: [
+        heartbeatWhileRunning,
+        countActivityOutcomes,
+        ...(activityTimings ? [activityTimings.record()] : []),
+        ...(workerOptions.interceptors?.activity ?? []),
+      ],
     },
     connection,
     namespace,
@@ -82,11 +89,13 @@ async function main(): Promise<void> {
   const level = logLevelFromEnv();
   // Installed before any connection: SDK and core logs at WARN keep `npm start` readable.
   // Signals are handled below so MongoDB is closed only after the worker has drained.
+  // Core's Prometheus exporter serves temporal_* and, through the runtime's meter, the business counters.
   Runtime.install({
     logger: new DefaultLogger(level),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }), forward: {} } },
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }), forward: {} }, metrics: workerMetricsExporter() },
     shutdownSignals: [],
   });
+  installBusinessMetrics(coreBusinessMetrics(Runtime.instance().metricMeter));
 
   const mongoUri = process.env.MONGODB_URI;
   if (!mongoUri) throw new Error('MONGODB_URI is not set (npm start sets it; or point it at your MongoDB)');
@@ -102,6 +111,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(temporalOptions);
   const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({ connection: clientConnection, namespace });
+  await untilNamespaceAnswers(() => clientConnection.workflowService.describeNamespace({ namespace }));
   const worker = await createBillingWorker({
     connection,
     namespace,

@@ -1,5 +1,7 @@
 // Health for load balancers and operators, without a key and outside the rate limits: /healthz says
 // the process is alive; /readyz that MongoDB and Temporal both answer within 2 s (503 naming what did not).
+// Temporal answers when its namespace can be described: a frontend just started accepts connections but
+// still refuses requests for a moment, so a reachable server is not yet a ready one.
 import type { FastifyInstance } from 'fastify';
 
 const READY_WITHIN_MS = 2_000;
@@ -26,7 +28,7 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
   app.get('/readyz', { config, schema: { hide: true } }, async (_request, reply) => {
     const [mongodb, temporalProblem] = await Promise.all([
       probe(() => db.command({ ping: 1 })),
-      probe(() => temporal.workflowService.getSystemInfo({})),
+      probe(() => temporal.workflowService.describeNamespace({ namespace: temporal.options.namespace })),
     ]);
     const checks = { mongodb: mongodb ?? 'ok', temporal: temporalProblem ?? 'ok' };
     const ready = mongodb === null && temporalProblem === null;

@@ -29,6 +29,7 @@ import {
 import { meterEventObject, type MeterEventObject } from '../../resources/meter-event';
 import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../../store/usage-rollups';
 import type { EventRequest } from '../../store/events';
+import { countBusiness } from '../operations/business-metrics';
 import { customerTestClock, isChargeable, loadSubscription, recent, recentClockNowMs, seconds, signalUsageWorkflow, type UsageDeps } from './shared';
 
 // Threshold checks after ingestion signal a period at most this often from one process.
@@ -129,6 +130,7 @@ export async function ingestMeterEvents(
   const written = await writeEvents(db, storeId, unique, docs);
   const stored = options.storedDuplicates === false ? new Map<string, MeterEventDoc>() : await storedDuplicates(db, unique, repeats, written);
   answerEach(results, { unique, repeats, firstOf, docs, written, stored });
+  for (const result of results) countBusiness('meterEvents', result.status);
 
   const fresh = docs.filter((d) => written.inserted.has(d._id));
   await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
