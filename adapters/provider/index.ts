@@ -1,18 +1,29 @@
-// The payment connections the processes use, chosen by configuration: PAYMENT_PROVIDER (only `test`,
-// the built-in test connection, exists today) is the store's; test objects (a test clock's customers and
-// what they buy) only ever use a test connection, which a production process runs only when
-// ALLOW_TEST_PAYMENTS=1 says so on purpose (later also a provider's test-mode key).
+// The payment connections the processes use, chosen by configuration: PAYMENT_PROVIDER (`test`, the
+// built-in test connection, or `stripe` with STRIPE_* keys) is the stores'; test objects (a test clock's
+// customers and what they buy) only ever use a test connection: the built-in one wherever it may run (a
+// production process only when ALLOW_TEST_PAYMENTS=1 says so on purpose), else a Stripe test-mode key's.
+import type { StripeAccountResolver } from './stripe/accounts';
+import { readStripeConfig } from './stripe/config';
+import { createStripeConnection } from './stripe/connection';
 import { createTestConnection, type LedgerDatabase } from './test-connection';
 import type { PaymentProvider } from './types';
+
+export const PAYMENT_PROVIDERS = ['test', 'stripe'] as const;
+
+export interface ConnectionOptions {
+  /** A store's connected Stripe account (stores set --stripe-account), read per call by the Stripe connection. */
+  stripeAccountOf?: StripeAccountResolver;
+}
 
 /** Production unless NODE_ENV says development or test: a forgotten variable fails safe. */
 export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test';
 }
 
-export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env): PaymentProvider {
+export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env, options: ConnectionOptions = {}): PaymentProvider {
   const name = env.PAYMENT_PROVIDER ?? 'test';
-  if (name !== 'test') throw new Error(`PAYMENT_PROVIDER=${name}: no such payment connection (available: test)`);
+  if (name === 'stripe') return createStripeConnection({ config: readStripeConfig(env), accountOf: options.stripeAccountOf });
+  if (name !== 'test') throw new Error(`PAYMENT_PROVIDER=${name}: no such payment connection (available: ${PAYMENT_PROVIDERS.join(', ')})`);
   if (isProduction(env) && env.ALLOW_TEST_PAYMENTS !== '1') {
     throw new Error(
       'The test payment connection refuses to run in production (NODE_ENV is not development or test): configure a real PAYMENT_PROVIDER, or set ALLOW_TEST_PAYMENTS=1 to run it on purpose.',
@@ -34,10 +45,15 @@ function testPaymentsAllowed(env: NodeJS.ProcessEnv): boolean {
   return !isProduction(env) || env.ALLOW_TEST_PAYMENTS === '1';
 }
 
-/** The store's connection plus, beside a real one, the test connection test objects need (where allowed). */
-export function createPaymentConnections(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env): PaymentConnections {
-  const provider = createPaymentProvider(db, env);
-  const testProvider = provider.livemode && testPaymentsAllowed(env) ? createTestConnection({ db }) : null;
+/** The store's connection plus, beside another provider's, the built-in test connection test objects use (where allowed). */
+export function createPaymentConnections(
+  db: LedgerDatabase,
+  env: NodeJS.ProcessEnv = process.env,
+  options: ConnectionOptions = {},
+): PaymentConnections {
+  const provider = createPaymentProvider(db, env, options);
+  const builtIn = (env.PAYMENT_PROVIDER ?? 'test') === 'test';
+  const testProvider = !builtIn && testPaymentsAllowed(env) ? createTestConnection({ db }) : null;
   return { provider, testProvider };
 }
 
@@ -51,8 +67,10 @@ export function testPaymentsAvailable(connections: PaymentConnections): boolean 
  * the store's default (never real money for a test clock); everything else the store's connection.
  */
 export function connectionFor(connections: PaymentConnections, testObject: boolean): PaymentProvider {
-  if (!testObject || !connections.provider.livemode) return connections.provider;
+  if (!testObject) return connections.provider;
+  // The built-in one first: test clocks rely on its test inputs and settle buttons, which a provider's test mode lacks.
   if (connections.testProvider && !connections.testProvider.livemode) return connections.testProvider;
+  if (!connections.provider.livemode) return connections.provider;
   // Retried (not failed) by an activity: it proceeds once a test connection is configured, never on a real one.
   throw new Error('A test object needs a test payment connection and this process has none (ALLOW_TEST_PAYMENTS or a test-mode key).');
 }
