@@ -71,6 +71,12 @@ export const de: Dictionary = {
     choose_pack: 'Paket wählen',
     link_busy_title: 'Zu viele Bezahlvorgänge geöffnet',
     link_busy_text: 'Von Ihrer Adresse wurden zu viele Bezahlvorgänge geöffnet. Bitte versuchen Sie es in {minutes} Min. erneut.',
+    too_many_title: 'Zu viele Versuche',
+    too_many_text: 'Von Ihrer Adresse kamen zu viele Zahlungsversuche. Bitte versuchen Sie es in {minutes} Min. erneut.',
+    err_card_payments_slowed:
+      'In diesem Shop wurden in den letzten Minuten viele Karten abgelehnt, daher werden Kartenzahlungen für alle verlangsamt. Ihre Zahlung wurde nicht versucht: Bitte warten Sie {seconds} Sekunden und klicken Sie erneut auf die Schaltfläche.',
+    broken_title: 'Etwas ist schiefgelaufen',
+    broken_text: 'Bitte versuchen Sie es gleich noch einmal. Referenz: {ref}',
     pending_title: 'Zahlung ausstehend',
     review_text: 'Ihre Zahlung wird geprüft. Diese Seite aktualisiert sich, sobald sie bestätigt ist.',
     pix_title: 'Mit PIX bezahlen',

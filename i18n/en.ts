@@ -70,6 +70,12 @@ export const en: Dictionary = {
     choose_pack: 'Choose a pack',
     link_busy_title: 'Too many checkouts opened',
     link_busy_text: 'Too many checkouts were opened from your address. Please try again in {minutes} minutes.',
+    too_many_title: 'Too many attempts',
+    too_many_text: 'Too many payment attempts came from your address. Please try again in {minutes} minutes.',
+    err_card_payments_slowed:
+      'Many cards were declined at this store in the last minutes, so card payments are slowed down for everyone. Your payment was not attempted: please wait {seconds} seconds and press the button again.',
+    broken_title: 'Something went wrong',
+    broken_text: 'Please try again in a moment. Reference: {ref}',
     pending_title: 'Payment pending',
     review_text: 'Your payment is being reviewed. This page updates when it is confirmed.',
     pix_title: 'Pay with PIX',

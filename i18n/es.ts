@@ -69,6 +69,12 @@ export const es: Dictionary = {
     choose_pack: 'Elige un paquete',
     link_busy_title: 'Demasiados pagos abiertos',
     link_busy_text: 'Se abrieron demasiados pagos desde tu dirección. Vuelve a intentarlo en {minutes} minutos.',
+    too_many_title: 'Demasiados intentos',
+    too_many_text: 'Llegaron demasiados intentos de pago desde tu dirección. Vuelve a intentarlo en {minutes} minutos.',
+    err_card_payments_slowed:
+      'Se rechazaron muchas tarjetas en esta tienda en los últimos minutos, así que los pagos con tarjeta van más lentos para todos. Tu pago no se intentó: espera {seconds} segundos y vuelve a pulsar el botón.',
+    broken_title: 'Algo salió mal',
+    broken_text: 'Vuelve a intentarlo en un momento. Referencia: {ref}',
     pending_title: 'Pago pendiente',
     review_text: 'Tu pago está en revisión. Esta página se actualiza cuando se confirme.',
     pix_title: 'Paga con PIX',

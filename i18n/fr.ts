@@ -72,6 +72,12 @@ export const fr: Dictionary = {
     choose_pack: 'Choisissez un lot',
     link_busy_title: 'Trop de paiements ouverts',
     link_busy_text: 'Trop de paiements ont été ouverts depuis votre adresse. Veuillez réessayer dans {minutes}\u00a0min.',
+    too_many_title: 'Trop de tentatives',
+    too_many_text: 'Trop de tentatives de paiement sont venues de votre adresse. Veuillez réessayer dans {minutes}\u00a0min.',
+    err_card_payments_slowed:
+      'De nombreuses cartes ont été refusées dans cette boutique ces dernières minutes\u00a0: les paiements par carte sont ralentis pour tous. Votre paiement n’a pas été tenté\u00a0: patientez {seconds}\u00a0secondes puis appuyez de nouveau sur le bouton.',
+    broken_title: 'Une erreur est survenue',
+    broken_text: 'Veuillez réessayer dans un instant. Référence\u00a0: {ref}',
     pending_title: 'Paiement en attente',
     review_text: 'Votre paiement est en cours de vérification. Cette page se mettra à jour dès qu’il sera confirmé.',
     pix_title: 'Payer avec PIX',

@@ -70,6 +70,12 @@ export const it: Dictionary = {
     choose_pack: 'Scegli una confezione',
     link_busy_title: 'Troppi pagamenti aperti',
     link_busy_text: 'Sono stati aperti troppi pagamenti dal tuo indirizzo. Riprova tra {minutes} min.',
+    too_many_title: 'Troppi tentativi',
+    too_many_text: 'Sono arrivati troppi tentativi di pagamento dal tuo indirizzo. Riprova tra {minutes} min.',
+    err_card_payments_slowed:
+      'Negli ultimi minuti in questo negozio sono state rifiutate molte carte, quindi i pagamenti con carta sono rallentati per tutti. Il tuo pagamento non è stato tentato: attendi {seconds} secondi e premi di nuovo il pulsante.',
+    broken_title: 'Qualcosa è andato storto',
+    broken_text: 'Riprova tra un momento. Riferimento: {ref}',
     pending_title: 'Pagamento in attesa',
     review_text: 'Il tuo pagamento è in fase di verifica. Questa pagina si aggiornerà non appena sarà confermato.',
     pix_title: 'Paga con PIX',

@@ -69,6 +69,12 @@ export const ja: Dictionary = {
     choose_pack: 'セットを選択してください',
     link_busy_title: '購入手続きが多すぎます',
     link_busy_text: 'お使いのネットワークから開かれた購入手続きが多すぎます。{minutes}分後にもう一度お試しください。',
+    too_many_title: '試行回数が多すぎます',
+    too_many_text: 'お使いのネットワークからの支払い試行が多すぎます。{minutes}分後にもう一度お試しください。',
+    err_card_payments_slowed:
+      'このストアでは直近に多くのカードが承認されなかったため、すべてのカード決済の受付を遅らせています。お支払いはまだ行われていません。{seconds}秒待ってから、もう一度ボタンを押してください。',
+    broken_title: '問題が発生しました',
+    broken_text: 'しばらくしてからもう一度お試しください。参照番号: {ref}',
     pending_title: 'お支払い処理中',
     review_text: 'お支払いを確認しています。確認が完了すると、このページが更新されます。',
     pix_title: 'PIXで支払う',

@@ -68,6 +68,12 @@ export const ko: Dictionary = {
     choose_pack: '묶음을 선택하세요',
     link_busy_title: '열린 결제 페이지가 너무 많습니다',
     link_busy_text: '현재 네트워크에서 열린 결제 페이지가 너무 많습니다. {minutes}분 후에 다시 시도해 주세요.',
+    too_many_title: '시도 횟수가 너무 많습니다',
+    too_many_text: '현재 네트워크에서 결제 시도가 너무 많았습니다. {minutes}분 후에 다시 시도해 주세요.',
+    err_card_payments_slowed:
+      '최근 몇 분 동안 이 상점에서 많은 카드가 거절되어 모든 카드 결제가 느려졌습니다. 결제는 시도되지 않았습니다. {seconds}초 기다린 후 버튼을 다시 눌러 주세요.',
+    broken_title: '문제가 발생했습니다',
+    broken_text: '잠시 후 다시 시도해 주세요. 참조: {ref}',
     pending_title: '결제 대기 중',
     review_text: '결제를 검토하고 있습니다. 확인되면 이 페이지가 자동으로 업데이트됩니다.',
     pix_title: 'PIX로 결제',

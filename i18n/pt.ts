@@ -69,6 +69,12 @@ export const pt: Dictionary = {
     choose_pack: 'Escolha um pacote',
     link_busy_title: 'Muitos pagamentos abertos',
     link_busy_text: 'Muitos pagamentos foram abertos a partir do seu endereço. Tente novamente em {minutes} minutos.',
+    too_many_title: 'Muitas tentativas',
+    too_many_text: 'Muitas tentativas de pagamento vieram do seu endereço. Tente novamente em {minutes} minutos.',
+    err_card_payments_slowed:
+      'Muitos cartões foram recusados nesta loja nos últimos minutos, por isso os pagamentos com cartão estão mais lentos para todos. Seu pagamento não foi tentado: aguarde {seconds} segundos e clique no botão novamente.',
+    broken_title: 'Algo deu errado',
+    broken_text: 'Tente novamente em instantes. Referência: {ref}',
     pending_title: 'Pagamento pendente',
     review_text: 'Seu pagamento está em análise. Esta página se atualiza quando for confirmado.',
     pix_title: 'Pague com PIX',

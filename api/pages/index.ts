@@ -2,16 +2,20 @@
 // error reference at /docs) and their assets, outside /v1 and without an API key. Every page answer
 // carries a strict Content-Security-Policy (scripts and styles only from this origin, nothing inline)
 // and is never framed; failures render as a page, not as an API error object.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import checkoutPages from './checkout';
 import offerLinkPages from './offer-links';
 import portalPages from './portal';
 import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
-import { html, layout } from './html';
+import { renderBrokenPage, renderTooManyAttemptsPage } from './refusal-views';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { redactPath } from '../redact';
 import { clientAddress } from '../client-address';
+import { choosePageLanguage } from '../../i18n/pages';
+
+/** The browser's language (Accept-Language): these answers come before any session or customer is read. */
+const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -38,13 +42,11 @@ function limitPaymentSubmits(app: FastifyInstance): void {
     const hit = await windows.hit(`page-pay:${clientAddress(request)}`, config.pagePostRateLimit, config.pagePostRateWindowMs);
     if (hit.allowed) return;
     const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
-    const body = html`<main class="wrap"><section class="panel center" data-testid="too-many-attempts"><h1>Too many attempts</h1>
-<p>Too many payment attempts came from your address. Please try again in ${Math.ceil(retryAfter / 60)} minutes.</p></section></main>`;
     return reply
       .status(429)
       .header('Retry-After', String(retryAfter))
       .type('text/html; charset=utf-8')
-      .send(layout({ lang: 'en', title: 'Too many attempts', body }));
+      .send(renderTooManyAttemptsPage(browserLanguage(request), retryAfter));
   });
 }
 
@@ -65,12 +67,10 @@ export default async function pages(app: FastifyInstance): Promise<void> {
       // The error only: page bodies (card fields) are never logged.
       request.log.error({ err: { message: error.message, stack: error.stack }, requestId: request.id }, 'page failed');
     }
-    const body = html`<main class="wrap"><section class="panel center"><h1>Something went wrong</h1>
-<p>Please try again in a moment. Reference: ${request.id}</p></section></main>`;
     return reply
       .status(status && status >= 400 && status < 500 ? status : 500)
       .type('text/html; charset=utf-8')
-      .send(layout({ lang: 'en', title: 'Something went wrong', body }));
+      .send(renderBrokenPage(browserLanguage(request), request.id));
   });
 
   const asset = (content: string, type: string) => async (_request: unknown, reply: import('fastify').FastifyReply) =>

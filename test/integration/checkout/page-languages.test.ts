@@ -10,7 +10,7 @@ import { findOrder } from '../../../store/orders';
 import { formatDate } from '../../../i18n/format';
 import { LANGUAGES as PAGE_LANGUAGES, type Language as PageLanguage } from '../../../i18n/languages';
 import type { OfferDoc } from '../../../store/collections';
-import type { TestStore } from '../../support/api';
+import { startTestApi, type TestStore } from '../../support/api';
 import {
   buyerForm,
   call,
@@ -358,5 +358,42 @@ describe('which language a page picks', () => {
     expect(langOf((await get(accountPath(), { cookie: portalCookie })).text)).toBe('en');
     await setCustomerLocale('zh-CN');
     expect(langOf((await get(accountPath(), { cookie: portalCookie, 'accept-language': 'ru' })).text)).toBe('zh');
+  });
+});
+
+describe('the refusal and error pages speak the browser’s language', () => {
+  test('past the page payment limit, the 429 page is in Portuguese or Japanese, with Retry-After', async () => {
+    const limited = await startTestApi({
+      db: stack.mongo.db,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      config: { pagePostRateLimit: 1 },
+    });
+    try {
+      const address = `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+      const submit = (lang: string) =>
+        post(`${limited.url}/c/cs_doesnotexist/pay`, buyerForm(), { 'accept-language': lang, 'x-forwarded-for': address });
+      await submit('pt-BR');
+      const pt = await submit('pt-BR');
+      expect([pt.status, langOf(pt.text), Number(pt.headers.get('retry-after')) > 0]).toEqual([429, 'pt', true]);
+      expect(pt.text).toContain('Muitas tentativas de pagamento vieram do seu endereço');
+      const ja = await submit('ja,en;q=0.5');
+      expect([ja.status, langOf(ja.text)]).toEqual([429, 'ja']);
+      expect(ja.text).toContain('試行回数が多すぎます');
+      expect(ja.text).not.toContain('Too many');
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('a page request that fails (a malformed form) answers the error page in German or Chinese, with its reference', async () => {
+    const s = await newSession({ offer: worldOffer._id });
+    const de = await post(`/c/${s.id}/test/settle`, { outcome: 'bogus' }, { 'accept-language': 'de-DE' });
+    expect([de.status, langOf(de.text)]).toEqual([400, 'de']);
+    expect(de.text).toMatch(/Etwas ist schiefgelaufen[\s\S]*Referenz: \S+/);
+    const zh = await post(`/c/${s.id}/test/settle`, { outcome: 'bogus' }, { 'accept-language': 'zh-CN' });
+    expect([zh.status, langOf(zh.text)]).toEqual([400, 'zh']);
+    expect(zh.text).toContain('出了点问题');
+    expect(zh.text).not.toContain('Something went wrong');
   });
 });
