@@ -39,7 +39,7 @@ import {
   type UsageStateDoc,
 } from '../../store/usage';
 import { usagePeriodObject, type UsagePeriodObject } from '../../resources/usage-period';
-import { openJournalsFor, quantityOf, readRollups } from '../../store/usage-rollups';
+import { openJournalsFor, quantityOf, readRollups, type RollupTotals } from '../../store/usage-rollups';
 import type { UsageWorkflowInput } from '../../workflows/usage-periods/messages';
 import { startCharge } from '../charges/charges';
 import {
@@ -109,8 +109,10 @@ const LATE_LOOKBACK_SECONDS = 70 * DAY;
 
 /**
  * Lines for the late events counted in this period, one per meter and closed period they belong to:
- * priced on top of that period's own usage (what they would have added had they been on time), named
- * after it, at zero for a deactivated meter.
+ * priced on top of *all* of that period's usage so far (its own and the late events earlier periods
+ * already charged), so included units and tier steps are granted once; named after it, at zero for a
+ * deactivated meter. Reads: items x closed periods of the lookback for the late totals here, then, for
+ * each (meter, period) with late events, the late totals of the periods between (all within 70 days).
  */
 async function lateLines(
   db: Database,
@@ -124,23 +126,29 @@ async function lateLines(
   const starts = (state?.periods ?? []).map((id) => idTimeMs(id) / 1000).sort((a, b) => a - b);
   const origins = starts.filter((start) => start < periodStart && start >= periodStart - LATE_LOOKBACK_SECONDS);
   if (origins.length === 0) return [];
-  const pairs = items.flatMap((item) => origins.map((from) => ({ item, from })));
-  const rollups = await readRollups(
+  const candidates = items.flatMap((item) => origins.map((from) => ({ item, from })));
+  const here = await readRollups(
     db,
-    pairs.flatMap(({ item, from }) => [
-      lateRollupKey(subscriptionId, periodStart, item.meter, from),
-      periodRollupKey(subscriptionId, from, item.meter),
-    ]),
+    candidates.map(({ item, from }) => lateRollupKey(subscriptionId, periodStart, item.meter, from)),
+  );
+  const pairs = candidates.filter(({ item, from }) => (here.get(lateRollupKey(subscriptionId, periodStart, item.meter, from))?.count ?? 0) > 0);
+  const between = (from: number) => starts.filter((start) => start > from && start < periodStart);
+  const earlierKeys = (meter: string, from: number) => [
+    periodRollupKey(subscriptionId, from, meter),
+    ...between(from).map((counted) => lateRollupKey(subscriptionId, counted, meter, from)),
+  ];
+  const earlier = await readRollups(
+    db,
+    pairs.flatMap(({ item, from }) => earlierKeys(item.meter, from)),
   );
   const lines: PeriodLineDoc[] = [];
   for (const { item, from } of pairs) {
-    const late = rollups.get(lateRollupKey(subscriptionId, periodStart, item.meter, from));
-    if (!late || late.count === 0) continue;
+    const late = here.get(lateRollupKey(subscriptionId, periodStart, item.meter, from))!;
     const meter = meters.get(item.meter)!;
-    const own = rollups.get(periodRollupKey(subscriptionId, from, item.meter));
-    const before = quantityOf(own, meter.formula);
-    const after =
-      meter.formula === 'last' ? quantityOf((own?.last ?? '') >= (late.last ?? '') ? own : late, 'last') : before + quantityOf(late, meter.formula);
+    // Everything the closed period had before these: its own usage and its late events counted since.
+    const counted = mergeTotals(earlierKeys(item.meter, from).map((key) => earlier.get(key)));
+    const before = quantityOf(counted, meter.formula);
+    const after = quantityOf(mergeTotals([counted, late]), meter.formula);
     const active = meter.status === 'active';
     const amount = Math.max(0, priceLine(after, item, active).amount - priceLine(before, item, active).amount);
     const end = starts.find((start) => start > from) ?? periodStart;
@@ -158,6 +166,18 @@ async function lateLines(
     });
   }
   return lines;
+}
+
+/** Totals of several sets of events together: sums and counts added, the latest value kept. */
+function mergeTotals(parts: (RollupTotals | undefined)[]): RollupTotals {
+  const merged: RollupTotals = { sum: 0, count: 0 };
+  for (const part of parts) {
+    if (!part) continue;
+    merged.sum += part.sum;
+    merged.count += part.count;
+    if (part.last !== undefined && (merged.last === undefined || part.last > merged.last)) merged.last = part.last;
+  }
+  return merged;
 }
 
 /** GET /subscriptions/{id}/usage: the 12 most recent periods, newest first, the open one computed now. */
