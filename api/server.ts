@@ -5,6 +5,7 @@ import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { connectDatabase } from '../store/database';
 import { ensureIndexes } from '../store/indexes';
+import { findStoreStripeAccount } from '../store/stores';
 import { createPaymentConnections } from '../adapters/provider';
 import { stripeWebSettings } from '../adapters/provider/stripe/web';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
@@ -30,7 +31,14 @@ export async function startApiServer(config = loadApiConfig()) {
   installBusinessMetrics(metrics.business);
 
   const app = await buildApp(
-    { db, config, temporal, ...createPaymentConnections(db), stripe: stripeWebSettings(), httpDuration: metrics.httpDuration },
+    {
+      db,
+      config,
+      temporal,
+      ...createPaymentConnections(db, process.env, { stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId) }),
+      stripe: stripeWebSettings(),
+      httpDuration: metrics.httpDuration,
+    },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {

@@ -21,6 +21,8 @@ export interface StoreDoc {
   purchase_confirmation_email?: boolean;
   /** The largest one-off charge, in minor units (admin CLI); absent: a million units of the charge's currency. */
   max_charge_amount?: number | null;
+  /** The store's connected Stripe account (acct_…, admin CLI): its charges land there; absent: the platform account. */
+  stripe_account?: string | null;
   created: number;
 }
 

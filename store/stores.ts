@@ -35,6 +35,12 @@ export async function findStore(db: Db, id: string): Promise<StoreDoc | null> {
   return collections(db).stores.findOne({ _id: id });
 }
 
+/** The store's connected Stripe account (acct_…), or null: the Stripe connection reads it per call (bounded cache there). */
+export async function findStoreStripeAccount(db: Db, id: string): Promise<string | null> {
+  const store = await collections(db).stores.findOne({ _id: id }, { projection: { stripe_account: 1 } });
+  return store?.stripe_account ?? null;
+}
+
 /** The store an address names: its slug on the shared hosts, or its custom domain (hosted pages, offer links). */
 export async function findStoreByAddress(db: Db, by: { slug: string } | { customDomain: string }): Promise<StoreDoc | null> {
   const { stores } = collections(db);

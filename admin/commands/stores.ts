@@ -1,4 +1,5 @@
 // stores create | show | set: the store record and the operator's flags on it.
+import { STRIPE_ACCOUNT_ID } from '../../adapters/provider/stripe/accounts';
 import type { StoreDoc } from '../../store/collections';
 import { createStore, findStore, isStoreSlugTaken, listStores, updateStoreFields } from '../../store/stores';
 import { countPaidOrders } from '../../store/orders';
@@ -10,6 +11,15 @@ function calendarMonth(month: string): { from: number; to: number } {
   if (!match || Number(match[2]) < 1 || Number(match[2]) > 12) throw new Error('--month is YYYY-MM');
   const [year, index] = [Number(match[1]), Number(match[2]) - 1];
   return { from: Date.UTC(year, index, 1) / 1000, to: Date.UTC(year, index + 1, 1) / 1000 };
+}
+
+/** --stripe-account: a connected account id (acct_…), or `none` for the platform account. */
+function stripeAccountOption(ctx: CommandContext): string | null | undefined {
+  const value = str(ctx, 'stripe-account', false);
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  if (!STRIPE_ACCOUNT_ID.test(value)) throw new Error('--stripe-account is a Stripe connected account id (acct_…) or none');
+  return value;
 }
 
 /** --max-charge-amount: a positive integer of minor units, or `default` (a million units of the charge's currency). */
@@ -31,6 +41,7 @@ const formatStore = (result: unknown) => {
     `  default success URL ${s.default_success_url ?? '-'}`,
     `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
     `  max charge amount ${s.max_charge_amount ?? 'default (1,000,000 units of the currency)'}`,
+    `  stripe account ${s.stripe_account ?? '- (the platform account)'}`,
   ].join('\n');
 };
 
@@ -98,7 +109,7 @@ export const storeCommands: Record<string, Command> = {
   },
   'stores set': {
     summary:
-      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default])',
+      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default] [--stripe-account acct_…|none])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
@@ -110,6 +121,7 @@ export const storeCommands: Record<string, Command> = {
       name: { type: 'string' },
       'success-url': { type: 'string' },
       'max-charge-amount': { type: 'string' },
+      'stripe-account': { type: 'string' },
     },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
@@ -138,6 +150,8 @@ export const storeCommands: Record<string, Command> = {
       if (successUrl !== undefined) set.default_success_url = successUrl;
       const maxCharge = maxChargeOption(ctx);
       if (maxCharge !== undefined) set.max_charge_amount = maxCharge;
+      const stripeAccount = stripeAccountOption(ctx);
+      if (stripeAccount !== undefined) set.stripe_account = stripeAccount;
       const store = await updateStoreFields(ctx.db, id, set);
       if (!store) throw new Error(`no store ${id}`);
       return store;

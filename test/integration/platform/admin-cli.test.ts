@@ -11,6 +11,7 @@ import { testMongo, waitFor, type TestMongo } from '../../support/env';
 import { call, startTestApi, type TestApi } from '../../support/api';
 import { runAdmin } from '../../../admin/cli';
 import { collections } from '../../../store/collections';
+import { findStoreStripeAccount } from '../../../store/stores';
 import { CURRENT_API_VERSION } from '../../../domain/api-keys';
 import { projectRoot } from '../../../temporal-dev/tools';
 
@@ -151,6 +152,23 @@ describe('stores', () => {
     expect((await admin('stores set', store._id, '--custom-domain', 'none')).custom_domain).toBeNull();
     expect(await adminRefuses('stores set', store._id, '--api', 'maybe')).toMatch(/--api takes true or false/);
     expect(await adminRefuses('stores set', 'acct_missing', '--api', 'true')).toMatch(/no store/);
+  });
+
+  it('stores set --stripe-account names the connected Stripe account the connection reads; stores show prints it; none clears it; a malformed id is refused', async () => {
+    const store = await newStore();
+    expect(await findStoreStripeAccount(mongo.db, store._id)).toBeNull();
+    expect(await admin('stores set', store._id, '--stripe-account', 'acct_1Q2w3E4r5T6y7U8i')).toEqual({
+      ...store,
+      stripe_account: 'acct_1Q2w3E4r5T6y7U8i',
+    });
+    expect(await findStoreStripeAccount(mongo.db, store._id)).toBe('acct_1Q2w3E4r5T6y7U8i');
+    const shown = await runAdmin(['stores', 'show', store._id], adminEnv);
+    expect(shown.output).toMatch(/stripe account acct_1Q2w3E4r5T6y7U8i/);
+    for (const bad of ['acct_', 'cus_123', 'acct_12 34']) {
+      expect(await adminRefuses('stores set', store._id, '--stripe-account', bad)).toMatch(/--stripe-account is a Stripe connected account id/);
+    }
+    expect((await admin('stores set', store._id, '--stripe-account', 'none')).stripe_account).toBeNull();
+    expect(await findStoreStripeAccount(mongo.db, store._id)).toBeNull();
   });
 });
 
