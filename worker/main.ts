@@ -10,6 +10,7 @@ import { createPaymentConnections } from '../adapters/provider';
 import { ensureRoutines } from '../services/operations/routines';
 import { temporalConnectionOptions, untilNamespaceAnswers } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
+import { findStoreStripeAccount } from '../store/stores';
 import { isEntryPoint } from '../adapters/entry-point';
 import { heartbeatWhileRunning, type ActivityTimings } from './activity-interceptors';
 import { mailerFromEnv } from '../adapters/email/smtp';
@@ -65,7 +66,13 @@ export async function createBillingWorker({
     taskQueue,
     workflowsPath,
     // The store's connection and, beside a real one, the test connection test clocks' money needs.
-    activities: createActivities({ db, ...createPaymentConnections(db), temporal, taskQueue, ...activityDeps }),
+    activities: createActivities({
+      db,
+      ...createPaymentConnections(db, process.env, { stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId) }),
+      temporal,
+      taskQueue,
+      ...activityDeps,
+    }),
   });
 }
 
