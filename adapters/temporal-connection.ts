@@ -54,14 +54,19 @@ export const NAMESPACE_READY_WITHIN_MS = 120_000;
  */
 export async function untilNamespaceAnswers(
   describe: () => Promise<unknown>,
-  { timeoutMs = NAMESPACE_READY_WITHIN_MS, intervalMs = 250 }: { timeoutMs?: number; intervalMs?: number } = {},
+  {
+    timeoutMs = NAMESPACE_READY_WITHIN_MS,
+    intervalMs = 250,
+    onFirstRefusal,
+  }: { timeoutMs?: number; intervalMs?: number; onFirstRefusal?: (error: unknown) => void } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     try {
       await describe();
       return;
     } catch (error) {
+      if (attempt === 0) onFirstRefusal?.(error);
       if (Date.now() >= deadline)
         throw new Error(`Temporal did not answer DescribeNamespace within ${timeoutMs} ms: ${String(error)}`, { cause: error });
     }

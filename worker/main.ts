@@ -118,7 +118,9 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(temporalOptions);
   const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({ connection: clientConnection, namespace });
-  await untilNamespaceAnswers(() => clientConnection.workflowService.describeNamespace({ namespace }));
+  await untilNamespaceAnswers(() => clientConnection.workflowService.describeNamespace({ namespace }), {
+    onFirstRefusal: (error) => console.log(`worker: waiting for Temporal namespace ${namespace} to answer (${String(error).slice(0, 200)})`),
+  });
   const worker = await createBillingWorker({
     connection,
     namespace,

@@ -54,9 +54,15 @@ export async function startApiProcess(env: Record<string, string>, timeoutMs = 1
   return { ...app, url };
 }
 
+/** worker/main.ts started; `ready` resolves once it prints "worker ready" (tests that watch its startup). */
+export function launchWorkerProcess(env: Record<string, string>, timeoutMs = 180_000): { app: AppProcess; ready: Promise<void> } {
+  const app = spawnApp('worker', 'worker/main.ts', { LOG_LEVEL: 'ERROR', ...env });
+  return { app, ready: whenReady(app, 'the worker process to print "worker ready"', () => app.output().includes('worker ready'), timeoutMs) };
+}
+
 /** worker/main.ts; resolves once it prints "worker ready" (polling its task queue). */
 export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 180_000): Promise<AppProcess> {
-  const app = spawnApp('worker', 'worker/main.ts', { LOG_LEVEL: 'ERROR', ...env });
-  await whenReady(app, 'the worker process to print "worker ready"', () => app.output().includes('worker ready'), timeoutMs);
+  const { app, ready } = launchWorkerProcess(env, timeoutMs);
+  await ready;
   return app;
 }

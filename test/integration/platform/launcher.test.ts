@@ -26,7 +26,16 @@ interface Launch {
 
 let dataDir: string;
 let env: NodeJS.ProcessEnv;
-let ports: { api: number; ferretDb: number; temporal: number; temporalUi: number; mailpitSmtp: number; mailpitUi: number };
+let ports: {
+  api: number;
+  apiMetrics: number;
+  workerMetrics: number;
+  ferretDb: number;
+  temporal: number;
+  temporalUi: number;
+  mailpitSmtp: number;
+  mailpitUi: number;
+};
 const launches: Launch[] = [];
 const seenPids = new Set<number>();
 
@@ -126,11 +135,16 @@ function portAnswers(port: number): Promise<boolean> {
   });
 }
 
-/** Ctrl-C, then: the launcher exits 0, every process it started is gone and every port is closed. */
+/**
+ * Ctrl-C, seen twice at once as `npm start`'s tsx wrapper passes it on, then: one graceful stop (never
+ * "forcing shutdown"), the launcher exits 0, every process it started is gone and every port is closed.
+ */
 async function interruptAndCheckNothingLeft(run: Launch, children: Map<number, string>): Promise<void> {
+  process.kill(-run.child.pid!, 'SIGINT');
   process.kill(-run.child.pid!, 'SIGINT');
   const code = await Promise.race([run.exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), SHUTDOWN_MS).unref())]);
   expect(code, `launcher output:\n${tail(run)}`).toBe(0);
+  expect(countLines(run, 'forcing shutdown'), tail(run)).toBe(0);
   await waitFor(() => [...children.keys()].every((pid) => !isAlive(pid)), {
     timeoutMs: 15_000,
     description: 'every process the launcher started to be gone',
@@ -145,6 +159,8 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'billing-launcher-'));
   ports = {
     api: await freePort(),
+    apiMetrics: await freePort(),
+    workerMetrics: await freePort(),
     ferretDb: await freePort(),
     temporal: await freePort(),
     temporalUi: await freePort(),
@@ -155,6 +171,8 @@ beforeAll(async () => {
     ...process.env,
     DATA_DIR: dataDir,
     PORT: String(ports.api),
+    API_METRICS_PORT: String(ports.apiMetrics),
+    WORKER_METRICS_PORT: String(ports.workerMetrics),
     FERRETDB_PORT: String(ports.ferretDb),
     TEMPORAL_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: String(ports.temporalUi),
@@ -286,6 +304,20 @@ describe('npm start (temporal-dev/launcher.ts)', () => {
       expect(inbox, tail(run)).toBe(`http://localhost:${ports.mailpitUi}`);
       const info = await fetch(`http://127.0.0.1:${ports.mailpitUi}/api/v1/info`);
       expect(info.status).toBe(200);
+      // The banner's metrics URLs answer Prometheus text: the API's request histogram, the worker's SDK metrics.
+      const apiMetrics = bannerValue(run, /API metrics\s+(\S+)/);
+      const workerMetrics = bannerValue(run, /Worker metrics\s+(\S+)/);
+      expect([apiMetrics, workerMetrics], tail(run)).toEqual([
+        `http://localhost:${ports.apiMetrics}/metrics`,
+        `http://localhost:${ports.workerMetrics}/metrics`,
+      ]);
+      expect(await (await fetch(apiMetrics!)).text()).toContain(
+        'http_request_duration_seconds_count{method="GET",route="/v1/account",status_code="200"}',
+      );
+      await waitFor(async () => /^temporal_/m.test(await (await fetch(workerMetrics!)).text()), {
+        timeoutMs: 30_000,
+        description: `temporal_* metrics at ${workerMetrics}`,
+      });
 
       const children = descendants(run.child.pid!);
       for (const pid of children.keys()) seenPids.add(pid);
