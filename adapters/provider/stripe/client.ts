@@ -14,7 +14,7 @@ export const STRIPE_REQUEST_TIMEOUT_MS = 10_000;
 const callSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
 /** Runs `call` with its Stripe requests bound to `signal` (none: they run to their timeout). */
-export function withSignal<T>(signal: AbortSignal | undefined, call: () => Promise<T>): Promise<T> {
+export async function withSignal<T>(signal: AbortSignal | undefined, call: () => Promise<T>): Promise<T> {
   signal?.throwIfAborted();
   return callSignal.run(signal, call);
 }

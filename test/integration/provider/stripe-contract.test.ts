@@ -1,0 +1,365 @@
+// What this tests: every method of the Stripe connection against stripe-mock, Stripe's official mock, which
+// answers 400 to any request its copy of Stripe's OpenAPI refuses (an unknown or misspelled parameter, a
+// wrong type): each exchange must be accepted. A recording proxy in front of it (test/support) checks what
+// stripe-mock does not echo: the store-scoped Idempotency-Key on every POST, Stripe-Account for a store with a
+// connected account, metadata.charge_key; it also gives stateless answers the state a path needs (an intent
+// found by its key, a 3-D Secure status, a PIX code). Shape only: stateful flows are localstripe's.
+import Stripe from 'stripe';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { PaymentProvider } from '../../../adapters/provider/types';
+import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
+import { LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
+import { startHttpRecorder, type HttpRecorder, type RecordedExchange } from '../../support/http-recorder';
+import { FAKE_STRIPE_SECRET_KEY, startStripeMock, type RunningStripeFake } from '../../support/stripe-fakes';
+import { waitFor } from '../../support/env';
+
+const CONNECTED_STORE = 'st_connected';
+const PLATFORM_STORE = 'st_platform';
+const ACCOUNT = 'acct_1ContractTest00';
+
+let mock: RunningStripeFake;
+let recorder: HttpRecorder;
+let stripe: PaymentProvider;
+let seq = 0;
+const newKey = () => `checkout/cs_contract${Date.now().toString(36)}${++seq}/1`;
+
+beforeAll(async () => {
+  mock = await startStripeMock();
+  recorder = await startHttpRecorder(mock.url);
+  stripe = createStripeConnection({
+    config: { secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: recorder.url, livemode: false },
+    accountOf: async (storeId) => (storeId === CONNECTED_STORE ? ACCOUNT : null),
+  });
+});
+afterAll(async () => {
+  await recorder?.close();
+  await mock?.stop();
+});
+afterEach(() => {
+  recorder.setRewrite(null);
+  recorder.clear();
+});
+
+/** Every exchange so far was accepted by stripe-mock's OpenAPI validation; returns them. */
+function accepted(): RecordedExchange[] {
+  for (const exchange of recorder.exchanges) {
+    expect(exchange.status, `${exchange.method} ${exchange.path} ${exchange.form.toString()}: ${exchange.response}`).toBeLessThan(400);
+  }
+  expect(recorder.exchanges.length).toBeGreaterThan(0);
+  return recorder.exchanges;
+}
+
+const only = (method: string, path: string | RegExp) =>
+  recorder.exchanges.filter((e) => e.method === method && (typeof path === 'string' ? e.path === path : path.test(e.path)));
+
+/** Each POST keyed (store-scoped) and each request on the connected account when the store has one. */
+function expectKeyedOnAccount(storeId: string, account: string | undefined): void {
+  for (const exchange of accepted()) {
+    expect(exchange.headers['stripe-account'], `${exchange.method} ${exchange.path}`).toBe(account);
+    if (exchange.method === 'POST') expect(exchange.headers['idempotency-key'], exchange.path).toMatch(new RegExp(`^${storeId}/`));
+  }
+}
+
+/** Our metadata on an intent found by search, so a lookup finds it (stripe-mock answers a fixed fixture). */
+function intentsFoundAs(storeId: string, key: string, fields: Record<string, unknown>): void {
+  recorder.setRewrite((sent, json) => {
+    const answer = json as { data?: Record<string, unknown>[] };
+    if (sent.path !== '/v1/payment_intents/search' || !answer.data) return json;
+    return {
+      ...answer,
+      data: answer.data.slice(0, 1).map((intent) => ({ ...intent, metadata: { charge_key: key, store_id: storeId, kind: 'card' }, ...fields })),
+    };
+  });
+}
+
+describe('customers', () => {
+  it('registerCustomer sends name, e-mail, phone, CPF as br_cpf and our ids, keyed and on the connected account', async () => {
+    const registered = await stripe.registerCustomer({
+      storeId: CONNECTED_STORE,
+      customerId: 'cust_contract1',
+      email: 'buyer@example.com',
+      name: 'Ana Souza',
+      phone: '+5511987654321',
+      document: { type: 'cpf', number: '52998224725' },
+    });
+    expect(registered).toMatchObject({ ok: true, providerCustomerId: expect.stringMatching(/^cus_/) });
+    const [create] = only('POST', '/v1/customers');
+    expect(Object.fromEntries(create.form)).toMatchObject({
+      email: 'buyer@example.com',
+      name: 'Ana Souza',
+      phone: '+5511987654321',
+      'tax_id_data[0][type]': 'br_cpf',
+      'tax_id_data[0][value]': '529.982.247-25',
+      'metadata[store_id]': CONNECTED_STORE,
+      'metadata[customer_id]': 'cust_contract1',
+    });
+    expect(create.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/customer/cust_contract1`);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('a store without a connected account calls on the platform account (no Stripe-Account header)', async () => {
+    await stripe.registerCustomer({ storeId: PLATFORM_STORE, customerId: 'cust_contract2', email: 'b@example.com', name: null });
+    expectKeyedOnAccount(PLATFORM_STORE, undefined);
+  });
+});
+
+describe('saved cards and unattended charges', () => {
+  it("saveCard attaches Stripe.js's pm_ to the customer and makes it the default; a card number is refused before any request", async () => {
+    const saved = await stripe.saveCard({
+      storeId: CONNECTED_STORE,
+      customerId: 'cust_1',
+      providerCustomerId: 'cus_contract',
+      cardToken: 'pm_contract',
+    });
+    expect(saved).toMatchObject({ ok: true, card: { paymentMethodId: expect.stringMatching(/^pm_/), type: 'card', chargeable: true } });
+    expect(Object.fromEntries(only('POST', '/v1/payment_methods/pm_contract/attach')[0].form)).toEqual({ customer: 'cus_contract' });
+    expect(Object.fromEntries(only('POST', '/v1/customers/cus_contract')[0].form)).toMatchObject({
+      'invoice_settings[default_payment_method]': expect.stringMatching(/^pm_/),
+    });
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.clear();
+    const raw = await stripe.saveCard({ storeId: CONNECTED_STORE, customerId: 'cust_1', card: { number: '4242424242424242' } });
+    expect(raw).toMatchObject({ ok: false, code: 'card_fields_required' });
+    expect(recorder.exchanges).toHaveLength(0);
+  });
+
+  it("chargeSavedCard confirms off_session on the card's customer under the charge key, with metadata.charge_key", async () => {
+    recorder.setRewrite((sent, json) => (sent.path.startsWith('/v1/payment_methods/') ? { ...(json as object), customer: 'cus_contract' } : json));
+    const key = newKey();
+    const outcome = await stripe.chargeSavedCard({
+      storeId: CONNECTED_STORE,
+      idempotencyKey: key,
+      paymentMethodId: 'pm_saved',
+      amount: 4990,
+      currency: 'brl',
+      description: 'Renewal',
+      notifyRef: 'subscription/sub_1',
+    });
+    expect(outcome.transactionId).toMatch(/^pi_/);
+    const [create] = only('POST', '/v1/payment_intents');
+    expect(Object.fromEntries(create.form)).toMatchObject({
+      amount: '4990',
+      currency: 'brl',
+      customer: 'cus_contract',
+      payment_method: expect.stringMatching(/^pm_/),
+      'allowed_payment_method_types[0]': 'card',
+      off_session: 'true',
+      confirm: 'true',
+      description: 'Renewal',
+      'metadata[charge_key]': key,
+      'metadata[store_id]': CONNECTED_STORE,
+      'metadata[kind]': 'saved_card',
+      'metadata[notify_ref]': 'subscription/sub_1',
+    });
+    expect(create.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}`);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+});
+
+describe('the buyer present', () => {
+  const charge = (key: string) =>
+    stripe.chargeCard({
+      storeId: CONNECTED_STORE,
+      idempotencyKey: key,
+      cardToken: 'pm_from_stripe_js',
+      amount: 30000,
+      currency: 'brl',
+      description: 'Course',
+      installments: 3,
+      saveCard: true,
+      customerId: 'cust_1',
+      providerCustomerId: 'cus_contract',
+      notifyRef: 'checkout-session/cs_1',
+    });
+
+  it('chargeCard confirms the pm_ with BRL installments and off_session saving; 3-D Secure answers action_required with the client secret', async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents' ? { ...(json as object), status: 'requires_action', client_secret: 'pi_3ds_secret_x' } : json,
+    );
+    const key = newKey();
+    const outcome = await charge(key);
+    expect(outcome).toMatchObject({
+      status: 'action_required',
+      transactionId: expect.stringMatching(/^pi_/),
+      clientSecret: 'pi_3ds_secret_x',
+      card: null,
+    });
+    expect(Object.fromEntries(only('POST', '/v1/payment_intents')[0].form)).toMatchObject({
+      payment_method: 'pm_from_stripe_js',
+      customer: 'cus_contract',
+      confirm: 'true',
+      use_stripe_sdk: 'true',
+      setup_future_usage: 'off_session',
+      'payment_method_options[card][installments][enabled]': 'true',
+      'payment_method_options[card][installments][plan][count]': '3',
+      'payment_method_options[card][installments][plan][interval]': 'month',
+      'payment_method_options[card][installments][plan][type]': 'fixed_count',
+      'metadata[charge_key]': key,
+      'metadata[kind]': 'card',
+      'expand[0]': 'payment_method',
+    });
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it("an approved charge that keeps the card makes it the customer's default, keyed by the charge", async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents'
+        ? {
+            ...(json as object),
+            status: 'succeeded',
+            setup_future_usage: 'off_session',
+            payment_method: { id: 'pm_from_stripe_js', object: 'payment_method', card: { brand: 'visa', last4: '4242' } },
+          }
+        : json,
+    );
+    const key = newKey();
+    expect(await charge(key)).toMatchObject({
+      status: 'approved',
+      card: { paymentMethodId: 'pm_from_stripe_js', brand: 'visa', last4: '4242', chargeable: true },
+    });
+    const [setDefault] = only('POST', '/v1/customers/cus_contract');
+    expect(setDefault.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#default-card`);
+    expect(setDefault.form.get('invoice_settings[default_payment_method]')).toBe('pm_from_stripe_js');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('createPix asks for a PIX intent and shows its QR code, copy-paste code and expiry; an answer without a code is never read as refused', async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents'
+        ? {
+            ...(json as object),
+            status: 'requires_action',
+            next_action: {
+              type: 'pix_display_qr_code',
+              pix_display_qr_code: { data: '00020126pix', expires_at: 1_900_000_000, image_url_png: 'https://qr.example/x.png' },
+            },
+          }
+        : json,
+    );
+    const key = newKey();
+    const pix = await stripe.createPix({
+      storeId: CONNECTED_STORE,
+      idempotencyKey: key,
+      amount: 1500,
+      currency: 'brl',
+      description: null,
+      notifyRef: 'checkout-session/cs_2',
+    });
+    expect(pix).toEqual({
+      status: 'pending',
+      transactionId: expect.stringMatching(/^pi_/),
+      copyPaste: '00020126pix',
+      expiresAt: 1_900_000_000,
+      qrImageUrl: 'https://qr.example/x.png',
+    });
+    expect(Object.fromEntries(only('POST', '/v1/payment_intents')[0].form)).toMatchObject({
+      'allowed_payment_method_types[0]': 'pix',
+      'payment_method_data[type]': 'pix',
+      'payment_method_options[pix][expires_after_seconds]': '1800',
+      confirm: 'true',
+      'metadata[kind]': 'pix',
+      'metadata[charge_key]': key,
+    });
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.setRewrite(null);
+    await expect(
+      stripe.createPix({ storeId: CONNECTED_STORE, idempotencyKey: newKey(), amount: 1500, currency: 'brl', description: null }),
+    ).rejects.toThrow(/without its QR code/);
+  });
+
+  it('a charge whose activity gave up stops its request: the call fails as unknown and the provider never gets it', async () => {
+    const release = recorder.hold();
+    const controller = new AbortController();
+    const pending = stripe.chargeCard({
+      storeId: PLATFORM_STORE,
+      idempotencyKey: newKey(),
+      cardToken: 'pm_x',
+      amount: 100,
+      currency: 'brl',
+      description: null,
+      signal: controller.signal,
+    });
+    await waitFor(() => recorder.inFlight() === 1, { timeoutMs: 10_000, description: 'the charge to reach the recorder' });
+    controller.abort();
+    // Stripe's client reports a stopped request as a connection error: unknown, retried under the same key.
+    await expect(pending).rejects.toBeInstanceOf(Stripe.errors.StripeConnectionError);
+    await waitFor(() => recorder.inFlight() === 0, { timeoutMs: 10_000, description: 'the given-up request to close' });
+    release();
+    expect(recorder.exchanges).toHaveLength(0);
+    await expect(
+      stripe.chargeCard({
+        storeId: PLATFORM_STORE,
+        idempotencyKey: newKey(),
+        cardToken: 'pm_x',
+        amount: 100,
+        currency: 'brl',
+        description: null,
+        signal: controller.signal,
+      }),
+    ).rejects.toThrow();
+    expect(recorder.exchanges).toHaveLength(0);
+  });
+});
+
+describe('reading and giving back by key', () => {
+  it('lookupCharge finds the intent by metadata.charge_key through search, scoped to the store', async () => {
+    const key = `api/it's "quoted" ${newKey()}`;
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded', amount: 4990, currency: 'brl' });
+    expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).toMatchObject({
+      idempotencyKey: key,
+      outcome: { status: 'approved', transactionId: expect.stringMatching(/^pi_/) },
+      state: 'approved',
+      amount: 4990,
+      currency: 'brl',
+    });
+    const [search] = only('GET', '/v1/payment_intents/search');
+    expect(search.query.get('query')).toContain(`metadata['charge_key']:'api/it\\'s "quoted" `);
+    expect(search.query.get('query')).toContain(`metadata['store_id']:'${CONNECTED_STORE}'`);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it(`a key search does not find is looked for in the newest intents, at most ${LOOKUP_LIST_PAGES} pages, and else is unknown to Stripe (null)`, async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents' && sent.method === 'GET' ? { ...(json as object), has_more: true } : json,
+    );
+    expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: newKey() })).toBeNull();
+    expect(only('GET', '/v1/payment_intents/search')).toHaveLength(1);
+    const pages = only('GET', '/v1/payment_intents');
+    expect(pages).toHaveLength(LOOKUP_LIST_PAGES);
+    expect(pages[1].query.get('starting_after')).toMatch(/^pi_/);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('refundCharge refunds a captured intent and cancels a pending one, each keyed by the charge', async () => {
+    const key = newKey();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded', latest_charge: null });
+    expect(await stripe.refundCharge({ storeId: CONNECTED_STORE, chargeKey: key })).toMatchObject({ ok: true, status: 'refunded' });
+    const [refund] = only('POST', '/v1/refunds');
+    expect(refund.form.get('payment_intent')).toMatch(/^pi_/);
+    expect(refund.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#refund`);
+    recorder.clear();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'requires_capture' });
+    expect(await stripe.refundCharge({ storeId: CONNECTED_STORE, chargeKey: key })).toMatchObject({ ok: true, status: 'voided' });
+    const [cancel] = only('POST', /^\/v1\/payment_intents\/pi_[^/]+\/cancel$/);
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it("getTransaction reads the intent with its latest charge; another store's intent reads as none; settle is Stripe's own", async () => {
+    recorder.setRewrite((sent, json) =>
+      /^\/v1\/payment_intents\/pi_/.test(sent.path)
+        ? { ...(json as object), status: 'succeeded', metadata: { store_id: CONNECTED_STORE, charge_key: 'k', kind: 'card' } }
+        : json,
+    );
+    expect(await stripe.getTransaction({ storeId: CONNECTED_STORE, transactionId: 'pi_contract' })).toMatchObject({
+      state: 'approved',
+      idempotencyKey: 'k',
+      kind: 'card',
+    });
+    expect(only('GET', '/v1/payment_intents/pi_contract')[0].query.get('expand[0]')).toBe('latest_charge');
+    expect(await stripe.getTransaction({ storeId: PLATFORM_STORE, transactionId: 'pi_contract' })).toBeNull();
+    accepted();
+    expect(await stripe.settle({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', outcome: 'paid' })).toMatchObject({ ok: false });
+  });
+});
