@@ -27,6 +27,7 @@ import {
   type SettleSessionInput,
 } from '../services/checkout/completion';
 import { createSubscriptionForCheckout } from '../services/checkout/subscriptions';
+import { countCardDecline } from '../services/checkout/card-testing';
 import type { SubscriptionDeps } from '../services/subscriptions/subscriptions';
 
 export function createCheckoutActivities(deps: SubscriptionDeps) {
@@ -64,7 +65,9 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
       error: { code: string; message: string };
       cardLocked?: boolean;
     }): Promise<void> {
-      return recordCheckoutDecline(deps, input);
+      await recordCheckoutDecline(deps, input);
+      // Counted per offer and store too (card testing through many sessions); a retried activity may count twice, never less.
+      await countCardDecline(deps.db, input.storeId, input.sessionId);
     },
     /** complete/pending -> paid or unpaid, and its order with it; repeatable. */
     async settleCheckoutSession(input: SettleSessionInput): Promise<CheckoutSessionObject> {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { newSecretsKey } from './sealing';
 import type { HostResolver } from '../adapters/webhooks/host-policy';
 import { parseTrustProxy, type TrustProxy } from './client-address';
+import { cardTestingLimitsFrom, type CardTestingLimits } from '../services/checkout/card-testing';
 
 export interface ApiConfig {
   port: number;
@@ -50,6 +51,8 @@ export interface ApiConfig {
   /** OFFER_LINK_RATE_LIMIT per OFFER_LINK_RATE_WINDOW_MS: checkouts an address opens through offer links. */
   offerLinkRateLimit: number;
   offerLinkRateWindowMs: number;
+  /** Card testing per offer and per store (CARD_DECLINES_PER_OFFER, CARD_DECLINES_PER_STORE, CARD_SLOWDOWN_EVERY_MS). */
+  cardTesting: CardTestingLimits;
   /**
    * SECRETS_KEY (base64, 32 bytes) or the file SECRETS_KEY_FILE names: seals stored responses that carry
    * a secret. Required in production; elsewhere a key per process is made up (replays then work within it).
@@ -106,6 +109,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     // Above the page submits' bound: buyers behind one carrier NAT share an address.
     offerLinkRateLimit: int(env.OFFER_LINK_RATE_LIMIT, 60),
     offerLinkRateWindowMs: int(env.OFFER_LINK_RATE_WINDOW_MS, 10 * 60_000),
+    cardTesting: cardTestingLimitsFrom(env),
     secretsKey: secretsKeyOf(env),
   };
 }

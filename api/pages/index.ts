@@ -9,24 +9,17 @@ import portalPages from './portal';
 import docsPage from './docs';
 import { PAGES_CSS, PAGES_JS } from './assets';
 import { renderBrokenPage, renderTooManyAttemptsPage } from './refusal-views';
+import { slowCardTesting } from './card-testing';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { redactPath } from '../redact';
+import { contentSecurityPolicy } from './content-security';
 import { clientAddress } from '../client-address';
 import { choosePageLanguage } from '../../i18n/pages';
 
 /** The browser's language (Accept-Language): these answers come before any session or customer is read. */
 const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export { CONTENT_SECURITY_POLICY } from './content-security';
 
 /**
  * Card testing through the pages is bounded per address (PAGE_POST_RATE_LIMIT per window), across
@@ -51,8 +44,10 @@ function limitPaymentSubmits(app: FastifyInstance): void {
 }
 
 export default async function pages(app: FastifyInstance): Promise<void> {
+  // Stripe.js's origin joins the policy where the pages load it (PAYMENT_PROVIDER=stripe).
+  const policy = contentSecurityPolicy(app.deps.stripe?.jsUrl);
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('Content-Security-Policy', policy);
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('X-Frame-Options', 'DENY');
     reply.header('Referrer-Policy', 'same-origin');
@@ -79,6 +74,7 @@ export default async function pages(app: FastifyInstance): Promise<void> {
   app.get('/assets/pages.js', { config: { public: true }, schema: { hide: true } }, asset(PAGES_JS, 'text/javascript; charset=utf-8'));
 
   limitPaymentSubmits(app);
+  slowCardTesting(app);
   await app.register(checkoutPages);
   await app.register(offerLinkPages);
   await app.register(portalPages);

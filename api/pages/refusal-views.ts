@@ -15,3 +15,11 @@ export function renderBrokenPage(lang: Language, reference: string): string {
 <p>${translate(lang, 'broken_text', { ref: reference })}</p></section></main>`;
   return layout({ lang, title: translate(lang, 'broken_title'), body });
 }
+
+/** Card testing slowed the store or offer down: the attempt did not reach the provider; try again in `seconds`. */
+export function renderCardsSlowedPage(lang: Language, retryAfterSeconds: number, checkoutPath: string): string {
+  const body = html`<main class="wrap"><section class="panel center" data-testid="cards-slowed"><h1>${translate(lang, 'too_many_title')}</h1>
+<p>${translate(lang, 'err_card_payments_slowed', { seconds: retryAfterSeconds })}</p>
+<p><a class="button" href="${checkoutPath}">${translate(lang, 'back')}</a></p></section></main>`;
+  return layout({ lang, title: translate(lang, 'too_many_title'), body });
+}
