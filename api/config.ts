@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { newSecretsKey } from './sealing';
 import type { HostResolver } from '../adapters/webhooks/host-policy';
 import { parseTrustProxy, type TrustProxy } from './client-address';
+import { listenLimitsFrom, type ListenLimits } from './listen-limits';
 import { cardTestingLimitsFrom, type CardTestingLimits } from '../services/checkout/card-testing';
 
 export interface ApiConfig {
@@ -51,6 +52,8 @@ export interface ApiConfig {
   /** OFFER_LINK_RATE_LIMIT per OFFER_LINK_RATE_WINDOW_MS: checkouts an address opens through offer links. */
   offerLinkRateLimit: number;
   offerLinkRateWindowMs: number;
+  /** Bounds of the listen event stream (api/listen-limits.ts). */
+  listen: ListenLimits;
   /** Card testing per offer and per store (CARD_DECLINES_PER_OFFER, CARD_DECLINES_PER_STORE, CARD_SLOWDOWN_EVERY_MS). */
   cardTesting: CardTestingLimits;
   /**
@@ -109,6 +112,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     // Above the page submits' bound: buyers behind one carrier NAT share an address.
     offerLinkRateLimit: int(env.OFFER_LINK_RATE_LIMIT, 60),
     offerLinkRateWindowMs: int(env.OFFER_LINK_RATE_WINDOW_MS, 10 * 60_000),
+    listen: listenLimitsFrom(env),
     cardTesting: cardTestingLimitsFrom(env),
     secretsKey: secretsKeyOf(env),
   };

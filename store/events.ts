@@ -83,6 +83,11 @@ export function findEventsAfter(db: Db, storeId: string, afterId: string, limit:
     .toArray();
 }
 
+/** How many of the store's live events `findEventsAfter` would read after `afterId`, counting at most `limit` (a replay's bound). */
+export function countEventsAfter(db: Db, storeId: string, afterId: string, limit: number): Promise<number> {
+  return collections(db).events.countDocuments({ store_id: storeId, _id: { $gt: afterId }, api_version: CURRENT_CATALOG, test: false }, { limit });
+}
+
 /** What GET /v1/events filters by: one type, or any of several (a pattern's matches), and a created range. */
 export interface EventListFilter {
   type?: string | string[];

@@ -47,18 +47,31 @@ interface WindowState {
   claim: Promise<void> | null;
 }
 
+/** Subjects (addresses, keys) whose window one process remembers; beyond it the least recently used are forgotten. */
+export const MAX_WINDOW_SUBJECTS = 10_000;
+
 /**
  * Claims slots in batches (one `$inc` for a batch or for everyone waiting) and serves them from
  * memory; a batch that overshoots the limit gets only the slots still free, so the total stays exact.
  * Slots a process holds unused when its requests stop are lost to the others (under one batch).
+ * At most `maxSubjects` windows are kept: forgetting one loses only its unused slots, since its count
+ * is in the database, so memory does not grow with the number of client addresses.
  */
 export class SharedRateWindows {
   private readonly windows = new Map<string, WindowState>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly maxSubjects = MAX_WINDOW_SUBJECTS,
+  ) {}
+
+  /** Windows held in memory (at most maxSubjects). */
+  get size(): number {
+    return this.windows.size;
+  }
 
   async hit(subject: string, limit: number, windowMs: number, now = Date.now()): Promise<WindowHit> {
-    const s = this.stateOf(subject, Math.floor(now / windowMs), windowMs);
+    const s = this.stateOf(subject, Math.floor(now / windowMs), windowMs, now);
     const resetAt = Math.ceil(s.windowEnd / 1000);
     s.waiting += 1;
     try {
@@ -77,12 +90,28 @@ export class SharedRateWindows {
     }
   }
 
-  private stateOf(subject: string, windowIndex: number, windowMs: number): WindowState {
+  private stateOf(subject: string, windowIndex: number, windowMs: number, now: number): WindowState {
     const known = this.windows.get(subject);
-    if (known?.windowIndex === windowIndex) return known;
+    // Re-inserted on every use: the map's order is then least recently used first.
+    this.windows.delete(subject);
+    if (known?.windowIndex === windowIndex) {
+      this.windows.set(subject, known);
+      return known;
+    }
     const state = { windowIndex, windowEnd: (windowIndex + 1) * windowMs, count: 0, free: 0, waiting: 0, claim: null };
     this.windows.set(subject, state);
+    if (this.windows.size > this.maxSubjects) this.shrink(now);
     return state;
+  }
+
+  /** Past the bound: ended windows go, then the least recently used, down to 90% so this runs once per 10% of new subjects. */
+  private shrink(now: number): void {
+    this.prune(now);
+    const target = Math.max(1, Math.floor(this.maxSubjects * 0.9));
+    for (const subject of this.windows.keys()) {
+      if (this.windows.size <= target) break;
+      this.windows.delete(subject);
+    }
   }
 
   private async claim(subject: string, s: WindowState, limit: number): Promise<void> {

@@ -65,16 +65,22 @@ export async function* streamEvents(db: Database, session: ListenSession): Async
     }
     if (docs.length === PAGE) {
       floor = docs[docs.length - 1]._id; // still replaying: read on at once
+      forgetUpTo(sent, floor);
       continue;
     }
     floor = maxId(floor, idFloorAt('evt', startedAt - LATE_WRITE_WINDOW_MS));
-    for (const id of sent) if (id <= floor) sent.delete(id);
+    forgetUpTo(sent, floor);
     await sleep(pollMs, session.signal);
   }
 }
 
 // Ids sort by the time they encode (domain/ids.ts).
 const maxId = (a: string, b: string) => (a > b ? a : b);
+
+/** Ids at or under the floor are never read again: `sent` holds only the late-write window's (and one page's). */
+function forgetUpTo(sent: Set<string>, floor: string): void {
+  for (const id of sent) if (id <= floor) sent.delete(id);
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
