@@ -18,6 +18,9 @@ export interface ChargeLine {
 
 export const CHARGE_DESCRIPTION_MAX = 140;
 export const CHARGE_LINES_MAX = 50;
+/** A line's quantity and unit_amount bounds (either sign): 50 lines of their product still add up exactly (below 2^53). */
+export const CHARGE_LINE_QUANTITY_MAX = 100_000;
+export const CHARGE_LINE_UNIT_AMOUNT_MAX = 1_000_000_000;
 
 /** ISO 4217 currencies without minor units: their smallest charge is 1. */
 const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);

@@ -8,7 +8,13 @@ import type { FastifyReply } from 'fastify';
 import { startCharge, type StartChargeResult } from '../../services/charges/charges';
 import { findCharge, listSubscriptionCharges } from '../../store/subscription-charges';
 import { findSubscription } from '../../store/subscriptions';
-import { CHARGE_DESCRIPTION_MAX, CHARGE_LINES_MAX, merchantChargeKey } from '../../domain/charges';
+import {
+  CHARGE_DESCRIPTION_MAX,
+  CHARGE_LINE_QUANTITY_MAX,
+  CHARGE_LINE_UNIT_AMOUNT_MAX,
+  CHARGE_LINES_MAX,
+  merchantChargeKey,
+} from '../../domain/charges';
 import { ApiError, notFound } from '../../domain/errors';
 import { authOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
@@ -16,6 +22,7 @@ import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
 import { Nullable } from '../../resources/common';
 import { IdParams, MetadataInput, withErrors } from '../http-schemas';
 import { CHARGE_STATUSES, subscriptionChargeObject } from '../../resources/subscription-charge';
+import { subscriptionMustExist } from './subscriptions';
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 
@@ -29,8 +36,9 @@ const ChargeBody = Type.Object(
         Type.Object(
           {
             description: Type.String({ minLength: 1, maxLength: CHARGE_DESCRIPTION_MAX }),
-            quantity: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
-            unit_amount: Type.Integer({ minimum: 0 }),
+            // As the spec types them: any integers (a negative unit_amount is a discount line); the sum is what is checked.
+            quantity: Type.Optional(Type.Integer({ default: 1, minimum: -CHARGE_LINE_QUANTITY_MAX, maximum: CHARGE_LINE_QUANTITY_MAX })),
+            unit_amount: Type.Integer({ minimum: -CHARGE_LINE_UNIT_AMOUNT_MAX, maximum: CHARGE_LINE_UNIT_AMOUNT_MAX }),
           },
           { additionalProperties: false },
         ),
@@ -86,12 +94,14 @@ function createChargeRoute(app: RouteApp): void {
     '/subscriptions/:id/charges',
     {
       config: { permanentIdempotency: true },
-      // Rule 1: the key is checked before anything else, the body included.
-      preValidation: async (request) => {
+      // Rule 1: the key is checked before anything else, the body and its content type included (parsing comes after).
+      preParsing: async (request) => {
         if (readIdempotencyKey(request.headers) === null) {
           throw new ApiError('idempotency_key_required', 'Subscription charges need an Idempotency-Key header.', { param: 'Idempotency-Key' });
         }
       },
+      // Then, the key claimed, an unknown subscription is 404 (kept under the key) before the body is validated.
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['subscription charges'],
         summary: "Charge the subscription's saved card now, outside the cycle",

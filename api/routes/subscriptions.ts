@@ -99,6 +99,17 @@ async function subscriptionOrNotFound(db: Database, storeId: string, id: string)
 }
 
 /**
+ * Route hook (preValidation): an unknown subscription answers 404 before its body or query is validated, as
+ * the spec orders the checks, and after the Idempotency-Key is claimed, so the 404 is kept under the key.
+ */
+export function subscriptionMustExist(db: Database) {
+  return async (request: FastifyRequest) => {
+    const { id } = request.params as { id: string };
+    await subscriptionOrNotFound(db, authOf(request).store._id, id);
+  };
+}
+
+/**
  * Updates are identified by the request's Idempotency-Key and its record's start, so a retried call is one
  * update while the same key past its 24 hours is a new action (Temporal remembers update ids for the whole run).
  */
@@ -153,6 +164,7 @@ function updateSubscriptionRoute(app: RouteApp): void {
   app.post(
     '/subscriptions/:id',
     {
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['subscriptions'],
         summary: 'Update a subscription (reference, metadata, scheduled cancellation)',
@@ -200,6 +212,7 @@ function cancelSubscriptionRoute(app: RouteApp): void {
   app.delete(
     '/subscriptions/:id',
     {
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['subscriptions'],
         summary: 'Cancel a subscription now',
@@ -229,7 +242,7 @@ function pauseResumeRoutes(app: RouteApp): void {
   app.post(
     '/subscriptions/:id/pause',
     {
-      preValidation: emptyBodyAsObject,
+      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
       schema: {
         tags: ['subscriptions'],
         summary: 'Pause a subscription',
@@ -254,7 +267,7 @@ function pauseResumeRoutes(app: RouteApp): void {
   app.post(
     '/subscriptions/:id/resume',
     {
-      preValidation: emptyBodyAsObject,
+      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
       schema: {
         tags: ['subscriptions'],
         summary: 'Resume a paused subscription',
@@ -278,7 +291,7 @@ function reactivateRoute(app: RouteApp): void {
   app.post(
     '/subscriptions/:id/reactivate',
     {
-      preValidation: emptyBodyAsObject,
+      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
       schema: {
         tags: ['subscriptions'],
         summary: 'Undo a scheduled cancellation, or reactivate a canceled or expired subscription',
@@ -302,6 +315,7 @@ function changeOfferRoute(app: RouteApp): void {
   app.post(
     '/subscriptions/:id/change_offer',
     {
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['subscriptions'],
         summary: 'Move a subscription to another offer of the same product or product family',

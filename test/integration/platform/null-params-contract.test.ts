@@ -74,11 +74,15 @@ describe('null is never coerced', () => {
 
   test('JSON null (or an empty form value) in a required param is parameter_missing naming it, across endpoints', async () => {
     const key = { 'Idempotency-Key': `nulls-${Date.now()}` };
+    // A known subscription: an unknown one is 404 before its body is validated.
+    const usageOffer = await seedUsageOffer(stack.mongo.db, store.store._id);
+    const { subscription } = await seedUsageSubscription({ db: stack.mongo.db, taskQueue: 'unused' }, { store: store.store, offer: usageOffer });
+    const sub = subscription._id;
     const cases: [string, unknown, string][] = [
-      ['/v1/subscriptions/sub_unknown/charges', { amount: null }, 'amount'],
-      ['/v1/subscriptions/sub_unknown/charges', { amount: 500, lines: [{ description: 'Seat', unit_amount: null }] }, 'lines[0].unit_amount'],
+      [`/v1/subscriptions/${sub}/charges`, { amount: null }, 'amount'],
+      [`/v1/subscriptions/${sub}/charges`, { amount: 500, lines: [{ description: 'Seat', unit_amount: null }] }, 'lines[0].unit_amount'],
       ['/v1/billing_portal/sessions', { customer: null }, 'customer'],
-      ['/v1/subscriptions/sub_unknown/change_offer', { offer: null }, 'offer'],
+      [`/v1/subscriptions/${sub}/change_offer`, { offer: null }, 'offer'],
       ['/v1/billing/meter_events', { event_name: null, payload: { customer_id: 'cust_x', value: 1 } }, 'event_name'],
       ['/v1/subscriptions/sub_unknown/usage_items', { meter: null, unit_amount: 1 }, 'meter'],
     ];
@@ -91,7 +95,7 @@ describe('null is never coerced', () => {
         param,
       );
     }
-    const form = await call(stack.api, store.key, 'POST', '/v1/subscriptions/sub_unknown/charges', {
+    const form = await call(stack.api, store.key, 'POST', `/v1/subscriptions/${sub}/charges`, {
       form: 'amount=',
       headers: { 'Idempotency-Key': `${key['Idempotency-Key']}-form` },
     });
