@@ -75,7 +75,14 @@ function normalizeAddress(input: AddressInput): Record<string, string | null> {
  * required; on update only what is sent changes. `nameMin` is lower for checkout buyers (a
  * session's customer_name may be 2 characters).
  */
-export function normalizeCustomerInput(input: CustomerInput, storeCountry: string, creating: boolean, nameMin = 3): NormalizedCustomerFields {
+/** What a store decides about its customers' fields: its country (national phone numbers) and whether CPF/CNPJ check digits are verified. */
+export interface CustomerRules {
+  country: string;
+  verify_document_digits?: boolean;
+}
+
+export function normalizeCustomerInput(input: CustomerInput, rules: CustomerRules, creating: boolean, nameMin = 3): NormalizedCustomerFields {
+  const storeCountry = rules.country;
   const out: NormalizedCustomerFields = {};
   if (creating) {
     for (const field of ['email', 'name', 'phone'] as const) {
@@ -98,7 +105,7 @@ export function normalizeCustomerInput(input: CustomerInput, storeCountry: strin
     if (input.document === null) throw invalid('document', 'Document cannot be removed.');
     if (!input.document.type) throw missing('document.type');
     if (!input.document.number) throw missing('document.number');
-    const checked = normalizeDocument(input.document.type, input.document.number);
+    const checked = normalizeDocument(input.document.type, input.document.number, rules.verify_document_digits === true);
     if (!checked.ok) throw invalid('document.number', `Document number ${checked.reason}.`);
     out.document = { type: input.document.type, number: checked.number, number_masked: maskDocument(checked.number) };
   }

@@ -1,5 +1,6 @@
-// Customer identity documents: cpf, cnpj, passport, tax_id. Dots and dashes are removed
-// (and the slash of a formatted CNPJ); CPF and CNPJ check digits are verified.
+// Customer identity documents: cpf, cnpj, passport, tax_id. Dots and dashes are removed (and spaces,
+// and the slash of a formatted CNPJ); a CPF is 11 digits, a CNPJ 14, their check digits verified only
+// where the store asks for it (the spec accepts any number of that shape).
 
 export const DOCUMENT_TYPES = ['cpf', 'cnpj', 'passport', 'tax_id'] as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];
@@ -37,13 +38,20 @@ export function isValidCnpj(cnpj: string): boolean {
 
 export type DocumentCheck = { ok: true; number: string } | { ok: false; reason: string };
 
-export function normalizeDocument(type: DocumentType, raw: string): DocumentCheck {
+/** A CPF or CNPJ: its digit count, then its check digits when `verifyDigits`. */
+function checkTaxNumber(number: string, digits: number, valid: (n: string) => boolean, verifyDigits: boolean, name: string): DocumentCheck {
+  if (!new RegExp(`^\\d{${digits}}$`).test(number)) return { ok: false, reason: `must be the ${digits} digits of a ${name}` };
+  if (verifyDigits && !valid(number)) return { ok: false, reason: `is not a valid ${name} (check digits)` };
+  return { ok: true, number };
+}
+
+export function normalizeDocument(type: DocumentType, raw: string, verifyDigits = false): DocumentCheck {
   const stripped = raw.replace(/[.\-\s]/g, '').replace(type === 'cnpj' ? /\//g : /$^/, '');
   switch (type) {
     case 'cpf':
-      return isValidCpf(stripped) ? { ok: true, number: stripped } : { ok: false, reason: 'is not a valid CPF' };
+      return checkTaxNumber(stripped, 11, isValidCpf, verifyDigits, 'CPF');
     case 'cnpj':
-      return isValidCnpj(stripped) ? { ok: true, number: stripped } : { ok: false, reason: 'is not a valid CNPJ' };
+      return checkTaxNumber(stripped, 14, isValidCnpj, verifyDigits, 'CNPJ');
     case 'passport':
       return /^[A-Za-z0-9]{5,20}$/.test(stripped)
         ? { ok: true, number: stripped.toUpperCase() }

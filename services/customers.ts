@@ -43,7 +43,7 @@ export async function prepareCustomer(
   input: CustomerInput & { metadata?: unknown },
   options: { nameMin?: number; id?: (email: string) => string; testClock?: string | null } = {},
 ): Promise<{ customer: CustomerDoc; existing: boolean }> {
-  const fields = normalizeCustomerInput(input, store.country, true, options.nameMin);
+  const fields = normalizeCustomerInput(input, store, true, options.nameMin);
   const metadata: Metadata = normalizeMetadata(input.metadata);
   const email = fields.email!;
   // The claim lookup is a single read; a customer without a claim is still found when the unique
@@ -147,7 +147,7 @@ export async function changeCustomer(
 ): Promise<CustomerDoc> {
   const current = await findCustomer(deps.db, store._id, id);
   if (!current) throw notFound('customer', id);
-  const fields = normalizeCustomerInput(input, store.country, false);
+  const fields = normalizeCustomerInput(input, store, false);
   const set: Partial<CustomerDoc> = { ...fields } as Partial<CustomerDoc>;
   // Metadata replaces the whole map when sent.
   if (input.metadata !== undefined) set.metadata = encodeMetadata(normalizeMetadata(input.metadata));

@@ -23,6 +23,8 @@ export interface StoreDoc {
   max_charge_amount?: number | null;
   /** The store's connected Stripe account (acct_…, admin CLI): its charges land there; absent: the platform account. */
   stripe_account?: string | null;
+  /** CPF and CNPJ check digits are verified (admin CLI `--verify-document-digits`); absent means off, as the spec accepts any digits. */
+  verify_document_digits?: boolean;
   created: number;
 }
 

@@ -42,6 +42,7 @@ const formatStore = (result: unknown) => {
     `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
     `  max charge amount ${s.max_charge_amount ?? 'default (1,000,000 units of the currency)'}`,
     `  stripe account ${s.stripe_account ?? '- (the platform account)'}`,
+    `  CPF/CNPJ check digits verified ${s.verify_document_digits === true}`,
   ].join('\n');
 };
 
@@ -109,7 +110,7 @@ export const storeCommands: Record<string, Command> = {
   },
   'stores set': {
     summary:
-      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default] [--stripe-account acct_…|none])',
+      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default] [--stripe-account acct_…|none] [--verify-document-digits])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
@@ -122,6 +123,7 @@ export const storeCommands: Record<string, Command> = {
       'success-url': { type: 'string' },
       'max-charge-amount': { type: 'string' },
       'stripe-account': { type: 'string' },
+      'verify-document-digits': { type: 'string' },
     },
     async run(ctx) {
       const id = positional(ctx, 0, 'store id');
@@ -132,6 +134,7 @@ export const storeCommands: Record<string, Command> = {
         ['plan-overdue', 'plan_overdue'],
         ['portal', 'portal_enabled'],
         ['purchase-confirmation-email', 'purchase_confirmation_email'],
+        ['verify-document-digits', 'verify_document_digits'],
       ];
       for (const [option, field] of flags) {
         const value = bool(ctx, option);
