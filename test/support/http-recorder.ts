@@ -19,6 +19,15 @@ export interface RecordedExchange {
   response: string;
 }
 
+/** An answer of another status (e.g. Stripe's 402 card error) in place of the fake's accepted one. */
+export class InjectedAnswer {
+  constructor(
+    readonly status: number,
+    readonly json: unknown,
+  ) {}
+}
+
+/** The JSON to answer instead, or an InjectedAnswer; only accepted (2xx) answers are rewritten. */
 export type ResponseRewrite = (exchange: Omit<RecordedExchange, 'status' | 'response'>, json: unknown) => unknown;
 
 export interface HttpRecorder {
@@ -68,10 +77,16 @@ export async function startHttpRecorder(upstream: string, maxExchanges = 1_000):
       const forwarded = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !HOP_BY_HOP.has(name)) as [string, string][]);
       const answer = await fetch(url, { method: sent.method, headers: forwarded, body: sent.method === 'GET' ? undefined : body });
       let text = await answer.text();
-      if (rewrite && answer.ok) text = JSON.stringify(rewrite(sent, JSON.parse(text)));
+      let status = answer.status;
+      if (rewrite && answer.ok) {
+        const rewritten = rewrite(sent, JSON.parse(text));
+        if (rewritten instanceof InjectedAnswer) status = rewritten.status;
+        text = JSON.stringify(rewritten instanceof InjectedAnswer ? rewritten.json : rewritten);
+      }
+      // What the fake itself answered: an injected failure still proves the request was accepted.
       exchanges.push({ ...sent, status: answer.status, response: text });
       if (exchanges.length > maxExchanges) exchanges.shift();
-      reply.writeHead(answer.status, {
+      reply.writeHead(status, {
         'content-type': answer.headers.get('content-type') ?? 'application/json',
         'request-id': answer.headers.get('request-id') ?? '',
       });

@@ -19,9 +19,9 @@ export const kindOf = (intent: Stripe.PaymentIntent): TransactionInfo['kind'] =>
 
 const failureOf = (intent: Stripe.PaymentIntent) => intent.last_payment_error ?? null;
 
-/** Stripe's decline_code when the issuer gave one, else its error code (e.g. authentication_required). */
+/** Stripe's decline_code when the issuer gave one, else its error code (e.g. authentication_required); stripe-node leaves '' for none. */
 export const declineCodeOf = (error: { decline_code?: string | null; code?: string | null } | null): string | null =>
-  error?.decline_code ?? error?.code ?? null;
+  error?.decline_code || error?.code || null;
 
 const latestCharge = (intent: Stripe.PaymentIntent): Stripe.Charge | null =>
   intent.latest_charge && typeof intent.latest_charge === 'object' ? intent.latest_charge : null;

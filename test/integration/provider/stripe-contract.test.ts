@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
 import { LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
-import { startHttpRecorder, type HttpRecorder, type RecordedExchange } from '../../support/http-recorder';
+import { InjectedAnswer, startHttpRecorder, type HttpRecorder, type RecordedExchange } from '../../support/http-recorder';
 import { FAKE_STRIPE_SECRET_KEY, startStripeMock, type RunningStripeFake } from '../../support/stripe-fakes';
 import { waitFor } from '../../support/env';
 
@@ -298,6 +298,104 @@ describe('the buyer present', () => {
       }),
     ).rejects.toThrow();
     expect(recorder.exchanges).toHaveLength(0);
+  });
+});
+
+describe("Stripe's answers read as outcomes", () => {
+  /** Stripe's answer `status` with `error` to the first POST of `path`, after stripe-mock accepted the request. */
+  const failWith = (path: string, status: number, error: Record<string, unknown>) =>
+    recorder.setRewrite((sent, json) => (sent.method === 'POST' && sent.path === path ? new InjectedAnswer(status, { error }) : json));
+  const failedIntent = (id: string) => ({
+    id,
+    object: 'payment_intent',
+    status: 'requires_payment_method',
+    amount: 100,
+    currency: 'brl',
+    metadata: {},
+  });
+  const card = (key: string) => ({
+    storeId: PLATFORM_STORE,
+    idempotencyKey: key,
+    cardToken: 'pm_x',
+    amount: 100,
+    currency: 'brl',
+    description: null,
+  });
+
+  it("a card error is a decline on the intent with Stripe's decline_code", async () => {
+    failWith('/v1/payment_intents', 402, {
+      type: 'card_error',
+      code: 'card_declined',
+      decline_code: 'insufficient_funds',
+      message: 'Your card has insufficient funds.',
+      payment_intent: failedIntent('pi_declined'),
+    });
+    expect(await stripe.chargeCard(card(newKey()))).toEqual({
+      status: 'declined',
+      transactionId: 'pi_declined',
+      code: 'insufficient_funds',
+      message: 'Your card has insufficient funds.',
+      card: null,
+    });
+    accepted();
+  });
+
+  it('an unattended charge the card wants authenticated (authentication_required) is a decline', async () => {
+    recorder.setRewrite((sent, json) => {
+      if (sent.path.startsWith('/v1/payment_methods/')) return { ...(json as object), customer: 'cus_contract' };
+      if (sent.path !== '/v1/payment_intents') return json;
+      const error = {
+        type: 'card_error',
+        code: 'authentication_required',
+        message: 'This payment requires authentication.',
+        payment_intent: failedIntent('pi_auth'),
+      };
+      return new InjectedAnswer(402, { error });
+    });
+    const outcome = await stripe.chargeSavedCard({
+      storeId: PLATFORM_STORE,
+      idempotencyKey: newKey(),
+      paymentMethodId: 'pm_saved',
+      amount: 100,
+      currency: 'brl',
+      description: null,
+    });
+    expect(outcome).toMatchObject({ status: 'declined', transactionId: 'pi_auth', code: 'authentication_required' });
+    accepted();
+  });
+
+  it('a request Stripe refuses before any card is refused with no transaction; a 5xx throws (unknown, never nothing charged)', async () => {
+    failWith('/v1/payment_intents', 400, {
+      type: 'invalid_request_error',
+      code: 'resource_missing',
+      message: 'No such PaymentMethod',
+      param: 'payment_method',
+    });
+    expect(await stripe.chargeCard(card(newKey()))).toMatchObject({ status: 'refused', transactionId: null, code: 'provider_error' });
+    failWith('/v1/payment_intents', 500, { type: 'api_error', message: 'An unknown error occurred' });
+    await expect(stripe.chargeCard(card(newKey()))).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);
+    await expect(
+      stripe.createPix({ storeId: PLATFORM_STORE, idempotencyKey: newKey(), amount: 100, currency: 'brl', description: null }),
+    ).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);
+    accepted();
+  });
+
+  it("a customer Stripe refuses is registerCustomer's {ok:false} with Stripe's reason", async () => {
+    failWith('/v1/customers', 400, {
+      type: 'invalid_request_error',
+      code: 'tax_id_invalid',
+      message: 'Invalid value for br_cpf.',
+      param: 'tax_id_data[0][value]',
+    });
+    const refused = await stripe.registerCustomer({
+      storeId: PLATFORM_STORE,
+      customerId: 'cust_x',
+      email: 'x@example.com',
+      name: null,
+      document: { type: 'cpf', number: '52998224725' },
+    });
+    expect(refused).toEqual({ ok: false, reason: 'Invalid value for br_cpf.' });
+    accepted();
   });
 });
 
