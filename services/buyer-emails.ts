@@ -180,6 +180,8 @@ async function paymentDraft(db: Database, store: StoreDoc, order: OrderDoc, know
   if (!to) return { skip: 'no_recipient', to };
   if (!confirmationsOn(store)) return { skip: 'store_disabled', to };
   if (!PAID_STATUSES.includes(order.status)) return { skip: 'not_paid', to };
+  // A free-trial sign-up's order charged nothing: there is no payment to confirm.
+  if (order.amount_total === 0) return { skip: 'nothing_charged', to };
   const kind = paymentKind(order);
   const sub = order.subscription ? await findSubscription(db, store._id, order.subscription) : await subscriptionOfCheckout(db, store._id, order);
   const sessionLocale = await checkoutLocale(db, store._id, order.checkout_session ?? sub?.checkout_session ?? null);

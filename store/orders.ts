@@ -80,7 +80,8 @@ export async function insertOrderOnce(db: Db, doc: OrderDoc): Promise<OrderDoc> 
  * The store's plan quota for [from, to) (Unix seconds): "each approved charge counts as one order",
  * so the orders paid then, by order_type. Counted from the orders themselves (each approved charge
  * writes exactly one, keyed), so a retried charge can never count twice; a later refund does not un-count.
- * Orders of test clocks' customers never count (test money; `test_clock: null` also matches orders without the field).
+ * Orders of test clocks' customers never count (test money; `test_clock: null` also matches orders without the field),
+ * nor do free-trial sign-ups' orders of amount 0 (no charge was made).
  */
 export async function countPaidOrders(
   db: Db,
@@ -91,7 +92,13 @@ export async function countPaidOrders(
   const types: OrderDoc['order_type'][] = ['checkout', 'api', 'renewal'];
   const counts = await Promise.all(
     types.map((type) =>
-      ordersCollection(db).countDocuments({ store_id: storeId, paid_at: { $gte: from, $lt: to }, order_type: type, test_clock: null }),
+      ordersCollection(db).countDocuments({
+        store_id: storeId,
+        paid_at: { $gte: from, $lt: to },
+        order_type: type,
+        test_clock: null,
+        amount_total: { $gt: 0 },
+      }),
     ),
   );
   const by_type = Object.fromEntries(types.map((type, i) => [type, counts[i]])) as Record<OrderDoc['order_type'], number>;

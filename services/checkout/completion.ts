@@ -121,25 +121,30 @@ function paymentOf(result: PaymentResultInput) {
   };
 }
 
-/** open -> complete with its order (pending for PIX and review); repeatable. */
+/**
+ * A free-trial sign-up's order: paid, amount 0 (nothing charged now; the card is saved for the trial's
+ * end), so fulfilment that waits for a paid order (order.paid, invoice.paid) sees the sign-up.
+ */
+export function trialOrderDoc(order: OrderDoc): OrderDoc {
+  const items = order.items.map((item) => ({ ...item, description: `${item.description} (free trial)`, unit_amount: 0, amount: 0 }));
+  return { ...order, amount_subtotal: 0, amount_discount: 0, amount_total: 0, items, installments: null, external_order_id: null };
+}
+
+/** open -> complete with its order (pending for PIX and review; amount 0 for a free trial); repeatable. */
 export async function completeCheckoutSession(
   deps: CheckoutCompletionDeps,
   input: CompleteSessionInput,
 ): Promise<{ order: string | null; session: CheckoutSessionObject }> {
   const { storeId, sessionId, result, paymentStatus, completedAt } = input;
   const session = await sessionOrFail(deps, storeId, sessionId);
-  const withOrder = !startsWithTrial(session.offer);
-  if (withOrder)
-    await insertOrderOnce(
-      deps.db,
-      checkoutOrderDoc(session, result, paymentStatus, completedAt, connectionFor(deps, Boolean(session.test_clock)).livemode),
-    );
+  const order = checkoutOrderDoc(session, result, paymentStatus, completedAt, connectionFor(deps, Boolean(session.test_clock)).livemode);
+  await insertOrderOnce(deps.db, startsWithTrial(session.offer) ? trialOrderDoc(order) : order);
   const updated = await markSessionComplete(deps.db, storeId, sessionId, {
     payment_status: paymentStatus,
     customer: result.customerId,
     // "As passed; with customer, the customer's values": what the buyer typed is the order's, not the session's.
     customer_email: session.customer_email,
-    order: withOrder ? checkoutOrderId(storeId, result.attemptKey, completedAt) : null,
+    order: order._id,
     completed_at: completedAt,
     payment: paymentOf(result),
   });

@@ -3,7 +3,8 @@
 // `offer`; any mode but the offer's is mode_mismatch; expires_at is exactly 30 minutes to 24 hours from the
 // server's now; customer_email and customer_name stay as passed (or the customer's) after payment; PIX is
 // refused outside BRL and with a free trial, by the page and by the session workflow itself; a free-trial
-// sign-up reaches a 2026-09-01 endpoint as one subscription.created and a 2026-11-01 endpoint as its own events.
+// sign-up completes paid with an order of amount 0 (order.paid for a 2026-09-01 endpoint) and reaches a
+// 2026-09-01 endpoint as one subscription.created and a 2026-11-01 endpoint as its own events.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { checkoutSessionClient } from '../../../services/checkout/client';
@@ -263,7 +264,7 @@ describe('PIX on the server', () => {
 });
 
 describe('a free-trial sign-up from checkout', () => {
-  test('reaches a 2026-09-01 endpoint as subscription.created (no order is created, so no order.paid)', async () => {
+  test('completes paid with an order of amount 0, which a 2026-09-01 endpoint hears as order.paid beside subscription.created', async () => {
     const trialStore = await createTestStore(stack.mongo.db);
     const trialCatalog = await seedCheckoutCatalog(stack.mongo.db, trialStore.store._id);
     const endpoint = await call(stack.api, trialStore.key, 'POST', '/v1/webhook_endpoints', {
@@ -288,7 +289,40 @@ describe('a free-trial sign-up from checkout', () => {
     const created = legacy.find((e) => e.type === 'subscription.created')!;
     expect(created.targets).toEqual([endpoint.body.id]);
     expect(JSON.parse(created.data_json).object).toMatchObject({ status: 'trialing' });
-    expect(legacy.map((e) => e.type)).not.toContain('order.paid');
+    // The session as the spec's table says of complete/paid: its order filled, here the sign-up's, of amount 0.
+    const done = (await call(stack.api, trialStore.key, 'GET', `/v1/checkout/sessions/${session.id}`)).body;
+    expect(done).toMatchObject({
+      status: 'complete',
+      payment_status: 'paid',
+      order: expect.stringMatching(/^ord_/),
+      subscription: expect.any(String),
+    });
+    const order = await waitFor(
+      async () => {
+        const found = (await call(stack.api, trialStore.key, 'GET', `/v1/orders/${done.order}`)).body;
+        return found.subscription ? found : null;
+      },
+      { description: 'the sign-up order linked to its subscription' },
+    );
+    expect(order).toMatchObject({
+      status: 'paid',
+      paid: true,
+      amount_subtotal: 0,
+      amount_total: 0,
+      billing_reason: 'purchase',
+      order_type: 'checkout',
+      checkout_session: session.id,
+      subscription: done.subscription,
+      items: [{ kind: 'product', description: `${trialCatalog.trial.name} (free trial)`, quantity: 1, unit_amount: 0, amount: 0 }],
+    });
+    const orderPaid = await waitFor(
+      async () =>
+        (await stack.mongo.db.collection('events').findOne({ store_id: trialStore.store._id, api_version: '2026-09-01', type: 'order.paid' })) ??
+        null,
+      { description: 'the 2026-09-01 order.paid' },
+    );
+    expect(orderPaid.targets).toEqual([endpoint.body.id]);
+    expect(JSON.parse(orderPaid.data_json).object).toMatchObject({ id: done.order, amount_total: 0, status: 'paid' });
   });
 
   test('reaches a 2026-09-01 endpoint as one subscription.created (trialing) and a 2026-11-01 endpoint as its own events', async () => {
@@ -311,7 +345,8 @@ describe('a free-trial sign-up from checkout', () => {
       { description: 'the sign-up events' },
     );
     const legacyEvents = events.filter((e) => e.api_version === '2026-09-01');
-    expect(legacyEvents.map((e) => e.type).sort()).toEqual(['customer.created', 'subscription.created']);
+    expect(legacyEvents.map((e) => e.type).sort()).toEqual(expect.arrayContaining(['customer.created', 'subscription.created']));
+    expect(legacyEvents.filter((e) => e.type === 'subscription.created')).toHaveLength(1);
     const created = legacyEvents.find((e) => e.type === 'subscription.created')!;
     expect({
       targets: created.targets,
@@ -320,7 +355,6 @@ describe('a free-trial sign-up from checkout', () => {
     }).toEqual({ targets: [legacy.id], object: sub, status: 'trialing' });
     const currentTypes = events.filter((e) => e.api_version === '2026-11-01').map((e) => e.type);
     expect(currentTypes).toEqual(expect.arrayContaining(['customer.created', 'customer.subscription.created', 'checkout.session.completed']));
-    expect(currentTypes).not.toContain('invoice.paid');
     expect(events.find((e) => e.type === 'customer.subscription.created')!.targets).toEqual([current.id]);
   });
 });

@@ -189,12 +189,12 @@ describe('subscriptions from checkout', () => {
     expect(sub.metadata).toEqual([{ k: 'ref', v: 'abc' }]);
   });
 
-  test('a trial offer saves the card without charging: session paid, no order, a trialing subscription', async () => {
+  test('a trial offer saves the card without charging: session paid, an order of amount 0, a trialing subscription', async () => {
     const s = await newSession({ offer: catalog.trial._id });
     const res = await post(`/c/${s.id}/pay`, buyer({ method: 'card', card_number: CARD_OK }));
     expect(res.location).toBe(`/c/${s.id}?done=1`);
     const done = await waitFor(async () => ((await session(s.id)).subscription ? session(s.id) : null));
-    expect(done.order).toBeNull();
+    expect(await stack.mongo.db.collection('orders').findOne({ _id: done.order })).toMatchObject({ status: 'paid', amount_total: 0 });
     const sub = (await subscriptionsCollection(stack.mongo.db).findOne({ _id: done.subscription! }))!;
     expect(sub.status).toBe('trialing');
     expect(sub.default_payment_method?.last4).toBe('4242');
