@@ -8,7 +8,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
-import { attemptInFlight, payCheckoutSession, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
+import { payCheckoutSession, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
+import { attemptInFlightRecently } from '../../services/checkout/attempt-probe';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
@@ -115,7 +116,7 @@ async function renderSession(
   }
   if (status === 'open') {
     // After a submit: while the workflow still charges (or cannot be asked), the buyer waits instead of paying again.
-    const unsettled = options.processing ? await attemptInFlight(deps, session._id) : false;
+    const unsettled = options.processing ? await attemptInFlightRecently(deps, session._id) : false;
     if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
     return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
   }
@@ -208,7 +209,7 @@ function statusRoute(app: RouteApp): void {
       if (!session) return reply.status(404).send({ status: 'expired', payment_status: 'unpaid', next: `/c/${request.params.id}` });
       const status = effectiveStatus(session, nowSeconds());
       const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
-      const processing = status === 'open' && (await attemptInFlight(deps, session._id)) !== false;
+      const processing = status === 'open' && (await attemptInFlightRecently(deps, session._id)) !== false;
       return { status: processing ? 'processing' : status, payment_status: session.payment_status, next };
     },
   );
