@@ -21,7 +21,9 @@ const CreateBody = Type.Object(
         Type.Object(
           {
             price: Type.Optional(Type.String({ maxLength: 200, description: 'Alias of offer.' })),
-            quantity: Type.Optional(Type.Integer({ description: 'Alias of pack.' })),
+            quantity: Type.Optional(
+              Type.Integer({ minimum: 1, maximum: 999, description: "Alias of pack, with its rules: one of the offer's packs." }),
+            ),
           },
           { additionalProperties: false },
         ),

@@ -234,18 +234,17 @@ function priceFor(body: CreateCheckoutSessionInput, offer: OfferDoc): PriceChoic
 }
 
 /**
- * The line item is the offer's alias: its quantity is a pack of that offer only. With another
- * offer sent, the item is ignored as a whole (offer and pack take precedence).
+ * The line item is the offer's alias: its quantity is the pack, checked exactly as `pack` is (quantity 1
+ * on an offer without packs is pack_unavailable, as pack 1 is), also beside `offer` when the item names no
+ * price. `pack` takes precedence; an item naming another offer than `offer` is ignored as a whole.
  */
 function packFor(body: CreateCheckoutSessionInput, offer: OfferDoc): number | null {
   const item = body.line_items?.[0];
   const itemPrice = emptyToUndefined(item?.price);
   const itemIsThisOffer =
-    emptyToUndefined(body.offer) === undefined || (itemPrice !== undefined && (itemPrice === offer._id || itemPrice === offer.slug));
+    emptyToUndefined(body.offer) === undefined || itemPrice === undefined || itemPrice === offer._id || itemPrice === offer.slug;
   if (emptyToUndefined(body.pack) !== undefined) return checkPack(offer.packs, body.pack!, 'pack');
   if (!itemIsThisOffer || emptyToUndefined(item?.quantity) === undefined) return null;
-  // A Stripe-style quantity of 1 on an offer sold without packs means "the offer", not a pack.
-  if (item!.quantity === 1 && offer.packs.length === 0) return null;
   return checkPack(offer.packs, item!.quantity!, 'line_items[0].quantity');
 }
 
