@@ -25,12 +25,35 @@ import { claimSentMail, countSendAttempt, findSentMail, settleSentMail, type Sen
 import { findStore } from '../store/stores';
 import { findSubscription, findSubscriptionOfCheckout, type SubscriptionDoc } from '../store/subscriptions';
 import { findUsagePeriod } from '../store/usage';
+import { takeHourlyMailSlot } from '../store/mail-quotas';
 
 export interface BuyerEmailDeps {
   db: Database;
   mailer: Mailer;
   /** Sender address; the display name is the store's. */
   mailFrom: string;
+  /** Hourly caps (default DEFAULT_BUYER_EMAIL_CAPS). */
+  caps?: BuyerEmailCaps;
+}
+
+/** E-mails per clock hour: per store, and per recipient address across every store. */
+export interface BuyerEmailCaps {
+  perStore: number;
+  perRecipient: number;
+}
+
+export const DEFAULT_BUYER_EMAIL_CAPS: BuyerEmailCaps = { perStore: 500, perRecipient: 10 };
+
+/** BUYER_EMAILS_PER_STORE_HOUR and BUYER_EMAILS_PER_RECIPIENT_HOUR (positive integers), else the defaults. */
+export function buyerEmailCapsFrom(env: NodeJS.ProcessEnv): BuyerEmailCaps {
+  const read = (name: string, fallback: number) => {
+    const value = Number(env[name] ?? '');
+    return Number.isInteger(value) && value > 0 ? value : fallback;
+  };
+  return {
+    perStore: read('BUYER_EMAILS_PER_STORE_HOUR', DEFAULT_BUYER_EMAIL_CAPS.perStore),
+    perRecipient: read('BUYER_EMAILS_PER_RECIPIENT_HOUR', DEFAULT_BUYER_EMAIL_CAPS.perRecipient),
+  };
 }
 
 /** sent: accepted by the SMTP server now; already_sent: an earlier try did it (or skipped it); failed: refused for good. */
@@ -120,6 +143,12 @@ async function deliverOnce(deps: BuyerEmailDeps, email: BuyerEmail, draft: () =>
   const ready = drafted as Exclude<Draft, { skip: string }>;
   const stored = await claimSentMail(db, record);
   if (stored.status !== 'sending') return 'already_sent';
+  const capped = await hourlyCapReached(deps, email.storeId, ready.to);
+  if (capped) {
+    await settleSentMail(db, email.storeId, email.key, { status: 'skipped', skipped_reason: capped });
+    console.warn(`buyer e-mail ${email.key}: not sent (${capped})`);
+    return 'skipped';
+  }
   await countSendAttempt(db, email.storeId, email.key);
   const mail: OutgoingMail = {
     from: { name: ready.storeName, address: deps.mailFrom },
@@ -143,6 +172,14 @@ async function deliverOnce(deps: BuyerEmailDeps, email: BuyerEmail, draft: () =>
     console.warn(`buyer e-mail ${email.key}: refused by ${mailer.target} (${error.message})`);
     return 'failed';
   }
+}
+
+/** The store's or the recipient's e-mails of this hour are spent: the skip reason, else null (a slot of each is taken). */
+async function hourlyCapReached(deps: BuyerEmailDeps, storeId: string, to: string): Promise<string | null> {
+  const caps = deps.caps ?? DEFAULT_BUYER_EMAIL_CAPS;
+  if (!(await takeHourlyMailSlot(deps.db, `store:${storeId}`, caps.perStore))) return 'store_hourly_cap';
+  if (!(await takeHourlyMailSlot(deps.db, `to:${to.trim().toLowerCase()}`, caps.perRecipient))) return 'recipient_hourly_cap';
+  return null;
 }
 
 function sentMailDoc(email: BuyerEmail, drafted: Draft, messageId: string): SentMailDoc {
@@ -179,6 +216,7 @@ async function paymentDraft(db: Database, store: StoreDoc, order: OrderDoc, know
   const to = order.customer_email ?? customer?.email ?? null;
   if (!to) return { skip: 'no_recipient', to };
   if (!confirmationsOn(store)) return { skip: 'store_disabled', to };
+  if (await visitorAddressOnTestPurchase(db, store, order)) return { skip: 'test_visitor_address', to };
   if (!PAID_STATUSES.includes(order.status)) return { skip: 'not_paid', to };
   // A free-trial sign-up's order charged nothing: there is no payment to confirm.
   if (order.amount_total === 0) return { skip: 'nothing_charged', to };
@@ -200,6 +238,19 @@ async function paymentDraft(db: Database, store: StoreDoc, order: OrderDoc, know
     orderId: order._id,
   });
   return { to, language, mail, storeName: store.name };
+}
+
+/**
+ * A test purchase (test connection) whose address only the page's visitor typed: anyone could make the
+ * platform mail any address through an offer link, so nothing goes there unless the store opted in
+ * (admin CLI `stores set <id> --test-buyer-emails true`).
+ */
+async function visitorAddressOnTestPurchase(db: Database, store: StoreDoc, order: OrderDoc): Promise<boolean> {
+  if (order.livemode !== false || store.test_buyer_emails === true) return false;
+  const sub = !order.checkout_session && order.subscription ? await findSubscription(db, store._id, order.subscription) : null;
+  const sessionId = order.checkout_session ?? sub?.checkout_session ?? null;
+  const session = sessionId ? await findCheckoutSession(db, store._id, sessionId) : null;
+  return session?.email_from_page === true;
 }
 
 async function cancellationDraft(db: Database, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {

@@ -54,6 +54,8 @@ export interface CheckoutSessionDoc {
   amount_total: number | null;
   customer: string | null;
   customer_email: string | null;
+  /** No e-mail at creation: the visitor types it on the page (buyer e-mails of test purchases go there only if the store opted in). */
+  email_from_page?: boolean;
   customer_name: string | null;
   client_reference_id: string | null;
   metadata: StoredMetadata;

@@ -19,6 +19,8 @@ export interface StoreDoc {
   default_success_url?: string | null;
   /** The store's purchase confirmation e-mail is active (admin CLI); absent means on. */
   purchase_confirmation_email?: boolean;
+  /** Buyer e-mails of test purchases also go to addresses a page visitor typed (admin CLI `--test-buyer-emails`); absent means off. */
+  test_buyer_emails?: boolean;
   /** The largest one-off charge, in minor units (admin CLI); absent: a million units of the charge's currency. */
   max_charge_amount?: number | null;
   /** The store's connected Stripe account (acct_…, admin CLI): its charges land there; absent: the platform account. */

@@ -1,7 +1,7 @@
 // demo: the store `npm start` prints on first start — a key, a one-off offer, a recurring monthly
 // offer with a metered usage row, and a coupon. Idempotent: later runs report what exists.
 import type { Database } from '../../store/database';
-import { createStore, createApiKey, findStoreByAddress } from '../../store/stores';
+import { createStore, createApiKey, findStoreByAddress, updateStoreFields } from '../../store/stores';
 import { addOfferUsageRow, createCoupon, createMeter, createOffer, createProduct, storeCatalog } from '../../store/catalog';
 import type { Command } from './types';
 
@@ -10,7 +10,9 @@ export const DEMO_SLUG = 'demo';
 export async function seedDemoStore(db: Database) {
   const existing = await findStoreByAddress(db, { slug: DEMO_SLUG });
   if (existing) return { created: false, store: existing, api_key: null, ...(await storeCatalog(db, existing._id)) };
-  const store = await createStore(db, { name: 'Demo Store', slug: DEMO_SLUG, country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  const created = await createStore(db, { name: 'Demo Store', slug: DEMO_SLUG, country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  // Local trial purchases with any typed address land in the mail catcher: the demo opts in (production stores do not by default).
+  const store = (await updateStoreFields(db, created._id, { test_buyer_emails: true })) ?? created;
   const { key, doc: keyDoc } = await createApiKey(db, { storeId: store._id, name: 'Demo key', scopes: ['read', 'write'] });
   const course = await createProduct(db, { storeId: store._id, name: 'Photography Course', family: 'courses' });
   const oneOff = await createOffer(db, {

@@ -40,6 +40,7 @@ const formatStore = (result: unknown) => {
     `  active ${s.active}  api ${s.api_enabled}  plan overdue ${s.plan_overdue}  portal ${s.portal_enabled}  custom domain ${s.custom_domain ?? '-'}`,
     `  default success URL ${s.default_success_url ?? '-'}`,
     `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
+    `  buyer e-mails of test purchases to visitor-typed addresses ${s.test_buyer_emails === true}`,
     `  max charge amount ${s.max_charge_amount ?? 'default (1,000,000 units of the currency)'}`,
     `  stripe account ${s.stripe_account ?? '- (the platform account)'}`,
     `  CPF/CNPJ check digits verified ${s.verify_document_digits === true}`,
@@ -110,7 +111,7 @@ export const storeCommands: Record<string, Command> = {
   },
   'stores set': {
     summary:
-      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default] [--stripe-account acct_…|none] [--verify-document-digits])',
+      'set flags (<store id> [--active] [--api] [--plan-overdue] [--portal] [--purchase-confirmation-email] [--test-buyer-emails] [--custom-domain] [--slug] [--name] [--success-url <url>|none] [--max-charge-amount <minor units>|default] [--stripe-account acct_…|none] [--verify-document-digits])',
     options: {
       active: { type: 'string' },
       api: { type: 'string' },
@@ -120,6 +121,7 @@ export const storeCommands: Record<string, Command> = {
       'custom-domain': { type: 'string' },
       slug: { type: 'string' },
       name: { type: 'string' },
+      'test-buyer-emails': { type: 'string' },
       'success-url': { type: 'string' },
       'max-charge-amount': { type: 'string' },
       'stripe-account': { type: 'string' },
@@ -134,6 +136,7 @@ export const storeCommands: Record<string, Command> = {
         ['plan-overdue', 'plan_overdue'],
         ['portal', 'portal_enabled'],
         ['purchase-confirmation-email', 'purchase_confirmation_email'],
+        ['test-buyer-emails', 'test_buyer_emails'],
         ['verify-document-digits', 'verify_document_digits'],
       ];
       for (const [option, field] of flags) {

@@ -317,6 +317,7 @@ function sessionDocument(
     amount_total: sessionAmountTotal(offer.prices, currency, pack),
     customer: buyer.customerId,
     customer_email: buyer.email,
+    ...(buyer.email === null ? { email_from_page: true } : {}),
     customer_name: buyer.name,
     client_reference_id: emptyToUndefined(body.client_reference_id) ?? null,
     metadata: encodeMetadata(request.metadata),

@@ -45,7 +45,18 @@ beforeAll(async () => {
   stack = await startCheckoutStack('buyer-emails');
   store = await createTestStore(stack.mongo.db, { name: STORE_NAME, country: 'BR' });
   catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
+  // Its buyers type their addresses on test purchases: the store opts in to mailing them.
+  await optInTestBuyerEmails(store);
 });
+
+async function optInTestBuyerEmails(s: TestStore): Promise<void> {
+  const on = await runAdmin(['stores', 'set', s.store._id, '--test-buyer-emails', 'true'], {
+    MONGODB_URI: inject('mongoUri'),
+    MONGODB_DB: db().databaseName,
+  });
+  expect(on.code, on.output).toBe(0);
+  expect(on.output).toContain('buyer e-mails of test purchases to visitor-typed addresses true');
+}
 
 afterAll(async () => {
   await stack?.close();
@@ -76,12 +87,15 @@ async function payByCard(sessionId: string): Promise<string> {
 }
 
 /** A paid one-off checkout (its workflow finished); the buyer's e-mail and the order. */
-async function checkoutPurchase(body: Record<string, unknown> = {}): Promise<{ email: string; order: OrderDoc; sessionId: string }> {
-  const session = await createSession(stack.api, store, { offer: catalog.oneOff._id, ...body });
+async function checkoutPurchase(
+  body: Record<string, unknown> = {},
+  at: { store: TestStore; catalog: CheckoutCatalog } = { store, catalog },
+): Promise<{ email: string; order: OrderDoc; sessionId: string }> {
+  const session = await createSession(stack.api, at.store, { offer: at.catalog.oneOff._id, ...body });
   expect(session.status, JSON.stringify(session.body)).toBe(201);
   const email = await payByCard(session.body.id);
   await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(session.body.id)).result();
-  const order = await ordersCollection(db()).findOne({ store_id: store.store._id, checkout_session: session.body.id });
+  const order = await ordersCollection(db()).findOne({ store_id: at.store.store._id, checkout_session: session.body.id });
   expect(order?.status).toBe('paid');
   return { email, order: order!, sessionId: session.body.id };
 }
@@ -98,10 +112,10 @@ function mailArrives(address: string, prefix: string, count = 1): Promise<Mailpi
 }
 
 /** Every buyer e-mail about `subjectId` was handed to the SMTP server (so Mailpit holds everything it will). */
-function buyerEmailsSent(subjectId: string, count = 1) {
+function buyerEmailsSent(subjectId: string, count = 1, storeId = store.store._id) {
   return waitFor(
     async () => {
-      const docs = await sentMailAbout(db(), store.store._id, subjectId);
+      const docs = await sentMailAbout(db(), storeId, subjectId);
       return docs.length >= count && docs.every((doc) => doc.status === 'sent') ? docs : null;
     },
     { timeoutMs: 30_000, description: `${count} buyer e-mail(s) about ${subjectId} sent` },
@@ -308,5 +322,68 @@ describe('a subscription: its paid cycle, a one-off charge, usage, DELETE, and t
     const paid = await ordersCollection(db()).countDocuments({ store_id: store.store._id, status: 'paid' });
     expect(orders).toBe(paid);
     expect(by_type).toEqual({ checkout: 4, renewal: 1, api: 2 });
+  });
+});
+
+describe('who may be mailed, and how much', () => {
+  /** A store of its own with the checkout catalog (not opted in unless the test does it). */
+  async function newStore(name: string) {
+    const s = await createTestStore(db(), { name, country: 'BR' });
+    return { store: s, catalog: await seedCheckoutCatalog(db(), s.store._id) };
+  }
+
+  const recordOf = (storeId: string, orderId: string) =>
+    waitFor(async () => {
+      const docs = await sentMailAbout(db(), storeId, orderId);
+      return docs.length > 0 && docs.every((doc) => doc.status !== 'sending') ? docs : null;
+    });
+
+  test('a test purchase mails no address only its visitor typed unless the store opted in (admin CLI); an address the store gave is mailed', async () => {
+    const at = await newStore('Quiet Shop');
+    const typed = await checkoutPurchase({}, at);
+    expect(await recordOf(at.store.store._id, typed.order._id)).toMatchObject([
+      { status: 'skipped', skipped_reason: 'test_visitor_address', to: typed.email },
+    ]);
+    expect(await messagesTo(typed.email)).toEqual([]);
+
+    const given = `given-${Math.random().toString(36).slice(2, 10)}@example.com`;
+    const bought = await checkoutPurchase({ customer_email: given }, at);
+    await buyerEmailsSent(bought.order._id, 1, at.store.store._id);
+    expect(await mailArrives(given, 'Pagamento confirmado')).toHaveLength(1);
+
+    await optInTestBuyerEmails(at.store);
+    const later = await checkoutPurchase({}, at);
+    await buyerEmailsSent(later.order._id, 1, at.store.store._id);
+    expect(await mailArrives(later.email, 'Pagamento confirmado')).toHaveLength(1);
+  });
+
+  test('past the hourly cap per recipient, then per store, an e-mail is skipped and recorded so, and Mailpit gets nothing more', async () => {
+    const at = await newStore('Busy Shop');
+    await optInTestBuyerEmails(at.store);
+    const first = await checkoutPurchase({}, at);
+    await buyerEmailsSent(first.order._id, 1, at.store.store._id);
+    // Store: 1 sent by the worker so far; recipient: 1.
+    const real = smtpMailer(process.env.SMTP_URL!);
+    const activities = createBuyerEmailActivities({ db: db(), mailer: real, mailFrom: mailFromEnv(), caps: { perStore: 3, perRecipient: 2 } });
+    const send = (order: OrderDoc, n: number) =>
+      activities.sendPaymentConfirmation({ storeId: at.store.store._id, orderId: order._id, key: `capped/${n}/${order._id}/payment-confirmation` });
+    try {
+      expect(await send(first.order, 1)).toBe('sent');
+      expect(await send(first.order, 2)).toBe('skipped');
+      expect(await sentMailCollection(db()).findOne({ _id: `capped/2/${first.order._id}/payment-confirmation` })).toMatchObject({
+        status: 'skipped',
+        skipped_reason: 'recipient_hourly_cap',
+      });
+      const second = await checkoutPurchase({}, at);
+      await buyerEmailsSent(second.order._id, 1, at.store.store._id);
+      expect(await send(second.order, 1)).toBe('skipped');
+      expect(await sentMailCollection(db()).findOne({ _id: `capped/1/${second.order._id}/payment-confirmation` })).toMatchObject({
+        skipped_reason: 'store_hourly_cap',
+      });
+      expect(await messagesTo(first.email)).toHaveLength(2);
+      expect(await messagesTo(second.email)).toHaveLength(1);
+    } finally {
+      real.close();
+    }
   });
 });
