@@ -12,14 +12,22 @@ import { renderBrokenPage, renderTooManyAttemptsPage } from './refusal-views';
 import { slowCardTesting } from './card-testing';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { redactPath } from '../redact';
-import { contentSecurityPolicy } from './content-security';
 import { clientAddress } from '../client-address';
 import { choosePageLanguage } from '../../i18n/pages';
 
 /** The browser's language (Accept-Language): these answers come before any session or customer is read. */
 const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
-export { CONTENT_SECURITY_POLICY } from './content-security';
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 /**
  * Card testing through the pages is bounded per address (PAGE_POST_RATE_LIMIT per window), across
@@ -44,10 +52,8 @@ function limitPaymentSubmits(app: FastifyInstance): void {
 }
 
 export default async function pages(app: FastifyInstance): Promise<void> {
-  // Stripe.js's origin joins the policy where the pages load it (PAYMENT_PROVIDER=stripe).
-  const policy = contentSecurityPolicy(app.deps.stripe?.jsUrl);
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('Content-Security-Policy', policy);
+    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('X-Frame-Options', 'DENY');
     reply.header('Referrer-Policy', 'same-origin');
