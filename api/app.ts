@@ -17,6 +17,7 @@ import healthRoutes from './routes/health';
 import pages from './pages';
 import stripeEventRoutes from './providers/stripe-events';
 import { measureRequests } from './metrics';
+import { traceRequests } from './tracing';
 
 import { redactedRequest } from './redact';
 import { fastifyTrustProxy } from './client-address';
@@ -46,6 +47,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
 
   app.decorate('deps', deps);
   if (deps.httpDuration) measureRequests(app, deps.httpDuration);
+  if (deps.traced) traceRequests(app);
   app.addSchema(ErrorResponse);
   for (const schema of componentSchemas) app.addSchema(schema);
   await app.register(requestContext);

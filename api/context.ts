@@ -22,6 +22,8 @@ export interface AppDeps {
   stripe?: StripeWebSettings | null;
   /** The request histogram every response is timed in (api/metrics.ts); the API process passes it, tests may not. */
   httpDuration?: Histogram<string>;
+  /** Tracing is on (adapters/tracing.ts): each request gets its span, and runs inside it. */
+  traced?: boolean;
 }
 
 export interface AuthContext {

@@ -13,8 +13,11 @@ import { isEntryPoint } from '../adapters/entry-point';
 import { apiTemporalInterceptors, DEPENDENCY_WAIT_MS } from './outages';
 import { createApiMetrics, startMetricsServer } from './metrics';
 import { installBusinessMetrics } from '../services/operations/business-metrics';
+import { tracingClientInterceptors, tracingFromEnv } from '../adapters/tracing';
 
 export async function startApiServer(config = loadApiConfig()) {
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; first, so every span has its provider.
+  const tracing = tracingFromEnv('billing-api');
   // A database that cannot be reached answers 503 in about two seconds, not after the driver's 30.
   const database = await connectDatabase(config.mongoUri, config.mongoDb, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
   const { db } = database;
@@ -26,7 +29,7 @@ export async function startApiServer(config = loadApiConfig()) {
     connectTimeout: DEPENDENCY_WAIT_MS,
     interceptors: apiTemporalInterceptors(),
   });
-  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracingClientInterceptors(tracing) });
   const metrics = createApiMetrics();
   installBusinessMetrics(metrics.business);
 
@@ -38,12 +41,14 @@ export async function startApiServer(config = loadApiConfig()) {
       ...createPaymentConnections(db, process.env, { stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId) }),
       stripe: stripeWebSettings(),
       httpDuration: metrics.httpDuration,
+      traced: tracing !== null,
     },
     { logger: { level: config.logLevel }, connectionTimeout: 30_000, requestTimeout: 60_000, keepAliveTimeout: 72_000 },
   );
   app.addHook('onClose', async () => {
     await connection.close().catch(() => undefined);
     await database.close();
+    await tracing?.shutdown();
   });
   await app.listen({ port: config.port, host: config.host });
   const metricsServer = await startMetricsServer(metrics.registry, config.metricsPort, config.host);

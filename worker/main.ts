@@ -16,6 +16,8 @@ import { heartbeatWhileRunning, type ActivityTimings } from './activity-intercep
 import { mailerFromEnv } from '../adapters/email/smtp';
 import { countActivityOutcomes, coreBusinessMetrics, workerMetricsExporter } from './metrics';
 import { installBusinessMetrics } from '../services/operations/business-metrics';
+import { tracingClientInterceptors, tracingFromEnv, type Tracing } from '../adapters/tracing';
+import { tracingActivityInterceptors, tracingSinks, tracingWorkflowModule } from './tracing';
 
 export const defaultTaskQueue = 'billing';
 
@@ -35,6 +37,8 @@ export interface BillingWorkerOptions extends Omit<
   activityDeps?: Partial<ActivityDeps>;
   /** Records each activity's duration (benchmarks choose timeouts from these). */
   activityTimings?: ActivityTimings;
+  /** Tracing when on (adapters/tracing.ts): workflow and activity spans join the caller's trace. */
+  tracing?: Tracing | null;
 }
 
 export async function createBillingWorker({
@@ -45,6 +49,7 @@ export async function createBillingWorker({
   temporal,
   activityDeps = {},
   activityTimings,
+  tracing = null,
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -52,9 +57,12 @@ export async function createBillingWorker({
     // (10 s by default): part of how soon a survivor resumes a dead worker's workflows.
     stickyQueueScheduleToStartTimeout: '3 seconds',
     ...workerOptions,
+    ...(tracing ? { sinks: { ...workerOptions.sinks, ...tracingSinks(tracing) } } : {}),
     interceptors: {
       ...workerOptions.interceptors,
+      ...(tracing ? { workflowModules: [...(workerOptions.interceptors?.workflowModules ?? []), tracingWorkflowModule] } : {}),
       activity: [
+        ...(tracing ? [tracingActivityInterceptors] : []),
         heartbeatWhileRunning,
         countActivityOutcomes,
         ...(activityTimings ? [activityTimings.record()] : []),
@@ -103,6 +111,8 @@ async function main(): Promise<void> {
     shutdownSignals: [],
   });
   installBusinessMetrics(coreBusinessMetrics(Runtime.instance().metricMeter));
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const tracing = tracingFromEnv('billing-worker');
 
   const mongoUri = process.env.MONGODB_URI;
   if (!mongoUri) throw new Error('MONGODB_URI is not set (npm start sets it; or point it at your MongoDB)');
@@ -117,7 +127,7 @@ async function main(): Promise<void> {
   await ensureIndexes(db);
   const connection = await NativeConnection.connect(temporalOptions);
   const clientConnection = await Connection.connect(temporalOptions);
-  const temporal = new Client({ connection: clientConnection, namespace });
+  const temporal = new Client({ connection: clientConnection, namespace, interceptors: tracingClientInterceptors(tracing) });
   await untilNamespaceAnswers(() => clientConnection.workflowService.describeNamespace({ namespace }), {
     onFirstRefusal: (error) => console.log(`worker: waiting for Temporal namespace ${namespace} to answer (${String(error).slice(0, 200)})`),
   });
@@ -128,6 +138,7 @@ async function main(): Promise<void> {
     temporal,
     db,
     activityDeps: { mailer },
+    tracing,
     // On SIGTERM activities in flight (a delivery's POST, a charge) finish instead of being cancelled and repeated.
     shutdownGraceTime: process.env.WORKER_SHUTDOWN_GRACE ?? '30 seconds',
   });
@@ -154,6 +165,7 @@ async function main(): Promise<void> {
     await clientConnection.close();
     await connection.close();
     await database.close();
+    await tracing?.shutdown();
   }
   console.log('worker stopped');
 }

@@ -30,6 +30,8 @@ export async function startTestApi(options: {
   /** The test connection beside a real-looking `provider` (test clocks' money). */
   testProvider?: PaymentProvider | null;
   config?: Partial<ApiConfig>;
+  /** Request spans on (tracing set up by the test). */
+  traced?: boolean;
 }): Promise<TestApi> {
   await ensureIndexes(options.db);
   // Pick the port first so every absolute URL the API prints (checkout, portal, docs) points here.
@@ -47,7 +49,10 @@ export async function startTestApi(options: {
   const lazy = options.temporal ? null : lazyTestClient();
   const temporal = options.temporal ?? lazy!.client;
   const provider = options.provider ?? createTestConnection({ db: options.db });
-  const app = await buildApp({ db: options.db, config, temporal, provider, testProvider: options.testProvider ?? null }, { logger: false });
+  const app = await buildApp(
+    { db: options.db, config, temporal, provider, testProvider: options.testProvider ?? null, traced: options.traced },
+    { logger: false },
+  );
   if (lazy) app.addHook('onClose', () => lazy.close());
   await app.listen({ port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
