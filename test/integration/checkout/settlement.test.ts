@@ -194,7 +194,7 @@ describe('subscriptions from checkout', () => {
     const res = await post(`/c/${s.id}/pay`, buyer({ method: 'card', card_number: CARD_OK }));
     expect(res.location).toBe(`/c/${s.id}?done=1`);
     const done = await waitFor(async () => ((await session(s.id)).subscription ? session(s.id) : null));
-    expect(await stack.mongo.db.collection('orders').findOne({ _id: done.order })).toMatchObject({ status: 'paid', amount_total: 0 });
+    expect(await findOrder(stack.mongo.db, store.store._id, done.order!)).toMatchObject({ status: 'paid', amount_total: 0 });
     const sub = (await subscriptionsCollection(stack.mongo.db).findOne({ _id: done.subscription! }))!;
     expect(sub.status).toBe('trialing');
     expect(sub.default_payment_method?.last4).toBe('4242');
