@@ -4,7 +4,8 @@
 // to 201 (workflow, provider charge, order and charge written); (c) 50 concurrent requests with one
 // key: exactly one provider charge and one order, the other 49 answered 409 idempotency_key_in_use
 // while it runs (or the same charge once done), and the time until all 50 have their answer. Goals (issue): p50 within 2x of (a) and under 100 ms,
-// p99 under 300 ms. Starts its own FerretDB and Temporal dev server; prints tables, writes
+// p99 under 300 ms. (d) the Stripe connection's own overhead per charge against stripe-mock
+// (stripe-adapter.ts). Starts its own FerretDB, Temporal dev server and stripe-mock; prints tables, writes
 // results/charges.json. Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
 import { merchantChargeKey } from '../../domain/charges';
@@ -28,6 +29,7 @@ import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../adapters/pr
 import { recordSubscription } from '../../services/subscriptions/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
+import { measureStripeAdapter, stripeSettings } from './stripe-adapter';
 import { machineInfo, printActivityTimings, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -37,6 +39,8 @@ const settings = {
   charges: { count: 400, connections: 20, warmup: 40, subscriptions: 20 },
   sameKey: { rounds: 5, concurrent: 50 },
 };
+
+const latencyColumns = (l: { p50: number; p99: number; mean: number }) => ({ 'p50 ms': l.p50, 'p99 ms': l.p99, 'mean ms': l.mean });
 
 async function yardstick(client: Client, taskQueue: string, { count, concurrency, warmup } = settings.yardstick) {
   const run = async (total: number) => {
@@ -181,6 +185,8 @@ async function main(): Promise<void> {
       return { bare, bareSequential, sequential, distinct, rounds };
     });
     await app.close();
+    console.log(`(d) the Stripe adapter against stripe-mock, ${stripeSettings.count} charges one at a time...`);
+    const stripeAdapter = await measureStripeAdapter();
 
     const p50Ratio = round(figures.distinct.latencyMs.p50 / figures.bare.p50, 2);
     printTable('(a) yardstick: bare start-and-wait of a one-activity workflow (pingWorkflow)', [
@@ -235,6 +241,14 @@ async function main(): Promise<void> {
         other: r.other,
       })),
     );
+    printTable('(d) the Stripe adapter against stripe-mock: its own overhead per charge (one at a time)', [
+      { path: 'bare fetch POST /v1/payment_intents', ...latencyColumns(stripeAdapter.bareRequest), 'overhead p50 ms': '' },
+      {
+        path: 'chargeCard (stripe package + adapter)',
+        ...latencyColumns(stripeAdapter.chargeCard),
+        'overhead p50 ms': stripeAdapter.overheadPerChargeMs,
+      },
+    ]);
     printActivityTimings(timings.summary());
     const file = saveResults('charges', {
       activityDurations: timings.summary(),
@@ -244,6 +258,7 @@ async function main(): Promise<void> {
       loadAverage1mAfter: machineInfo().loadAverage1m,
       settings,
       ...figures,
+      stripeAdapter: { settings: stripeSettings, ...stripeAdapter },
       p50OverYardstickP50: p50Ratio,
       goals: { p50WithinTimesYardstick: 2, p50UnderMs: 100, p99UnderMs: 300 },
     });
