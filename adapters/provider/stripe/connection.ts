@@ -124,9 +124,8 @@ async function saveCard(ctx: StripeContext, input: SaveCardInput): Promise<SaveC
     await ctx.stripe.customers.update(customer, { invoice_settings: { default_payment_method: method.id } }, defaultOptions);
     return { ok: true, card: cardOf(method) };
   } catch (error) {
-    if (error instanceof Stripe.errors.StripeCardError || isRefusal(error)) {
-      return { ok: false, code: declineCodeOf(error) ?? 'card_declined', message: error.message };
-    }
+    if (error instanceof Stripe.errors.StripeCardError) return { ok: false, code: declineCodeOf(error) ?? 'card_declined', message: error.message };
+    if (isRefusal(error)) return { ok: false, code: error.code || 'provider_error', message: error.message };
     throw error;
   }
 }

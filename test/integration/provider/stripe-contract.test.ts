@@ -123,6 +123,25 @@ describe('saved cards and unattended charges', () => {
     expect(recorder.exchanges).toHaveLength(0);
   });
 
+  it('a card Stripe declines while saving is refused with its decline code; a refused request with its error code, never as a decline', async () => {
+    const attach = '/v1/payment_methods/pm_contract/attach';
+    const save = () =>
+      stripe.saveCard({ storeId: PLATFORM_STORE, customerId: 'cust_1', providerCustomerId: 'cus_contract', cardToken: 'pm_contract' });
+    recorder.setRewrite((sent, json) =>
+      sent.path === attach
+        ? new InjectedAnswer(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'do_not_honor', message: 'Declined.' } })
+        : json,
+    );
+    expect(await save()).toEqual({ ok: false, code: 'do_not_honor', message: 'Declined.' });
+    recorder.setRewrite((sent, json) =>
+      sent.path === attach
+        ? new InjectedAnswer(400, { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } })
+        : json,
+    );
+    expect(await save()).toEqual({ ok: false, code: 'resource_missing', message: 'No such PaymentMethod' });
+    accepted();
+  });
+
   it("chargeSavedCard confirms off_session on the card's customer under the charge key, with metadata.charge_key", async () => {
     recorder.setRewrite((sent, json) => (sent.path.startsWith('/v1/payment_methods/') ? { ...(json as object), customer: 'cus_contract' } : json));
     const key = newKey();
