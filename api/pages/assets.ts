@@ -102,6 +102,52 @@ export const PAGES_JS = `
   };
   Array.prototype.forEach.call(methods, function (radio) { radio.addEventListener('change', sync); });
   if (methods.length) sync();
+  // Stripe's card field (a Stripe connection): the card becomes a pm_ id in Stripe.js; only that id is posted.
+  var stripeCard = document.querySelector('[data-stripe-card]');
+  var stripeOf = function (holder) {
+    var account = holder.getAttribute('data-stripe-account');
+    return window.Stripe(holder.getAttribute('data-stripe-key'), account ? { stripeAccount: account } : undefined);
+  };
+  if (stripeCard) {
+    var cardError = document.getElementById('card-error');
+    var showCardError = function (text) { cardError.textContent = text; cardError.hidden = false; };
+    if (!window.Stripe) showCardError(cardError.getAttribute('data-unavailable'));
+    else {
+      var stripe = stripeOf(stripeCard);
+      var cardElement = stripe.elements().create('card');
+      cardElement.mount('#card-element');
+      var cardForm = stripeCard.closest('form');
+      var methodField = cardForm.querySelector('input[name=payment_method]');
+      cardForm.addEventListener('submit', function (event) {
+        if (!event.submitter || event.submitter.value !== 'card' || methodField.value) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        var field = function (name) { var input = cardForm.querySelector('[name=' + name + ']'); return input ? input.value : undefined; };
+        var details = { name: field('name'), email: field('email') };
+        Promise.resolve(stripe.createPaymentMethod({ type: 'card', card: cardElement, billing_details: details })).then(function (result) {
+          if (!result || result.error || !result.paymentMethod) { showCardError((result && result.error && result.error.message) || cardError.getAttribute('data-unavailable')); return; }
+          methodField.value = result.paymentMethod.id;
+          var chosen = document.createElement('input');
+          chosen.type = 'hidden'; chosen.name = 'method'; chosen.value = 'card';
+          cardForm.appendChild(chosen);
+          cardForm.submit();
+        }, function (error) { showCardError(String(error && error.message || error)); });
+      });
+    }
+  }
+  // 3-D Secure: Stripe.js runs the bank's step, then the server is asked to check at once (the event may come later).
+  var nextAction = document.querySelector('[data-stripe-action]');
+  if (nextAction && window.Stripe) {
+    var actionStripe = stripeOf(nextAction);
+    var confirmed = document.getElementById('stripe-confirmed');
+    var runAction = function () {
+      var secret = nextAction.getAttribute('data-client-secret');
+      var step = actionStripe.handleNextAction ? actionStripe.handleNextAction({ clientSecret: secret }) : actionStripe.confirmCardPayment(secret);
+      return Promise.resolve(step).then(function () { confirmed.submit(); }, function () { confirmed.submit(); });
+    };
+    confirmed.addEventListener('submit', function (event) { event.preventDefault(); runAction(); });
+    runAction();
+  }
   // One submission at a time.
   Array.prototype.forEach.call(document.querySelectorAll('form[data-once]'), function (form) {
     form.addEventListener('submit', function () {

@@ -31,6 +31,19 @@ export interface FormValues {
   installments?: number | null;
 }
 
+/** Stripe.js on the page: its key, the store's connected account and where it loads from (PCI SAQ A: the card stays in its field). */
+export interface StripeFieldView {
+  publishableKey: string;
+  account: string | null;
+  jsUrl: string;
+}
+
+/** A pending Stripe payment: the 3-D Secure client secret while the buyer must act, the PIX QR image. */
+export interface StripePendingView extends StripeFieldView {
+  clientSecret: string | null;
+  pixImageUrl: string | null;
+}
+
 export interface FormError {
   code: string;
   message: string;
@@ -76,6 +89,7 @@ function errorText(lang: Language, error: FormError): string {
     'payment_in_progress',
     'customer_rejected',
     'card_payments_locked',
+    'card_fields_required',
   ];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
@@ -121,7 +135,7 @@ function summary(lang: Language, session: CheckoutSessionDoc, price: Price): Mar
 export function renderCheckoutPage(
   lang: Language,
   session: CheckoutSessionDoc,
-  options: { currency?: string | null; error?: FormError | null; values?: FormValues; pixAvailable: boolean },
+  options: { currency?: string | null; error?: FormError | null; values?: FormValues; pixAvailable: boolean; stripe?: StripeFieldView | null },
 ): string {
   const price = chosenPrice(session, options.currency);
   const amounts = chargeAmounts(price, session.pack, session.coupon);
@@ -179,18 +193,7 @@ ${summary(lang, session, price)}
       </div>
     </fieldset>
     <div data-method="card">
-      <label for="card_number">${t(lang, 'card_number')}</label>
-      <input type="text" id="card_number" name="card_number" inputmode="numeric" autocomplete="cc-number" data-required maxlength="23"${invalid('card_number')}>
-      <div class="row">
-        <div>
-          <label for="card_expiry">${t(lang, 'expiry')}</label>
-          <input type="text" id="card_expiry" name="card_expiry" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7">
-        </div>
-        <div>
-          <label for="card_cvc">${t(lang, 'cvc')}</label>
-          <input type="text" id="card_cvc" name="card_cvc" inputmode="numeric" autocomplete="cc-csc" maxlength="4">
-        </div>
-      </div>
+      ${options.stripe ? stripeCardField(lang, options.stripe) : cardFields(lang, invalid)}
       ${
         maxInstallments > 1
           ? html`<label for="installments">${t(lang, 'installments')}</label>
@@ -215,7 +218,33 @@ ${summary(lang, session, price)}
   </form>
 </section>
 </main>`;
-  return layout({ lang, title: `${session.offer.name} · ${session.store_name}`, body, script: true });
+  return layout({ lang, title: `${session.offer.name} · ${session.store_name}`, body, script: true, providerScript: options.stripe?.jsUrl });
+}
+
+/** The test connection's card fields: the number reaches our server only to be tokenized in memory. */
+function cardFields(lang: Language, invalid: (field: string) => Markup | ''): Markup {
+  return html`<label for="card_number">${t(lang, 'card_number')}</label>
+      <input type="text" id="card_number" name="card_number" inputmode="numeric" autocomplete="cc-number" data-required maxlength="23"${invalid('card_number')}>
+      <div class="row">
+        <div>
+          <label for="card_expiry">${t(lang, 'expiry')}</label>
+          <input type="text" id="card_expiry" name="card_expiry" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7">
+        </div>
+        <div>
+          <label for="card_cvc">${t(lang, 'cvc')}</label>
+          <input type="text" id="card_cvc" name="card_cvc" inputmode="numeric" autocomplete="cc-csc" maxlength="4">
+        </div>
+      </div>`;
+}
+
+/** Stripe's card field: Stripe.js mounts it and turns the card into a pm_ id the form posts as payment_method. */
+function stripeCardField(lang: Language, stripe: StripeFieldView): Markup {
+  return html`<div data-stripe-card data-stripe-key="${stripe.publishableKey}" data-stripe-account="${stripe.account ?? ''}">
+      <label for="card-element">${t(lang, 'card_details')}</label>
+      <div id="card-element" class="card-field" data-testid="card-element"></div>
+      <input type="hidden" name="payment_method" value="">
+      <p class="alert" role="alert" id="card-error" data-testid="card-error" data-unavailable="${t(lang, 'card_field_unavailable')}" hidden></p>
+      </div>`;
 }
 
 function orderLines(lang: Language, order: OrderDoc | null): Markup {
@@ -286,21 +315,26 @@ export function renderPendingPage(
   order: OrderDoc | null,
   testConnection: boolean,
   timeZone: string,
+  stripe: StripePendingView | null = null,
 ): string {
   const payment = session.payment;
   const pix = payment?.method === 'pix';
+  const action = !pix && stripe?.clientSecret ? stripe : null;
   const state = `${session.status}/${session.payment_status}`;
   const body = html`${topBar(lang, session)}
 <main class="wrap">
 <section class="panel" aria-labelledby="pending-title" data-poll="/c/${session._id}/status" data-state="${state}" data-testid="pending">
-  <h1 id="pending-title">${pix ? t(lang, 'pix_title') : t(lang, 'pending_title')}</h1>
+  <h1 id="pending-title">${pix ? t(lang, 'pix_title') : action ? t(lang, 'action_title') : t(lang, 'pending_title')}</h1>
   ${
     pix && payment?.pix_code
       ? html`<p>${t(lang, 'pix_instructions', { time: formatDate(payment.pix_expires_at!, lang, { withTime: true, timeZone }) })}</p>
+  ${stripe?.pixImageUrl ? html`<p class="center"><img src="${stripe.pixImageUrl}" alt="${t(lang, 'pix_qr')}" width="240" height="240" data-testid="pix-qr"></p>` : ''}
   <label for="pix-code">${t(lang, 'pix_code')}</label>
   <textarea id="pix-code" readonly data-testid="pix-code">${payment.pix_code}</textarea>
   <button type="button" class="secondary" data-copy="pix-code" data-copied="${t(lang, 'copied')}" hidden>${t(lang, 'copy_code')}</button>`
-      : html`<p>${t(lang, 'review_text')}</p>`
+      : action
+        ? nextActionPanel(lang, session, action)
+        : html`<p>${t(lang, 'review_text')}</p>`
   }
   <p role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t(lang, 'waiting')}</p>
   ${orderLines(lang, order)}
@@ -308,7 +342,18 @@ export function renderPendingPage(
 </section>
 </main>`;
   const head = html`<noscript><meta http-equiv="refresh" content="5"></noscript>`;
-  return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true });
+  return layout({ lang, title: t(lang, 'pending_title'), body, head, script: true, providerScript: action ? action.jsUrl : null });
+}
+
+/**
+ * 3-D Secure: the page script runs Stripe.js's next action with the client secret, then posts to
+ * /c/<id>/confirm so the server asks the provider at once instead of waiting for its event.
+ */
+function nextActionPanel(lang: Language, session: CheckoutSessionDoc, action: StripePendingView): Markup {
+  return html`<p>${t(lang, 'action_text')}</p>
+  <div data-stripe-action data-stripe-key="${action.publishableKey}" data-stripe-account="${action.account ?? ''}" data-client-secret="${action.clientSecret}" data-testid="next-action">
+  <form method="post" action="/c/${session._id}/confirm" id="stripe-confirmed"><button type="submit" class="secondary" data-testid="action-retry">${t(lang, 'action_retry')}</button></form>
+  </div>`;
 }
 
 /**

@@ -8,8 +8,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
-import { payCheckoutSession, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
+import { payCheckoutSession, recheckPendingCard, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
 import { attemptInFlightRecently } from '../../services/checkout/attempt-probe';
+import { connectionFor } from '../../adapters/provider';
+import type { StripeWebSettings } from '../../adapters/provider/stripe/web';
+import type { StoreDoc } from '../../store/collections';
 import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
@@ -25,6 +28,8 @@ import {
   renderThankYouPage,
   renderUnavailablePage,
   type FormValues,
+  type StripeFieldView,
+  type StripePendingView,
 } from './checkout-views';
 
 const SessionParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -48,6 +53,8 @@ const PayForm = Type.Object({
   card_expiry: Text,
   card_cvc: Text,
   installments: Text,
+  /** The pm_ id Stripe.js made in the page (a Stripe connection); ignored by the test connection's form. */
+  payment_method: Text,
 });
 const SettleForm = Type.Object({ outcome: Type.Union([Type.Literal('paid'), Type.Literal('refused')]) });
 const StatusResponse = Type.Object({ status: Type.String(), payment_status: Type.String(), next: Type.String() });
@@ -68,7 +75,39 @@ const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
   payRoute(app);
   statusRoute(app);
   testSettleRoute(app);
+  confirmRoute(app);
 };
+
+/** The store's connected Stripe account (Stripe Connect), when it names one. */
+const stripeAccountOf = (store: StoreDoc | null) => store?.stripe_account ?? null;
+
+/**
+ * Stripe.js's card field, where the session pays through the Stripe connection (a test clock's session
+ * beside a live key pays through the test connection, which keeps its own fields).
+ */
+function stripeFieldFor(
+  stripe: StripeWebSettings | null | undefined,
+  deps: CheckoutDeps,
+  session: CheckoutSessionDoc,
+  store: StoreDoc | null,
+): StripeFieldView | null {
+  if (!stripe || connectionFor(deps, Boolean(session.test_clock)) !== deps.provider) return null;
+  return { publishableKey: stripe.publishableKey, account: stripeAccountOf(store), jsUrl: stripe.jsUrl };
+}
+
+/** What a pending Stripe payment shows: the 3-D Secure step or the PIX QR image; null when Stripe cannot be read now. */
+async function stripePendingView(
+  stripe: StripeWebSettings | null | undefined,
+  deps: CheckoutDeps,
+  session: CheckoutSessionDoc,
+  store: StoreDoc | null,
+): Promise<StripePendingView | null> {
+  const field = stripeFieldFor(stripe, deps, session, store);
+  const transactionId = session.payment?.transaction_id;
+  if (!field || !transactionId) return null;
+  const payment = await stripe!.readPagePayment(transactionId, field.account).catch(() => null);
+  return payment ? { ...field, clientSecret: payment.clientSecret, pixImageUrl: payment.pix?.imageUrl ?? null } : null;
+}
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -105,7 +144,7 @@ async function renderSession(
   deps: CheckoutDeps,
   session: CheckoutSessionDoc,
   lang: Language,
-  options: { currency?: string; done?: boolean; processing?: boolean },
+  options: { currency?: string; done?: boolean; processing?: boolean; stripe?: StripeWebSettings | null },
 ) {
   const status = effectiveStatus(session, nowSeconds());
   if (status === 'expired') {
@@ -118,13 +157,15 @@ async function renderSession(
     // After a submit: while the workflow still charges (or cannot be asked), the buyer waits instead of paying again.
     const unsettled = options.processing ? await attemptInFlightRecently(deps, session._id) : false;
     if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
-    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true }) };
+    const stripe = options.stripe ? stripeFieldFor(options.stripe, deps, session, await findStore(deps.db, session.store_id)) : null;
+    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true, stripe }) };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
   if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
   if (session.payment_status === 'pending') {
     const store = await findStore(deps.db, session.store_id);
-    return { status: 200, body: renderPendingPage(lang, session, order, testButtonsShown(deps, session), store?.timezone ?? 'UTC') };
+    const stripe = await stripePendingView(options.stripe, deps, session, store);
+    return { status: 200, body: renderPendingPage(lang, session, order, testButtonsShown(deps, session), store?.timezone ?? 'UTC', stripe) };
   }
   return { status: 200, body: renderFailedPage(lang, session) };
 }
@@ -141,7 +182,7 @@ function sessionPageRoute(app: RouteApp): void {
         .send(renderUnavailablePage(browserLanguage(request)));
     const { currency, done, processing } = request.query;
     const lang = await sessionLanguage(deps, session, request);
-    const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1' });
+    const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1', stripe: app.deps.stripe });
     if ('redirect' in page) return reply.redirect(page.redirect!, 303);
     return reply.status(page.status).type(HTML).send(page.body);
   });
@@ -163,7 +204,11 @@ function payRoute(app: RouteApp): void {
       const form = request.body;
       const method = form.method === 'pix' ? 'pix' : 'card';
       const installments = form.installments ? Number(form.installments) : null;
+      const store = app.deps.stripe ? await findStore(deps.db, session.store_id) : null;
+      const stripe = stripeFieldFor(app.deps.stripe, deps, session, store);
       const result = await payCheckoutSession(deps, session, {
+        providerCardField: Boolean(stripe),
+        paymentMethod: stripe ? form.payment_method : null,
         method,
         email: form.email,
         name: form.name,
@@ -193,7 +238,7 @@ function payRoute(app: RouteApp): void {
       return reply
         .status(status)
         .type(HTML)
-        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true }));
+        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true, stripe }));
     },
   );
 }
@@ -229,6 +274,26 @@ function testSettleRoute(app: RouteApp): void {
           .type(HTML)
           .send(renderUnavailablePage(browserLanguage(request)));
       if (testButtonsShown(deps, session)) await settleFromHostedPage(deps, session, request.body.outcome);
+      return reply.redirect(`/c/${session._id}`, 303);
+    },
+  );
+}
+
+/** POST /c/:id/confirm: the page finished Stripe's next action (3-D Secure); the provider is asked once, now. */
+function confirmRoute(app: RouteApp): void {
+  const deps = checkoutDepsOf(app.deps);
+  app.post(
+    '/c/:id/confirm',
+    { config: { public: true, paymentSubmit: true }, schema: { hide: true, params: SessionParams } },
+    async (request, reply) => {
+      const session = await sessionServedHere(deps, request, request.params.id);
+      if (!session)
+        return reply
+          .status(404)
+          .type(HTML)
+          .send(renderUnavailablePage(browserLanguage(request)));
+      // The provider unreachable now: its event still comes, and the page keeps polling.
+      await recheckPendingCard(deps, session).catch((error: Error) => request.log.warn({ err: error.message }, 'pending card re-check failed'));
       return reply.redirect(`/c/${session._id}`, 303);
     },
   );

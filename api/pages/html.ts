@@ -41,11 +41,13 @@ export interface LayoutOptions {
   head?: Markup;
   /** Load the page script (polling, copy button, method toggle). */
   script?: boolean;
+  /** A provider's script the page script uses (Stripe.js), loaded first; its origin must be in the CSP. */
+  providerScript?: string | null;
 }
 
-export const ASSET_VERSION = '2';
+export const ASSET_VERSION = '3';
 
-export function layout({ lang, title, body, head, script }: LayoutOptions): string {
+export function layout({ lang, title, body, head, script, providerScript }: LayoutOptions): string {
   return html`<!doctype html>
 <html lang="${lang}">
 <head>
@@ -55,6 +57,7 @@ export function layout({ lang, title, body, head, script }: LayoutOptions): stri
 <title>${title}</title>
 <link rel="stylesheet" href="/assets/pages.css?v=${ASSET_VERSION}">
 ${head ?? ''}
+${providerScript ? html`<script src="${providerScript}"></script>` : ''}
 ${script ? html`<script src="/assets/pages.js?v=${ASSET_VERSION}" defer></script>` : ''}
 </head>
 <body>

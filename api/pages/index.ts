@@ -1,7 +1,8 @@
 // The pages buyers and customers open in a browser (hosted checkout, customer portal, the API's
 // error reference at /docs) and their assets, outside /v1 and without an API key. Every page answer
-// carries a strict Content-Security-Policy (scripts and styles only from this origin, nothing inline)
-// and is never framed; failures render as a page, not as an API error object.
+// carries a strict Content-Security-Policy (scripts and styles only from this origin, nothing inline;
+// with a Stripe connection also Stripe.js's origin: content-security.ts) and is never framed; failures
+// render as a page, not as an API error object.
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import checkoutPages from './checkout';
 import offerLinkPages from './offer-links';
@@ -12,22 +13,14 @@ import { renderBrokenPage, renderTooManyAttemptsPage } from './refusal-views';
 import { slowCardTesting } from './card-testing';
 import { SharedRateWindows } from '../../store/rate-counters';
 import { redactPath } from '../redact';
+import { contentSecurityPolicy } from './content-security';
 import { clientAddress } from '../client-address';
 import { choosePageLanguage } from '../../i18n/pages';
 
 /** The browser's language (Accept-Language): these answers come before any session or customer is read. */
 const browserLanguage = (request: FastifyRequest) => choosePageLanguage([], request.headers['accept-language']);
 
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export { CONTENT_SECURITY_POLICY } from './content-security';
 
 /**
  * Card testing through the pages is bounded per address (PAGE_POST_RATE_LIMIT per window), across
@@ -52,8 +45,10 @@ function limitPaymentSubmits(app: FastifyInstance): void {
 }
 
 export default async function pages(app: FastifyInstance): Promise<void> {
+  // Stripe.js's origin joins the policy where the pages load it (PAYMENT_PROVIDER=stripe).
+  const policy = contentSecurityPolicy(app.deps.stripe?.jsUrl);
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('Content-Security-Policy', policy);
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('X-Frame-Options', 'DENY');
     reply.header('Referrer-Policy', 'same-origin');

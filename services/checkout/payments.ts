@@ -24,11 +24,12 @@ import { findStore } from '../../store/stores';
 import { findCheckoutSession, type CheckoutSessionDoc } from '../../store/checkout-sessions';
 import { prepareCustomer } from '../customers';
 import { connectionFor, testPaymentsAvailable } from '../../adapters/provider';
-import type { SettlementStatus } from '../../adapters/provider/types';
+import type { SettlementStatus, TransactionState } from '../../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './sessions';
 import { deliverProviderNotice } from '../provider/notices';
 import { checkoutSessionClient, type UnsettledAttempt } from './client';
 import {
+  checkoutSessionWorkflowId,
   CARD_LOCKED_FAILURE,
   NOT_OPEN_FAILURE,
   PAYMENT_IN_PROGRESS_FAILURE,
@@ -65,6 +66,12 @@ export interface HostedPaymentInput {
   installments?: number | null;
   /** Only ever in memory: handed to the provider's tokenizer and dropped. */
   card?: { number: string; exp_month?: number; exp_year?: number; cvc?: string } | null;
+  /**
+   * The provider's own card field is on the page (Stripe.js, PCI SAQ A): the card arrives as `paymentMethod`
+   * (pm_…) and a card number is refused, never tokenized here.
+   */
+  providerCardField?: boolean;
+  paymentMethod?: string | null;
 }
 
 export type HostedPaymentResult =
@@ -160,9 +167,25 @@ function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, 
   } catch (error) {
     return { stop: fieldError(error) };
   }
+  if (input.providerCardField) return providerCardTerms(input, { trial, amounts, installments });
   const cardNumber = input.card ? cardDigits(input.card.number) : null;
   if (!cardNumber) return { stop: { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' } };
   return { value: { trial, amounts, installments, cardNumber } };
+}
+
+/** A payment method id as Stripe.js makes it. */
+const PAYMENT_METHOD_ID = /^pm_[0-9A-Za-z_]{1,200}$/;
+
+/** With the provider's card field: a card number is refused outright (it must never reach us), a pm_ id required. */
+function providerCardTerms(input: HostedPaymentInput, terms: Omit<ChargeTerms, 'cardNumber'>): Step<ChargeTerms> {
+  if (input.card?.number) {
+    const message = 'Card numbers are not accepted here: enter the card in the card field.';
+    return { stop: { kind: 'error', code: 'card_fields_required', message, field: 'card_number' } };
+  }
+  if (!input.paymentMethod || !PAYMENT_METHOD_ID.test(input.paymentMethod)) {
+    return { stop: { kind: 'error', code: 'card_fields_required', message: 'Enter your card in the card field.', field: 'payment_method' } };
+  }
+  return { value: { ...terms, cardNumber: null } };
 }
 
 /**
@@ -221,6 +244,8 @@ async function tokenize(
   terms: ChargeTerms,
 ): Promise<Step<string | null>> {
   if (input.method !== 'card') return { value: null };
+  // Stripe.js made the payment method in the page: it is the token.
+  if (input.providerCardField) return { value: input.paymentMethod! };
   let tokenized;
   try {
     // The card goes where the session's attempts will charge it: a test clock's session, the test connection.
@@ -289,6 +314,31 @@ export function attemptInFlight(deps: CheckoutDeps, sessionId: string): Promise<
 /** The hosted page shows the test connection's buttons where the session pays through one: a test default, or a test clock's session. */
 export function testButtonsShown(deps: CheckoutDeps, session: Pick<CheckoutSessionDoc, 'test_clock'>): boolean {
   return session.test_clock ? testPaymentsAvailable(deps) : !deps.provider.livemode;
+}
+
+/** A pending transaction's state as a settlement: null while the provider still decides. */
+function settlementOf(state: TransactionState | null | undefined): SettlementStatus | null {
+  if (state === 'paid' || state === 'approved') return 'paid';
+  if (state === 'refused' || state === 'declined' || state === 'voided' || state === 'refunded') return 'refused';
+  return state === 'expired' ? 'expired' : null;
+}
+
+/**
+ * The page finished the provider's next action (3-D Secure): the provider is asked once, now, and what it
+ * decided reaches the session's workflow as the notice its event would carry, so a late event leaves no
+ * buyer waiting. Nothing the page sends is believed: the notice is the provider's record. Bounded by the
+ * page payment limit (the route is a payment submit).
+ */
+export async function recheckPendingCard(deps: CheckoutDeps, session: CheckoutSessionDoc): Promise<boolean> {
+  const transactionId = session.payment?.transaction_id;
+  if (session.payment_status !== 'pending' || session.payment?.method !== 'card' || !transactionId) return false;
+  const connection = connectionFor(deps, Boolean(session.test_clock));
+  const found = await connection.getTransaction({ storeId: session.store_id, transactionId });
+  const status = settlementOf(found?.state);
+  if (!found || !status) return false;
+  const notifyRef = checkoutSessionWorkflowId(session._id);
+  const settledAt = found.settledAt ?? Math.floor(Date.now() / 1000);
+  return deliverProviderNotice(deps, { transactionId, status, code: found.code, message: found.message, notifyRef, settledAt });
 }
 
 /** The test connection's buttons on the hosted page: settle the pending PIX or review now. */

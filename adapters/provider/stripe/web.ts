@@ -3,9 +3,8 @@
 // PaymentIntent's routing (events about charges and reviews carry no intent metadata). Read from STRIPE_*.
 import Stripe from 'stripe';
 import { routingOfIntent, type IntentReader } from './events';
-
-export const DEFAULT_STRIPE_API_URL = 'https://api.stripe.com';
-export const DEFAULT_STRIPE_JS_URL = 'https://js.stripe.com/v3/';
+import { createStripeClient } from './client';
+import { readStripeConfig } from './config';
 
 export interface StripeWebSettings {
   /** STRIPE_WEBHOOK_SECRET (whsec_…): null answers the events endpoint 404 (not configured). */
@@ -15,14 +14,34 @@ export interface StripeWebSettings {
   /** STRIPE_JS_URL: where the page loads Stripe.js from (its origin joins the page's CSP). */
   jsUrl: string;
   readIntent: IntentReader;
+  /** What the hosted page shows of a pending payment: a 3-D Secure client secret, a PIX QR code. */
+  readPagePayment: PagePaymentReader;
 }
 
-/** The official client against STRIPE_API_URL (a local fake in tests), no retries of its own: callers decide. */
-export function stripeClient(secretKey: string, apiUrl = DEFAULT_STRIPE_API_URL): Stripe {
-  const url = new URL(apiUrl);
-  const protocol = url.protocol === 'http:' ? 'http' : 'https';
-  const port = url.port || (protocol === 'http' ? '80' : '443');
-  return new Stripe(secretKey, { host: url.hostname, port, protocol, maxNetworkRetries: 2, telemetry: false, timeout: 10_000 });
+/** A pending PaymentIntent as the page needs it; the client secret only while the buyer must act. */
+export interface PagePayment {
+  status: Stripe.PaymentIntent.Status;
+  clientSecret: string | null;
+  pix: { code: string; imageUrl: string | null; expiresAt: number } | null;
+}
+export type PagePaymentReader = (intentId: string, account: string | null) => Promise<PagePayment | null>;
+
+/** The page's view of an intent; another store's or an unknown intent reads as none. */
+export function pagePaymentReader(client: Stripe): PagePaymentReader {
+  return async (intentId, account) => {
+    try {
+      const intent = await client.paymentIntents.retrieve(intentId, {}, account ? { stripeAccount: account } : {});
+      const qr = intent.next_action?.pix_display_qr_code;
+      return {
+        status: intent.status,
+        clientSecret: intent.status === 'requires_action' ? intent.client_secret : null,
+        pix: qr?.data && qr.expires_at ? { code: qr.data, imageUrl: qr.image_url_png ?? null, expiresAt: qr.expires_at } : null,
+      };
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing') return null;
+      throw error;
+    }
+  };
 }
 
 /** Reads an intent under the connected account the event came from. */
@@ -33,20 +52,16 @@ export function intentReader(client: Stripe): IntentReader {
   };
 }
 
-/** The settings when PAYMENT_PROVIDER=stripe; null for any other connection (the pages keep their own card fields). */
+/** The settings when PAYMENT_PROVIDER=stripe (checked as the connection checks them); null for any other connection. */
 export function stripeWebSettings(env: NodeJS.ProcessEnv = process.env): StripeWebSettings | null {
   if (env.PAYMENT_PROVIDER !== 'stripe') return null;
-  const secretKey = env.STRIPE_SECRET_KEY;
-  const publishableKey = env.STRIPE_PUBLISHABLE_KEY;
-  if (!secretKey) throw new Error('STRIPE_SECRET_KEY is required with PAYMENT_PROVIDER=stripe');
-  if (!publishableKey || !/^pk_(test|live)_/.test(publishableKey))
-    throw new Error('STRIPE_PUBLISHABLE_KEY (pk_test_… or pk_live_…) is required with PAYMENT_PROVIDER=stripe');
-  const webhookSecret = env.STRIPE_WEBHOOK_SECRET || null;
-  if (webhookSecret && !webhookSecret.startsWith('whsec_')) throw new Error('STRIPE_WEBHOOK_SECRET must start with whsec_');
+  const config = readStripeConfig(env);
+  const client = createStripeClient(config);
   return {
-    webhookSecret,
-    publishableKey,
-    jsUrl: env.STRIPE_JS_URL || DEFAULT_STRIPE_JS_URL,
-    readIntent: intentReader(stripeClient(secretKey, env.STRIPE_API_URL || DEFAULT_STRIPE_API_URL)),
+    webhookSecret: config.webhookSecret,
+    publishableKey: config.publishableKey,
+    jsUrl: config.jsUrl,
+    readIntent: intentReader(client),
+    readPagePayment: pagePaymentReader(client),
   };
 }

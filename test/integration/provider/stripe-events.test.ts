@@ -53,6 +53,7 @@ beforeAll(async () => {
         publishableKey: 'pk_test_events',
         jsUrl: 'https://js.stripe.com/v3/',
         readIntent: (...args) => readIntent(...args),
+        readPagePayment: async () => null,
       },
     },
     { logger: false },
