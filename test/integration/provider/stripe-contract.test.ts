@@ -139,6 +139,10 @@ describe('saved cards and unattended charges', () => {
         : json,
     );
     expect(await save()).toEqual({ ok: false, code: 'resource_missing', message: 'No such PaymentMethod' });
+    recorder.setRewrite((sent, json) =>
+      sent.path === attach ? new InjectedAnswer(400, { error: { type: 'invalid_request_error', message: 'Bad request' } }) : json,
+    );
+    expect(await save()).toEqual({ ok: false, code: 'provider_error', message: 'Bad request' });
     accepted();
   });
 
