@@ -311,11 +311,29 @@ export interface OfferTerms {
   cycle_limit: number | null;
 }
 
+/** Most new-cycle boundaries counted to pass a paid period (a daily cycle after a yearly period: 366). */
+const NEW_CYCLE_STEPS_MAX = 400;
+
 /**
- * change_offer: same product or product family; status unchanged, no proration; the new amount and
- * cycle apply from the next renewal, which stays at the end of the period already paid.
+ * The next charge on the new offer's cycle, counted from the current period's start: its first boundary
+ * that is not before the end of the period already paid (the paid period is honoured, never billed twice).
  */
-export function changeOffer(life: SubscriptionLife, terms: OfferTerms): ActionResult {
+export function newCycleBillingAt(life: SubscriptionLife, terms: OfferTerms, periodStart: number, paidUntil: number): number {
+  const anchorDay = life.billing_anchor_day ?? anchorDayOf(periodStart);
+  let boundary = periodEnd(periodStart, terms.billing_cycle, terms.custom_billing_days, anchorDay);
+  for (let step = 1; boundary < paidUntil && step < NEW_CYCLE_STEPS_MAX; step++) {
+    boundary = periodEnd(boundary, terms.billing_cycle, terms.custom_billing_days, anchorDay);
+  }
+  return Math.max(boundary, paidUntil);
+}
+
+/**
+ * change_offer: same product or product family; status unchanged, no proration; the new amount applies
+ * from the next renewal. With `fromNewCycle` (patched workflows), an active subscription's next renewal
+ * follows the new offer's cycle from the current period's start (newCycleBillingAt); before, it stayed
+ * at the end of the period already paid.
+ */
+export function changeOffer(life: SubscriptionLife, terms: OfferTerms, fromNewCycle = false): ActionResult {
   const sameProduct = terms.product.id === life.product.id;
   const sameFamily = terms.product_family !== null && terms.product_family === life.product_family;
   if (!sameProduct && !sameFamily) {
@@ -339,8 +357,11 @@ export function changeOffer(life: SubscriptionLife, terms: OfferTerms): ActionRe
   // The new offer's cycle limit decides whether the end of the paid period renews (a scheduled cancellation still wins).
   const renews = life.status === 'active' || life.status === 'trialing' || life.status === 'paused';
   if (renews && !life.cancel_at_period_end) {
+    const { current_period_start: start, current_period_end: paidUntil } = life;
     if (limitAlreadyReached) change.next_billing_at = null;
-    else if (life.next_billing_at === null) change.next_billing_at = life.current_period_end ?? life.trial_end;
+    else if (fromNewCycle && life.status === 'active' && start !== null && paidUntil !== null) {
+      change.next_billing_at = newCycleBillingAt(life, terms, start, paidUntil);
+    } else if (life.next_billing_at === null) change.next_billing_at = life.current_period_end ?? life.trial_end;
   }
   return {
     ok: true,

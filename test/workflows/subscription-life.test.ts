@@ -19,6 +19,7 @@ import { createTestConnection } from '../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../adapters/provider/types';
 import { findSubscription, type SubscriptionDoc } from '../../store/subscriptions';
 import { ordersCollection } from '../../store/orders';
+import { createOffer } from '../../store/catalog';
 import { paymentMethodOf } from '../../services/subscriptions/subscriptions';
 import { addMonths, periodEnd } from '../../domain/billing-periods';
 import { startCharge } from '../../services/charges/charges';
@@ -26,6 +27,7 @@ import { chargesCollection } from '../../store/subscription-charges';
 import { merchantChargeKey } from '../../domain/charges';
 import {
   cancelUpdate,
+  changeOfferUpdate,
   changePaymentMethodUpdate,
   pauseUpdate,
   resumeUpdate,
@@ -275,6 +277,31 @@ describe('pause and resume', () => {
     expect(state.life.cycles_completed).toBe(3);
     expect(state.next).toMatchObject({ kind: 'charge' });
     await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-paused-resumed');
+  });
+});
+
+describe('change_offer', () => {
+  it("next_billing_at follows the new offer's cycle from the period start; the renewal comes then, at the new amount", async () => {
+    // Every 9 days: from any month of 28 to 31 days, the first boundary not before the paid end is day 36.
+    const nineDays = await createOffer(mongo.db, {
+      storeId: store._id,
+      productId: catalog.product._id,
+      name: 'Image API every 9 days',
+      type: 'recurring',
+      billingCycle: 'custom',
+      customBillingDays: 9,
+      prices: [{ currency: 'brl', amount: 1500, default: true }],
+    });
+    const sub = await subscribe('monthly');
+    const first = await until(sub._id, (d) => d.cycles_completed === 1, 'first charge');
+    const changed = await handle(sub._id).executeUpdate(changeOfferUpdate, { args: [{ offer: nineDays._id }] });
+    const boundary = first.current_period_start! + 36 * 86_400;
+    expect([changed.next_billing_at, changed.current_period_end]).toEqual([boundary, first.current_period_end]);
+    await env.sleep(37 * DAY_MS);
+    const renewed = await until(sub._id, (d) => d.cycles_completed === 2, 'renewal on the new cycle');
+    expect([renewed.current_period_start, renewed.current_period_end]).toEqual([boundary, boundary + 9 * 86_400]);
+    expect((await ordersOf(sub._id)).map((o) => o.amount_total)).toEqual([4990, 1500]);
+    await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-offer-changed');
   });
 });
 

@@ -160,7 +160,7 @@ export class LiveSubscription {
     return this.action(async () => {
       const found = await records.offerTerms({ storeId: this.input.storeId, offerId: offer, currency: this.life.currency });
       if (!found.ok) return { ok: false, reason: found.reason };
-      return rules.changeOffer(this.life, found.terms);
+      return rules.changeOffer(this.life, found.terms, patched('change-offer-next-billing-from-new-cycle'));
     }, request);
   }
 
