@@ -1,7 +1,7 @@
 // /v1/openapi.json (OpenAPI 3.1, generated from the routes' TypeBox schemas) and /v1/postman.json
 // converted from it. A transform adds what every /v1 route shares (both body encodings, Idempotency-Key
 // and Service-Version headers, every error status), so new route modules are described completely;
-// hosted pages stay out. Both are built once, on first request.
+// hosted pages stay out; then links and the handlers' rules (openapi-depth.ts). Both are built once, on first request.
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import { Type, type TSchema } from '@sinclair/typebox';
@@ -9,6 +9,7 @@ import { convertV2 } from 'openapi-to-postmanv2';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { API_VERSIONS } from '../../domain/api-keys';
 import { IDEMPOTENCY_KEY_MAX } from './idempotency';
+import { deepenDocument, type DeepenableDocument } from '../openapi-depth';
 
 /** Error statuses every /v1 route can answer, with what each means. */
 export const ERROR_RESPONSES: Record<string, string> = {
@@ -161,7 +162,8 @@ export default fp(async function openapiPlugin(app: FastifyInstance) {
       security: [{ bearerAuth: [] }, { basicAuth: [] }],
     },
     transform: ({ schema, url, route }) => ({ schema: describeRoute(schema as RouteSchema, url, route) as never, url }),
-    transformObject: (documentObject) => declareBracketNotation((documentObject as { openapiObject: OpenApiDocument }).openapiObject) as never,
+    transformObject: (documentObject) =>
+      deepenDocument(declareBracketNotation((documentObject as { openapiObject: OpenApiDocument }).openapiObject) as DeepenableDocument) as never,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
