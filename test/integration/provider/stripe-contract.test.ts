@@ -451,6 +451,34 @@ describe('reading and giving back by key', () => {
     expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
   });
 
+  it('where search is unavailable (a 404 or 400) the listing finds the key; a search that fails with a 5xx throws (unknown)', async () => {
+    const key = newKey();
+    recorder.setRewrite((sent, json) => {
+      if (sent.path === '/v1/payment_intents/search')
+        return new InjectedAnswer(404, { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } });
+      const page = json as { data: Record<string, unknown>[] };
+      if (sent.path !== '/v1/payment_intents' || sent.method !== 'GET') return json;
+      return {
+        ...page,
+        data: page.data.map((intent) => ({
+          ...intent,
+          status: 'processing',
+          metadata: { charge_key: key, store_id: CONNECTED_STORE, kind: 'card' },
+        })),
+      };
+    });
+    expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).toMatchObject({
+      outcome: { status: 'review' },
+      state: 'review',
+    });
+    expect(only('GET', '/v1/payment_intents')).toHaveLength(1);
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents/search' ? new InjectedAnswer(503, { error: { type: 'api_error', message: 'busy' } }) : json,
+    );
+    await expect(stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);
+    accepted();
+  });
+
   it('refundCharge refunds a captured intent and cancels a pending one, each keyed by the charge', async () => {
     const key = newKey();
     intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded', latest_charge: null });
