@@ -7,8 +7,10 @@ import type { PageResult, PageWindow } from '../store/pagination';
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Page size, 1 to 100.' })),
-  starting_after: Type.Optional(Type.String({ description: 'Id of the last item of the current page: returns the next page.' })),
-  ending_before: Type.Optional(Type.String({ description: 'Id of the first item of the current page: returns the previous page.' })),
+  starting_after: Type.Optional(Type.String({ description: 'Id of the last item of the current page: returns the next page, in the list order.' })),
+  ending_before: Type.Optional(
+    Type.String({ description: 'Id of the first item of the current page: returns the previous page, in the list order.' }),
+  ),
 };
 
 export interface PageQuery {
@@ -22,7 +24,7 @@ export const listEnvelope = <T extends import('@sinclair/typebox').TSchema>(item
     object: Type.Literal('list'),
     url: Type.String(),
     has_more: Type.Boolean(),
-    data: Type.Array(item),
+    data: Type.Array(item, { description: 'Newest first by created, then id (offers alphabetically, webhook endpoints oldest first).' }),
   });
 
 export interface ListResult<T> {
