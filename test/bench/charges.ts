@@ -20,6 +20,9 @@ import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-
 import { createBillingWorker } from '../../worker/main';
 import { ActivityTimings } from '../../worker/activity-interceptors';
 import { buildApp } from '../../api/app';
+import { createApiMetrics } from '../../api/metrics';
+import { installBusinessMetrics } from '../../services/operations/business-metrics';
+import { coreBusinessMetrics } from '../../worker/metrics';
 import { loadApiConfig } from '../../api/config';
 import { ensureIndexes } from '../../store/indexes';
 import { createApiKey, createStore } from '../../store/stores';
@@ -56,11 +59,21 @@ async function yardstick(client: Client, taskQueue: string, { count, concurrency
   return run(count);
 }
 
+/** BENCH_METRICS=1: metrics on as in production (Core's Prometheus exporter, the business counters, the API's histogram). */
+const metricsOn = process.env.BENCH_METRICS === '1';
+
 async function main(): Promise<void> {
   Runtime.install({
     logger: new DefaultLogger('WARN'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+      ...(metricsOn ? { metrics: { prometheus: { bindAddress: '127.0.0.1:0' } } } : {}),
+    },
   });
+  // One process holds API and worker here: the worker's counters go to Core's meter, the API's histogram to prom-client.
+  if (metricsOn) installBusinessMetrics(coreBusinessMetrics(Runtime.instance().metricMeter));
+  const httpDuration = metricsOn ? createApiMetrics().httpDuration : undefined;
+  console.log(`metrics ${metricsOn ? 'on' : 'off'} (BENCH_METRICS), traces off`);
   const machineBefore = machineInfo();
   if (machineBefore.loadAverage1m > machineBefore.cpus / 2) {
     console.log(`warning: load average ${machineBefore.loadAverage1m} on ${machineBefore.cpus} CPUs before starting; figures will be low`);
@@ -109,7 +122,7 @@ async function main(): Promise<void> {
     const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
     // The per-key limit (100 per 2 s) would cap the load generator: the bench measures the route.
     const config = { ...base, taskQueue, keyRateLimit: 1_000_000_000, ipRateLimit: 1_000_000_000 };
-    const app = await buildApp({ db, config, temporal: client, provider }, { logger: false });
+    const app = await buildApp({ db, config, temporal: client, provider, httpDuration }, { logger: false });
     const url = await app.listen({ port, host: '127.0.0.1' });
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
 
@@ -253,6 +266,7 @@ async function main(): Promise<void> {
     const file = saveResults('charges', {
       activityDurations: timings.summary(),
       benchmark: 'charges',
+      metricsOn,
       takenAt: new Date().toISOString(),
       machine: machineBefore,
       loadAverage1mAfter: machineInfo().loadAverage1m,
