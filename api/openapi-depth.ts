@@ -4,7 +4,12 @@
 // formats, lengths, enums), written into the document's request schemas only: validation stays in code.
 
 type Json = Record<string, unknown>;
-type Operation = { operationId?: string; responses?: Record<string, Json>; requestBody?: { content?: Record<string, { schema?: Json }> } };
+type Operation = {
+  operationId?: string;
+  parameters?: { in: string; name: string; required?: boolean }[];
+  responses?: Record<string, Json>;
+  requestBody?: { content?: Record<string, { schema?: Json }> };
+};
 export type DeepenableDocument = { paths?: Record<string, Record<string, Operation>> };
 
 /** One link: the target operation and where its parameters (or body fields) come from in the response. */
@@ -127,6 +132,9 @@ export const DOCUMENTED_RULES: Record<string, Record<string, Json>> = {
   post_webhook_endpoints_by_id: { url: { format: 'uri', pattern: '^https://' } },
 };
 
+/** Headers an operation cannot do without (spec: a charge without Idempotency-Key is 400 idempotency_key_required). */
+export const REQUIRED_HEADERS: Record<string, string[]> = { post_subscriptions_by_id_charges: ['Idempotency-Key'] };
+
 /** A whole valid body per create, for the document's readers and the examples a fuzzer starts from. */
 export const BODY_EXAMPLES: Record<string, Json> = {
   post_customers: {
@@ -194,6 +202,10 @@ export function deepenDocument<D extends DeepenableDocument>(document: D): D {
   for (const operation of operations) {
     addLinks(operation, known);
     addDocumentedRules(operation);
+    for (const name of REQUIRED_HEADERS[operation.operationId ?? ''] ?? []) {
+      const header = operation.parameters?.find((p) => p.in === 'header' && p.name === name);
+      if (header) header.required = true;
+    }
   }
   return document;
 }

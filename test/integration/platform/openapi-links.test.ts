@@ -130,6 +130,15 @@ describe("the schemas' rules and examples", () => {
     }
   });
 
+  it("a subscription charge's Idempotency-Key is a required header (the spec's idempotency_key_required); elsewhere optional", () => {
+    const header = (operationId: string) =>
+      operations()
+        .get(operationId)!
+        .operation.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key');
+    expect(header('post_subscriptions_by_id_charges')).toMatchObject({ required: true });
+    expect(header('post_customers').required ?? false).toBe(false);
+  });
+
   it('a value outside a documented pattern is refused by the code with 400 parameter_invalid on that field', async () => {
     const rules = (operationId: string, field: string) =>
       operations().get(operationId)!.operation.requestBody.content['application/json'].schema.properties[field];
