@@ -107,7 +107,7 @@ async function onTick(l: Link, tick: { nowMs: number; seq: number }): Promise<vo
 
 /** A clock that is gone (deleted with its objects, which are then ended too) has nobody to tell. */
 async function reportWaiting(l: Link, waiting: Waiting): Promise<void> {
-  const report = { workflowId: workflowInfo().workflowId, seq: l.seq, untilMs: waiting.untilMs };
+  const report = { workflowId: workflowInfo().workflowId, seq: l.seq, untilMs: waiting.untilMs, ...(waiting.anyTick ? { anyTick: true } : {}) };
   await clockHandle(l.clockId)
     .signal(clockWaitingSignal, report)
     .catch(() => undefined);

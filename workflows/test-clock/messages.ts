@@ -24,13 +24,15 @@ export interface ClockWaiter {
   seq: number;
   /** When it wants to wake (milliseconds, clock time); null: only on an action, or on any tick. */
   untilMs: number | null;
+  /** It also wakes on any move of the clock (a usage recompute that follows the clock): ticked at every stop. */
+  anyTick?: boolean;
 }
 
 /** Merchant's advance (the API marked the clock advancing first). */
 export const advanceClockSignal = defineSignal<[{ toMs: number }]>('advance');
 export const attachClockSignal = defineSignal<[{ workflowId: string }]>('attach');
 /** "I have seen tick `seq` and now wait until `untilMs`". */
-export const clockWaitingSignal = defineSignal<[{ workflowId: string; seq: number; untilMs: number | null }]>('waiting');
+export const clockWaitingSignal = defineSignal<[{ workflowId: string; seq: number; untilMs: number | null; anyTick?: boolean }]>('waiting');
 export const detachClockSignal = defineSignal<[{ workflowId: string }]>('detach');
 
 /** To attached workflows: the clock now reads `nowMs`. */

@@ -1,13 +1,16 @@
 // A test clock (`test-clock/<clock id>`): the time of the workflows attached to it. Ready, it waits for an
-// advance. Advancing, it repeats: wait until every attached workflow waits again (settled), move to the
-// earliest wake-up any of them asked for (or the target), record that time, tick them all. At the target
-// and settled it is ready again and emits test_helpers.test_clock.ready. A workflow that is gone is
-// dropped when a tick to it fails.
+// advance. Advancing, it repeats: wait until every ticked workflow waits again (settled), move to the
+// earliest wake-up any of them asked for (or the target), record that time, tick the workflows due then
+// (and those that follow every move); at the target it ticks everyone behind once, so each knows the
+// time, and is ready again with test_helpers.test_clock.ready. An advance so costs signals in proportion
+// to the wake-ups and objects, not objects times stops (runs before the patch ticked everyone at each
+// stop). A workflow that is gone is dropped when a tick to it fails.
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -36,12 +39,17 @@ const records = proxyActivities<Activities>({
 /** A waiter that has not settled this long is asked whether it still runs (a failed one never reports). */
 const PROBE_EVERY_MS = 30_000;
 const HISTORY_EVENTS_LIMIT = 2_000;
+/** Ticks only to the workflows due at a stop, everyone once at the target. */
+const DUE_TICKS_PATCH = 'test-clock-due-ticks';
 
 class ClockRun {
   nowMs: number;
   seq: number;
   targetMs: number | null;
   readonly waiters: Map<string, ClockWaiter>;
+  /** The last tick sent to each waiter (due-ticks runs): it is settled once it reported after it. */
+  private readonly sent = new Map<string, number>();
+  private dueOnly = false;
 
   constructor(private readonly input: TestClockWorkflowInput) {
     this.nowMs = input.nowMs;
@@ -55,15 +63,27 @@ class ClockRun {
     await this.tick(workflowId);
   }
 
-  waiting(report: ClockWaiter): void {
+  async waiting(report: ClockWaiter): Promise<void> {
     const known = this.waiters.get(report.workflowId);
     if (known && known.seq > report.seq) return; // a report overtaken by a newer one
     this.waiters.set(report.workflowId, { ...report });
+    // Woken by an action while behind the clock: it is told the time now (it was not due at the stops it missed).
+    if (this.dueOnly && report.seq < this.seq && this.targetMs !== null) await this.tick(report.workflowId);
   }
 
-  /** Every attached workflow waits, having seen the current time. */
+  /** Every ticked workflow waits again, having seen its tick (before the patch: every one has seen the current time). */
   settled(): boolean {
-    return [...this.waiters.values()].every((w) => w.seq === this.seq);
+    if (!this.dueOnly) return [...this.waiters.values()].every((w) => w.seq === this.seq);
+    return [...this.waiters.values()].every((w) => w.seq >= (this.sent.get(w.workflowId) ?? w.seq));
+  }
+
+  private unsettled(): ClockWaiter[] {
+    return [...this.waiters.values()].filter((w) => (this.dueOnly ? w.seq < (this.sent.get(w.workflowId) ?? w.seq) : w.seq !== this.seq));
+  }
+
+  /** The waiters a stop at `nowMs` concerns: whose wake-up it reaches, and those that follow every move. */
+  private dueAt(nowMs: number): string[] {
+    return [...this.waiters.values()].filter((w) => w.anyTick === true || (w.untilMs !== null && w.untilMs <= nowMs)).map((w) => w.workflowId);
   }
 
   /** Where to move next: the earliest wake-up before the target, the target, or null (there). */
@@ -74,6 +94,7 @@ class ClockRun {
   }
 
   async advance(): Promise<void> {
+    this.dueOnly = patched(DUE_TICKS_PATCH);
     for (;;) {
       await this.untilSettled();
       const next = this.nextStop();
@@ -83,22 +104,31 @@ class ClockRun {
       this.seq++;
       this.show();
       await records.recordTestClockTime({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: next });
-      await Promise.all([...this.waiters.keys()].map((id) => this.tick(id)));
+      const ticked = this.dueOnly ? this.dueAt(next) : [...this.waiters.keys()];
+      await Promise.all(ticked.map((id) => this.tick(id)));
     }
+    if (this.dueOnly) await this.catchUpEveryone();
     this.targetMs = null;
     await records.settleTestClock({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: this.nowMs });
     this.show();
   }
 
+  /** At the target: the time to each workflow that has not seen it (one tick each), then settled. */
+  private async catchUpEveryone(): Promise<void> {
+    const behind = [...this.waiters.values()].filter((w) => w.seq < this.seq);
+    await Promise.all(behind.map((w) => this.tick(w.workflowId)));
+    await this.untilSettled();
+  }
+
   private async untilSettled(): Promise<void> {
     while (!(await condition(() => this.settled(), PROBE_EVERY_MS))) {
-      const unsettled = [...this.waiters.values()].filter((w) => w.seq !== this.seq);
-      await Promise.all(unsettled.map((w) => this.tick(w.workflowId)));
+      await Promise.all(this.unsettled().map((w) => this.tick(w.workflowId)));
     }
   }
 
   /** The current time to one workflow (a repeat is ignored there); one that is gone is dropped. */
   private async tick(workflowId: string): Promise<void> {
+    if (this.dueOnly) this.sent.set(workflowId, this.seq);
     try {
       await getExternalWorkflowHandle(workflowId).signal(clockTickSignal, { nowMs: this.nowMs, seq: this.seq });
     } catch {

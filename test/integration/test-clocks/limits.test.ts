@@ -1,8 +1,17 @@
 // What this tests: the bounds on test clocks over real HTTP (API, worker, FerretDB, Temporal dev server):
 // a store holds at most 20 clocks and a clock at most 3 customers and 10 checkout sessions, each refused
-// beyond with 400 test_clock_limit, and racing creates never pass a cap.
+// beyond with 400 test_clock_limit, and racing creates never pass a cap; an advance past staggered
+// renewals costs signals in proportion to its objects and wake-ups, not objects times stops.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { temporal as proto } from '@temporalio/proto';
+import { createTestConnection } from '../../../adapters/provider/test-connection';
+import { createSubscription } from '../../../services/subscriptions/subscriptions';
 import { TEST_CLOCK_LIMITS } from '../../../services/test-clocks';
+import { collections } from '../../../store/collections';
+import { findCustomer } from '../../../store/customers';
+import { ordersCollection } from '../../../store/orders';
+import { testClockStateQuery, testClockWorkflowId } from '../../../workflows/test-clock/messages';
+import { waitFor } from '../../support/env';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutStack } from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
 
@@ -70,5 +79,77 @@ describe('test clock caps', () => {
     }
     expectLimit(await createSession(stack.api, store, { offer: catalog.monthly._id, customer }), 'customer');
     expect((await createSession(stack.api, store, { offer: catalog.monthly._id, customer_email: 'plain@example.com' })).status).toBe(201);
+  });
+});
+
+describe('an advance', () => {
+  const DAY = 24 * 60 * 60;
+  const EventType = proto.api.enums.v1.EventType;
+
+  /** A monthly subscription of `customerId` whose first period was paid at `nowMs` (clock time), card 4242 saved. */
+  async function subscribeAt(store: TestStore, offerId: string, customerId: string, nowMs: number): Promise<string> {
+    const db = stack.mongo.db;
+    const provider = createTestConnection({ db });
+    const customer = (await findCustomer(db, store.store._id, customerId))!;
+    const offer = (await collections(db).offers.findOne({ _id: offerId }))!;
+    const product = (await collections(db).products.findOne({ _id: offer.product_id }))!;
+    const saved = await provider.saveCard({ storeId: store.store._id, customerId, card: { number: '4242424242424242' } });
+    if (!saved.ok) throw new Error(saved.message);
+    const deps = { db, provider, temporal: stack.temporal.client, taskQueue: stack.taskQueue };
+    const doc = await createSubscription(deps, {
+      store: store.store,
+      customer,
+      offer,
+      product,
+      paymentMethod: saved.card,
+      firstPeriodPaid: true,
+      now: nowMs,
+    });
+    return doc._id;
+  }
+
+  /** Signals the clock sent (ticks) and received (waiting reports) from its last advance signal on. */
+  async function signalsOfLastAdvance(clockId: string): Promise<{ sent: number; received: number }> {
+    const history = await stack.temporal.client.workflow.getHandle(testClockWorkflowId(clockId)).fetchHistory();
+    const events = history.events ?? [];
+    const isAdvance = (e: (typeof events)[number]) =>
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && e.workflowExecutionSignaledEventAttributes?.signalName === 'advance';
+    const from = events.map(isAdvance).lastIndexOf(true);
+    const after = events.slice(from + 1);
+    return {
+      sent: after.filter((e) => e.eventType === EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED).length,
+      received: after.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length,
+    };
+  }
+
+  test('past six staggered renewals it sends and receives signals in proportion to its objects, not objects times stops', async () => {
+    const store = await createTestStore(stack.mongo.db);
+    const catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await post(store, '/v1/test_helpers/test_clocks', { frozen_time: t0 })).body.id;
+    const customers = await Promise.all([0, 1, 2].map(async () => (await clockCustomer(store, clock)).body.id as string));
+    const subs = 6;
+    // Bought a day apart before the clock's time: each renews at its own stop within the month.
+    for (let i = 0; i < subs; i++) await subscribeAt(store, catalog.monthly._id, customers[i % 3], (t0 - (i + 1) * DAY) * 1000);
+    const clockHandle = stack.temporal.client.workflow.getHandle(testClockWorkflowId(clock));
+    await waitFor(async () => {
+      const state = await clockHandle.query(testClockStateQuery);
+      return state.waiters.length >= subs && state.waiters.every((w) => w.seq === state.seq && w.untilMs !== null) ? state : null;
+    });
+    const to = t0 + 30 * DAY;
+    expect((await post(store, `/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: to })).status).toBe(200);
+    await waitFor(
+      async () => ((await call(stack.api, store.key, 'GET', `/v1/test_helpers/test_clocks/${clock}`)).body.status === 'ready' ? true : null),
+      {
+        timeoutMs: 90_000,
+        intervalMs: 200,
+      },
+    );
+    const renewed = await ordersCollection(stack.mongo.db).countDocuments({ store_id: store.store._id, order_type: 'renewal' });
+    expect(renewed).toBe(subs);
+    const { sent, received } = await signalsOfLastAdvance(clock);
+    // Each renewal: its tick and its report (twice if it waits twice), and one catch-up tick and report each at
+    // the end; ticking everyone at each of the seven stops costs 2 x 6 x 7 = 84.
+    expect(sent + received).toBeLessThanOrEqual(6 * subs);
   });
 });
