@@ -1,0 +1,244 @@
+// What this tests: purchases on the hosted page through the Stripe connection, end to end over real HTTP
+// with FerretDB, Temporal and a worker, against localstripe behind test/support/stripe-gaps.ts (the gaps
+// it fills: refused parameters, Idempotency-Key, Search API, PIX). The "browser" makes the payment method
+// as Stripe.js does (POST /v1/payment_methods with the publishable key), so our server only ever sees pm_…:
+// a card approved (the intent holds our amount, currency and metadata.charge_key), declined (0341,
+// card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
+// settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import Stripe from 'stripe';
+import type { Worker } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../../api/app';
+import { loadApiConfig } from '../../../api/config';
+import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
+import { createStripeClient } from '../../../adapters/provider/stripe/client';
+import { intentReader, pagePaymentReader } from '../../../adapters/provider/stripe/web';
+import { findCheckoutSession } from '../../../store/checkout-sessions';
+import { ensureIndexes } from '../../../store/indexes';
+import { createBillingWorker } from '../../../worker/main';
+import { freePort } from '../../../temporal-dev/servers';
+import { createTestStore, type TestApi, type TestStore } from '../../support/api';
+import { buyerForm, createSession, seedCheckoutCatalog, type CheckoutCatalog } from '../../support/checkout-fixtures';
+import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { FAKE_STRIPE_PUBLISHABLE_KEY, FAKE_STRIPE_SECRET_KEY, startLocalstripe, type RunningLocalstripe } from '../../support/stripe-fakes';
+import { startStripeGaps, type StripeGaps } from '../../support/stripe-gaps';
+
+const WEBHOOK_SECRET = 'whsec_flowsflowsflowsflows';
+let localstripe: RunningLocalstripe;
+let gaps: StripeGaps;
+let mongo: TestMongo;
+let temporal: TestTemporal;
+let worker: Worker;
+let running: Promise<void>;
+let app: FastifyInstance;
+let api: TestApi;
+let store: TestStore;
+let catalog: CheckoutCatalog;
+
+beforeAll(async () => {
+  localstripe = await startLocalstripe();
+  gaps = await startStripeGaps(localstripe.url);
+  mongo = await testMongo();
+  temporal = await testTemporal();
+  await ensureIndexes(mongo.db);
+  const config = { secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: gaps.url, livemode: false };
+  const provider = createStripeConnection({ config });
+  const taskQueue = uniqueTaskQueue('stripe-flows');
+  worker = await createBillingWorker({
+    connection: temporal.nativeConnection,
+    namespace: temporal.namespace,
+    taskQueue,
+    db: mongo.db,
+    temporal: temporal.client,
+    activityDeps: { provider, testProvider: null },
+  });
+  running = worker.run();
+  const port = await freePort();
+  const base = loadApiConfig({ ...process.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent' });
+  const client = createStripeClient(config);
+  app = await buildApp(
+    {
+      db: mongo.db,
+      config: { ...base, taskQueue, ipRateLimit: 100_000, pagePostRateLimit: 100_000 },
+      temporal: temporal.client,
+      provider,
+      testProvider: null,
+      stripe: {
+        webhookSecret: WEBHOOK_SECRET,
+        publishableKey: FAKE_STRIPE_PUBLISHABLE_KEY,
+        jsUrl: gaps.jsUrl,
+        readIntent: intentReader(client),
+        readPagePayment: pagePaymentReader(client),
+      },
+    },
+    { logger: false },
+  );
+  await app.listen({ port, host: '127.0.0.1' });
+  api = { app, url: `http://127.0.0.1:${port}`, config: base, close: () => app.close() };
+  store = await createTestStore(mongo.db);
+  catalog = await seedCheckoutCatalog(mongo.db, store.store._id);
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  worker?.shutdown();
+  await running;
+  await temporal?.close();
+  await mongo?.close();
+  await gaps?.close();
+  await localstripe?.stop();
+});
+
+/** What Stripe.js does in the browser: the card goes to Stripe with the publishable key; the page gets pm_…. */
+async function browserPaymentMethod(number: string): Promise<string> {
+  const body = new URLSearchParams({
+    type: 'card',
+    'card[number]': number,
+    'card[exp_month]': '12',
+    'card[exp_year]': '2034',
+    'card[cvc]': '123',
+    key: FAKE_STRIPE_PUBLISHABLE_KEY,
+  });
+  const response = await fetch(`${gaps.url}/v1/payment_methods`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
+  const json = (await response.json()) as { id: string };
+  expect(json.id).toMatch(/^pm_/);
+  return json.id;
+}
+
+async function page(path: string) {
+  const res = await fetch(`${api.url}${path}`, { redirect: 'manual' });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+async function post(path: string, form: Record<string, string>) {
+  const res = await fetch(`${api.url}${path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form).toString(),
+  });
+  return { status: res.status, location: res.headers.get('location'), text: await res.text() };
+}
+
+async function newSession(offer = catalog.oneOff._id) {
+  const res = await createSession(api, store, { offer, currency: 'brl' });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+const session = (id: string) => findCheckoutSession(mongo.db, store.store._id, id);
+const paymentStatus = (id: string, wanted: string) =>
+  waitFor(
+    async () => {
+      const s = await session(id);
+      return s?.payment_status === wanted ? s : null;
+    },
+    { timeoutMs: 30_000, description: `session ${id} ${wanted}` },
+  );
+
+const cardForm = (pm: string) => {
+  const form = buyerForm({ method: 'card', payment_method: pm });
+  delete form.card_number;
+  delete form.card_expiry;
+  delete form.card_cvc;
+  return form;
+};
+
+describe('cards through Stripe.js', () => {
+  test('the form has Stripe’s card field and no card number input; the CSP admits the Stripe.js origin', async () => {
+    const id = await newSession();
+    const form = await page(`/c/${id}`);
+    expect(form.text).toContain('data-stripe-card');
+    expect(form.text).toContain(`src="${gaps.jsUrl}"`);
+    expect(form.text).not.toContain('name="card_number"');
+    expect(form.headers.get('content-security-policy')).toContain(`script-src 'self' ${new URL(gaps.jsUrl).origin}`);
+  });
+
+  test('an approved card pays the session; the intent at Stripe holds our amount, currency and metadata.charge_key', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')));
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    const paid = await paymentStatus(id, 'paid');
+    const intent = await gaps.intent(paid.payment!.transaction_id!);
+    expect(intent).toMatchObject({
+      status: 'succeeded',
+      amount: 19700,
+      currency: 'brl',
+      metadata: { charge_key: `checkout/${id}/1`, store_id: store.store._id },
+    });
+  });
+
+  test('a card declined at charge (4000000000000341) shows the decline and leaves the session open', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000000000000341')));
+    expect(res.status).toBe(402);
+    expect(res.text).toContain('data-testid="error"');
+    expect((await session(id))!.status).toBe('open');
+  });
+
+  test('a card number posted to a Stripe connection is refused before anything is charged', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, buyerForm({ method: 'card', card_number: '4242 4242 4242 4242' }));
+    expect(res.status).toBe(400);
+    expect(res.text).toContain('Enter your card in the card field.');
+    const after = (await session(id))!;
+    expect(after.status).toBe('open');
+    expect(after.last_error).toBeNull();
+  });
+
+  test('3-D Secure (4000002500003155): the page runs the next action with the client secret; after the bank step /confirm settles it paid', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000002500003155')));
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    const pending = await paymentStatus(id, 'pending');
+    const pendingPage = await page(`/c/${id}`);
+    const secret = /data-client-secret="([^"]+)"/.exec(pendingPage.text)?.[1];
+    expect(secret).toMatch(new RegExp(`^${pending.payment!.transaction_id}_secret_`));
+    expect(pendingPage.text).toContain('data-testid="next-action"');
+    // The bank's step as the fake Stripe.js runs it (confirmCardPayment → _authenticate).
+    const authenticated = await fetch(`${gaps.url}/v1/payment_intents/${pending.payment!.transaction_id}/_authenticate?success=true`, {
+      method: 'POST',
+      body: JSON.stringify({ key: FAKE_STRIPE_PUBLISHABLE_KEY, client_secret: secret }),
+    });
+    expect(authenticated.status).toBe(200);
+    expect((await post(`/c/${id}/confirm`, {})).location).toBe(`/c/${id}`);
+    await paymentStatus(id, 'paid');
+  });
+});
+
+describe('PIX through Stripe', () => {
+  test('the page shows the QR image and the copy-paste code; a signed payment_intent.succeeded pays it', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, buyerForm({ method: 'pix' }));
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    const pending = await paymentStatus(id, 'pending');
+    const intentId = pending.payment!.transaction_id!;
+    const pixPage = await page(`/c/${id}`);
+    expect(pixPage.text).toContain(`src="${gaps.url}/_gaps/pix/${intentId}.png"`);
+    expect(pixPage.text).toContain(pending.payment!.pix_code!);
+    const paid = gaps.settlePix(intentId, 'paid');
+    const payload = JSON.stringify({
+      id: `evt_pix_${intentId}`,
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      data: { object: paid },
+    });
+    const sent = await fetch(`${api.url}/providers/stripe/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
+    });
+    expect(sent.status).toBe(200);
+    await paymentStatus(id, 'paid');
+  });
+});

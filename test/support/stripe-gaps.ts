@@ -1,0 +1,261 @@
+// A thin stateful layer before localstripe that fills the gaps measured in it, so the product's requests
+// stay as Stripe takes them (never shaped to the fake): it strips the parameters localstripe refuses
+// (description, receipt_email, setup_future_usage, automatic_payment_methods, payment_method_data,
+// tax_id_data, use_stripe_sdk), renames allowed_payment_method_types to the older payment_method_types
+// and echoes setup_future_usage back on the intent; replays a POST's first
+// answer for a repeated Idempotency-Key (localstripe ignores it); answers the Search API for
+// payment_intents by metadata (charge_key, store_id); emulates PIX intents whole (next_action with
+// pix_display_qr_code, a QR image, paid or expired by the test); and serves localstripe's fake Stripe.js
+// with createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
+// Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { FAKE_STRIPE_SECRET_KEY } from './stripe-fakes';
+
+const REFUSED_BY_LOCALSTRIPE = [
+  'description',
+  'receipt_email',
+  'setup_future_usage',
+  'automatic_payment_methods',
+  'payment_method_data',
+  'tax_id_data',
+  'use_stripe_sdk',
+];
+/** A 1×1 PNG: the QR image the page shows (its content is the copy-paste code's business, not the fake's). */
+const QR_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==', 'base64');
+
+type Json = Record<string, any>;
+
+export interface StripeGaps {
+  /** STRIPE_API_URL for the product. */
+  url: string;
+  /** STRIPE_JS_URL for the page: localstripe's Stripe.js with the missing calls added. */
+  jsUrl: string;
+  /** Intents made through this layer, by id (PIX ones are held here; card ones are read from localstripe). */
+  pix: Map<string, Json>;
+  /** A PIX paid (or expired) at the fake bank: its intent as Stripe's event would carry it. */
+  settlePix(id: string, outcome: 'paid' | 'expired'): Json;
+  /** Reads an intent as Stripe holds it (through this layer). */
+  intent(id: string): Promise<Json>;
+  close(): Promise<void>;
+}
+
+const randomId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk) => (text += chunk));
+    request.on('end', () => resolve(text));
+    request.on('error', reject);
+  });
+}
+
+function send(response: ServerResponse, status: number, body: string | Buffer, type = 'application/json') {
+  response.writeHead(status, { 'content-type': type, 'access-control-allow-origin': '*', 'access-control-allow-headers': '*' });
+  response.end(body);
+}
+
+/**
+ * Form keys without the refused parameters (and their nested keys, e.g. payment_method_data[type]);
+ * allowed_payment_method_types under the older name localstripe knows (payment_method_types).
+ */
+function stripRefused(form: URLSearchParams): URLSearchParams {
+  const kept = new URLSearchParams();
+  for (const [key, value] of form) {
+    if (REFUSED_BY_LOCALSTRIPE.some((name) => key === name || key.startsWith(`${name}[`))) continue;
+    kept.append(key.replace(/^allowed_payment_method_types\[/, 'payment_method_types['), value);
+  }
+  return kept;
+}
+
+const methodTypeOf = (form: URLSearchParams) => form.get('allowed_payment_method_types[0]') ?? form.get('payment_method_types[0]');
+
+function metadataOf(form: URLSearchParams): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of form) {
+    const match = /^metadata\[([^\]]+)\]$/.exec(key);
+    if (match) metadata[match[1]] = value;
+  }
+  return metadata;
+}
+
+/** localstripe's Stripe.js plus createPaymentMethod (POST /v1/payment_methods) and handleNextAction. */
+function augmentedStripeJs(original: string): string {
+  return `${original}
+;(function () {
+  var Fake = Stripe;
+  Stripe = function (key, options) {
+    var stripe = Fake(key, options);
+    stripe.createPaymentMethod = async function (data) {
+      var card = data.card.value.card;
+      var body = new URLSearchParams({ type: 'card', 'card[number]': card.number, 'card[exp_month]': card.exp_month, 'card[exp_year]': card.exp_year, 'card[cvc]': card.cvc, key: key });
+      var response = await fetch(LOCALSTRIPE_BASE_API + '/v1/payment_methods', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
+      var json = await response.json();
+      return response.ok ? { paymentMethod: json } : { error: json.error };
+    };
+    stripe.handleNextAction = function (params) { return stripe.confirmCardPayment(params.clientSecret); };
+    return stripe;
+  };
+})();
+`;
+}
+
+export async function startStripeGaps(localstripeUrl: string): Promise<StripeGaps> {
+  const answered = new Map<string, { status: number; body: string }>();
+  const futureUsage = new Map<string, string>();
+  const pix = new Map<string, Json>();
+  let base = '';
+
+  const forward = async (method: string, path: string, headers: IncomingMessage['headers'], body?: string) => {
+    const pass: Record<string, string> = { authorization: String(headers.authorization ?? `Bearer ${FAKE_STRIPE_SECRET_KEY}`) };
+    if (headers['stripe-account']) pass['stripe-account'] = String(headers['stripe-account']);
+    if (body !== undefined) pass['content-type'] = 'application/x-www-form-urlencoded';
+    const response = await fetch(`${localstripeUrl}${path}`, { method, headers: pass, body });
+    return { status: response.status, body: await response.text() };
+  };
+
+  /** setup_future_usage as Stripe answers it: localstripe refuses the parameter, so it is echoed here. */
+  const withFutureUsage = (text: string): string => {
+    let json: Json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return text;
+    }
+    const fill = (object: Json) => {
+      if (object?.object === 'payment_intent' && futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
+    };
+    fill(json);
+    if (Array.isArray(json.data)) json.data.forEach(fill);
+    return JSON.stringify(json);
+  };
+
+  const createPix = (form: URLSearchParams): Json => {
+    const id = randomId('pi_pix');
+    const expiresAfter = Number(form.get('payment_method_options[pix][expires_after_seconds]') ?? 1800);
+    const now = Math.floor(Date.now() / 1000);
+    const intent: Json = {
+      id,
+      object: 'payment_intent',
+      amount: Number(form.get('amount')),
+      currency: form.get('currency'),
+      status: 'requires_action',
+      payment_method_types: ['pix'],
+      metadata: metadataOf(form),
+      created: now,
+      livemode: false,
+      client_secret: `${id}_secret_${randomBytes(8).toString('hex')}`,
+      latest_charge: null,
+      last_payment_error: null,
+      canceled_at: null,
+      cancellation_reason: null,
+      setup_future_usage: null,
+      next_action: {
+        type: 'pix_display_qr_code',
+        pix_display_qr_code: {
+          data: `00020126580014br.gov.bcb.pix0136${id}5204000053039865802BR`,
+          expires_at: now + expiresAfter,
+          image_url_png: `${base}/_gaps/pix/${id}.png`,
+        },
+      },
+    };
+    pix.set(id, intent);
+    return intent;
+  };
+
+  const search = async (query: string, headers: IncomingMessage['headers']) => {
+    const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
+    const listed = await forward('GET', '/v1/payment_intents?limit=100', headers);
+    const intents: Json[] = [...(JSON.parse(listed.body).data ?? []), ...pix.values()];
+    const data = intents.filter((intent) => wanted.every(([field, value]) => intent.metadata?.[field] === value));
+    return {
+      status: 200,
+      body: JSON.stringify({ object: 'search_result', data, has_more: false, next_page: null, url: '/v1/payment_intents/search' }),
+    };
+  };
+
+  const route = async (request: IncomingMessage): Promise<{ status: number; body: string | Buffer; type?: string }> => {
+    const url = new URL(request.url ?? '/', 'http://gaps');
+    const path = url.pathname;
+    if (request.method === 'OPTIONS') return { status: 204, body: '' };
+    if (path === '/js.stripe.com/v3/') {
+      const original = await (await fetch(`${localstripeUrl}/js.stripe.com/v3/`)).text();
+      return { status: 200, body: augmentedStripeJs(original), type: 'application/javascript' };
+    }
+    const png = /^\/_gaps\/pix\/(\w+)\.png$/.exec(path);
+    if (png) return pix.has(png[1]) ? { status: 200, body: QR_PNG, type: 'image/png' } : { status: 404, body: '{}' };
+    if (request.method === 'GET' && path === '/v1/payment_intents/search') return search(url.searchParams.get('query') ?? '', request.headers);
+    const pixId = /^\/v1\/payment_intents\/(pi_pix\w+)(\/cancel)?$/.exec(path);
+    if (pixId && pix.has(pixId[1])) {
+      const intent = pix.get(pixId[1])!;
+      if (pixId[2] && intent.status === 'requires_action')
+        Object.assign(intent, { status: 'canceled', canceled_at: Math.floor(Date.now() / 1000), next_action: null });
+      return { status: 200, body: JSON.stringify(intent) };
+    }
+    const text = request.method === 'POST' ? await readBody(request) : undefined;
+    if (request.method !== 'POST') {
+      const answer = await forward(request.method ?? 'GET', `${path}${url.search}`, request.headers);
+      return { ...answer, body: withFutureUsage(answer.body) };
+    }
+    // The fake Stripe.js posts JSON to localstripe's own endpoints (_authenticate): passed on as sent.
+    if (!String(request.headers['content-type'] ?? '').includes('x-www-form-urlencoded')) {
+      const raw = await fetch(`${localstripeUrl}${path}${url.search}`, { method: 'POST', body: text });
+      return { status: raw.status, body: await raw.text() };
+    }
+    const key = request.headers['idempotency-key'];
+    const remembered = key ? answered.get(`${request.headers['stripe-account'] ?? ''}:${key}`) : undefined;
+    if (remembered) return remembered;
+    const answer = await post(path, new URLSearchParams(text), request.headers);
+    if (key && answer.status < 500) answered.set(`${request.headers['stripe-account'] ?? ''}:${key}`, answer);
+    return answer;
+  };
+
+  const post = async (path: string, form: URLSearchParams, headers: IncomingMessage['headers']) => {
+    if (path === '/v1/payment_intents' && methodTypeOf(form) === 'pix') return { status: 200, body: JSON.stringify(createPix(form)) };
+    // Stripe takes a publishable key for payment methods made in the page; localstripe only a secret one.
+    const auth =
+      path === '/v1/payment_methods' && form.get('key')?.startsWith('pk_')
+        ? { ...headers, authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}` }
+        : headers;
+    if (path === '/v1/payment_methods') form.delete('key');
+    const answer = await forward('POST', path, auth, stripRefused(form).toString());
+    const usage = form.get('setup_future_usage');
+    if (usage && path === '/v1/payment_intents' && answer.status === 200) futureUsage.set(JSON.parse(answer.body).id, usage);
+    return { ...answer, body: withFutureUsage(answer.body) };
+  };
+
+  const server: Server = createServer((request, response) => {
+    route(request).then(
+      (answer) => send(response, answer.status, answer.body, answer.type),
+      (error: Error) => send(response, 502, JSON.stringify({ error: { message: `stripe-gaps: ${error.message}` } })),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: base,
+    jsUrl: `${base}/js.stripe.com/v3/`,
+    pix,
+    settlePix(id, outcome) {
+      const intent = pix.get(id)!;
+      const now = Math.floor(Date.now() / 1000);
+      if (outcome === 'paid') Object.assign(intent, { status: 'succeeded', next_action: null });
+      else
+        Object.assign(intent, {
+          status: 'requires_payment_method',
+          next_action: null,
+          last_payment_error: { code: 'payment_intent_payment_attempt_expired', message: 'The PIX expired.' },
+        });
+      intent.updated = now;
+      return { ...intent };
+    },
+    async intent(id) {
+      if (pix.has(id)) return pix.get(id)!;
+      return JSON.parse((await forward('GET', `/v1/payment_intents/${id}`, {})).body);
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
