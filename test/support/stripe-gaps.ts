@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import Stripe from 'stripe';
 import { FAKE_STRIPE_SECRET_KEY } from './stripe-fakes';
 
 const REFUSED_BY_LOCALSTRIPE = [
@@ -103,7 +104,31 @@ function augmentedStripeJs(original: string): string {
 `;
 }
 
-export async function startStripeGaps(localstripeUrl: string): Promise<StripeGaps> {
+/** Where the layer sends the events of what it emulates (a PIX paid or expired), signed as Stripe signs them. */
+export interface GapsWebhook {
+  url: string;
+  secret: string;
+}
+
+async function sendEvent(webhook: GapsWebhook, type: string, object: Json): Promise<number> {
+  const payload = JSON.stringify({
+    id: randomId('evt_gaps'),
+    object: 'event',
+    type,
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    data: { object },
+  });
+  const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: webhook.secret });
+  const response = await fetch(webhook.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+    body: payload,
+  });
+  return response.status;
+}
+
+export async function startStripeGaps(localstripeUrl: string, options: { webhook?: GapsWebhook } = {}): Promise<StripeGaps> {
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
   const pix = new Map<string, Json>();
@@ -166,6 +191,18 @@ export async function startStripeGaps(localstripeUrl: string): Promise<StripeGap
     return intent;
   };
 
+  const settle = (id: string, outcome: 'paid' | 'expired'): Json => {
+    const intent = pix.get(id)!;
+    if (outcome === 'paid') Object.assign(intent, { status: 'succeeded', next_action: null });
+    else
+      Object.assign(intent, {
+        status: 'requires_payment_method',
+        next_action: null,
+        last_payment_error: { code: 'payment_intent_payment_attempt_expired', message: 'The PIX expired.' },
+      });
+    return { ...intent };
+  };
+
   const search = async (query: string, headers: IncomingMessage['headers']) => {
     const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
     const listed = await forward('GET', '/v1/payment_intents?limit=100', headers);
@@ -184,6 +221,14 @@ export async function startStripeGaps(localstripeUrl: string): Promise<StripeGap
     if (path === '/js.stripe.com/v3/') {
       const original = await (await fetch(`${localstripeUrl}/js.stripe.com/v3/`)).text();
       return { status: 200, body: augmentedStripeJs(original), type: 'application/javascript' };
+    }
+    // The fake bank (npm start against the fake): pay or expire a PIX, and send its signed event.
+    const bank = /^\/_gaps\/pix\/(\w+)\/(paid|expired)$/.exec(path);
+    if (bank && request.method === 'POST' && pix.has(bank[1])) {
+      const intent = settle(bank[1], bank[2] as 'paid' | 'expired');
+      const type = bank[2] === 'paid' ? 'payment_intent.succeeded' : 'payment_intent.payment_failed';
+      const delivered = options.webhook ? await sendEvent(options.webhook, type, intent) : null;
+      return { status: 200, body: JSON.stringify({ intent, webhook_status: delivered }) };
     }
     const png = /^\/_gaps\/pix\/(\w+)\.png$/.exec(path);
     if (png) return pix.has(png[1]) ? { status: 200, body: QR_PNG, type: 'image/png' } : { status: 404, body: '{}' };
@@ -239,19 +284,7 @@ export async function startStripeGaps(localstripeUrl: string): Promise<StripeGap
     url: base,
     jsUrl: `${base}/js.stripe.com/v3/`,
     pix,
-    settlePix(id, outcome) {
-      const intent = pix.get(id)!;
-      const now = Math.floor(Date.now() / 1000);
-      if (outcome === 'paid') Object.assign(intent, { status: 'succeeded', next_action: null });
-      else
-        Object.assign(intent, {
-          status: 'requires_payment_method',
-          next_action: null,
-          last_payment_error: { code: 'payment_intent_payment_attempt_expired', message: 'The PIX expired.' },
-        });
-      intent.updated = now;
-      return { ...intent };
-    },
+    settlePix: (id, outcome) => settle(id, outcome),
     async intent(id) {
       if (pix.has(id)) return pix.get(id)!;
       return JSON.parse((await forward('GET', `/v1/payment_intents/${id}`, {})).body);
