@@ -1,6 +1,6 @@
 // The charge workflow's activities: each one a call into services/charges/settlement.ts, the provider's
 // review lookups (services/provider/reviews.ts) or the subscription's workflow (one-off charges).
-import { Context } from '@temporalio/activity';
+import { providerCall } from './provider-call';
 import type { ProviderNotice, RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import { noticeByLookup, voidReview, type ReviewLookupInput } from '../services/provider/reviews';
@@ -21,7 +21,7 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
   return {
     /** The provider charge, its order and the charge document; every step keyed, so retries complete the same charge. */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-      return executeSubscriptionCharge(deps, input, Context.current().cancellationSignal);
+      return executeSubscriptionCharge(deps, input, providerCall());
     },
     /** The charge shown pending to a request answered before the provider decided; a decision already written wins. */
     async recordUndecidedCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {

@@ -1,5 +1,5 @@
 // The subscription workflow's activities: each one a call into services/subscriptions/life.ts.
-import { Context } from '@temporalio/activity';
+import { providerCall } from './provider-call';
 import type { ProviderNotice } from '../adapters/provider/types';
 import type { SubscriptionWorkflowInput } from '../workflows/subscription/messages';
 import {
@@ -32,7 +32,7 @@ export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
     },
     /** Charges one cycle on the saved card and records its renewal order with its event. */
     async chargeSubscriptionCycle(input: CycleChargeInput): Promise<CycleChargeResult> {
-      return chargeSubscriptionCycle(deps, input, Context.current().cancellationSignal);
+      return chargeSubscriptionCycle(deps, input, providerCall());
     },
     /** A cycle charge in review was settled by the provider's notice: the order becomes paid or failed. */
     async settleSubscriptionCycleOrder(input: { storeId: string; orderId: string; notice: ProviderNotice }): Promise<'paid' | 'failed'> {

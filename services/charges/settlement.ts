@@ -15,6 +15,7 @@ import { chargeWorkflowId, type ChargeDecision, type ChargeWorkflowInput } from 
 import { emitEventOnce } from '../events/emit-once';
 import type { EventDeps } from '../events/events';
 import { emitOrderEvent } from '../events/order-events';
+import { chargeSavedCardOnce, type ProviderCall } from '../provider/charge-once';
 
 export interface ChargeSettlementDeps extends EventDeps {
   provider: PaymentProvider;
@@ -63,10 +64,10 @@ const decisionOf = (doc: SubscriptionChargeDoc): ChargeDecision => ({ charge: su
 
 type ProviderOutcome = ChargeOutcome | { status: 'refused'; transactionId: null; code: string; message: string };
 
-async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput, signal?: AbortSignal): Promise<ProviderOutcome> {
+async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput, call: ProviderCall): Promise<ProviderOutcome> {
   const paymentMethodId = input.subscription.paymentMethodId;
   if (!paymentMethodId) return { status: 'refused', transactionId: null, code: 'no_payment_method', message: 'The subscription has no saved card.' };
-  return provider.chargeSavedCard({
+  const charge = {
     storeId: input.storeId,
     idempotencyKey: input.key,
     paymentMethodId,
@@ -74,8 +75,8 @@ async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput
     currency: input.currency,
     description: input.description,
     notifyRef: chargeWorkflowId(input.storeId, input.key),
-    signal,
-  });
+  };
+  return chargeSavedCardOnce(provider, charge, call);
 }
 
 function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: OrderDoc | null): SubscriptionChargeDoc {
@@ -112,17 +113,17 @@ function chargeDoc(input: ChargeWorkflowInput, outcome: ProviderOutcome, order: 
 /**
  * The provider charge, its order and the charge document. Each step is keyed, so this can die
  * anywhere (even right after the provider approved) and its retry completes the same charge; a try
- * given up (`signal`, the local activity's timeout) is stopped, and the retries never give up.
+ * given up (`call.signal`, the local activity's timeout) is stopped, and the retries never give up.
  */
 export async function executeSubscriptionCharge(
   deps: ChargeSettlementDeps,
   input: ChargeWorkflowInput,
-  signal?: AbortSignal,
+  call: ProviderCall = {},
 ): Promise<ChargeDecision> {
   const { db } = deps;
   // The test clock comes with the input: the subscription may be deleted (with its clock) meanwhile.
   const provider = connectionFor(deps, Boolean(input.testClock));
-  const outcome = await askProvider(provider, input, signal);
+  const outcome = await askProvider(provider, input, call);
   let order: OrderDoc | null = null;
   if (outcome.transactionId !== null) {
     const status = outcome.status === 'approved' ? 'paid' : outcome.status === 'review' ? 'pending' : 'failed';

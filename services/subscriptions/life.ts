@@ -16,6 +16,7 @@ import { subscriptionLife, subscriptionObject, type SubscriptionObject } from '.
 import type { SubscriptionWorkflowInput } from '../../workflows/subscription/messages';
 import { emitEventOnce } from '../events/emit-once';
 import { emitOrderEvent } from '../events/order-events';
+import { chargeSavedCardOnce, type ProviderCall } from '../provider/charge-once';
 import { ensureUsageForSubscription, type UsageDeps } from '../usage/shared';
 
 /** Lifecycle actions after which usage may have to start again (see applySubscriptionChange). */
@@ -165,7 +166,11 @@ function cycleResult(outcome: CycleChargeResult['outcome'], rest: Partial<CycleC
  * Charges one cycle on the saved card under the attempt's key and records its renewal order
  * (paid, pending in review, failed when declined), with invoice.paid / invoice.payment_failed.
  */
-export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input: CycleChargeInput, signal?: AbortSignal): Promise<CycleChargeResult> {
+export async function chargeSubscriptionCycle(
+  deps: SubscriptionLifeDeps,
+  input: CycleChargeInput,
+  call: ProviderCall = {},
+): Promise<CycleChargeResult> {
   const { db } = deps;
   const sub = await findSubscription(db, input.storeId, input.subscriptionId);
   if (!sub) throw new Error(`subscription ${input.subscriptionId} not found`);
@@ -173,7 +178,7 @@ export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input:
   const provider = connectionFor(deps, Boolean(sub.test_clock));
   const pm = sub.default_payment_method;
   if (!pm) return cycleResult('refused', { code: 'no_payment_method', message: 'The subscription has no saved card.' });
-  const result = await provider.chargeSavedCard({
+  const charge = {
     storeId: input.storeId,
     idempotencyKey: input.key,
     paymentMethodId: pm.id,
@@ -181,8 +186,8 @@ export async function chargeSubscriptionCycle(deps: SubscriptionLifeDeps, input:
     currency: sub.currency,
     description: sub.offer.name,
     notifyRef: input.notifyRef,
-    signal,
-  });
+  };
+  const result = await chargeSavedCardOnce(provider, charge, call);
   if (result.status === 'refused') return cycleResult('refused', { code: result.code, message: result.message });
   if (result.status === 'declined' && !input.recordDeclinedOrder) {
     return cycleResult('declined', { transactionId: result.transactionId, code: result.code ?? 'declined', message: result.message });
