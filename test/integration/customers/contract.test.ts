@@ -72,7 +72,7 @@ describe('POST /v1/customers with a known email', () => {
     await stack.mongo.db.collection('customer_emails').deleteOne({ _id: `${store.store._id}|${email}` } as never);
     for (const body of [
       { email: ` ${email.toUpperCase()} `, name: 'X' },
-      // Schema-valid, refused only by the rules (phone and CPF check digits).
+      // Schema-valid, refused only by the rules (the phone; the CPF's check digits where the store verifies them).
       { email, name: 'Other Name', phone: '12', document: { type: 'cpf', number: '11111111112' } },
       { ...customerBody(email), name: 'Other Name' },
     ]) {
