@@ -1,6 +1,6 @@
 // The hand-off from a paid recurring checkout to the subscriptions area: one subscription per
 // session, its id derived from the session's, created through createSubscription (which emits
-// customer.subscription.created and starts its workflow), then recorded on the session and on the
+// customer.subscription.created, starts its workflow and its usage), then recorded on the session and on the
 // checkout's order. A retry, even one overlapping a timed-out attempt still running, inserts the
 // same id: the unique _id refuses the second and the retry finishes what the first started.
 import { ApplicationFailure } from '@temporalio/activity';
@@ -15,6 +15,7 @@ import { derivedId, idTimeMs } from '../../domain/ids';
 import { subscriptionObject } from '../../resources/subscription';
 import { createSubscription, type SubscriptionDeps } from '../subscriptions/subscriptions';
 import { subscriptionClient } from '../subscriptions/client';
+import { startUsageOfNewSubscription } from '../usage/periods';
 import { emitEventOnce } from '../events/emit-once';
 import { startsWithTrial } from '../../domain/checkout';
 
@@ -41,6 +42,7 @@ export async function createSubscriptionForCheckout(deps: SubscriptionDeps, sess
       request: null,
     });
     await subscriptionClient(deps.temporal, deps.taskQueue).start(subscription);
+    await startUsageOfNewSubscription(deps, subscription);
   } else {
     const [store, customer, offer, product] = await Promise.all([
       findStore(db, storeId),
