@@ -278,6 +278,27 @@ describe('pause and resume', () => {
     expect(state.next).toMatchObject({ kind: 'charge' });
     await recordHistory(env.client, subscriptionWorkflowId(sub._id), 'subscription-paused-resumed');
   });
+
+  it('resume gives back the paused state: a trial resumes trialing and is charged at its end; dunning resumes past_due where it stood', async () => {
+    const trial = await subscribe('trial');
+    const trialEnd = (await reload(trial._id)).trial_end!;
+    expect((await handle(trial._id).executeUpdate(pauseUpdate, { args: [{}] })).status).toBe('paused');
+    await env.sleep(DAY_MS);
+    expect(await handle(trial._id).executeUpdate(resumeUpdate, { args: [{}] })).toMatchObject({ status: 'trialing', trial_end: trialEnd });
+    await env.sleep(8 * DAY_MS);
+    expect(await until(trial._id, (d) => d.cycles_completed === 1, 'charge at trial end')).toMatchObject({
+      status: 'active',
+      current_period_start: trialEnd,
+    });
+    await recordHistory(env.client, subscriptionWorkflowId(trial._id), 'subscription-trial-paused-resumed-trialing');
+
+    const dunned = await subscribe('monthly', '4000000000000341');
+    const pastDue = await until(dunned._id, (d) => d.status === 'past_due', 'first charge declined');
+    await handle(dunned._id).executeUpdate(pauseUpdate, { args: [{}] });
+    const resumed = await handle(dunned._id).executeUpdate(resumeUpdate, { args: [{}] });
+    expect(resumed).toMatchObject({ status: 'past_due', past_due_details: pastDue.past_due_details });
+    await recordHistory(env.client, subscriptionWorkflowId(dunned._id), 'subscription-past-due-paused-resumed-past-due');
+  });
 });
 
 describe('change_offer', () => {
