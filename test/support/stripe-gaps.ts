@@ -1,8 +1,8 @@
 // A thin stateful layer before localstripe that fills the gaps measured in it, so the product's requests
 // stay as Stripe takes them (never shaped to the fake): it strips the parameters localstripe refuses
 // (description, receipt_email, setup_future_usage, automatic_payment_methods, payment_method_data,
-// tax_id_data, use_stripe_sdk), renames allowed_payment_method_types to the older payment_method_types
-// and echoes setup_future_usage back on the intent; replays a POST's first
+// tax_id_data, use_stripe_sdk), renames allowed_payment_method_types to the older payment_method_types,
+// echoes setup_future_usage back on the intent and attaches its card to the customer as Stripe does; replays a POST's first
 // answer for a repeated Idempotency-Key (localstripe ignores it); answers the Search API for
 // payment_intents by metadata (charge_key, store_id); emulates PIX intents whole (next_action with
 // pix_display_qr_code, a QR image, paid or expired by the test); and serves localstripe's fake Stripe.js
@@ -158,6 +158,14 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     return JSON.stringify(json);
   };
 
+  /** What Stripe does with setup_future_usage on a confirmed intent: the card is attached to the customer for later. */
+  const keepForLater = async (intent: Json, usage: string, headers: IncomingMessage['headers']) => {
+    futureUsage.set(intent.id, usage);
+    const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
+    if (intent.status !== 'succeeded' || !method || !intent.customer) return;
+    await forward('POST', `/v1/payment_methods/${method}/attach`, headers, new URLSearchParams({ customer: intent.customer }).toString());
+  };
+
   const createPix = (form: URLSearchParams): Json => {
     const id = randomId('pi_pix');
     const expiresAfter = Number(form.get('payment_method_options[pix][expires_after_seconds]') ?? 1800);
@@ -268,7 +276,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     if (path === '/v1/payment_methods') form.delete('key');
     const answer = await forward('POST', path, auth, stripRefused(form).toString());
     const usage = form.get('setup_future_usage');
-    if (usage && path === '/v1/payment_intents' && answer.status === 200) futureUsage.set(JSON.parse(answer.body).id, usage);
+    if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
     return { ...answer, body: withFutureUsage(answer.body) };
   };
 

@@ -18,7 +18,7 @@ import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { ensureIndexes } from '../../../store/indexes';
 import { createBillingWorker } from '../../../worker/main';
 import { freePort } from '../../../temporal-dev/servers';
-import { createTestStore, type TestApi, type TestStore } from '../../support/api';
+import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
 import { buyerForm, createSession, seedCheckoutCatalog, type CheckoutCatalog } from '../../support/checkout-fixtures';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { FAKE_STRIPE_PUBLISHABLE_KEY, FAKE_STRIPE_SECRET_KEY, startLocalstripe, type RunningLocalstripe } from '../../support/stripe-fakes';
@@ -240,5 +240,29 @@ describe('PIX through Stripe', () => {
     });
     expect(sent.status).toBe(200);
     await paymentStatus(id, 'paid');
+  });
+});
+
+describe('a subscription through Stripe', () => {
+  test('a recurring purchase keeps the card at Stripe; a one-off charge on the subscription charges that card off session', async () => {
+    const id = await newSession(catalog.monthly._id);
+    const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')));
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    await paymentStatus(id, 'paid');
+    const withSubscription = await waitFor(async () => (await session(id))?.subscription ?? null, {
+      timeoutMs: 30_000,
+      description: 'the subscription of the purchase',
+    });
+    const saved = (await session(id))!.payment!.saved_card;
+    expect(saved?.id).toMatch(/^pm_/);
+    const charged = await call(api, store.key, 'POST', `/v1/subscriptions/${withSubscription}/charges`, {
+      json: { amount: 1500, description: 'Extra lesson' },
+      headers: { 'idempotency-key': `extra-${id}` },
+    });
+    expect(charged.status).toBe(201);
+    expect(charged.body).toMatchObject({ status: 'succeeded', transaction: expect.stringMatching(/^pi_/) });
+    const intent = await gaps.intent(charged.body.transaction);
+    expect(intent).toMatchObject({ status: 'succeeded', amount: 1500, currency: 'brl', payment_method: saved!.id });
+    expect(intent.metadata.charge_key).toBeTruthy();
   });
 });
