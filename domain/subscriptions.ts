@@ -196,7 +196,7 @@ export function periodEnded(to: 'canceled' | 'expired', at: number): LifeChange 
  */
 export function pause(life: SubscriptionLife, remembers = false): ActionResult {
   if (life.status === 'paused') return refuse('The subscription is already paused.');
-  if (isEnded(life.status)) return refuse(`A ${life.status} subscription cannot be paused.`);
+  if (isEnded(life.status)) return refuse(`${life.status === 'expired' ? 'An' : 'A'} ${life.status} subscription cannot be paused.`);
   return {
     ok: true,
     change: remembers ? { status: 'paused', paused_from: life.status } : { status: 'paused', past_due_details: null },
