@@ -24,7 +24,13 @@ import {
   insertTestClock,
   type TestClockDoc,
 } from '../store/test-clocks';
-import { advanceClockSignal, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowInput } from '../workflows/test-clock/messages';
+import {
+  advanceClockSignal,
+  testClockStateQuery,
+  testClockTaskQueue,
+  testClockWorkflowId,
+  type TestClockWorkflowInput,
+} from '../workflows/test-clock/messages';
 import { checkoutSessionWorkflowId } from '../workflows/checkout-session/messages';
 import { subscriptionWorkflowId } from '../workflows/subscription/messages';
 import { usageWorkflowId } from '../workflows/usage-periods/messages';
@@ -74,7 +80,7 @@ function clockWorkflowOptions(deps: TestClockDeps, doc: TestClockDoc) {
   const input: TestClockWorkflowInput = { storeId: doc.store_id, clockId: doc._id, nowMs: doc.now_ms };
   return {
     workflowId: testClockWorkflowId(doc._id),
-    taskQueue: deps.taskQueue,
+    taskQueue: testClockTaskQueue(deps.taskQueue),
     args: [input] as [TestClockWorkflowInput],
     ...testClockMetadata(doc),
   };

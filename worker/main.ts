@@ -2,7 +2,17 @@
 // createBillingWorker is also what tests and benchmarks start; running this file connects to
 // MongoDB and Temporal from the environment and shuts down gracefully on SIGINT/SIGTERM.
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  makeTelemetryFilterString,
+  type LogLevel,
+  type WorkerOptions,
+} from '@temporalio/worker';
+import { testClockTaskQueue } from '../workflows/test-clock/messages';
 import { connectDatabase, type Database } from '../store/database';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
@@ -52,7 +62,7 @@ export async function createBillingWorker({
   tracing = null,
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {
-  return Worker.create({
+  const options = {
     // A workflow task waits this long for the worker that ran its workflow last, then any worker takes it
     // (10 s by default): part of how soon a survivor resumes a dead worker's workflows.
     stickyQueueScheduleToStartTimeout: '3 seconds',
@@ -81,7 +91,46 @@ export async function createBillingWorker({
       taskQueue,
       ...activityDeps,
     }),
+  } satisfies WorkerOptions;
+  // One bundle for both workers: the billing queue and the test clocks' own (a busy clock never holds up renewals).
+  const { workflowsPath: path, ...rest } = options;
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path,
+    workflowInterceptorModules: rest.interceptors.workflowModules,
+    logger: bundleLogger,
   });
+  const billing = await Worker.create({ ...rest, workflowBundle });
+  const clocks = await Worker.create({ ...rest, workflowBundle, taskQueue: testClockTaskQueue(taskQueue), ...TEST_CLOCK_WORKER_BOUNDS });
+  return runsBeside(billing, clocks);
+}
+
+/** The test clocks' worker takes few tasks at once: its load stays a bounded share of the process. */
+const TEST_CLOCK_WORKER_BOUNDS = { maxConcurrentWorkflowTaskExecutions: 4, maxConcurrentActivityTaskExecutions: 8, maxCachedWorkflows: 200 };
+
+/** Webpack's progress stays quiet; warnings and errors still print. */
+const bundleLogger = new DefaultLogger('WARN');
+
+/** `main` as callers know it (run, shutdown), running `beside` for as long as it runs. */
+function runsBeside(main: Worker, beside: Worker): Worker {
+  const run = main.run.bind(main);
+  const shutdown = main.shutdown.bind(main);
+  const stopBeside = () => {
+    if (beside.getState() === 'RUNNING') beside.shutdown();
+  };
+  main.run = async () => {
+    const besideRunning = beside.run();
+    try {
+      await run();
+    } finally {
+      stopBeside();
+      await besideRunning;
+    }
+  };
+  main.shutdown = () => {
+    stopBeside();
+    shutdown();
+  };
+  return main;
 }
 
 /** A positive whole number of milliseconds from the environment, or undefined (the default applies). */

@@ -14,6 +14,7 @@ import {
   type PayAnswer,
   type PayInput,
 } from '../../workflows/checkout-session/messages';
+import { taskQueueFor } from '../../workflows/test-clock/messages';
 import type { CheckoutSessionObject } from '../../resources/checkout-session';
 import { checkoutMetadata, checkoutSearchAttributes } from '../operations/workflow-summaries';
 
@@ -84,7 +85,7 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
     /** Starts the session's workflow; a start that finds the id running attaches, a closed one is refused. */
     async start(input: CheckoutWorkflowInput, doc: Parameters<typeof checkoutMetadata>[0]): Promise<void> {
       await temporal.workflow.start(CHECKOUT_SESSION_WORKFLOW, {
-        taskQueue,
+        taskQueue: taskQueueFor(taskQueue, input.testClock),
         workflowId: checkoutSessionWorkflowId(input.sessionId),
         args: [input],
         workflowIdConflictPolicy: 'USE_EXISTING',

@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { ApiError } from '../../domain/errors';
 import type { SubscriptionObject } from '../../resources/subscription';
+import { taskQueueFor } from '../../workflows/test-clock/messages';
 import { oneOffChargeUpdate, subscriptionWorkflowId, type SubscriptionWorkflowInput } from '../../workflows/subscription/messages';
 import type { ChargeDecision, ChargeWorkflowInput } from '../../workflows/charge/messages';
 import { ApplicationFailure } from '@temporalio/common';
@@ -29,7 +30,7 @@ export function subscriptionClient(temporal: Client, taskQueue: string) {
     if (doc.test_clock) input.testClock = doc.test_clock;
     await temporal.workflow.start('subscriptionWorkflow', {
       workflowId: subscriptionWorkflowId(doc._id),
-      taskQueue,
+      taskQueue: taskQueueFor(taskQueue, doc.test_clock),
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
       typedSearchAttributes: [...subscriptionSearchAttributes(doc), ...(doc.status ? [{ key: BillingStatusKey, value: doc.status }] : [])],

@@ -8,6 +8,12 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export const testClockWorkflowId = (clockId: string) => `test-clock/${clockId}`;
 
+/** The task queue of test clocks and their objects' workflows (a worker of its own): a busy clock never queues ahead of real renewals. */
+export const testClockTaskQueue = (taskQueue: string) => `${taskQueue}-test-clocks`;
+
+/** Where a workflow of an object runs: on its clock's queue when it lives on a test clock. */
+export const taskQueueFor = (taskQueue: string, testClock: string | null | undefined) => (testClock ? testClockTaskQueue(taskQueue) : taskQueue);
+
 export interface TestClockWorkflowInput {
   storeId: string;
   clockId: string;

@@ -10,7 +10,8 @@ import { TEST_CLOCK_LIMITS } from '../../../services/test-clocks';
 import { collections } from '../../../store/collections';
 import { findCustomer } from '../../../store/customers';
 import { ordersCollection } from '../../../store/orders';
-import { testClockStateQuery, testClockWorkflowId } from '../../../workflows/test-clock/messages';
+import { testClockStateQuery, testClockTaskQueue, testClockWorkflowId } from '../../../workflows/test-clock/messages';
+import { subscriptionWorkflowId } from '../../../workflows/subscription/messages';
 import { waitFor } from '../../support/env';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutStack } from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
@@ -122,7 +123,7 @@ describe('an advance', () => {
     };
   }
 
-  test('past six staggered renewals it sends and receives signals in proportion to its objects, not objects times stops', async () => {
+  test("past six staggered renewals it sends and receives signals in proportion to its objects, not objects times stops, on the clocks' own task queue", async () => {
     const store = await createTestStore(stack.mongo.db);
     const catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
     const t0 = Math.floor(Date.now() / 1000);
@@ -130,7 +131,9 @@ describe('an advance', () => {
     const customers = await Promise.all([0, 1, 2].map(async () => (await clockCustomer(store, clock)).body.id as string));
     const subs = 6;
     // Bought a day apart before the clock's time: each renews at its own stop within the month.
-    for (let i = 0; i < subs; i++) await subscribeAt(store, catalog.monthly._id, customers[i % 3], (t0 - (i + 1) * DAY) * 1000);
+    const subIds: string[] = [];
+    for (let i = 0; i < subs; i++) subIds.push(await subscribeAt(store, catalog.monthly._id, customers[i % 3], (t0 - (i + 1) * DAY) * 1000));
+    const firstSub = subIds[0];
     const clockHandle = stack.temporal.client.workflow.getHandle(testClockWorkflowId(clock));
     await waitFor(async () => {
       const state = await clockHandle.query(testClockStateQuery);
@@ -147,6 +150,13 @@ describe('an advance', () => {
     );
     const renewed = await ordersCollection(stack.mongo.db).countDocuments({ store_id: store.store._id, order_type: 'renewal' });
     expect(renewed).toBe(subs);
+    // The clock and its objects' workflows ran on the test clocks' own task queue, beside (not in) the billing queue.
+    const queueOf = async (workflowId: string) => (await stack.temporal.client.workflow.getHandle(workflowId).describe()).taskQueue;
+    expect(await queueOf(testClockWorkflowId(clock))).toBe(testClockTaskQueue(stack.taskQueue));
+    expect(await queueOf(subscriptionWorkflowId(firstSub))).toBe(testClockTaskQueue(stack.taskQueue));
+    const plainCustomer = (await post(store, '/v1/customers', { email: `plain-${t0}@example.com`, ...customerFields })).body.id as string;
+    const plainSub = await subscribeAt(store, catalog.monthly._id, plainCustomer, Date.now());
+    expect(await queueOf(subscriptionWorkflowId(plainSub))).toBe(stack.taskQueue);
     const { sent, received } = await signalsOfLastAdvance(clock);
     // Each renewal: its tick and its report (twice if it waits twice), and one catch-up tick and report each at
     // the end; ticking everyone at each of the seven stops costs 2 x 6 x 7 = 84.
