@@ -4,7 +4,9 @@
 // as Stripe.js does (POST /v1/payment_methods with the publishable key), so our server only ever sees pm_…:
 // a card approved (the intent holds our amount, currency and metadata.charge_key), declined (0341,
 // card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
-// settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event.
+// settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
+// recurring purchase and a one-off charge on its saved card; and in Chromium (playwright-core, as test/e2e)
+// a card typed in the fake Stripe.js's field, and 3-D Secure completed in the page.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
 import type { Worker } from '@temporalio/worker';
@@ -23,6 +25,8 @@ import { buyerForm, createSession, seedCheckoutCatalog, type CheckoutCatalog } f
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { FAKE_STRIPE_PUBLISHABLE_KEY, FAKE_STRIPE_SECRET_KEY, startLocalstripe, type RunningLocalstripe } from '../../support/stripe-fakes';
 import { startStripeGaps, type StripeGaps } from '../../support/stripe-gaps';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser, screenshot } from '../../support/browser';
 
 const WEBHOOK_SECRET = 'whsec_flowsflowsflowsflows';
 let localstripe: RunningLocalstripe;
@@ -264,5 +268,57 @@ describe('a subscription through Stripe', () => {
     const intent = await gaps.intent(charged.body.transaction);
     expect(intent).toMatchObject({ status: 'succeeded', amount: 1500, currency: 'brl', payment_method: saved!.id });
     expect(intent.metadata.charge_key).toBeTruthy();
+  });
+});
+
+describe('in a browser (Chromium) through the fake Stripe.js', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function openAndFill(page: Page, card: string) {
+    const id = await newSession();
+    await page.goto(`${api.url}/c/${id}`);
+    await page.getByLabel('E-mail').fill(`browser-${Date.now()}@example.com`);
+    await page.getByLabel('Full name').fill('Beatriz Lima');
+    await page.getByLabel('Phone').fill('+55 21 99876-5432');
+    await page.getByLabel('Document', { exact: true }).fill('529.982.247-25');
+    // The fake Stripe.js's card field: its own inputs inside the mounted element.
+    const field = page.getByTestId('card-element');
+    await field.getByPlaceholder('number').fill(card);
+    await field.getByPlaceholder('exp_month').fill('12');
+    await field.getByPlaceholder('exp_year').fill('34');
+    await field.getByPlaceholder('cvc').fill('123');
+    await page.getByTestId('pay-card').click();
+    return id;
+  }
+
+  test('a card typed in Stripe.js’s field pays the session; the page never posts a card number', async () => {
+    const page = await browser.newPage();
+    const posted: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(api.url) && request.method() === 'POST') posted.push(request.postData() ?? '');
+    });
+    const id = await openAndFill(page, '4242424242424242');
+    await page.getByTestId('thank-you').waitFor({ timeout: 30_000 });
+    await screenshot(page, 'stripe-01-thank-you');
+    expect(posted.join('\n')).toContain('payment_method=pm_');
+    expect(posted.join('\n')).not.toContain('4242424242424242');
+    expect((await session(id))!.payment_status).toBe('paid');
+    await page.close();
+  });
+
+  test('3-D Secure: the bank’s step opens in the page; completing it pays the session', async () => {
+    const page = await browser.newPage();
+    const id = await openAndFill(page, '4000002500003155');
+    await page.getByRole('button', { name: 'Complete authentication' }).click({ timeout: 30_000 });
+    await page.getByTestId('thank-you').waitFor({ timeout: 30_000 });
+    await screenshot(page, 'stripe-02-3ds-paid');
+    expect((await session(id))!.payment_status).toBe('paid');
+    await page.close();
   });
 });
