@@ -17,6 +17,11 @@ export class SseWriter {
     return this.out.writableLength;
   }
 
+  /** The reader is behind: the socket's buffer is at its high-water mark and nothing more is written. */
+  get behind(): boolean {
+    return this.out.writableNeedDrain;
+  }
+
   /** Writes one message once the reader has caught up; 'ended' when the session or socket ended first. */
   async write(message: string): Promise<WriteOutcome> {
     const ready = await this.caughtUp();

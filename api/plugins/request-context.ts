@@ -16,11 +16,14 @@ export default fp(async function requestContextPlugin(app: FastifyInstance) {
 
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.config?.public) return;
+    const storeId = request.auth?.store._id ?? request.presentedKey?.storeId ?? null;
+    // A call naming no store is in no store's log (logs are read per store): an anonymous flood writes nothing.
+    if (storeId === null) return;
     const now = Date.now();
     buffer.push({
       _id: request.id,
       // The key that made the call, also when it was refused (revoked, expired, store switched off).
-      store_id: request.auth?.store._id ?? request.presentedKey?.storeId ?? null,
+      store_id: storeId,
       api_key: request.auth?.apiKey._id ?? request.presentedKey?.id ?? null,
       method: request.method,
       path: request.url.split('?')[0],

@@ -55,11 +55,15 @@ interface OpenSession {
 /** Every session this process holds (the per-process cap counts them across API instances). */
 const sessionsInProcess = new Set<OpenSession>();
 
-/** Sessions open in this process and the bytes their readers have not yet taken (tests and metrics). */
-export function listenSessionsInProcess(): { open: number; bufferedBytes: number } {
+/** Sessions open in this process, how many wait for their reader, and the bytes readers have not yet taken (tests and metrics). */
+export function listenSessionsInProcess(): { open: number; behind: number; bufferedBytes: number } {
   let bufferedBytes = 0;
-  for (const session of sessionsInProcess) bufferedBytes += session.writer.buffered;
-  return { open: sessionsInProcess.size, bufferedBytes };
+  let behind = 0;
+  for (const session of sessionsInProcess) {
+    bufferedBytes += session.writer.buffered;
+    if (session.writer.behind) behind += 1;
+  }
+  return { open: sessionsInProcess.size, behind, bufferedBytes };
 }
 
 /** 429 when the store or the process holds as many sessions as it may. */

@@ -10,7 +10,8 @@ import { findEventsAfter, renderEventBody } from '../../store/events';
 
 /** Events written up to this late (a slow writer, a retried fact keeping its first time) still stream. */
 export const LATE_WRITE_WINDOW_MS = 10_000;
-const PAGE = 200;
+/** Events read at once: what a session holds in memory besides its socket's buffer (50 events). */
+const PAGE = 50;
 
 export interface ListenSession {
   storeId: string;
