@@ -22,6 +22,8 @@ export interface ListenOutcome {
   forwarded: number;
   /** The last event id seen: where `--since` resumes. */
   lastEventId: string | null;
+  /** Why the API ended the session (`event: end`: session_lifetime, api_key_revoked, ...); null when it did not say. */
+  endReason: string | null;
 }
 
 interface SseMessage {
@@ -115,7 +117,7 @@ export async function listen(options: ListenOptions): Promise<ListenOutcome> {
   const print = options.print ?? ((line: string) => console.log(line));
   const res = await openStream(listenUrl(options), options.key, options.signal);
   if (res.statusCode !== 200) throw new Error(`the API refused the session: ${await refusal(res)}`);
-  const outcome: ListenOutcome = { secret: null, forwarded: 0, lastEventId: options.since ?? null };
+  const outcome: ListenOutcome = { secret: null, forwarded: 0, lastEventId: options.since ?? null, endReason: null };
   try {
     for await (const message of sseMessages(res)) {
       if (message.event === 'ready') {
@@ -123,6 +125,8 @@ export async function listen(options: ListenOptions): Promise<ListenOutcome> {
         outcome.secret = ready.secret;
         print(`Ready. Your webhook signing secret is ${ready.secret} (this session only)`);
         print(`Forwarding ${ready.events.join(', ')} (catalog ${ready.api_version}) to ${options.forwardTo}; Ctrl-C to stop.`);
+      } else if (message.event === 'end') {
+        outcome.endReason = (JSON.parse(message.data) as { reason: string }).reason;
       } else if (message.event === 'webhook' && message.id) {
         print(await forward(options, message.id, JSON.parse(message.data) as { type: string; signature: string; body: string }));
         outcome.forwarded += 1;
@@ -178,7 +182,8 @@ export async function runListen(argv: string[], env: NodeJS.ProcessEnv = process
       signal: stop.signal,
     });
     if (!stop.signal.aborted) {
-      console.error(`The API closed the session.${outcome.lastEventId ? ` Resume with --since ${outcome.lastEventId}.` : ''}`);
+      const why = outcome.endReason ? ` (${outcome.endReason})` : '';
+      console.error(`The API closed the session${why}.${outcome.lastEventId ? ` Resume with --since ${outcome.lastEventId}.` : ''}`);
       return 1;
     }
     return 0;

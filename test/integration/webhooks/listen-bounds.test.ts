@@ -7,6 +7,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listen } from '../../../admin/listen';
 import { listenLimitsFrom, type ListenLimits } from '../../../api/listen-limits';
 import { listenSessionsInProcess } from '../../../api/routes/webhook-listen';
 import { buildEventDoc, insertEvents } from '../../../store/events';
@@ -196,6 +197,19 @@ describe('a session ends with its key, its store and its lifetime', () => {
       await stream.ended;
       expect(stream.endedAt()! - openedAt).toBeLessThan(10_000);
       expect(JSON.parse(stream.messages.find((m) => m.event === 'end')!.data)).toEqual({ reason: 'session_lifetime', last_event_id: null });
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe('the listen CLI', () => {
+  it('reports why the API ended its session', async () => {
+    const short = await apiWith({ sessionMaxMs: 1_500 });
+    try {
+      const store = await createTestStore(mongo.db);
+      const outcome = await listen({ apiUrl: short.url, key: store.key, forwardTo: 'http://127.0.0.1:9/unused', print: () => undefined });
+      expect(outcome).toMatchObject({ forwarded: 0, endReason: 'session_lifetime' });
     } finally {
       await short.close();
     }
