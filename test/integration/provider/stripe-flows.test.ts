@@ -5,7 +5,7 @@
 // a card approved (the intent holds our amount, currency and metadata.charge_key), declined (0341,
 // card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
 // settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
-// recurring purchase and a one-off charge on its saved card; and in Chromium (playwright-core, as test/e2e)
+// recurring purchase, a one-off charge on its saved card and a renewal on a test clock; and in Chromium (playwright-core, as test/e2e)
 // a card typed in the fake Stripe.js's field, and 3-D Secure completed in the page.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
@@ -18,6 +18,8 @@ import { createStripeClient } from '../../../adapters/provider/stripe/client';
 import { intentReader, pagePaymentReader } from '../../../adapters/provider/stripe/web';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { ensureIndexes } from '../../../store/indexes';
+import { ordersCollection } from '../../../store/orders';
+import { periodEnd } from '../../../domain/billing-periods';
 import { createBillingWorker } from '../../../worker/main';
 import { freePort } from '../../../temporal-dev/servers';
 import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
@@ -320,5 +322,44 @@ describe('in a browser (Chromium) through the fake Stripe.js', () => {
     await screenshot(page, 'stripe-02-3ds-paid');
     expect((await session(id))!.payment_status).toBe('paid');
     await page.close();
+  });
+});
+
+describe('a renewal through Stripe', () => {
+  const api_ = (method: string, path: string, json?: unknown) => call(api, store.key, method, path, json === undefined ? {} : { json });
+
+  test('a subscription bought on a test clock renews at its period end on the card kept at Stripe, off session', async () => {
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await api_('POST', '/v1/test_helpers/test_clocks', { frozen_time: t0 })).body.id as string;
+    const customer = await api_('POST', '/v1/customers', {
+      email: `renewal-${Date.now()}@example.com`,
+      name: 'Ana Renewal',
+      phone: '+5511999990000',
+      document: { type: 'cpf', number: '529.982.247-25' },
+      test_clock: clock,
+    });
+    expect(customer.status).toBe(201);
+    const created = await createSession(api, store, { offer: catalog.monthly._id, customer: customer.body.id });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const form = cardForm(await browserPaymentMethod('4242424242424242'));
+    const res = await post(`/c/${id}/pay`, { payment_method: form.payment_method, method: 'card', currency: 'brl' });
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    await paymentStatus(id, 'paid');
+    const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
+    const end = periodEnd(t0, 'monthly', null);
+    expect((await api_('POST', `/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: end + 3600 })).status).toBe(200);
+    const renewal = await waitFor(
+      async () => (await ordersCollection(mongo.db).findOne({ subscription, billing_reason: 'renewal', status: 'paid' })) ?? null,
+      { timeoutMs: 60_000, description: 'the renewal order paid' },
+    );
+    const intent = await gaps.intent(renewal.provider_transaction_id!);
+    expect(intent).toMatchObject({
+      status: 'succeeded',
+      amount: 4990,
+      currency: 'brl',
+      payment_method: (await session(id))!.payment!.saved_card!.id,
+    });
+    expect(intent.metadata).toMatchObject({ kind: 'saved_card', store_id: store.store._id });
   });
 });
