@@ -43,6 +43,8 @@ export async function startTestApi(options: {
     trustProxy: ['loopback'],
     // Suites pay many times from one address; the page submit limit has its own test.
     pagePostRateLimit: 100_000,
+    // Suites decline many cards in one store; card testing (and the noisy neighbour) set their own bounds.
+    cardTesting: { ...base.cardTesting, perOffer: 100_000, perStore: 100_000 },
     taskQueue: options.taskQueue ?? (options.temporal ? base.taskQueue : uniqueTaskQueue('unpolled')),
     ...options.config,
   };

@@ -14,6 +14,7 @@ import { randomInt } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenLimitsFrom } from '../../../api/listen-limits';
+import { DEFAULT_CARD_TESTING_LIMITS } from '../../../services/checkout/card-testing';
 import { listenSessionsInProcess } from '../../../api/routes/webhook-listen';
 import { buildEventDoc, insertEvents } from '../../../store/events';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
@@ -51,6 +52,7 @@ beforeAll(async () => {
     pagePostRateLimit: 10,
     offerLinkRateLimit: 10,
     listen: { ...listenLimitsFrom({}), stallMs: 120_000 },
+    cardTesting: DEFAULT_CARD_TESTING_LIMITS,
   });
   [storeA, storeB] = await Promise.all([createTestStore(stack.mongo.db), createTestStore(stack.mongo.db)]);
   [catalogA, catalogB] = await Promise.all([
