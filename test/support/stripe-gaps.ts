@@ -1,12 +1,13 @@
 // A thin stateful layer before localstripe that fills the gaps measured in it, so the product's requests
 // stay as Stripe takes them (never shaped to the fake): it strips the parameters localstripe refuses
 // (description, receipt_email, setup_future_usage, automatic_payment_methods, payment_method_data,
-// tax_id_data, use_stripe_sdk), renames allowed_payment_method_types to the older payment_method_types,
-// echoes setup_future_usage back on the intent and attaches its card to the customer as Stripe does; replays a POST's first
-// answer for a repeated Idempotency-Key (localstripe ignores it); answers the Search API for
-// payment_intents by metadata (charge_key, store_id); emulates PIX intents whole (next_action with
-// pix_display_qr_code, a QR image, paid or expired by the test); and serves localstripe's fake Stripe.js
-// with createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
+// tax_id_data, use_stripe_sdk, cancellation_reason), renames allowed_payment_method_types to the older
+// payment_method_types, echoes setup_future_usage and cancellation_reason back on the intent and attaches
+// a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
+// (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
+// store_id); emulates PIX intents whole (next_action with pix_display_qr_code, a QR image, paid or
+// expired by the test or the fake bank route); and serves localstripe's fake Stripe.js with
+// createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +23,7 @@ const REFUSED_BY_LOCALSTRIPE = [
   'payment_method_data',
   'tax_id_data',
   'use_stripe_sdk',
+  'cancellation_reason',
 ];
 /** A 1×1 PNG: the QR image the page shows (its content is the copy-paste code's business, not the fake's). */
 const QR_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==', 'base64');
@@ -131,6 +133,7 @@ async function sendEvent(webhook: GapsWebhook, type: string, object: Json): Prom
 export async function startStripeGaps(localstripeUrl: string, options: { webhook?: GapsWebhook } = {}): Promise<StripeGaps> {
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
+  const cancellations = new Map<string, string>();
   const pix = new Map<string, Json>();
   let base = '';
 
@@ -151,7 +154,9 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       return text;
     }
     const fill = (object: Json) => {
-      if (object?.object === 'payment_intent' && futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
+      if (object?.object !== 'payment_intent') return;
+      if (futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
+      if (cancellations.has(object.id)) object.cancellation_reason = cancellations.get(object.id);
     };
     fill(json);
     if (Array.isArray(json.data)) json.data.forEach(fill);
@@ -277,6 +282,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const answer = await forward('POST', path, auth, stripRefused(form).toString());
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
+    const reason = form.get('cancellation_reason');
+    if (reason && /\/cancel$/.test(path) && answer.status === 200) cancellations.set(JSON.parse(answer.body).id, reason);
     return { ...answer, body: withFutureUsage(answer.body) };
   };
 

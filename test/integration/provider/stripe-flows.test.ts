@@ -363,3 +363,35 @@ describe('a renewal through Stripe', () => {
     expect(intent.metadata).toMatchObject({ kind: 'saved_card', store_id: store.store._id });
   });
 });
+
+describe('money given back through Stripe', () => {
+  test('a 3-D Secure payment the buyer never completes is voided at Stripe when its review window ends (test clock): the session ends unpaid', async () => {
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await call(api, store.key, 'POST', '/v1/test_helpers/test_clocks', { json: { frozen_time: t0 } })).body.id as string;
+    const customer = await call(api, store.key, 'POST', '/v1/customers', {
+      json: {
+        email: `void-${Date.now()}@example.com`,
+        name: 'Ana Void',
+        phone: '+5511999990000',
+        document: { type: 'cpf', number: '529.982.247-25' },
+        test_clock: clock,
+      },
+    });
+    const created = await createSession(api, store, { offer: catalog.oneOff._id, customer: customer.body.id, currency: 'brl' });
+    const id = created.body.id as string;
+    const pm = await browserPaymentMethod('4000002500003155');
+    expect((await post(`/c/${id}/pay`, { payment_method: pm, method: 'card', currency: 'brl' })).location).toBe(`/c/${id}?done=1`);
+    const pending = await paymentStatus(id, 'pending');
+    const advanced = await call(api, store.key, 'POST', `/v1/test_helpers/test_clocks/${clock}/advance`, { json: { frozen_time: t0 + 8 * 86_400 } });
+    expect(advanced.status).toBe(200);
+    const ended = await waitFor(
+      async () => {
+        const s = await session(id);
+        return s?.payment_status === 'unpaid' ? s : null;
+      },
+      { timeoutMs: 60_000, description: 'the review window to end the payment' },
+    );
+    expect(ended.status).toBe('complete');
+    expect(await gaps.intent(pending.payment!.transaction_id!)).toMatchObject({ status: 'canceled' });
+  });
+});
