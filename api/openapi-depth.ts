@@ -105,7 +105,7 @@ export const DOCUMENTED_RULES: Record<string, Record<string, Json>> = {
   post_customers: {
     email: { format: 'email', pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
     phone: { pattern: '^\\+?[0-9 ().-]{7,40}$' },
-    'document.number': { pattern: '^[0-9A-Za-z][0-9A-Za-z./-]{0,39}$' },
+    'document.number': { pattern: '^[0-9A-Za-z][0-9A-Za-z ./-]{0,39}$' },
     'address.country': { pattern: '^[A-Z]{2}$' },
     locale: { pattern: '^[a-z]{2}(-[A-Z]{2})?$' },
     test_clock: { pattern: '^clock_[A-Za-z0-9]+$' },
