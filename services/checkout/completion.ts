@@ -126,7 +126,8 @@ function paymentOf(result: PaymentResultInput) {
  * end), so fulfilment that waits for a paid order (order.paid, invoice.paid) sees the sign-up.
  */
 export function trialOrderDoc(order: OrderDoc): OrderDoc {
-  const items = order.items.map((item) => ({ ...item, description: `${item.description} (free trial)`, unit_amount: 0, amount: 0 }));
+  // The offer's name as it is: the thank-you page shows the item in the buyer's language around it.
+  const items = order.items.map((item) => ({ ...item, unit_amount: 0, amount: 0 }));
   return { ...order, amount_subtotal: 0, amount_discount: 0, amount_total: 0, items, installments: null, external_order_id: null };
 }
 

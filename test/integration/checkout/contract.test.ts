@@ -313,7 +313,7 @@ describe('a free-trial sign-up from checkout', () => {
       order_type: 'checkout',
       checkout_session: session.id,
       subscription: done.subscription,
-      items: [{ kind: 'product', description: `${trialCatalog.trial.name} (free trial)`, quantity: 1, unit_amount: 0, amount: 0 }],
+      items: [{ kind: 'product', description: trialCatalog.trial.name, quantity: 1, unit_amount: 0, amount: 0 }],
     });
     const orderPaid = await waitFor(
       async () =>
