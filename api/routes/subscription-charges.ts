@@ -145,6 +145,7 @@ function readChargeRoutes(app: RouteApp): void {
   app.get(
     '/subscriptions/:id/charges',
     {
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['subscription charges'],
         summary: "List a subscription's charges",

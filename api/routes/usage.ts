@@ -11,6 +11,7 @@ import { listEnvelope } from '../pagination';
 import { Nullable } from '../../resources/common';
 import { IdParams, withErrors } from '../http-schemas';
 import { usageItemObject } from '../../resources/usage-item';
+import { subscriptionMustExist } from './subscriptions';
 
 const TierInput = Type.Object(
   {
@@ -56,6 +57,7 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/subscriptions/:id/usage_items',
     {
+      preValidation: subscriptionMustExist(db),
       schema: {
         tags: ['usage'],
         summary: 'Set the price of a meter on a subscription (the same meter again replaces the item)',

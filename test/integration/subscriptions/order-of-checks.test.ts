@@ -71,6 +71,20 @@ describe('an unknown subscription is 404 before its body is read', () => {
     }
   }
 
+  it('POST /subscriptions/{id}/usage_items with a body that does not validate', async () => {
+    const unknown = await rawCall('POST', '/v1/subscriptions/sub_unknown000000000000/usage_items', '{"nonsense": 1}', 'application/json', {});
+    expect(errorOf(unknown)).toEqual([404, 'invalid_request_error', 'resource_missing', 'id']);
+    const onKnown = await rawCall('POST', `/v1/subscriptions/${known}/usage_items`, '{"nonsense": 1}', 'application/json', {});
+    expect(errorOf(onKnown).slice(0, 2)).toEqual([400, 'invalid_request_error']);
+  });
+
+  it('GET /subscriptions/{id}/charges with a status the list does not know', async () => {
+    const unknown = await rawCall('GET', '/v1/subscriptions/sub_unknown000000000000/charges?status=bad', undefined, undefined, {});
+    expect(errorOf(unknown)).toEqual([404, 'invalid_request_error', 'resource_missing', 'id']);
+    const onKnown = await rawCall('GET', `/v1/subscriptions/${known}/charges?status=bad`, undefined, undefined, {});
+    expect(errorOf(onKnown).slice(0, 3)).toEqual([400, 'invalid_request_error', 'parameter_invalid']);
+  });
+
   it('DELETE with an unknown query parameter', async () => {
     const unknown = await rawCall('DELETE', '/v1/subscriptions/sub_unknown000000000000?nonsense=1', undefined, undefined, {});
     expect(errorOf(unknown)).toEqual([404, 'invalid_request_error', 'resource_missing', 'id']);
