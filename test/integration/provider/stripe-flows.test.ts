@@ -5,7 +5,8 @@
 // a card approved (the intent holds our amount, currency and metadata.charge_key), declined (0341,
 // card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
 // settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
-// recurring purchase, a one-off charge on its saved card and a renewal on a test clock; and in Chromium (playwright-core, as test/e2e)
+// recurring purchase, a one-off charge on its saved card and a renewal on a test clock; a payment in review
+// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: refused); and in Chromium (playwright-core, as test/e2e)
 // a card typed in the fake Stripe.js's field, and 3-D Secure completed in the page.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
@@ -393,5 +394,53 @@ describe('money given back through Stripe', () => {
     );
     expect(ended.status).toBe('complete');
     expect(await gaps.intent(pending.payment!.transaction_id!)).toMatchObject({ status: 'canceled' });
+  });
+});
+
+describe('a review settled by review.closed', () => {
+  /** Radar's review.closed for an intent, signed as Stripe signs it (localstripe has no reviews: the test is Radar). */
+  async function reviewClosed(intentId: string, reason: string) {
+    const payload = JSON.stringify({
+      id: `evt_review_${intentId}_${reason}`,
+      object: 'event',
+      type: 'review.closed',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      data: { object: { id: `prv_${intentId}`, object: 'review', open: false, reason, payment_intent: intentId } },
+    });
+    const res = await fetch(`${api.url}/providers/stripe/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
+  /** A card payment the checkout holds in review (3-D Secure pending at Stripe): the session waits, pending. */
+  async function paymentInReview() {
+    const id = await newSession();
+    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000002500003155')))).location).toBe(`/c/${id}?done=1`);
+    const pending = await paymentStatus(id, 'pending');
+    return { id, intentId: pending.payment!.transaction_id! };
+  }
+
+  test('approved: the session in review is paid', async () => {
+    const { id, intentId } = await paymentInReview();
+    expect(await reviewClosed(intentId, 'approved')).toMatchObject({ status: 200, body: { status: 'delivered' } });
+    const paid = await paymentStatus(id, 'paid');
+    expect(paid.status).toBe('complete');
+    expect(await ordersCollection(mongo.db).findOne({ _id: paid.order! })).toMatchObject({ status: 'paid', external_order_id: intentId });
+  });
+
+  test('refunded_as_fraud: the session in review ends as a refused payment', async () => {
+    const { id, intentId } = await paymentInReview();
+    expect(await reviewClosed(intentId, 'refunded_as_fraud')).toMatchObject({ status: 200, body: { status: 'delivered' } });
+    const ended = await paymentStatus(id, 'unpaid');
+    expect(ended.status).toBe('complete');
+    const order = await ordersCollection(mongo.db).findOne({ _id: ended.order! });
+    expect(order).toMatchObject({ status: 'failed', external_order_id: intentId });
   });
 });
