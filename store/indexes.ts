@@ -60,6 +60,9 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('orders', { store_id: 1, customer: 1, created: -1, _id: -1 }),
   index('orders', { store_id: 1, subscription: 1, created: -1, _id: -1 }),
   index('orders', { store_id: 1, status: 1, created: -1, _id: -1 }),
+  // A refund made at the provider finds its order by the transaction (findOrderByTransaction).
+  index('orders', { store_id: 1, provider_transaction_id: 1 }),
+  index('orders', { store_id: 1, external_order_id: 1 }),
   // The plan quota: orders paid in a calendar month (admin CLI `stores quota`).
   index('orders', { store_id: 1, paid_at: 1 }),
   // GET /v1/subscriptions filters (listSubscriptions), the portal (subscriptionsOfCustomer), and the subscription a checkout created

@@ -131,6 +131,11 @@ export async function markOrderRefunded(db: Db, storeId: string, id: string): Pr
   return updated ?? findOrder(db, storeId, id);
 }
 
+/** The store's order paid by a provider transaction: a checkout's (external_order_id) or a charge's or renewal's. */
+export function findOrderByTransaction(db: Db, storeId: string, transactionId: string): Promise<OrderDoc | null> {
+  return ordersCollection(db).findOne({ store_id: storeId, $or: [{ provider_transaction_id: transactionId }, { external_order_id: transactionId }] });
+}
+
 /** The order a checkout paid belongs to the subscription that checkout became. */
 export async function linkOrderToSubscription(db: Db, storeId: string, orderId: string, subscriptionId: string): Promise<void> {
   await ordersCollection(db).updateOne({ _id: orderId, store_id: storeId }, { $set: { subscription: subscriptionId } });

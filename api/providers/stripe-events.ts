@@ -34,7 +34,10 @@ export default async function stripeEventRoutes(app: FastifyInstance): Promise<v
       const code = error.reason === 'missing' ? 'parameter_missing' : 'parameter_invalid';
       throw new ApiError(code, error.message, { param: 'Stripe-Signature' });
     }
-    const result = await receiveStripeEvent({ db: app.deps.db, temporal: app.deps.temporal, readIntent: stripe.readIntent }, event);
+    const result = await receiveStripeEvent(
+      { db: app.deps.db, temporal: app.deps.temporal, readIntent: stripe.readIntent, config: app.deps.config },
+      event,
+    );
     if (result.status === 'unavailable') {
       request.log.warn({ event: event.id, type: event.type, note: result.note }, 'stripe event not delivered yet; Stripe will send it again');
       throw new ApiError('service_unavailable', 'The event could not be delivered yet; send it again.');

@@ -2,12 +2,22 @@
 // to the workflow its PaymentIntent names (the same providerSettled signal the test connection's notices
 // use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
 // sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
+// A full refund made at Stripe also marks the store's paid order of that intent refunded (order.refunded once).
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import type { Database } from '../../store/database';
 import { findProviderEvent, markProviderEventDelivered, recordProviderEvent, type ProviderEventDoc } from '../../store/provider-events';
-import { isHandledStripeEvent, readStripeEvent, type EventReading, type IntentReader } from '../../adapters/provider/stripe/events';
+import {
+  isHandledStripeEvent,
+  readStripeEvent,
+  type ChargeRefund,
+  type EventReading,
+  type IntentReader,
+} from '../../adapters/provider/stripe/events';
 import type { ProviderNotice } from '../../adapters/provider/types';
+import { findOrderByTransaction, markOrderRefunded } from '../../store/orders';
+import { orderObject } from '../../resources/order';
+import { emitEventOnce } from '../events/emit-once';
 import { deliverProviderNotice } from './notices';
 
 /** How long the endpoint waits for the signal before answering 503 (Stripe expects an answer within seconds). */
@@ -19,6 +29,8 @@ export interface StripeEventDeps {
   /** Reads a PaymentIntent's routing at Stripe (charge.refunded, review.closed carry no intent metadata). */
   readIntent: IntentReader;
   deliveryWaitMs?: number;
+  /** The task queue order.refunded's delivery starts on (without it the sweeper dispatches the event). */
+  config?: { taskQueue?: string };
 }
 
 /** repeat: received before and already settled here; ignored: nothing to deliver; delivered: signaled now. */
@@ -63,7 +75,26 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
   if (record.status !== 'delivering') return { status: 'ignored', note: record.note };
   const notice = noticeOf(record, reading);
   if (!notice) return { status: 'ignored', note: 'the event no longer reads as a notice' };
+  try {
+    if (reading?.kind === 'notice' && reading.refund) await mirrorRefund(deps, reading.storeId, notice.transactionId, reading.refund);
+  } catch (error) {
+    return { status: 'unavailable', note: `the refund could not be recorded: ${(error as Error).message}` };
+  }
   return deliverWithin(deps, record, notice);
+}
+
+/**
+ * A refund made at Stripe (its dashboard): the store's paid order of that intent becomes refunded and
+ * order.refunded is emitted once per order. Only a full refund does so; a partial one changes nothing here
+ * (the order keeps its total; Stripe's dashboard holds the partial refund).
+ */
+async function mirrorRefund(deps: StripeEventDeps, storeId: string | null, transactionId: string, refund: ChargeRefund): Promise<void> {
+  if (!storeId || refund.amountRefunded < refund.amount) return;
+  const found = await findOrderByTransaction(deps.db, storeId, transactionId);
+  if (!found || (found.status !== 'paid' && found.status !== 'refunded')) return;
+  const order = await markOrderRefunded(deps.db, storeId, found._id);
+  if (order?.status !== 'refunded') return;
+  await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId, type: 'order.refunded', object: orderObject(order), request: null });
 }
 
 async function deliverWithin(deps: StripeEventDeps, record: ProviderEventDoc, notice: ProviderNotice): Promise<StripeEventResult> {

@@ -70,6 +70,11 @@ describe('Stripe events as notices', () => {
     expect(reads).toEqual([]);
     const read = await readStripeEvent(event('charge.refunded', { id: 'ch_2', payment_intent: 'pi_6', metadata: {} }), reader);
     expect(read).toMatchObject({ notice: { transactionId: 'pi_6', notifyRef: 'checkout-session/cs_1' } });
+    const partial = await readStripeEvent(
+      event('charge.refunded', { id: 'ch_3', payment_intent: 'pi_7', amount: 19700, amount_refunded: 5000, metadata: {} }),
+      reader,
+    );
+    expect(partial).toMatchObject({ refund: { amount: 19700, amountRefunded: 5000 } });
   });
 
   it('nothing to deliver: processing, an intent without notify_ref, other types', async () => {

@@ -65,7 +65,13 @@ export function routingOfIntent(intent: Pick<Stripe.PaymentIntent, 'id' | 'metad
 
 /** What an event means for a waiting workflow: a notice, or nothing to deliver (with why). */
 export type EventReading =
-  { kind: 'notice'; notice: ProviderNotice; storeId: string | null } | { kind: 'none'; why: string; intentId: string | null };
+  { kind: 'notice'; notice: ProviderNotice; storeId: string | null; refund?: ChargeRefund } | { kind: 'none'; why: string; intentId: string | null };
+
+/** What charge.refunded says of the money given back (minor units), so a settled order can be marked refunded. */
+export interface ChargeRefund {
+  amount: number;
+  amountRefunded: number;
+}
 
 const idOf = (value: string | { id: string } | null | undefined): string | null => (typeof value === 'string' ? value : (value?.id ?? null));
 
@@ -97,7 +103,8 @@ async function refundedCharge(charge: Stripe.Charge, account: string | null, rea
   const routing = charge.metadata?.notify_ref
     ? { ...routingOfIntent({ id: intentId, metadata: charge.metadata, payment_method_types: [] }) }
     : await read(intentId, account);
-  return notice(routing, 'refused', 'refunded', 'The payment was refunded at the provider.', at);
+  const reading = notice(routing, 'refused', 'refunded', 'The payment was refunded at the provider.', at);
+  return reading.kind === 'notice' ? { ...reading, refund: { amount: charge.amount, amountRefunded: charge.amount_refunded } } : reading;
 }
 
 /** Radar closed a review: approved pays, any other reason (refunded, fraud, dispute) refuses. */

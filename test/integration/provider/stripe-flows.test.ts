@@ -444,3 +444,71 @@ describe('a review settled by review.closed', () => {
     expect(order).toMatchObject({ status: 'failed', external_order_id: intentId });
   });
 });
+
+describe('a refund made at Stripe (charge.refunded)', () => {
+  /** A card purchase paid through localstripe: the session, its order and the intent. */
+  async function paidPurchase() {
+    const id = await newSession();
+    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')))).location).toBe(`/c/${id}?done=1`);
+    const paid = await paymentStatus(id, 'paid');
+    return { orderId: paid.order!, intentId: paid.payment!.transaction_id! };
+  }
+
+  /** Refunds at Stripe as its dashboard does (POST /v1/refunds), then reads the charge Stripe's event would carry. */
+  async function refundAtStripe(intentId: string, amount?: number) {
+    const auth = { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}`, 'content-type': 'application/x-www-form-urlencoded' };
+    const body = new URLSearchParams({ payment_intent: intentId, ...(amount === undefined ? {} : { amount: String(amount) }) });
+    const refunded = await fetch(`${gaps.url}/v1/refunds`, { method: 'POST', headers: auth, body });
+    expect(refunded.status).toBe(200);
+    const chargeId = ((await refunded.json()) as { charge: string }).charge;
+    return (await (await fetch(`${gaps.url}/v1/charges/${chargeId}`, { headers: auth })).json()) as Record<string, any>;
+  }
+
+  async function chargeRefunded(charge: Record<string, any>) {
+    const payload = JSON.stringify({
+      id: `evt_refund_${charge.id}_${charge.amount_refunded}`,
+      object: 'event',
+      type: 'charge.refunded',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      data: { object: charge },
+    });
+    const res = await fetch(`${api.url}/providers/stripe/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
+  const refundEvents = async (orderId: string) => {
+    const listed = await call(api, store.key, 'GET', '/v1/events?type=order.refunded&limit=100');
+    return (listed.body.data as Array<{ data: { object: { id: string } } }>).filter((event) => event.data.object.id === orderId);
+  };
+
+  test('a full refund marks the paid order refunded and emits order.refunded once, also when the event comes again', async () => {
+    const { orderId, intentId } = await paidPurchase();
+    const charge = await refundAtStripe(intentId);
+    expect(charge).toMatchObject({ payment_intent: intentId, amount: 19700, amount_refunded: 19700 });
+    expect(await chargeRefunded(charge)).toMatchObject({ status: 200 });
+    expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({ status: 'refunded' });
+    expect(await chargeRefunded(charge)).toMatchObject({ status: 200, body: { status: 'repeat' } });
+    const events = await waitFor(async () => ((await refundEvents(orderId)).length > 0 ? refundEvents(orderId) : null), {
+      timeoutMs: 20_000,
+      description: 'order.refunded for the order',
+    });
+    expect(events).toHaveLength(1);
+  });
+
+  test('a partial refund leaves the order paid (decided: only a full refund marks it refunded)', async () => {
+    const { orderId, intentId } = await paidPurchase();
+    const charge = await refundAtStripe(intentId, 5000);
+    expect(charge).toMatchObject({ amount: 19700, amount_refunded: 5000 });
+    expect(await chargeRefunded(charge)).toMatchObject({ status: 200 });
+    expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({ status: 'paid' });
+    expect(await refundEvents(orderId)).toHaveLength(0);
+  });
+});
