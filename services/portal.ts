@@ -82,26 +82,26 @@ export async function reactivateFromPortal(
   return runUpdate(deps, (subscriptions) => subscriptions.update(subscriptionId, reactivateUpdate, { request: null }));
 }
 
+/** A payment method id as Stripe.js makes it. */
+const PAYMENT_METHOD_ID = /^pm_[A-Za-z0-9]{1,100}$/;
+
 export async function replaceCardFromPortal(
   deps: PortalDeps,
   storeId: string,
   customerId: string,
   subscriptionId: string,
-  cardNumber: string,
+  card: { number: string; paymentMethod: string | null },
 ): Promise<PortalActionResult> {
   const subscription = await ownSubscription(deps.db, storeId, customerId, subscriptionId);
   if (!subscription) return { ok: false, reason: 'no such subscription' };
-  const digits = cardDigits(cardNumber);
-  if (!digits) return { ok: false, reason: 'the card number is not valid' };
+  // A provider's card field (Stripe.js) posts its payment method id (pm_…) instead of a number.
+  const digits = card.paymentMethod ? null : cardDigits(card.number);
+  if (card.paymentMethod ? !PAYMENT_METHOD_ID.test(card.paymentMethod) : !digits) return { ok: false, reason: 'the card number is not valid' };
   const customer = await findCustomer(deps.db, storeId, customerId);
   // Saved where the subscription's renewals charge it: a test clock's, the test connection.
   const provider = connectionFor(deps, Boolean(subscription.test_clock));
-  const saved = await provider.saveCard({
-    storeId,
-    customerId,
-    providerCustomerId: customer?.provider_customer_id ?? null,
-    card: { number: digits },
-  });
+  const holder = { storeId, customerId, providerCustomerId: customer?.provider_customer_id ?? null };
+  const saved = await provider.saveCard(card.paymentMethod ? { ...holder, cardToken: card.paymentMethod } : { ...holder, card: { number: digits! } });
   if (!saved.ok) return { ok: false, reason: saved.message };
   const paymentMethod: SubscriptionPaymentMethod = {
     id: saved.card.paymentMethodId,

@@ -49,6 +49,8 @@ const ActionParams = Type.Object({
 const ActionForm = Type.Object({
   csrf: Type.String({ maxLength: 128 }),
   card_number: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 40 })])),
+  /** The pm_ id a provider's card field (Stripe.js) made in the page, instead of a number. */
+  payment_method: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 128 })])),
 });
 const SignOutForm = Type.Object({ csrf: Type.String({ maxLength: 128 }) });
 const DoneQuery = Type.Object({
@@ -250,7 +252,7 @@ async function act(
   site: PortalSite,
   request: FastifyRequest<{
     Params: { slug?: string; id: string; action: 'cancel' | 'reactivate' | 'card' };
-    Body: { csrf: string; card_number?: string | null };
+    Body: { csrf: string; card_number?: string | null; payment_method?: string | null };
   }>,
   reply: FastifyReply,
 ) {
@@ -264,7 +266,10 @@ async function act(
   let result: PortalActionResult;
   if (action === 'cancel') result = await cancelAtPeriodEndFromPortal(deps, store._id, login.customer, id);
   else if (action === 'reactivate') result = await reactivateFromPortal(deps, store._id, login.customer, id);
-  else result = await replaceCardFromPortal(deps, store._id, login.customer, id, request.body.card_number ?? '');
+  else {
+    const card = { number: request.body.card_number ?? '', paymentMethod: request.body.payment_method || null };
+    result = await replaceCardFromPortal(deps, store._id, login.customer, id, card);
+  }
   const done = { cancel: 'canceled', reactivate: 'reactivated', card: 'card' }[action];
   const query = result.ok ? `done=${done}` : `failed=${encodeURIComponent(result.reason.slice(0, 200))}`;
   return reply.redirect(`${base}/account?${query}`, 303);

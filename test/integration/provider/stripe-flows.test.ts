@@ -6,7 +6,9 @@
 // card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
 // settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
 // recurring purchase, a one-off charge on its saved card and a renewal on a test clock; a payment in review
-// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: refused); and in Chromium (playwright-core, as test/e2e)
+// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: refused); a full
+// refund made at Stripe marking the order refunded (charge.refunded; a partial one leaves it paid); the
+// portal's card change posting a pm_ (saved on the Stripe customer, charged after); and in Chromium (playwright-core, as test/e2e)
 // a card typed in the fake Stripe.js's field, and 3-D Secure completed in the page.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
@@ -20,6 +22,8 @@ import { intentReader, pagePaymentReader } from '../../../adapters/provider/stri
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { ensureIndexes } from '../../../store/indexes';
 import { ordersCollection } from '../../../store/orders';
+import { subscriptionsCollection } from '../../../store/subscriptions';
+import { findCustomer } from '../../../store/customers';
 import { periodEnd } from '../../../domain/billing-periods';
 import { createBillingWorker } from '../../../worker/main';
 import { freePort } from '../../../temporal-dev/servers';
@@ -510,5 +514,48 @@ describe('a refund made at Stripe (charge.refunded)', () => {
     expect(await chargeRefunded(charge)).toMatchObject({ status: 200 });
     expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({ status: 'paid' });
     expect(await refundEvents(orderId)).toHaveLength(0);
+  });
+});
+
+describe('the customer portal with Stripe', () => {
+  test('replacing the card posts Stripe.js’s pm_ (no number): it is attached to the Stripe customer as its default and the subscription charges it', async () => {
+    const id = await newSession(catalog.monthly._id);
+    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')))).location).toBe(`/c/${id}?done=1`);
+    const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
+    const customerId = (await session(id))!.customer!;
+    const link = await call(api, store.key, 'POST', '/v1/billing_portal/sessions', {
+      json: { customer: customerId, return_url: 'https://shop.example.com' },
+    });
+    expect(link.status).toBe(200);
+    const linkPath = new URL(link.body.url as string).pathname;
+    await fetch(`${api.url}${linkPath}`);
+    const signedIn = await fetch(`${api.url}${linkPath}`, { method: 'POST', redirect: 'manual', headers: { origin: api.url } });
+    expect(signedIn.status).toBe(303);
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
+    const account = new URL(signedIn.headers.get('location')!, api.url).pathname;
+    const accountPage = await (await fetch(`${api.url}${account}`, { headers: { cookie } })).text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(accountPage)![1];
+    const pm = await browserPaymentMethod('5555555555554444');
+    const replaced = await fetch(`${api.url}${account}/subscriptions/${subscription}/card`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      body: new URLSearchParams({ csrf, payment_method: pm }).toString(),
+    });
+    expect(replaced.headers.get('location')).toBe(`${account}?done=card`);
+    const sub = await call(api, store.key, 'GET', `/v1/subscriptions/${subscription}`);
+    expect(sub.body.default_payment_method).toMatchObject({ id: pm });
+    expect((await subscriptionsCollection(mongo.db).findOne({ _id: subscription }))!.default_payment_method).toMatchObject({ id: pm, last4: '4444' });
+    const providerCustomer = (await findCustomer(mongo.db, store.store._id, customerId))!.provider_customer_id!;
+    const atStripe = (await (
+      await fetch(`${gaps.url}/v1/customers/${providerCustomer}`, { headers: { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}` } })
+    ).json()) as Record<string, any>;
+    expect(atStripe.invoice_settings?.default_payment_method).toBe(pm);
+    const charged = await call(api, store.key, 'POST', `/v1/subscriptions/${subscription}/charges`, {
+      json: { amount: 1200, description: 'After the card change' },
+      headers: { 'idempotency-key': `after-card-${id}` },
+    });
+    expect(charged.body).toMatchObject({ status: 'succeeded' });
+    expect(await gaps.intent(charged.body.transaction)).toMatchObject({ payment_method: pm, amount: 1200 });
   });
 });
