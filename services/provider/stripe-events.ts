@@ -2,7 +2,7 @@
 // to the workflow its PaymentIntent names (the same providerSettled signal the test connection's notices
 // use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
 // sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
-// A full refund made at Stripe also marks the store's paid order of that intent refunded (order.refunded once).
+// A full refund made at Stripe of a settled payment marks its order refunded (order.refunded once), signalling nothing.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import type { Database } from '../../store/database';
@@ -75,26 +75,50 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
   if (record.status !== 'delivering') return { status: 'ignored', note: record.note };
   const notice = noticeOf(record, reading);
   if (!notice) return { status: 'ignored', note: 'the event no longer reads as a notice' };
-  try {
-    if (reading?.kind === 'notice' && reading.refund) await mirrorRefund(deps, reading.storeId, notice.transactionId, reading.refund);
-  } catch (error) {
-    return { status: 'unavailable', note: `the refund could not be recorded: ${(error as Error).message}` };
+  if (reading?.kind === 'notice' && reading.refund) {
+    const recorded = await refundOfSettledOrder(deps, record, reading.storeId, notice.transactionId, reading.refund);
+    if (recorded) return recorded;
   }
   return deliverWithin(deps, record, notice);
 }
 
 /**
- * A refund made at Stripe (its dashboard): the store's paid order of that intent becomes refunded and
- * order.refunded is emitted once per order. Only a full refund does so; a partial one changes nothing here
- * (the order keeps its total; Stripe's dashboard holds the partial refund).
+ * A refund made at Stripe (its dashboard) of a payment settled here: the store's paid order of that intent
+ * becomes refunded and order.refunded is emitted once per order; a partial refund changes nothing here (the
+ * order keeps its total; Stripe's dashboard holds it). False when no settled order has the intent: the
+ * payment is still pending here, and the refund reaches its workflow as the payment refused.
  */
-async function mirrorRefund(deps: StripeEventDeps, storeId: string | null, transactionId: string, refund: ChargeRefund): Promise<void> {
-  if (!storeId || refund.amountRefunded < refund.amount) return;
+async function mirrorRefund(deps: StripeEventDeps, storeId: string | null, transactionId: string, refund: ChargeRefund): Promise<boolean> {
+  if (!storeId) return false;
   const found = await findOrderByTransaction(deps.db, storeId, transactionId);
-  if (!found || (found.status !== 'paid' && found.status !== 'refunded')) return;
+  if (!found || (found.status !== 'paid' && found.status !== 'refunded')) return false;
+  if (refund.amountRefunded < refund.amount) return true;
   const order = await markOrderRefunded(deps.db, storeId, found._id);
-  if (order?.status !== 'refunded') return;
-  await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId, type: 'order.refunded', object: orderObject(order), request: null });
+  if (order?.status === 'refunded') {
+    await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId, type: 'order.refunded', object: orderObject(order), request: null });
+  }
+  return true;
+}
+
+/**
+ * A refund of a settled payment is money given back, not a settlement: it is recorded on the order and never
+ * signalled, so no workflow still running (the subscription a renewal belongs to) reads it as its payment refused.
+ * Null when the payment is not settled here (the notice is delivered as before).
+ */
+async function refundOfSettledOrder(
+  deps: StripeEventDeps,
+  record: ProviderEventDoc,
+  storeId: string | null,
+  transactionId: string,
+  refund: ChargeRefund,
+): Promise<StripeEventResult | null> {
+  try {
+    if (!(await mirrorRefund(deps, storeId, transactionId, refund))) return null;
+    await markProviderEventDelivered(deps.db, record._id);
+    return { status: 'delivered', note: 'the refund is recorded on the order' };
+  } catch (error) {
+    return { status: 'unavailable', note: `the refund could not be recorded: ${(error as Error).message}` };
+  }
 }
 
 async function deliverWithin(deps: StripeEventDeps, record: ProviderEventDoc, notice: ProviderNotice): Promise<StripeEventResult> {

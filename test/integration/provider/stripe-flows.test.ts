@@ -25,6 +25,7 @@ import { ordersCollection } from '../../../store/orders';
 import { subscriptionsCollection } from '../../../store/subscriptions';
 import { findCustomer } from '../../../store/customers';
 import { periodEnd } from '../../../domain/billing-periods';
+import { subscriptionWorkflowId } from '../../../workflows/subscription/messages';
 import { createBillingWorker } from '../../../worker/main';
 import { freePort } from '../../../temporal-dev/servers';
 import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
@@ -330,6 +331,42 @@ describe('in a browser (Chromium) through the fake Stripe.js', () => {
   });
 });
 
+/** Refunds at Stripe as its dashboard does (POST /v1/refunds), then reads the charge Stripe's event would carry. */
+async function refundAtStripe(intentId: string, amount?: number) {
+  const auth = { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}`, 'content-type': 'application/x-www-form-urlencoded' };
+  const body = new URLSearchParams({ payment_intent: intentId, ...(amount === undefined ? {} : { amount: String(amount) }) });
+  const refunded = await fetch(`${gaps.url}/v1/refunds`, { method: 'POST', headers: auth, body });
+  expect(refunded.status).toBe(200);
+  const chargeId = ((await refunded.json()) as { charge: string }).charge;
+  return (await (await fetch(`${gaps.url}/v1/charges/${chargeId}`, { headers: auth })).json()) as Record<string, any>;
+}
+
+async function chargeRefunded(charge: Record<string, any>) {
+  const payload = JSON.stringify({
+    id: `evt_refund_${charge.id}_${charge.amount_refunded}`,
+    object: 'event',
+    type: 'charge.refunded',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    data: { object: charge },
+  });
+  const res = await fetch(`${api.url}/providers/stripe/events`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+    },
+    body: payload,
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** How many provider notices the subscription's workflow (its current run) was signalled. */
+async function settledSignals(subscription: string): Promise<number> {
+  const history = await temporal.client.workflow.getHandle(subscriptionWorkflowId(subscription)).fetchHistory();
+  return (history.events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'providerSettled').length;
+}
+
 describe('a renewal through Stripe', () => {
   const api_ = (method: string, path: string, json?: unknown) => call(api, store.key, method, path, json === undefined ? {} : { json });
 
@@ -366,6 +403,13 @@ describe('a renewal through Stripe', () => {
       payment_method: (await session(id))!.payment!.saved_card!.id,
     });
     expect(intent.metadata).toMatchObject({ kind: 'saved_card', store_id: store.store._id });
+
+    // Refunded later at Stripe: the order says so, and the subscription's workflow is not told its payment was refused.
+    const signalsBefore = await settledSignals(subscription);
+    expect(await chargeRefunded(await refundAtStripe(intent.id))).toMatchObject({ status: 200 });
+    expect(await ordersCollection(mongo.db).findOne({ _id: renewal._id })).toMatchObject({ status: 'refunded' });
+    expect(await settledSignals(subscription)).toBe(signalsBefore);
+    expect((await api_('GET', `/v1/subscriptions/${subscription}`)).body.status).toBe('active');
   });
 });
 
@@ -456,36 +500,6 @@ describe('a refund made at Stripe (charge.refunded)', () => {
     expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')))).location).toBe(`/c/${id}?done=1`);
     const paid = await paymentStatus(id, 'paid');
     return { orderId: paid.order!, intentId: paid.payment!.transaction_id! };
-  }
-
-  /** Refunds at Stripe as its dashboard does (POST /v1/refunds), then reads the charge Stripe's event would carry. */
-  async function refundAtStripe(intentId: string, amount?: number) {
-    const auth = { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}`, 'content-type': 'application/x-www-form-urlencoded' };
-    const body = new URLSearchParams({ payment_intent: intentId, ...(amount === undefined ? {} : { amount: String(amount) }) });
-    const refunded = await fetch(`${gaps.url}/v1/refunds`, { method: 'POST', headers: auth, body });
-    expect(refunded.status).toBe(200);
-    const chargeId = ((await refunded.json()) as { charge: string }).charge;
-    return (await (await fetch(`${gaps.url}/v1/charges/${chargeId}`, { headers: auth })).json()) as Record<string, any>;
-  }
-
-  async function chargeRefunded(charge: Record<string, any>) {
-    const payload = JSON.stringify({
-      id: `evt_refund_${charge.id}_${charge.amount_refunded}`,
-      object: 'event',
-      type: 'charge.refunded',
-      created: Math.floor(Date.now() / 1000),
-      livemode: false,
-      data: { object: charge },
-    });
-    const res = await fetch(`${api.url}/providers/stripe/events`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
-      },
-      body: payload,
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
   }
 
   const refundEvents = async (orderId: string) => {
