@@ -5,8 +5,9 @@
 // runs the same mix open-loop at half that rate for SOAK_MINUTES (default 30): checkout session creates,
 // hosted-page payments (test connection), one-off subscription charges, meter event batches of 100, list
 // reads; a local HTTPS receiver takes the webhook deliveries and one `listen` reader stays connected.
-// Prints one line a minute and, at the end, RSS growth per hour (least-squares fit); writes
-// test/artifacts/soak.json. Measures only; asserts nothing.
+// Prints one line a minute (each process's RSS, heap and event-loop p99, the worker's cached workflows from
+// its metrics port, requests, errors) and, at the end, RSS growth per hour (least-squares fit, whole run and
+// second half); writes test/artifacts/soak.json. Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -308,6 +309,15 @@ function growthPerHour(points: Array<{ minute: number; rss: number }>): number {
   return round(((num / den) * 60) / 2 ** 20);
 }
 
+/** The worker's sticky workflow cache (Temporal Core's gauge on its metrics port): what its RSS grows with until the cache is full. */
+async function stickyCacheSize(port: number): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`)
+    .then((res) => res.text())
+    .catch(() => '');
+  const values = [...text.matchAll(/^temporal_sticky_cache_size\{[^}]*\} (\d+)/gm)].map((m) => Number(m[1]));
+  return values.length ? values.reduce((a, b) => a + b, 0) : Number.NaN;
+}
+
 /** The samples a process printed since `since`: latest RSS, worst event-loop p99 and max. */
 function window(p: Probed, since: number) {
   const recent = p.samples.filter((s) => s.at >= since);
@@ -362,7 +372,13 @@ async function main(): Promise<void> {
       RATE_LIMIT_PER_IP: '1000000000',
       PAGE_POST_RATE_LIMIT: '1000000000',
     });
-    const worker = spawnProbed('soak-worker', 'worker/main.ts', { ...shared, LOG_LEVEL: 'ERROR', WORKER_METRICS_PORT: '0', WEBHOOK_CA_FILE: caFile });
+    const workerMetricsPort = await freePort();
+    const worker = spawnProbed('soak-worker', 'worker/main.ts', {
+      ...shared,
+      LOG_LEVEL: 'ERROR',
+      WORKER_METRICS_PORT: String(workerMetricsPort),
+      WEBHOOK_CA_FILE: caFile,
+    });
     children.push(api, worker);
     const alive = () => children.find((c) => c.group.hasExited());
     await waitFor(async () => (await fetch(`${url}/v1/nothing`).catch(() => null)) !== null, {
@@ -422,8 +438,9 @@ async function main(): Promise<void> {
         pending.add(p);
       }
     }, tickMs);
-    const report = () => {
+    const report = async () => {
       const now = Date.now();
+      const cache = await stickyCacheSize(workerMetricsPort);
       const m = round((now - began) / 60_000, 2);
       const a = window(api, minuteStart);
       const w = window(worker, minuteStart);
@@ -439,6 +456,7 @@ async function main(): Promise<void> {
         'worker rss MiB': w.rssMiB,
         'worker heap MiB': w.heapMiB,
         'worker el p99 ms': w.elP99Ms,
+        'worker cached workflows': cache,
         requests: minute.done,
         errors: minute.errors,
         skipped: minute.skipped,
@@ -465,8 +483,8 @@ async function main(): Promise<void> {
       minuteStart = now;
     };
     await waitFor(
-      () => {
-        if (Date.now() - minuteStart >= 60_000) report();
+      async () => {
+        if (Date.now() - minuteStart >= 60_000) await report();
         return Date.now() - began >= soakMinutes * 60_000;
       },
       {
@@ -478,7 +496,7 @@ async function main(): Promise<void> {
     );
     clearInterval(ticker);
     await Promise.allSettled([...pending]);
-    if (minute.done > 0) report();
+    if (minute.done > 0) await report();
     await listen.stop();
 
     const end = { api: window(api, 0), worker: window(worker, 0) };
@@ -487,21 +505,24 @@ async function main(): Promise<void> {
         rssStartMiB: start.api.rssMiB,
         rssEndMiB: end.api.rssMiB,
         growthMiBPerHour: growthPerHour(rssPoints.api),
+        growthSecondHalfMiBPerHour: growthPerHour(rssPoints.api.filter((p) => p.minute >= soakMinutes / 2)),
         elP99MsWorstMinute: Math.max(...rows.map((r) => r['api el p99 ms'])),
       },
       worker: {
         rssStartMiB: start.worker.rssMiB,
         rssEndMiB: end.worker.rssMiB,
         growthMiBPerHour: growthPerHour(rssPoints.worker),
+        growthSecondHalfMiBPerHour: growthPerHour(rssPoints.worker.filter((p) => p.minute >= soakMinutes / 2)),
         elP99MsWorstMinute: Math.max(...rows.map((r) => r['worker el p99 ms'])),
       },
     };
-    printTable('Soak: RSS (linear fit over the minute samples) and event-loop delay', [
+    printTable('Soak: RSS (least-squares fit over the minute samples: whole run, and its second half) and event-loop delay', [
       {
         process: 'api',
         'rss start MiB': summary.api.rssStartMiB,
         'rss end MiB': summary.api.rssEndMiB,
         'growth MiB/h': summary.api.growthMiBPerHour,
+        '2nd half MiB/h': summary.api.growthSecondHalfMiBPerHour,
         'worst minute el p99 ms': summary.api.elP99MsWorstMinute,
       },
       {
@@ -509,6 +530,7 @@ async function main(): Promise<void> {
         'rss start MiB': summary.worker.rssStartMiB,
         'rss end MiB': summary.worker.rssEndMiB,
         'growth MiB/h': summary.worker.growthMiBPerHour,
+        '2nd half MiB/h': summary.worker.growthSecondHalfMiBPerHour,
         'worst minute el p99 ms': summary.worker.elP99MsWorstMinute,
       },
     ]);
