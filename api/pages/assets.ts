@@ -135,6 +135,27 @@ export const PAGES_JS = `
       });
     }
   }
+  // The portal's card change (a Stripe connection): each subscription's form has its own field; only the pm_ id is posted.
+  Array.prototype.forEach.call(document.querySelectorAll('[data-stripe-portal-card]'), function (holder) {
+    var errorLine = holder.querySelector('[data-card-error]');
+    var showError = function (text) { errorLine.textContent = text; errorLine.hidden = false; };
+    if (!window.Stripe) { showError(errorLine.getAttribute('data-unavailable')); return; }
+    var portalStripe = stripeOf(holder);
+    var element = portalStripe.elements().create('card');
+    element.mount(holder.querySelector('[data-card-element]'));
+    var form = holder.closest('form');
+    var methodInput = form.querySelector('input[name=payment_method]');
+    form.addEventListener('submit', function (event) {
+      if (methodInput.value) return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      Promise.resolve(portalStripe.createPaymentMethod({ type: 'card', card: element })).then(function (result) {
+        if (!result || result.error || !result.paymentMethod) { showError((result && result.error && result.error.message) || errorLine.getAttribute('data-unavailable')); return; }
+        methodInput.value = result.paymentMethod.id;
+        form.submit();
+      }, function (error) { showError(String(error && error.message || error)); });
+    });
+  });
   // 3-D Secure: Stripe.js runs the bank's step, then the server is asked to check at once (the event may come later).
   var nextAction = document.querySelector('[data-stripe-action]');
   if (nextAction && window.Stripe) {

@@ -7,6 +7,7 @@ import type { Language } from '../../i18n/languages';
 import { hasKey, translate } from '../../i18n/pages';
 import type { OrderDoc } from '../../store/orders';
 import type { SubscriptionDoc } from '../../store/subscriptions';
+import type { StripeFieldView } from './checkout-views';
 import { html, layout, type Markup } from './html';
 
 /** What the account page shows: whose account, its subscriptions and orders, and the last action's outcome. */
@@ -22,6 +23,8 @@ export interface AccountView {
   /** The action just done (?done=canceled|reactivated|card), or the reason it failed (?failed=...). */
   done?: string;
   failed?: string;
+  /** Stripe.js's card field for a subscription paying through Stripe (null: the test connection's number input). */
+  stripeFor?: (sub: SubscriptionDoc) => StripeFieldView | null;
 }
 
 function t(lang: Language, key: PageKey, vars?: Record<string, string | number>): string {
@@ -60,7 +63,14 @@ function statusBadge(lang: Language, status: string): Markup {
   return html`<span class="badge">${hasKey(key) ? t(lang, key) : status}</span>`;
 }
 
-function subscriptionItem(lang: Language, base: string, sub: SubscriptionDoc, csrf: string, timeZone: string): Markup {
+function subscriptionItem(
+  lang: Language,
+  base: string,
+  sub: SubscriptionDoc,
+  csrf: string,
+  timeZone: string,
+  stripe: StripeFieldView | null,
+): Markup {
   const money = sub.amount !== null && sub.currency ? formatMoney(sub.amount, sub.currency, lang) : '';
   const ended = sub.status === 'canceled' || sub.status === 'expired';
   const action = (name: string) => `${base}/account/subscriptions/${sub._id}/${name}`;
@@ -87,12 +97,26 @@ function subscriptionItem(lang: Language, base: string, sub: SubscriptionDoc, cs
   </div>
   <form method="post" action="${action('card')}" class="inline" data-once>
     <input type="hidden" name="csrf" value="${csrf}">
-    <div><label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
-    <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23"></div>
+    ${stripe ? stripeCardField(lang, sub, stripe) : cardNumberField(lang, sub)}
     <button type="submit" data-testid="replace-card">${t(lang, 'save_card')}</button>
   </form>`
   }
 </li>`;
+}
+
+/** The test connection's number input: the number reaches our server only to be tokenized in memory. */
+function cardNumberField(lang: Language, sub: SubscriptionDoc): Markup {
+  return html`<div><label for="card-${sub._id}">${t(lang, 'replace_card')}</label>
+    <input type="text" id="card-${sub._id}" name="card_number" inputmode="numeric" autocomplete="cc-number" required maxlength="23"></div>`;
+}
+
+/** Stripe's card field (PCI SAQ A): Stripe.js turns the card into a pm_ id, the only card data the form posts. */
+function stripeCardField(lang: Language, sub: SubscriptionDoc, stripe: StripeFieldView): Markup {
+  return html`<div data-stripe-portal-card data-stripe-key="${stripe.publishableKey}" data-stripe-account="${stripe.account ?? ''}">
+    <label for="card-element-${sub._id}">${t(lang, 'replace_card')}</label>
+    <div id="card-element-${sub._id}" class="card-field" data-card-element data-testid="card-element"></div>
+    <input type="hidden" name="payment_method" value="">
+    <p class="alert" role="alert" data-card-error data-testid="card-error" data-unavailable="${t(lang, 'card_field_unavailable')}" hidden></p></div>`;
 }
 
 function orderItem(lang: Language, order: OrderDoc, timeZone: string): Markup {
@@ -105,6 +129,8 @@ const DONE_KEYS: Record<string, PageKey> = { canceled: 'done_canceled', reactiva
 /** The signed-in customer's account: subscriptions (cancel at period end, keep, replace the card) and orders. */
 export function renderAccountPage(lang: Language, view: AccountView): string {
   const { base, csrf, timeZone, subscriptions: subs, orders } = view;
+  const stripeOf = (sub: SubscriptionDoc) => view.stripeFor?.(sub) ?? null;
+  const providerScript = subs.map(stripeOf).find(Boolean)?.jsUrl;
   // Own keys only: ?done=constructor would otherwise find Object's and answer 500.
   const done = view.done && Object.hasOwn(DONE_KEYS, view.done) ? DONE_KEYS[view.done] : undefined;
   const body = html`<header class="top"><span class="store">${view.storeName}</span><span class="muted">${t(lang, 'signed_in_as', { email: view.email })}</span></header>
@@ -114,7 +140,7 @@ export function renderAccountPage(lang: Language, view: AccountView): string {
   ${view.failed ? html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'action_failed', { reason: view.failed })}</p>` : ''}
   <div class="grid">
     <section class="panel" aria-labelledby="subs-title"><h2 id="subs-title">${t(lang, 'subscriptions')}</h2>
-      ${subs.length ? html`<ul class="list">${subs.map((s) => subscriptionItem(lang, base, s, csrf, timeZone))}</ul>` : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`}
+      ${subs.length ? html`<ul class="list">${subs.map((s) => subscriptionItem(lang, base, s, csrf, timeZone, stripeOf(s)))}</ul>` : html`<p class="muted">${t(lang, 'no_subscriptions')}</p>`}
     </section>
     <section class="panel" aria-labelledby="orders-title"><h2 id="orders-title">${t(lang, 'orders')}</h2>
       ${orders.length ? html`<ul class="list">${orders.map((o) => orderItem(lang, o, timeZone))}</ul>` : html`<p class="muted">${t(lang, 'no_orders')}</p>`}
@@ -122,5 +148,5 @@ export function renderAccountPage(lang: Language, view: AccountView): string {
   </div>
   <form method="post" action="${base}/account/sign-out" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="secondary">${t(lang, 'sign_out')}</button></form>
 </main>`;
-  return layout({ lang, title: `${t(lang, 'portal_title')} · ${view.storeName}`, body, script: true });
+  return layout({ lang, title: `${t(lang, 'portal_title')} · ${view.storeName}`, body, script: true, providerScript });
 }

@@ -10,6 +10,10 @@ import type { Database } from '../../store/database';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { StoreDoc } from '../../store/collections';
+import type { SubscriptionDoc } from '../../store/subscriptions';
+import { connectionFor } from '../../adapters/provider';
+import type { StripeWebSettings } from '../../adapters/provider/stripe/web';
+import type { StripeFieldView } from './checkout-views';
 import { findCustomer } from '../../store/customers';
 import { findStoreByAddress } from '../../store/stores';
 import {
@@ -105,6 +109,8 @@ interface PortalSite {
   path: string;
   /** PORTAL_URL is https (a TLS proxy in front): cookies are Secure even though this hop is http. */
   https: boolean;
+  /** Stripe.js's settings with a Stripe connection (the card change draws its field), else null. */
+  stripe: StripeWebSettings | null;
 }
 
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
@@ -114,6 +120,7 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
     deps: { db, provider, testProvider, temporal, taskQueue: config.taskQueue },
     path: portalRoutePath(config.portalUrl),
     https: new URL(config.portalUrl).protocol === 'https:',
+    stripe: app.deps.stripe ?? null,
   };
 
   const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
@@ -211,6 +218,13 @@ async function signIn(site: PortalSite, request: FastifyRequest<{ Params: { slug
   return reply.redirect(`${base}/account`, 303);
 }
 
+/** Stripe.js's card field for a subscription whose card goes to the Stripe connection (a test clock's goes to the test one). */
+function stripeFieldOf(site: PortalSite, store: StoreDoc, sub: SubscriptionDoc): StripeFieldView | null {
+  const { stripe, deps } = site;
+  if (!stripe || connectionFor(deps, Boolean(sub.test_clock)) !== deps.provider) return null;
+  return { publishableKey: stripe.publishableKey, account: store.stripe_account ?? null, jsUrl: stripe.jsUrl };
+}
+
 async function account(
   site: PortalSite,
   request: FastifyRequest<{ Params: { slug?: string }; Querystring: { done?: string; failed?: string } }>,
@@ -244,6 +258,7 @@ async function account(
     orders,
     done,
     failed,
+    stripeFor: (sub: SubscriptionDoc) => stripeFieldOf(site, store, sub),
   };
   return reply.type(HTML).send(renderAccountPage(lang, view));
 }

@@ -9,7 +9,7 @@
 // (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: refused); a full
 // refund made at Stripe marking the order refunded (charge.refunded; a partial one leaves it paid); the
 // portal's card change posting a pm_ (saved on the Stripe customer, charged after); and in Chromium (playwright-core, as test/e2e)
-// a card typed in the fake Stripe.js's field, and 3-D Secure completed in the page.
+// a card typed in the fake Stripe.js's field, 3-D Secure completed in the page, and the portal's card change typed in its field.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
 import type { Worker } from '@temporalio/worker';
@@ -317,6 +317,37 @@ describe('in a browser (Chromium) through the fake Stripe.js', () => {
     expect(posted.join('\n')).toContain('payment_method=pm_');
     expect(posted.join('\n')).not.toContain('4242424242424242');
     expect((await session(id))!.payment_status).toBe('paid');
+    await page.close();
+  });
+
+  test('the portal draws Stripe.js’s field: a card typed there replaces the subscription’s card; only its pm_ is posted', async () => {
+    const id = await newSession(catalog.monthly._id);
+    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('5555555555554444')))).location).toBe(`/c/${id}?done=1`);
+    const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
+    const link = await call(api, store.key, 'POST', '/v1/billing_portal/sessions', {
+      json: { customer: (await session(id))!.customer!, return_url: 'https://shop.example.com' },
+    });
+    const page = await browser.newPage();
+    const posted: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(api.url) && request.method() === 'POST') posted.push(request.postData() ?? '');
+    });
+    await page.goto(`${api.url}${new URL(link.body.url as string).pathname}`);
+    await page.getByTestId('signin-continue').click();
+    const item = page.locator(`[data-subscription="${subscription}"]`);
+    const field = item.getByTestId('card-element');
+    // Digits only: the fake's field (localstripe) does not strip spaces as Stripe's own does.
+    await field.getByPlaceholder('number').fill('4242424242424242');
+    await field.getByPlaceholder('exp_month').fill('12');
+    await field.getByPlaceholder('exp_year').fill('34');
+    await field.getByPlaceholder('cvc').fill('123');
+    await item.getByTestId('replace-card').click();
+    await page.getByTestId('done').waitFor({ timeout: 30_000 });
+    expect(posted.join('\n')).toContain('payment_method=pm_');
+    expect(posted.join('\n')).not.toMatch(/4242|card_number/);
+    const saved = (await subscriptionsCollection(mongo.db).findOne({ _id: subscription }))!.default_payment_method;
+    expect(saved).toMatchObject({ last4: '4242' });
+    expect(saved!.id).toMatch(/^pm_/);
     await page.close();
   });
 
