@@ -84,7 +84,7 @@ describe('null is never coerced', () => {
       ['/v1/billing_portal/sessions', { customer: null }, 'customer'],
       [`/v1/subscriptions/${sub}/change_offer`, { offer: null }, 'offer'],
       ['/v1/billing/meter_events', { event_name: null, payload: { customer_id: 'cust_x', value: 1 } }, 'event_name'],
-      ['/v1/subscriptions/sub_unknown/usage_items', { meter: null, unit_amount: 1 }, 'meter'],
+      [`/v1/subscriptions/${sub}/usage_items`, { meter: null, unit_amount: 1 }, 'meter'],
     ];
     for (const [path, body, param] of cases) {
       expectError(
