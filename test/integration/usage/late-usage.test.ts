@@ -32,6 +32,7 @@ interface Line {
 }
 interface Period {
   period_start: number;
+  period_end: number;
   status: string;
   close_reason: string | null;
   amount_total: number;
@@ -111,6 +112,12 @@ test('late events of one period arriving in two later periods grant its included
 
   // A threshold of 3.00: the late line alone reaches it, so the period closes at the threshold and is charged.
   expect((await post(`/v1/subscriptions/${sub}/usage_items`, { ...item, billing_threshold: 300 })).status).toBeLessThan(300);
+  // The workflow pulls the end in to a few seconds after the clock's time; advancing before it did would
+  // leave the new end ahead of the frozen clock.
+  await waitFor(async () => ((await periods(sub))[0].period_end < t0 + 30 * DAY ? true : null), {
+    timeoutMs: 30_000,
+    description: 'period 3 end pulled in at the threshold',
+  });
   await advance(clock, t0 + 20 * DAY + 3600);
   const closed = await waitFor(
     async () => {
