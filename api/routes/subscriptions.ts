@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import type { UpdateDefinition } from '@temporalio/client';
 import { findOfferByIdOrSlug } from '../../store/offers';
 import { runSubscriptionAction } from '../../services/subscriptions/subscriptions';
 import { findSubscription, listSubscriptions, updateSubscriptionReference, type SubscriptionDoc } from '../../store/subscriptions';
@@ -25,7 +26,7 @@ import { authOf, eventRequestOf, type RouteApp } from '../context';
 import { listEnvelope, paginate, PaginationQuery } from '../pagination';
 import { Nullable } from '../../resources/common';
 import { IdParams, MetadataInput, withErrors } from '../http-schemas';
-import { subscriptionObject } from '../../resources/subscription';
+import { subscriptionObject, type SubscriptionObject } from '../../resources/subscription';
 
 const NullableText = Nullable(Type.String());
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -105,8 +106,16 @@ async function subscriptionOrNotFound(db: Database, storeId: string, id: string)
 export function subscriptionMustExist(db: Database) {
   return async (request: FastifyRequest) => {
     const { id } = request.params as { id: string };
-    await subscriptionOrNotFound(db, authOf(request).store._id, id);
+    found.set(request, await subscriptionOrNotFound(db, authOf(request).store._id, id));
   };
+}
+
+// What subscriptionMustExist read, so the handler does not read it again; an entry lives as long as its request.
+const found = new WeakMap<FastifyRequest, SubscriptionDoc>();
+
+/** The subscription the route's subscriptionMustExist hook found (read again for a route without the hook). */
+export async function subscriptionOf(db: Database, request: FastifyRequest): Promise<SubscriptionDoc> {
+  return found.get(request) ?? subscriptionOrNotFound(db, authOf(request).store._id, (request.params as { id: string }).id);
 }
 
 /**
@@ -183,7 +192,7 @@ function updateSubscriptionRoute(app: RouteApp): void {
         );
       }
       const metadata = body.metadata !== undefined ? encodeMetadata(normalizeMetadata(body.metadata)) : undefined;
-      const current = await subscriptionOrNotFound(db, store._id, request.params.id);
+      const current = await subscriptionOf(db, request);
       // The reference and metadata are saved first and stay saved if the scheduling is refused.
       const set: { client_reference_id?: string | null; metadata?: typeof metadata } = {};
       if (body.client_reference_id !== undefined) set.client_reference_id = body.client_reference_id;
@@ -205,139 +214,67 @@ function updateSubscriptionRoute(app: RouteApp): void {
   );
 }
 
+/** The schema every action shares: the id in the path, the subscription as the action left it. */
+function actionSchema<S extends object>(summary: string, input: S) {
+  return { tags: ['subscriptions'], summary, params: IdParams, ...input, response: withErrors({ 200: SubscriptionRef }) };
+}
+
+/** Runs `update` on the subscription the route's hook found, as the one update of the request's Idempotency-Key. */
+async function act<A>(app: RouteApp, request: FastifyRequest, update: UpdateDefinition<SubscriptionObject, [A]>, arg: A, name: string) {
+  const doc = await subscriptionOf(app.deps.db, request);
+  return runSubscriptionAction(actionDepsOf(app), doc, update, arg, updateIdOf(request, name));
+}
+
 /** DELETE: cancel now, through the workflow. */
 function cancelSubscriptionRoute(app: RouteApp): void {
-  const { db } = app.deps;
-  const actionDeps = actionDepsOf(app);
   app.delete(
     '/subscriptions/:id',
-    {
-      preValidation: subscriptionMustExist(db),
-      schema: {
-        tags: ['subscriptions'],
-        summary: 'Cancel a subscription now',
-        params: IdParams,
-        querystring: DeleteQuery,
-        response: withErrors({ 200: SubscriptionRef }),
-      },
-    },
+    { preValidation: subscriptionMustExist(app.deps.db), schema: actionSchema('Cancel a subscription now', { querystring: DeleteQuery }) },
     async (request) => {
-      const { store } = authOf(request);
-      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
-      return runSubscriptionAction(
-        actionDeps,
-        doc,
-        cancelUpdate,
-        { reason: reasonOf(request.query.cancellation_details?.reason), comment: null, request: eventRequestOf(request) },
-        updateIdOf(request, 'cancel'),
-      );
+      const reason = reasonOf(request.query.cancellation_details?.reason);
+      return act(app, request, cancelUpdate, { reason, comment: null, request: eventRequestOf(request) }, 'cancel');
     },
   );
 }
 
 /** POST pause and resume, through the workflow. */
 function pauseResumeRoutes(app: RouteApp): void {
-  const { db } = app.deps;
-  const actionDeps = actionDepsOf(app);
-  app.post(
-    '/subscriptions/:id/pause',
-    {
-      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
-      schema: {
-        tags: ['subscriptions'],
-        summary: 'Pause a subscription',
-        params: IdParams,
-        body: PauseBody,
-        response: withErrors({ 200: SubscriptionRef }),
-      },
-    },
-    async (request) => {
-      const { store } = authOf(request);
-      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
-      return runSubscriptionAction(
-        actionDeps,
-        doc,
-        pauseUpdate,
-        { reason: request.body.reason ?? null, request: eventRequestOf(request) },
-        updateIdOf(request, 'pause'),
-      );
-    },
+  const preValidation = [subscriptionMustExist(app.deps.db), emptyBodyAsObject];
+  app.post('/subscriptions/:id/pause', { preValidation, schema: actionSchema('Pause a subscription', { body: PauseBody }) }, async (request) =>
+    act(app, request, pauseUpdate, { reason: request.body.reason ?? null, request: eventRequestOf(request) }, 'pause'),
   );
-
-  app.post(
-    '/subscriptions/:id/resume',
-    {
-      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
-      schema: {
-        tags: ['subscriptions'],
-        summary: 'Resume a paused subscription',
-        params: IdParams,
-        body: NoBody,
-        response: withErrors({ 200: SubscriptionRef }),
-      },
-    },
-    async (request) => {
-      const { store } = authOf(request);
-      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
-      return runSubscriptionAction(actionDeps, doc, resumeUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'resume'));
-    },
+  app.post('/subscriptions/:id/resume', { preValidation, schema: actionSchema('Resume a paused subscription', { body: NoBody }) }, async (request) =>
+    act(app, request, resumeUpdate, { request: eventRequestOf(request) }, 'resume'),
   );
 }
 
 /** POST reactivate: undo a scheduled cancellation, or charge a new cycle for an ended subscription. */
 function reactivateRoute(app: RouteApp): void {
-  const { db } = app.deps;
-  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id/reactivate',
     {
-      preValidation: [subscriptionMustExist(db), emptyBodyAsObject],
-      schema: {
-        tags: ['subscriptions'],
-        summary: 'Undo a scheduled cancellation, or reactivate a canceled or expired subscription',
-        params: IdParams,
-        body: NoBody,
-        response: withErrors({ 200: SubscriptionRef }),
-      },
+      preValidation: [subscriptionMustExist(app.deps.db), emptyBodyAsObject],
+      schema: actionSchema('Undo a scheduled cancellation, or reactivate a canceled or expired subscription', { body: NoBody }),
     },
-    async (request) => {
-      const { store } = authOf(request);
-      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
-      return runSubscriptionAction(actionDeps, doc, reactivateUpdate, { request: eventRequestOf(request) }, updateIdOf(request, 'reactivate'));
-    },
+    async (request) => act(app, request, reactivateUpdate, { request: eventRequestOf(request) }, 'reactivate'),
   );
 }
 
 /** POST change_offer: another offer (by ofr_ id only) from the next renewal. */
 function changeOfferRoute(app: RouteApp): void {
   const { db } = app.deps;
-  const actionDeps = actionDepsOf(app);
   app.post(
     '/subscriptions/:id/change_offer',
     {
       preValidation: subscriptionMustExist(db),
-      schema: {
-        tags: ['subscriptions'],
-        summary: 'Move a subscription to another offer of the same product or product family',
-        params: IdParams,
-        body: ChangeOfferBody,
-        response: withErrors({ 200: SubscriptionRef }),
-      },
+      schema: actionSchema('Move a subscription to another offer of the same product or product family', { body: ChangeOfferBody }),
     },
     async (request) => {
-      const { store } = authOf(request);
-      const doc = await subscriptionOrNotFound(db, store._id, request.params.id);
       const offerId = request.body.offer;
       // Only an ofr_ id: a slug (or anything else) is an unknown offer.
-      const offer = offerId.startsWith('ofr_') ? await findOfferByIdOrSlug(db, store._id, offerId) : null;
+      const offer = offerId.startsWith('ofr_') ? await findOfferByIdOrSlug(db, authOf(request).store._id, offerId) : null;
       if (!offer) throw new ApiError('resource_missing', `No such offer: '${offerId}'`, { param: 'offer' });
-      return runSubscriptionAction(
-        actionDeps,
-        doc,
-        changeOfferUpdate,
-        { offer: offer._id, request: eventRequestOf(request) },
-        updateIdOf(request, 'change_offer'),
-      );
+      return act(app, request, changeOfferUpdate, { offer: offer._id, request: eventRequestOf(request) }, 'change_offer');
     },
   );
 }
