@@ -23,6 +23,7 @@ import { createApiKey, createStore } from '../../store/stores';
 import { createOffer, createProduct } from '../../store/catalog';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { checkoutSessionsCollection } from '../../store/checkout-sessions';
+import { profiled } from './profile';
 import { machineInfo, printActivityTimings, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -110,28 +111,32 @@ async function main(): Promise<void> {
       });
 
       console.log(`(b) POST /v1/checkout/sessions, ${settings.create.connections} connections, ${settings.create.durationSeconds} s...`);
-      const created = await autocannon({
-        url: `${url}/v1/checkout/sessions`,
-        method: 'POST',
-        headers,
-        body,
-        connections: settings.create.connections,
-        duration: settings.create.durationSeconds,
-        workers: 1,
-      });
+      const created = await profiled('checkout-create', () =>
+        autocannon({
+          url: `${url}/v1/checkout/sessions`,
+          method: 'POST',
+          headers,
+          body,
+          connections: settings.create.connections,
+          duration: settings.create.durationSeconds,
+          workers: 1,
+        }),
+      );
       const sessions = await checkoutSessionsCollection(db).countDocuments({ store_id: store._id });
 
       console.log(`(c) GET /c/{id} over ${settings.page.distinctSessions} sessions, ${settings.page.connections} connections...`);
       const ids = (
         await checkoutSessionsCollection(db).find({ store_id: store._id }).sort({ _id: -1 }).limit(settings.page.distinctSessions).toArray()
       ).map((d) => d._id);
-      const page = await runAutocannon({
-        url,
-        connections: settings.page.connections,
-        durationSeconds: settings.page.durationSeconds,
-        paths: ids.map((id) => `/c/${id}`),
-        workers: 1,
-      });
+      const page = await profiled('checkout-page', () =>
+        runAutocannon({
+          url,
+          connections: settings.page.connections,
+          durationSeconds: settings.page.durationSeconds,
+          paths: ids.map((id) => `/c/${id}`),
+          workers: 1,
+        }),
+      );
       return {
         starts,
         create: {

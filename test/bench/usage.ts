@@ -149,7 +149,9 @@ async function setup(db: Db) {
 
 async function startApiProcess(mongoUri: string, dbName: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+  // BENCH_PROFILE=<dir>: the API process writes a CPU profile there when it stops (test/bench/profile.ts for the in-process benches).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE, 'usage-api')}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
     cwd: join(import.meta.dirname, '../..'),
     env: {
       ...process.env,
