@@ -1,7 +1,7 @@
 // Test clocks (the /v1/test_helpers extension): create, advance and delete, and the clock's settle when
 // its workflow reaches a stop. The clock's document is the API's answer; its workflow
 // (`test-clock/<id>`) is the time its customers' subscriptions, usage and checkout sessions follow.
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Database } from '../store/database';
 import { periodEnd, type BillingCycle } from '../domain/billing-periods';
 import { ApiError, invalid } from '../domain/errors';
@@ -18,6 +18,7 @@ import {
   reserveClockSlot,
   type ClockSlot,
   newTestClockDoc,
+  openClockSessionDeadlines,
   recordClockReady,
   requireTestClock,
   startAdvance,
@@ -34,6 +35,7 @@ import {
 import { checkoutSessionWorkflowId } from '../workflows/checkout-session/messages';
 import { subscriptionWorkflowId } from '../workflows/subscription/messages';
 import { usageWorkflowId } from '../workflows/usage-periods/messages';
+import { checkoutSessionClient, isNotOpenRefusal } from './checkout/client';
 import { emitEventOnce } from './events/emit-once';
 import type { EventDeps } from './events/events';
 import { forgetCustomers } from './usage/shared';
@@ -178,4 +180,36 @@ export async function settleTestClock(deps: EventDeps, input: { storeId: string;
     type: 'test_helpers.test_clock.ready',
     object: testClockObject(clock),
   });
+}
+
+/** Open sessions read per pass: a clock holds at most this many (clocks from before the caps may hold more: passes repeat). */
+const SESSIONS_PER_PASS = TEST_CLOCK_LIMITS.checkout_sessions;
+
+/**
+ * The clock's workflow moved to `nowMs` (its activity): each open checkout session whose deadline it
+ * reached is expired through its workflow, once, and waited for (a ready clock leaves none open past its
+ * time). Answers the next open session's deadline (ms), where the clock stops, or null.
+ */
+export async function expireDueClockSessions(
+  deps: { db: Database; temporal: Client; taskQueue: string },
+  input: { storeId: string; clockId: string; nowMs: number },
+): Promise<number | null> {
+  const asked = new Set<string>();
+  for (;;) {
+    const open = await openClockSessionDeadlines(deps.db, input.storeId, input.clockId, SESSIONS_PER_PASS + asked.size);
+    const due = open.filter((s) => s.expires_at * 1000 <= input.nowMs && !asked.has(s._id));
+    const next = open.find((s) => s.expires_at * 1000 > input.nowMs);
+    if (due.length === 0) return next ? next.expires_at * 1000 : null;
+    for (const s of due) asked.add(s._id);
+    await Promise.all(due.map((s) => expireClockSession(deps, s._id)));
+  }
+}
+
+/** The session's expire update; one already closed (or whose workflow is gone) has nothing to expire. */
+async function expireClockSession(deps: { temporal: Client; taskQueue: string }, sessionId: string): Promise<void> {
+  try {
+    await checkoutSessionClient(deps.temporal, deps.taskQueue).expire(sessionId);
+  } catch (error) {
+    if (!isNotOpenRefusal(error) && !(error instanceof WorkflowNotFoundError)) throw error;
+  }
 }

@@ -163,3 +163,15 @@ export async function deleteClockObjects(db: Db, storeId: string, clockId: strin
   await collections(db).customers.deleteMany({ store_id: storeId, test_clock: clockId });
   await testClocksCollection(db).deleteOne({ _id: clockId, store_id: storeId });
 }
+
+/**
+ * The clock's open checkout sessions by deadline (ids and expires_at, the earliest `limit`): the advance
+ * expires those it passed and stops at the next deadline (sessions are not the clock's waiters).
+ */
+export function openClockSessionDeadlines(db: Db, storeId: string, clockId: string, limit: number): Promise<{ _id: string; expires_at: number }[]> {
+  return checkoutSessionsCollection(db)
+    .find({ store_id: storeId, test_clock: clockId, status: 'open' }, { projection: { _id: 1, expires_at: 1 } })
+    .sort({ expires_at: 1, _id: 1 })
+    .limit(limit)
+    .toArray();
+}

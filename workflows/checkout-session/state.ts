@@ -12,7 +12,7 @@ import { pixAllowed } from '../../domain/checkout';
 import { EarlyNotices } from '../lib/early-notices';
 import { Mutex } from '../lib/mutex';
 import { at, money, showProgress } from '../lib/business-view';
-import { clockNow, clockWait, testClockRef } from '../lib/clock';
+import { clockNow, clockWait, refreshClock, testClockRef } from '../lib/clock';
 import {
   ATTEMPT_HOLD_MS,
   checkoutAttemptKey,
@@ -354,6 +354,8 @@ export class LiveCheckoutSession {
       ? await records.writeCheckoutBuyer({ storeId, customer: input.newBuyer })
       : { customerId: input.customerId, customerEmail: input.customerEmail };
     const pending = outcome.status === 'review' || outcome.status === 'pix_pending';
+    // A session that only reads its test clock learns the clock's time now: the payment is dated by it.
+    await refreshClock((clockId) => records.readTestClockNow({ storeId, clockId }));
     const completed = await records.completeCheckoutSession({
       storeId,
       sessionId,

@@ -6,11 +6,13 @@
 // given back, and attempts a closed session left unknown are looked up for a day and given back if
 // taken. A pending PIX or review then waits for the provider's notice (asked by key daily) and never
 // reopens; failed lookups and subscription hand-offs are retried later.
-// A paid session ends by sending the buyer the store's purchase confirmation.
-import { allHandlersFinished, condition, setHandler, sleep } from '@temporalio/workflow';
+// A paid session ends by sending the buyer the store's purchase confirmation. On a test clock it only
+// reads the clock's time while open (the clock's advance expires it) and attaches to the clock only to
+// wait for a pending payment (runs before the patch attached from the start).
+import { allHandlersFinished, condition, patched, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './state';
 import { at, showProgress } from '../lib/business-view';
-import { clockNow, clockWait, joinClock, leaveClock } from '../lib/clock';
+import { clockNow, clockWait, joinClock, leaveClock, readClock, readsClock } from '../lib/clock';
 import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './messages';
 
@@ -19,7 +21,7 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   const { state } = session;
   // Joined before the handlers are registered (the pay validator judges the deadline on the clock's
   // time), with that time known at once: an update finding no handler would be refused.
-  const joining = joinClock(input.testClock, input.testClockNowMs);
+  const joining = startOnClock(input);
   registerHandlers(session);
   await joining;
 
@@ -32,6 +34,8 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   if (state.status === 'complete' && state.payment_status === 'pending') {
     const pix = state.method === 'pix';
     showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`);
+    // Its PIX expiry and review window are on the clock's time: from here it waits with the clock.
+    if (readsClock()) await joinClock(input.testClock);
     await session.awaitSettlement();
   }
   showProgress(
@@ -55,6 +59,18 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   // Off the test clock: the provider's time, not the buyer's, decides when a late approval shows.
   await session.recheckUnknownAttempts();
   return state;
+}
+
+/** Patched runs read the clock while open instead of attaching to it: an advance costs nothing per open session. */
+const READS_CLOCK_PATCH = 'checkout-reads-clock';
+
+/** On a test clock: reads it (patched) or attaches to it; off a clock, nothing (no patch marker either). */
+function startOnClock(input: CheckoutWorkflowInput): Promise<void> {
+  if (input.testClock && input.testClockNowMs !== undefined && patched(READS_CLOCK_PATCH)) {
+    readClock(input.testClock, input.testClockNowMs);
+    return Promise.resolve();
+  }
+  return joinClock(input.testClock, input.testClockNowMs);
 }
 
 /** The store's purchase confirmation for the paid order, once; after the hand-off, so it names the subscription's period. */

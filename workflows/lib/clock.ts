@@ -3,6 +3,8 @@
 // commands, so recorded histories replay) and `clockNow` the workflow's own time. With one, "now" is the
 // clock's last tick and a timed wait ends when a tick reaches its time: the workflow tells the clock when
 // it waits (and until when), and the clock moves on only once every attached workflow waits again.
+// A run may instead only read the clock (`readClock`): it is no waiter, its "now" is what it last read,
+// and it refreshes that when touched; the clock's advance ends what is due on it (an open checkout session).
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import { attachClockSignal, clockTickSignal, clockWaitingSignal, detachClockSignal, testClockWorkflowId } from '../test-clock/messages';
 
@@ -20,6 +22,8 @@ interface Link {
   /** The last tick seen; -1 until the clock answered the attach. */
   seq: number;
   waiting: Waiting | null;
+  /** A reader: not attached (the clock sends it nothing); `nowMs` is its last reading. */
+  reader?: boolean;
 }
 
 // Workflow globals are per execution in the TypeScript SDK: one link per workflow run.
@@ -41,6 +45,23 @@ export async function joinClock(clockId: string | null | undefined, knownNowMs?:
   if (knownNowMs === undefined) await condition(() => joined.seq >= 0);
 }
 
+/** Reads the clock without attaching to it: "now" is `nowMs` until `refreshClock` reads it again. */
+export function readClock(clockId: string, nowMs: number): void {
+  link = { clockId, nowMs, seq: -1, waiting: null, reader: true };
+}
+
+/** A reader's "now" read again through `read` (an activity); the clock never moves back. Attached runs know it already. */
+export async function refreshClock(read: (clockId: string) => Promise<number>): Promise<void> {
+  const l = link;
+  if (!l?.reader) return;
+  l.nowMs = Math.max(l.nowMs, await read(l.clockId));
+}
+
+/** True for a run that reads its test clock without being one of its waiters. */
+export function readsClock(): boolean {
+  return link?.reader === true;
+}
+
 /**
  * The test clock as a money activity's input carries it (it picks the test payment connection); absent
  * off a clock, so those inputs stay as recorded histories have them.
@@ -52,6 +73,10 @@ export function testClockRef(clockId: string | null | undefined): { testClock?: 
 /** Tells the clock this run is over (a continued run attaches anew and needs none). */
 export async function leaveClock(): Promise<void> {
   if (!link) return;
+  if (link.reader) {
+    link = null;
+    return;
+  }
   await clockHandle(link.clockId)
     .signal(detachClockSignal, { workflowId: workflowInfo().workflowId })
     .catch(() => undefined);
@@ -77,6 +102,8 @@ export function onTestClock(): boolean {
 export async function clockWait(wake: () => boolean, ms?: number, options?: { summary?: string; anyTick?: boolean }): Promise<boolean> {
   if (!link) return realWait(wake, ms, options?.summary);
   const l = link;
+  // A reader's time moves only when it reads it: it waits for `wake` (whoever moves the clock ends what is due).
+  if (l.reader) return condition(wake).then(() => true);
   if (wake()) return true;
   const untilMs = ms === undefined ? null : l.nowMs + ms;
   if (untilMs !== null && untilMs <= l.nowMs) return false;

@@ -4,7 +4,9 @@
 // (and those that follow every move); at the target it ticks everyone behind once, so each knows the
 // time, and is ready again with test_helpers.test_clock.ready. An advance so costs signals in proportion
 // to the wake-ups and objects, not objects times stops (runs before the patch ticked everyone at each
-// stop). A workflow that is gone is dropped when a tick to it fails.
+// stop). A workflow that is gone is dropped when a tick to it fails. Open checkout sessions are no
+// waiters (runs before the sessions patch had them attached): at the advance's start and at each stop an
+// activity expires those whose deadline the clock reached, and the next deadline is one more stop.
 import {
   allHandlersFinished,
   condition,
@@ -41,6 +43,15 @@ const PROBE_EVERY_MS = 30_000;
 const HISTORY_EVENTS_LIMIT = 2_000;
 /** Ticks only to the workflows due at a stop, everyone once at the target. */
 const DUE_TICKS_PATCH = 'test-clock-due-ticks';
+/** Expires its open checkout sessions by a store query at each stop (they read the clock, not wait on it). */
+const SESSION_DEADLINES_PATCH = 'test-clock-session-deadlines';
+
+// Expiring a session waits for its payment in flight (a hold of minutes): a budget of its own.
+const sessionExpiries = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
 
 class ClockRun {
   nowMs: number;
@@ -50,6 +61,9 @@ class ClockRun {
   /** The last tick sent to each waiter (due-ticks runs): it is settled once it reported after it. */
   private readonly sent = new Map<string, number>();
   private dueOnly = false;
+  /** Patched runs: the earliest deadline of the clock's open checkout sessions after now (ms), or null. */
+  private sessionDeadlineMs: number | null = null;
+  private expiresSessions = false;
 
   constructor(private readonly input: TestClockWorkflowInput) {
     this.nowMs = input.nowMs;
@@ -89,12 +103,16 @@ class ClockRun {
   /** Where to move next: the earliest wake-up before the target, the target, or null (there). */
   nextStop(): number | null {
     if (this.targetMs === null || this.nowMs >= this.targetMs) return null;
-    const wakeUps = [...this.waiters.values()].map((w) => w.untilMs).filter((u): u is number => u !== null && u > this.nowMs);
+    const wakeUps = [...this.waiters.values(), { untilMs: this.sessionDeadlineMs }]
+      .map((w) => w.untilMs)
+      .filter((u): u is number => u !== null && u > this.nowMs);
     return Math.min(this.targetMs, ...wakeUps);
   }
 
   async advance(): Promise<void> {
     this.dueOnly = patched(DUE_TICKS_PATCH);
+    this.expiresSessions = patched(SESSION_DEADLINES_PATCH);
+    await this.expireDueSessions();
     for (;;) {
       await this.untilSettled();
       const next = this.nextStop();
@@ -104,6 +122,7 @@ class ClockRun {
       this.seq++;
       this.show();
       await records.recordTestClockTime({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: next });
+      await this.expireDueSessions();
       const ticked = this.dueOnly ? this.dueAt(next) : [...this.waiters.keys()];
       await Promise.all(ticked.map((id) => this.tick(id)));
     }
@@ -111,6 +130,13 @@ class ClockRun {
     this.targetMs = null;
     await records.settleTestClock({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: this.nowMs });
     this.show();
+  }
+
+  /** Patched runs: the open checkout sessions the clock's time reached expire; their next deadline is kept. */
+  private async expireDueSessions(): Promise<void> {
+    if (!this.expiresSessions) return;
+    const { storeId, clockId } = this.input;
+    this.sessionDeadlineMs = await sessionExpiries.expireDueClockSessions({ storeId, clockId, nowMs: this.nowMs });
   }
 
   /** At the target: the time to each workflow that has not seen it (one tick each), then settled. */

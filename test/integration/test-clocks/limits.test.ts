@@ -1,7 +1,8 @@
 // What this tests: the bounds on test clocks over real HTTP (API, worker, FerretDB, Temporal dev server):
 // a store holds at most 20 clocks and a clock at most 3 customers and 10 checkout sessions, each refused
 // beyond with 400 test_clock_limit, and racing creates never pass a cap; an advance past staggered
-// renewals costs signals in proportion to its objects and wake-ups, not objects times stops.
+// renewals costs signals in proportion to its objects and wake-ups, not objects times stops; open
+// checkout sessions cost an advance no signal at all and still expire when it passes their deadline.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { temporal as proto } from '@temporalio/proto';
 import { createTestConnection } from '../../../adapters/provider/test-connection';
@@ -12,6 +13,7 @@ import { findCustomer } from '../../../store/customers';
 import { ordersCollection } from '../../../store/orders';
 import { testClockStateQuery, testClockTaskQueue, testClockWorkflowId } from '../../../workflows/test-clock/messages';
 import { subscriptionWorkflowId } from '../../../workflows/subscription/messages';
+import { checkoutSessionWorkflowId, stateQuery } from '../../../workflows/checkout-session/messages';
 import { waitFor } from '../../support/env';
 import { call, createSession, createTestStore, seedCheckoutCatalog, startCheckoutStack, type CheckoutStack } from '../../support/checkout-fixtures';
 import type { TestStore } from '../../support/api';
@@ -162,4 +164,60 @@ describe('an advance', () => {
     // the end; ticking everyone at each of the seven stops costs 2 x 6 x 7 = 84.
     expect(sent + received).toBeLessThanOrEqual(6 * subs);
   });
+  /** Signals a workflow received (`name`), over its whole history. */
+  async function signalsReceived(workflowId: string, name: string): Promise<number> {
+    const history = await stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    return (history.events ?? []).filter(
+      (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && e.workflowExecutionSignaledEventAttributes?.signalName === name,
+    ).length;
+  }
+
+  test('a clock with the most checkout sessions it holds: advances send them no signal (no waiters), and each expires once when the clock passes its deadline', async () => {
+    const store = await createTestStore(stack.mongo.db);
+    const catalog = await seedCheckoutCatalog(stack.mongo.db, store.store._id);
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await post(store, '/v1/test_helpers/test_clocks', { frozen_time: t0 })).body.id as string;
+    const customer = (await clockCustomer(store, clock)).body.id as string;
+    const HOUR = 3600;
+    const sessions: string[] = [];
+    for (let i = 1; i <= TEST_CLOCK_LIMITS.checkout_sessions; i++) {
+      const made = await createSession(stack.api, store, { offer: catalog.oneOff._id, customer, expires_at: t0 + i * HOUR });
+      expect(made.status).toBe(201);
+      sessions.push(made.body.id);
+    }
+    // Each session's workflow runs (answers its query) before the clock moves.
+    for (const id of sessions)
+      await waitFor(
+        async () => (await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(id)).query(stateQuery)).status === 'open' || null,
+      );
+    const advanceTo = async (to: number) => {
+      expect((await post(store, `/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: to })).status).toBe(200);
+      await waitFor(
+        async () => ((await call(stack.api, store.key, 'GET', `/v1/test_helpers/test_clocks/${clock}`)).body.status === 'ready' ? true : null),
+        {
+          timeoutMs: 90_000,
+          intervalMs: 200,
+          description: `clock ready at ${to}`,
+        },
+      );
+      return signalsOfLastAdvance(clock);
+    };
+    const statuses = async () =>
+      Promise.all(sessions.map(async (id) => (await call(stack.api, store.key, 'GET', `/v1/checkout/sessions/${id}`)).body.status));
+
+    // Before any deadline: nothing to tell anyone (attached sessions cost a catch-up tick and a report each).
+    expect(await advanceTo(t0 + HOUR / 2)).toEqual({ sent: 0, received: 0 });
+    expect(await statuses()).toEqual(sessions.map(() => 'open'));
+    // Past half the deadlines: those expire, the others stay open, still without a signal.
+    expect(await advanceTo(t0 + 5 * HOUR + 60)).toEqual({ sent: 0, received: 0 });
+    expect(await statuses()).toEqual(sessions.map((_, i) => (i < 5 ? 'expired' : 'open')));
+    expect(await advanceTo(t0 + 12 * HOUR)).toEqual({ sent: 0, received: 0 });
+    expect(await statuses()).toEqual(sessions.map(() => 'expired'));
+
+    const state = await stack.temporal.client.workflow.getHandle(testClockWorkflowId(clock)).query(testClockStateQuery);
+    expect(state.waiters.map((w) => w.workflowId).filter((id) => id.startsWith('checkout-session/'))).toEqual([]);
+    for (const id of sessions) expect(await signalsReceived(checkoutSessionWorkflowId(id), 'clockTick')).toBe(0);
+    const expired = await collections(stack.mongo.db).events.countDocuments({ store_id: store.store._id, type: 'checkout.session.expired' });
+    expect(expired).toBe(sessions.length);
+  }, 240_000);
 });
