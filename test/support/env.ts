@@ -7,7 +7,20 @@ import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString, ty
 import { MongoClient, type Db } from 'mongodb';
 import { expect, inject } from 'vitest';
 
-export { waitFor, type WaitForOptions } from '../../temporal-dev/wait';
+import { waitFor as waitForCondition, type WaitForOptions } from '../../temporal-dev/wait';
+
+export type { WaitForOptions };
+
+/**
+ * Tests wait 30 s by default, not the 10 s of startups: what they wait for is mostly a workflow or activity
+ * effect, which a loaded 2-core CI delays by tens of seconds; a wait that succeeds returns at once, and
+ * 30 s stays under the 60 s test timeout, so a failure still names what it waited for.
+ */
+export const TEST_WAIT_MS = 30_000;
+
+export function waitFor<T>(fn: () => T | Promise<T>, options: WaitForOptions = {}): Promise<Exclude<T, false | null | undefined>> {
+  return waitForCondition(fn, { timeoutMs: TEST_WAIT_MS, ...options });
+}
 
 export const testNamespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 
