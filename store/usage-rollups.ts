@@ -206,21 +206,15 @@ function applyUpdate(journalId: string, delta: RollupDelta | undefined): UpdateF
 
 /**
  * Applies a journal to each of its keys: the update matches only while the journal is pending there, so
- * the key counts it once whoever applies it and however often. Returns the keys this call applied.
+ * the key counts it once whoever applies it and however often. One unordered bulk write (one round trip
+ * however many keys): a key that fails holds up none of the others, and the journal stays for recovery.
  */
-async function applyJournal(db: Db, journal: JournalDoc, deltas: Map<string, RollupDelta>): Promise<Map<string, RollupDoc>> {
-  const totals = new Map<string, RollupDoc>();
-  // Settled, not raced: when one key fails, the caller returns only after the others have landed.
-  const outcomes = await Promise.allSettled(
-    journal.keys.map(async (key) => {
-      const filter = { _id: key, pending: journal._id };
-      const doc = await rollupsCollection(db).findOneAndUpdate(filter, applyUpdate(journal._id, deltas.get(key)), { returnDocument: 'after' });
-      if (doc) totals.set(key, doc);
-    }),
-  );
-  const failed = outcomes.find((o) => o.status === 'rejected');
-  if (failed) throw failed.reason;
-  return totals;
+async function applyJournal(db: Db, journal: JournalDoc, deltas: Map<string, RollupDelta>): Promise<void> {
+  if (journal.keys.length === 0) return;
+  const ops: AnyBulkWriteOperation<RollupDoc>[] = journal.keys.map((key) => ({
+    updateOne: { filter: { _id: key, pending: journal._id }, update: applyUpdate(journal._id, deltas.get(key)) },
+  }));
+  await rollupsCollection(db).bulkWrite(ops, { ordered: false });
 }
 
 export interface Batch {
@@ -235,8 +229,6 @@ export interface Batch {
 export interface BatchWrite {
   /** Ids the insert reported as new (the others were already stored). */
   inserted: Set<string>;
-  /** Keys updated by this call, as they are after the update. */
-  totals: Map<string, RollupDoc>;
   /** False when the totals were left to recovery (they are added within a minute or so). */
   complete: boolean;
 }
@@ -262,16 +254,15 @@ export async function writeBatch(db: Db, storeId: string, batch: Batch, now = Da
   if (Date.now() >= journal.lease_until) throw new Error(`usage batch ${journal._id}: lease over before its events were inserted`);
   const inserted = await batch.insert(journal._id);
   const deltas = deltasOf(batch.contributions.filter((c) => inserted.has(c.id)));
-  let totals: Map<string, RollupDoc>;
   try {
-    totals = await applyJournal(db, journal, deltas);
+    await applyJournal(db, journal, deltas);
   } catch {
     // The journal stays: recovery applies what is still pending.
-    return { inserted, totals: new Map(), complete: false };
+    return { inserted, complete: false };
   }
   // Not awaited: the totals are in, and a journal that stays is replayed as a no-op.
   journalWritesOf(db).delete(journal._id);
-  return { inserted, totals, complete: true };
+  return { inserted, complete: true };
 }
 
 /** Reads the events of a journal that its batch inserted (the loader checks their `batch`). */

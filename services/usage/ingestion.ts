@@ -27,7 +27,7 @@ import {
   type UsageStateDoc,
 } from '../../store/usage';
 import { meterEventObject, type MeterEventObject } from '../../resources/meter-event';
-import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite, type RollupDoc } from '../../store/usage-rollups';
+import { quantityOf, readRollups, recoverJournals, writeBatch, type BatchWrite } from '../../store/usage-rollups';
 import type { EventRequest } from '../../store/events';
 import { countBusiness } from '../operations/business-metrics';
 import { customerTestClock, isChargeable, loadSubscription, recent, recentClockNowMs, seconds, signalUsageWorkflow, type UsageDeps } from './shared';
@@ -133,7 +133,7 @@ export async function ingestMeterEvents(
   for (const result of results) countBusiness('meterEvents', result.status);
 
   const fresh = docs.filter((d) => written.inserted.has(d._id));
-  await signalCrossedThresholds(deps, fresh, attachments, unique, written.totals, nowMs);
+  await signalCrossedThresholds(deps, fresh, attachments, unique, nowMs);
   return results;
 }
 
@@ -222,7 +222,7 @@ function splitRepeats(valid: Checked[]): { firstOf: Map<string, Checked>; unique
 
 /** The events and their rollups, written exactly once (store/usage-rollups.ts). */
 async function writeEvents(db: Database, storeId: string, unique: Checked[], docs: MeterEventDoc[]): Promise<BatchWrite> {
-  if (unique.length === 0) return { inserted: new Set(), totals: new Map(), complete: true };
+  if (unique.length === 0) return { inserted: new Set(), complete: true };
   return writeBatch(db, storeId, {
     customers: unique.map((c) => customerKey(storeId, c.customer)),
     contributions: docs.map(contributionOf),
@@ -310,13 +310,16 @@ async function noteUnattached(db: Database, storeId: string, docs: MeterEventDoc
   await Promise.all([...meters].map((meterId) => noteUnattachedHour(db, storeId, meterId, hour)));
 }
 
-/** Signals the usage workflow when a batch may have taken its open period to the threshold. */
+/**
+ * Signals the usage workflow when a batch may have taken its open period to the threshold: the period's
+ * rollups are read (by `_id`) only for subscriptions with a threshold, so a batch without one writes its
+ * totals without reading them back.
+ */
 async function signalCrossedThresholds(
   deps: UsageDeps,
   fresh: MeterEventDoc[],
   attachments: (Attachment | null)[],
   unique: Checked[],
-  totals: Map<string, RollupDoc>,
   nowMs: number,
 ): Promise<void> {
   const freshIds = new Set(fresh.map((d) => d._id));
@@ -327,14 +330,12 @@ async function signalCrossedThresholds(
   });
   for (const { sub, state } of touched.values()) {
     const open = state!.open!;
-    const keys = state!.pricing.map((p) => periodRollupKey(sub._id, open.start, p.meter));
-    const missing = keys.filter((k) => !totals.has(k));
-    const read = await readRollups(deps.db, missing);
+    const read = await readRollups(
+      deps.db,
+      state!.pricing.map((p) => periodRollupKey(sub._id, open.start, p.meter)),
+    );
     const amount = periodTotal(
-      state!.pricing.map((p) => {
-        const key = periodRollupKey(sub._id, open.start, p.meter);
-        return priceLine(quantityOf(totals.get(key) ?? read.get(key), p.formula), p, p.active);
-      }),
+      state!.pricing.map((p) => priceLine(quantityOf(read.get(periodRollupKey(sub._id, open.start, p.meter)), p.formula), p, p.active)),
     );
     if (thresholdReached(amount, state!.threshold) && signalDue(open.id, nowMs)) {
       await signalUsageWorkflow(deps.temporal, deps.taskQueue, sub).catch((error: unknown) => {
