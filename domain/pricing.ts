@@ -263,9 +263,26 @@ export function normalizeTiers(input: NonNullable<PriceInput['tiers']>): Tier[] 
   return tiers;
 }
 
+// Intl's decimals per currency code, remembered: building a NumberFormat costs more than the rest of a
+// checkout create's summary (issue 30's profile). ISO 4217 has under 200 codes; the bound only guards odd input.
+export const PLAIN_DIGITS_MAX = 500;
+const plainDigits = new Map<string, number>();
+
+function plainDigitsOf(code: string): number {
+  const known = plainDigits.get(code);
+  if (known !== undefined) return known;
+  const digits = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
+  if (plainDigits.size >= PLAIN_DIGITS_MAX) plainDigits.clear();
+  plainDigits.set(code, digits);
+  return digits;
+}
+
+/** Currency codes whose decimals are remembered now (at most PLAIN_DIGITS_MAX). */
+export const plainDigitsKnown = (): number => plainDigits.size;
+
 /** Minor units as "49.90 BRL" (the currency's own number of decimals), for logs and operator screens. */
 export function plainMoney(amount: number, currency: string): string {
   const code = currency.toUpperCase();
-  const digits = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
+  const digits = plainDigitsOf(code);
   return `${(amount / 10 ** digits).toFixed(digits)} ${code}`;
 }
