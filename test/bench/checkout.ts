@@ -1,8 +1,8 @@
 // `npm run bench:checkout`: POST /v1/checkout/sessions at 20 connections (each call validates
 // against the catalog, writes the session and starts its workflow): sessions/s and p99; then the
 // hosted page GET /c/{id} render p99 across the created sessions. The bare workflow-start rate on
-// the same dev server is measured first as the yardstick (goal: sessions/s >= 70% of it; page p99
-// under 50 ms). Starts its own FerretDB and Temporal dev server; prints a table, writes
+// the same dev server is measured first as the yardstick (goal: sessions/s >= 80% of it; page p99
+// at most 30 ms; issue 30). Starts its own FerretDB and Temporal dev server; prints a table, writes
 // results/checkout.json. Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { MongoClient } from 'mongodb';
 import { startFerretDb, startTemporalDevServer, freePort } from '../../temporal-dev/servers';
@@ -31,6 +31,23 @@ const settings = {
   create: { connections: 20, durationSeconds: 10, warmup: 40 },
   page: { connections: 10, durationSeconds: 10, distinctSessions: 200 },
 };
+
+/**
+ * BENCH_EAGER=1: every start (yardstick and sessions) asks for eager execution, over the worker's own
+ * NativeConnection (the SDK allows it only there): the first workflow task comes back in the start's
+ * answer to the worker in this process. The API process has no worker, so this only measures what it would give.
+ */
+const eager = process.env.BENCH_EAGER === '1';
+
+const YARDSTICK_SKIPS =
+  "the HTTP request (parse, API key read, rate window, body validation, response), the offer and product reads and the session's insert at FerretDB, the start's search attributes and summary, and the session workflow's first task (its timer) instead of noopWorkflow's";
+
+function eagerClient(nativeConnection: NativeConnection): Client {
+  const requestEager: WorkflowClientInterceptor = {
+    start: (input, next) => next({ ...input, options: { ...input.options, requestEagerStart: true } }),
+  };
+  return new Client({ connection: nativeConnection, interceptors: { workflow: [requestEager] } });
+}
 
 async function bareStarts(client: Client, taskQueue: string) {
   const { count, concurrency, warmup } = settings.starts;
@@ -69,7 +86,7 @@ async function main(): Promise<void> {
   const db = mongo.db('bench_checkout');
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection });
+  const client = eager ? eagerClient(nativeConnection) : new Client({ connection });
   const taskQueue = `bench-checkout-${randomUUID()}`;
   try {
     await ensureIndexes(db);
@@ -153,7 +170,7 @@ async function main(): Promise<void> {
     await app.close();
 
     const ratio = round((figures.create.sessionsPerSec / figures.starts.startsPerSec) * 100);
-    printTable('(a) bare workflow starts on this dev server (the yardstick)', [
+    printTable(`(a) bare workflow starts on this dev server (the yardstick)${eager ? ', eager' : ''}`, [
       {
         workflow: 'noopWorkflow',
         lanes: settings.starts.concurrency,
@@ -173,6 +190,7 @@ async function main(): Promise<void> {
         '% of bare starts': ratio,
       },
     ]);
+    console.log(`the yardstick skips: ${YARDSTICK_SKIPS}`);
     printTable('(c) GET /c/{id} hosted checkout page', [
       {
         connections: figures.page.connections,
@@ -192,7 +210,9 @@ async function main(): Promise<void> {
       settings,
       ...figures,
       createToBareStartsPercent: ratio,
-      goals: { createAtLeastPercentOfBareStarts: 70, pageP99UnderMs: 50 },
+      eagerStart: eager,
+      yardstickSkips: YARDSTICK_SKIPS,
+      goals: { createAtLeastPercentOfBareStarts: 80, pageP99AtMostMs: 30 },
     });
     console.log(`\nsaved ${file}`);
   } finally {
