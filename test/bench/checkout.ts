@@ -12,7 +12,8 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Db } from 'mongodb';
+import Fastify from 'fastify';
 import { startFerretDb, startTemporalDevServer, freePort } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
 import { ActivityTimings } from '../../worker/activity-interceptors';
@@ -47,6 +48,34 @@ function eagerClient(nativeConnection: NativeConnection): Client {
     start: (input, next) => next({ ...input, options: { ...input.options, requestEagerStart: true } }),
   };
   return new Client({ connection: nativeConnection, interceptors: { workflow: [requestEager] } });
+}
+
+const PAGE_YARDSTICK_SKIPS =
+  "the API's hooks (request id, headers, rate-limit and auth checks that pass pages through, the CSP headers), the host check, the session's language and status, and rendering the page (it sends the first session's page as stored)";
+
+/** (c0): GET /c/:id on a bare Fastify app in this process that reads the session by _id and sends a stored copy of a page. */
+async function barePageRun(db: Db, apiUrl: string, ids: string[]) {
+  const stored = await (await fetch(`${apiUrl}/c/${ids[0]}`)).text();
+  const bare = Fastify({ logger: false });
+  bare.get<{ Params: { id: string } }>('/c/:id', async (request, reply) => {
+    const doc = await checkoutSessionsCollection(db).findOne({ _id: request.params.id });
+    return reply
+      .status(doc ? 200 : 404)
+      .type('text/html; charset=utf-8')
+      .send(doc ? stored : 'missing');
+  });
+  const url = await bare.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    return await runAutocannon({
+      url,
+      connections: settings.page.connections,
+      durationSeconds: settings.page.durationSeconds,
+      paths: ids.map((id) => `/c/${id}`),
+      workers: 1,
+    });
+  } finally {
+    await bare.close();
+  }
 }
 
 async function bareStarts(client: Client, taskQueue: string) {
@@ -145,6 +174,8 @@ async function main(): Promise<void> {
       const ids = (
         await checkoutSessionsCollection(db).find({ store_id: store._id }).sort({ _id: -1 }).limit(settings.page.distinctSessions).toArray()
       ).map((d) => d._id);
+      console.log('(c0) the same over a bare Fastify route in this process: the session read by _id, a stored copy of the page sent...');
+      const barePage = await barePageRun(db, url, ids);
       const page = await profiled('checkout-page', () =>
         runAutocannon({
           url,
@@ -165,6 +196,7 @@ async function main(): Promise<void> {
           sessionsStored: sessions,
         },
         page,
+        barePage,
       };
     });
     await app.close();
@@ -191,15 +223,21 @@ async function main(): Promise<void> {
       },
     ]);
     console.log(`the yardstick skips: ${YARDSTICK_SKIPS}`);
-    printTable('(c) GET /c/{id} hosted checkout page', [
-      {
-        connections: figures.page.connections,
-        'req/s': figures.page.requestsPerSec,
-        'p50 ms': figures.page.latencyMs.p50,
-        'p99 ms': figures.page.latencyMs.p99,
-        'non-2xx': figures.page.non2xx,
-      },
-    ]);
+    printTable(
+      '(c) GET /c/{id} hosted checkout page, beside its yardstick (c0)',
+      [
+        ['(c0) bare route: read by _id, stored page', figures.barePage],
+        ['(c) GET /c/{id}', figures.page],
+      ].map(([run, f]) => ({
+        run: run as string,
+        connections: (f as typeof figures.page).connections,
+        'req/s': (f as typeof figures.page).requestsPerSec,
+        'p50 ms': (f as typeof figures.page).latencyMs.p50,
+        'p99 ms': (f as typeof figures.page).latencyMs.p99,
+        'non-2xx': (f as typeof figures.page).non2xx,
+      })),
+    );
+    console.log(`the page's yardstick skips: ${PAGE_YARDSTICK_SKIPS}`);
     printActivityTimings(timings.summary());
     const file = saveResults('checkout', {
       activityDurations: timings.summary(),
