@@ -265,14 +265,15 @@ func (x *idIndexer) indexDB(ctx context.Context, file string) error {
 
 	db.SetMaxOpenConns(1)
 
+	// Tables missing either index (the list index came later: existing data directories get it too).
 	q := fmt.Sprintf(
 		`SELECT c.table_name FROM %q AS c`+
 			` WHERE EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = c.table_name)`+
-			` AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ? || c.table_name || ?)`,
+			` AND (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN (?1 || c.table_name || ?2, ?1 || c.table_name || ?3)) < 2`,
 		metadataTable,
 	)
 
-	rows, err := db.QueryContext(ctx, q, idIndexNamePrefix, idIndexNameSuffix)
+	rows, err := db.QueryContext(ctx, q, idIndexNamePrefix, idIndexNameSuffix, listIndexSuffix)
 	if err != nil {
 		return err // includes "no such table" for a database FerretDB is still creating
 	}
@@ -296,10 +297,14 @@ func (x *idIndexer) indexDB(ctx context.Context, file string) error {
 		name := idIndexNamePrefix + table + idIndexNameSuffix
 		start := time.Now()
 
-		// Table names come from FerretDB, which quotes them the same way (%q).
+		// Table names come from FerretDB, which quotes them the same way (%q). Both are idempotent.
 		q := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`, name, table, idColumnExpr)
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			// Typically "no such table": the collection was dropped since the query above.
+			errs = append(errs, fmt.Errorf("%s: %w", table, err))
+			continue
+		}
+		if _, err := db.ExecContext(ctx, listIndexSQL(table)); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", table, err))
 			continue
 		}

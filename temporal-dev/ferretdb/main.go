@@ -66,17 +66,7 @@ func main() {
 	}
 	logger.Info("relaying to FerretDB", slog.String("listen", ln.Addr().String()), slog.String("ferretdb", upstream.Host))
 
-	ferretCtx, stopFerret := context.WithCancel(context.Background())
-	defer stopFerret()
-
-	relayed := make(chan struct{})
-	go func() {
-		defer close(relayed)
-		defer stopFerret()
-		newRelay(upstream.Host, logger).serve(ctx, ln)
-	}()
-
-	// Adds the index FerretDB's lookups by _id need but do not get (see idindex.go), starting now:
+	// Adds the indexes FerretDB's lookups by _id and our list reads need (see idindex.go), starting below:
 	// New has opened the existing databases, and the first pass runs while Run starts listening.
 	indexed := make(chan struct{})
 	indexer, err := newIDIndexer(*sqliteURL, logger)
@@ -84,6 +74,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
 		os.Exit(1)
 	}
+
+	ferretCtx, stopFerret := context.WithCancel(context.Background())
+	defer stopFerret()
+
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		defer stopFerret()
+		newRelay(upstream.Host, newListReader(indexer), logger).serve(ctx, ln)
+	}()
+
 	if indexer != nil {
 		go func() {
 			defer close(indexed)

@@ -60,12 +60,13 @@ var lockedCommands = []string{"update", "findAndModify", "delete"}
 type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
-	checks   *checkPool // see pinned.go
+	checks   *checkPool  // see pinned.go
+	lists    *listReader // see listfind.go; nil when off
 	l        *slog.Logger
 }
 
-func newRelay(upstream string, l *slog.Logger) *relay {
-	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, checks: &checkPool{addr: upstream}, l: l}
+func newRelay(upstream string, lists *listReader, l *slog.Logger) *relay {
+	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, checks: &checkPool{addr: upstream}, lists: lists, l: l}
 }
 
 // serve accepts connections until ctx is done, then closes the listener and every connection
@@ -75,6 +76,9 @@ func (r *relay) serve(ctx context.Context, ln net.Listener) {
 	defer stop()
 
 	defer r.checks.close()
+	if r.lists != nil {
+		defer r.lists.close()
+	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -109,7 +113,7 @@ func (r *relay) handle(ctx context.Context, client net.Conn) {
 		return
 	}
 
-	c := &conn{client: client, server: server, locks: r.locks, checks: r.checks, held: map[int32]func(){}, done: make(chan struct{})}
+	c := &conn{client: client, server: server, locks: r.locks, checks: r.checks, lists: r.lists, held: map[int32]func(){}, done: make(chan struct{})}
 	defer c.releaseAll()
 	defer c.close()
 
@@ -136,6 +140,7 @@ type conn struct {
 	client, server net.Conn
 	locks          *nsLocks
 	checks         *checkPool
+	lists          *listReader
 
 	clientMu sync.Mutex // writes to client: replies, and the answers of pinned writes
 
@@ -148,9 +153,14 @@ type conn struct {
 
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
 // and, in that lock, answering or narrowing the filter of those that pin one document, and rewriting a find
-// that pins one document as an aggregate (see pinned.go).
+// that pins one document as an aggregate (see pinned.go); a list's page is answered from SQLite (see listfind.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
+		if q, ok := listQueryOf(msg); ok && c.lists != nil {
+			if answer, ok := c.lists.answer(q, requestID(msg)); ok {
+				return nil, c.writeClient(answer)
+			}
+		}
 		if find, ok := pinnedFind(msg); ok {
 			return find, nil // a read: no lock
 		}
