@@ -43,7 +43,8 @@ const (
 	listMaxLimit     = 1000             // bound on the documents one answered find reads, with an explicit batchSize
 	listMaxReply     = 16 * 1024 * 1024 // MongoDB's largest batch: a bigger page passes through to FerretDB
 	listTimeout      = 10 * time.Second // one answered find; on error it passes through
-	listIdleConns    = 2                // pooled read connections per database
+	listOpenConns    = 4                // read connections per database: more pages wait (2 cores; each has its own page cache)
+	listIdleConns    = 2                // of which kept idle
 	listConnIdle     = 30 * time.Second // an idle read connection is closed after this
 
 	listIndexSuffix = "_list_expr"
@@ -362,6 +363,7 @@ func (lr *listReader) db(name string) (*listDB, error) {
 	if err != nil {
 		return nil, err
 	}
+	pool.SetMaxOpenConns(listOpenConns)
 	pool.SetMaxIdleConns(listIdleConns)
 	pool.SetConnMaxIdleTime(listConnIdle)
 	db := &listDB{pool: pool, file: info}
