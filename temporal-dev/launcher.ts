@@ -12,6 +12,9 @@ import { killAllGroups, spawnGroup, stopAllGroups, type ChildGroup } from './pro
 import { freePort, isPortFree, startFerretDb, startMailpit, startTemporalDevServer } from './servers';
 import { projectRoot } from './tools';
 import { waitFor } from './wait';
+import { Connection } from '@temporalio/client';
+import { temporalConnectionOptions } from '../adapters/temporal-connection';
+import { makeVersionCurrent, shownVersion, workerVersionFromEnv, type WorkerVersion } from '../worker/versioning';
 
 const dataDir = resolve(projectRoot, process.env.DATA_DIR ?? '.data');
 
@@ -175,6 +178,19 @@ function supervise(name: string, entry: string, env: NodeJS.ProcessEnv, stopTime
   return { first: current, entry: { name, stop } };
 }
 
+/** New workflows go to the worker's version once it is current: no manual `set-current-version` locally. */
+async function makeCurrent(env: NodeJS.ProcessEnv, namespace: string, version: WorkerVersion): Promise<void> {
+  // The worker's own connection settings (TLS, API key) when TEMPORAL_ADDRESS is not the dev server.
+  const connection = await Connection.connect(temporalConnectionOptions(env));
+  try {
+    // The server accepts a version only after its worker has polled: retried for up to 60 s.
+    await makeVersionCurrent(connection.workflowService, namespace, version, { timeoutMs: 60_000 });
+    say(`worker version ${shownVersion(version)} is current (runs pinned to other builds finish only on their own workers)`);
+  } finally {
+    await connection.close();
+  }
+}
+
 interface DemoResult {
   created: boolean;
   store: Record<string, unknown>;
@@ -329,8 +345,11 @@ async function main(): Promise<void> {
   const apiPort = await portFor('API', 'PORT', defaultPorts.api);
   const apiMetricsPort = await portFor('API metrics', 'API_METRICS_PORT', defaultPorts.apiMetrics);
   const workerMetricsPort = await portFor('worker metrics', 'WORKER_METRICS_PORT', defaultPorts.workerMetrics);
+  // The worker's version, fixed here so the worker and the launcher agree on it (BUILD_ID passed on).
+  const workerVersion = workerVersionFromEnv(process.env);
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
+    ...(workerVersion ? { BUILD_ID: workerVersion.buildId } : {}),
     // The local stack is development (http://localhost URLs, the test payment connection); production is the processes' default.
     NODE_ENV: process.env.NODE_ENV ?? 'development',
     ...(process.env.SECRETS_KEY || process.env.SECRETS_KEY_FILE ? {} : { SECRETS_KEY_FILE: secretsKeyFile() }),
@@ -373,6 +392,7 @@ async function main(): Promise<void> {
       { timeoutMs: 60_000, intervalMs: 250, description: `the API to answer GET ${apiOrigin}/v1/account`, abortIf: exitedError(api) },
     ),
   ]);
+  if (workerVersion) await makeCurrent(childEnv, namespace, workerVersion);
   say('worker and API are ready; seeding the demo store');
 
   const demo = await seedDemo(childEnv);

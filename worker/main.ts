@@ -28,15 +28,13 @@ import { countActivityOutcomes, coreBusinessMetrics, workerMetricsExporter } fro
 import { installBusinessMetrics } from '../services/operations/business-metrics';
 import { tracingClientInterceptors, tracingFromEnv, type Tracing } from '../adapters/tracing';
 import { tracingActivityInterceptors, tracingSinks, tracingWorkflowModule } from './tracing';
+import { shownVersion, workerDeploymentOptions, workerVersionFromEnv } from './versioning';
 
 export const defaultTaskQueue = 'billing';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows', import.meta.url));
 
-export interface BillingWorkerOptions extends Omit<
-  WorkerOptions,
-  'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowsPath' | 'workflowBundle'
-> {
+export interface BillingWorkerOptions extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'> {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
@@ -60,6 +58,8 @@ export async function createBillingWorker({
   activityDeps = {},
   activityTimings,
   tracing = null,
+  // Another build's workflows (the versioning test's build B); workflows/ otherwise.
+  workflowsPath: bundledPath = workflowsPath,
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {
   const options = {
@@ -82,7 +82,7 @@ export async function createBillingWorker({
     connection,
     namespace,
     taskQueue,
-    workflowsPath,
+    workflowsPath: bundledPath,
     // The store's connection and, beside a real one, the test connection test clocks' money needs.
     activities: createActivities({
       db,
@@ -170,6 +170,7 @@ async function main(): Promise<void> {
   const temporalOptions = temporalConnectionOptions();
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
+  const version = workerVersionFromEnv();
 
   const database = await connectDatabase(mongoUri, process.env.MONGODB_DB ?? 'billing');
   const { db } = database;
@@ -188,6 +189,8 @@ async function main(): Promise<void> {
     db,
     activityDeps: { mailer },
     tracing,
+    // A version of the deployment `billing` (worker/versioning.ts); unversioned with WORKER_VERSIONING=off.
+    workerDeploymentOptions: workerDeploymentOptions(version),
     // On SIGTERM activities in flight (a delivery's POST, a charge) finish instead of being cancelled and repeated.
     shutdownGraceTime: process.env.WORKER_SHUTDOWN_GRACE ?? '30 seconds',
   });
@@ -207,7 +210,9 @@ async function main(): Promise<void> {
 
   const running = worker.run();
   if (worker.getState() === 'RUNNING')
-    console.log(`worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address}, e-mail ${mailer.target})`);
+    console.log(
+      `worker ready (task queue ${taskQueue}, namespace ${namespace}, ${temporalOptions.address}, version ${version ? shownVersion(version) : 'unversioned'}, e-mail ${mailer.target})`,
+    );
   try {
     await running;
   } finally {

@@ -13,6 +13,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
@@ -85,6 +86,8 @@ async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | 
   }
 }
 
+// PINNED: one charge (and its review wait) is short next to a deploy cycle: it ends on the build that took the money.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, chargeWorkflow);
 export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
   let decision: ChargeDecision | null = null;
   let refusal: Refusal | null = null;

@@ -16,6 +16,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
@@ -179,6 +180,8 @@ class ClockRun {
   }
 }
 
+// AUTO_UPGRADE: a test clock lives as long as its subscriptions do: it moves to the current build; changes keep patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, testClockWorkflow);
 export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
   const clock = new ClockRun(input);
   setHandler(attachClockSignal, ({ workflowId }) => clock.attach(workflowId));
