@@ -45,6 +45,7 @@ const (
 	listTimeout      = 10 * time.Second // one answered find; on error it passes through
 	listOpenConns    = 4                // read connections per database: more pages wait (2 cores; each has its own page cache)
 	listIdleConns    = 2                // of which kept idle
+	listMaxDBs       = 16               // read pools kept; the least recently used one is closed for a new one
 	listConnIdle     = 30 * time.Second // an idle read connection is closed after this
 
 	listIndexSuffix = "_list_expr"
@@ -309,6 +310,7 @@ type listReader struct {
 type listDB struct {
 	pool *sql.DB
 	file os.FileInfo
+	used time.Time // guarded by listReader.mu
 }
 
 func newListReader(x *idIndexer) *listReader {
@@ -343,7 +345,11 @@ func (lr *listReader) db(name string) (*listDB, error) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	if db := lr.dbs[name]; db != nil {
+		db.used = time.Now()
 		return db, nil
+	}
+	if len(lr.dbs) >= listMaxDBs {
+		lr.evictOldest()
 	}
 	file := filepath.Join(lr.x.dir, name+sqliteExtension)
 	info, err := os.Stat(file)
@@ -366,9 +372,22 @@ func (lr *listReader) db(name string) (*listDB, error) {
 	pool.SetMaxOpenConns(listOpenConns)
 	pool.SetMaxIdleConns(listIdleConns)
 	pool.SetConnMaxIdleTime(listConnIdle)
-	db := &listDB{pool: pool, file: info}
+	db := &listDB{pool: pool, file: info, used: time.Now()}
 	lr.dbs[name] = db
 	return db, nil
+}
+
+// evictOldest closes the least recently used pool (a read in flight on it finishes first); lr.mu is held.
+func (lr *listReader) evictOldest() {
+	var oldest string
+	for name, db := range lr.dbs {
+		if oldest == "" || db.used.Before(lr.dbs[oldest].used) {
+			oldest = name
+		}
+	}
+	lr.l.Debug("relay: list read pool closed", slog.String("db", oldest))
+	go lr.dbs[oldest].pool.Close() //nolint:errcheck // waits for its reads in flight; nothing to do about an error
+	delete(lr.dbs, oldest)
 }
 
 // current reports whether db still reads the database's file; if not (dropped since), its pool is closed.

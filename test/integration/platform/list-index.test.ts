@@ -53,7 +53,7 @@ interface Listed extends Document {
   _id: string;
 }
 
-const collectionOf = (engine: Engine, name: string): Collection<Listed> => engine.client.db(dbName).collection<Listed>(name, exactTypes);
+const collectionOf = (engine: Engine, name: string, db = dbName): Collection<Listed> => engine.client.db(db).collection<Listed>(name, exactTypes);
 
 /** Applies the same write to both engines. */
 async function onBoth(name: string, write: (c: Collection<Listed>) => Promise<unknown>): Promise<void> {
@@ -240,4 +240,34 @@ describe('list pages from the relay index equal FerretDB full scan (MongoDB sema
     const { finds } = await walk('orders', 'st_a', 4);
     expect(countIn(fast, answeredLine) - served).toBe(finds);
   }, 120_000);
+
+  it('keeps read pools for at most 16 databases, closing the least recently used, and still answers every one', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `lists_pool_${i}`);
+    const docs = Array.from({ length: 5 }, (_, i) => ({ _id: `cus_${i}`, store_id: 'st_a', created: new Int32(1_800_000_000 + (i % 2)) }));
+    const page = async (db: string) => {
+      const request = { storeId: 'st_a', filter: {}, order: NEWEST_FIRST, limit: 3, backwards: false };
+      const [mine, theirs] = [
+        await findPage(collectionOf(fast, 'customers', db), request),
+        await findPage(collectionOf(slow, 'customers', db), request),
+      ];
+      expect(pageBytes(mine), db).toEqual(pageBytes(theirs));
+    };
+    const closed = countIn(fast, 'relay: list read pool closed');
+    for (const db of names) {
+      for (const engine of [fast, slow]) await collectionOf(engine, 'customers', db).insertMany(docs);
+      // Each database's index comes from the indexer's next pass.
+      await waitFor(
+        async () => {
+          const served = countIn(fast, answeredLine);
+          await page(db);
+          return countIn(fast, answeredLine) > served;
+        },
+        { timeoutMs: 30_000, description: `the list index of ${db}` },
+      );
+    }
+    expect(countIn(fast, 'relay: list read pool closed') - closed).toBeGreaterThanOrEqual(names.length - 16);
+    const served = countIn(fast, answeredLine);
+    for (const db of names) await page(db); // the closed pools open again
+    expect(countIn(fast, answeredLine) - served).toBe(names.length);
+  }, 180_000);
 });
