@@ -378,6 +378,8 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'ERROR',
       WORKER_METRICS_PORT: String(workerMetricsPort),
       WEBHOOK_CA_FILE: caFile,
+      // Unversioned: nothing here makes a version of its queue current (docs/testing.md).
+      WORKER_VERSIONING: 'off',
     });
     children.push(api, worker);
     const alive = () => children.find((c) => c.group.hasExited());

@@ -56,7 +56,8 @@ export async function startApiProcess(env: Record<string, string>, timeoutMs = 1
 
 /** worker/main.ts started; `ready` resolves once it prints "worker ready" (tests that watch its startup). */
 export function launchWorkerProcess(env: Record<string, string>, timeoutMs = 180_000): { app: AppProcess; ready: Promise<void> } {
-  const app = spawnApp('worker', 'worker/main.ts', { LOG_LEVEL: 'ERROR', ...env });
+  // Unversioned, as createTestWorker's: no test makes a version of its queue current (docs/testing.md).
+  const app = spawnApp('worker', 'worker/main.ts', { LOG_LEVEL: 'ERROR', WORKER_VERSIONING: 'off', ...env });
   return { app, ready: whenReady(app, 'the worker process to print "worker ready"', () => app.output().includes('worker ready'), timeoutMs) };
 }
 

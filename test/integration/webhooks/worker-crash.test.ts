@@ -67,6 +67,8 @@ async function startWorkerProcess(): Promise<ChildProcess> {
       WEBHOOK_ALLOWED_HOSTS: 'localhost',
       WEBHOOK_CA_FILE: ca.caFile,
       LOG_LEVEL: 'ERROR',
+      // Unversioned, as every test worker but the versioning test's (docs/testing.md).
+      WORKER_VERSIONING: 'off',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
