@@ -28,6 +28,7 @@ import { countActivityOutcomes, coreBusinessMetrics, workerMetricsExporter } fro
 import { installBusinessMetrics } from '../services/operations/business-metrics';
 import { tracingClientInterceptors, tracingFromEnv, type Tracing } from '../adapters/tracing';
 import { tracingActivityInterceptors, tracingSinks, tracingWorkflowModule } from './tracing';
+import { workerTuningFromEnv, workerTuningOptions } from './tuning';
 import { shownVersion, workerDeploymentOptions, workerVersionFromEnv } from './versioning';
 
 export const defaultTaskQueue = 'billing';
@@ -66,6 +67,8 @@ export async function createBillingWorker({
     // A workflow task waits this long for the worker that ran its workflow last, then any worker takes it
     // (10 s by default): part of how soon a survivor resumes a dead worker's workflows.
     stickyQueueScheduleToStartTimeout: '3 seconds',
+    // Slots, pollers and the workflow cache's bound, from the environment (worker/tuning.ts).
+    ...workerTuningOptions(workerTuningFromEnv()),
     ...workerOptions,
     ...(tracing ? { sinks: { ...workerOptions.sinks, ...tracingSinks(tracing) } } : {}),
     interceptors: {
