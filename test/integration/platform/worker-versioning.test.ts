@@ -91,11 +91,20 @@ async function payByCard(sessionId: string): Promise<void> {
 /** The message a checkout page shows above its form. */
 const errorOf = (html: string): string => /data-testid="error">([^<]*)/.exec(html)?.[1] ?? html.slice(0, 300);
 
-/** Waits for the session's workflow to end (it has sent its confirmation) and returns its stored session. */
+/** Waits (with a deadline) for the session to close, then for its workflow to end (its confirmation sent). */
 async function settled(sessionId: string) {
-  const handle = temporal.client.workflow.getHandle(checkoutSessionWorkflowId(sessionId));
-  await handle.result();
-  return (await findCheckoutSession(mongo.db, store.store._id, sessionId))!;
+  const stored = () => findCheckoutSession(mongo.db, store.store._id, sessionId);
+  await waitFor(async () => (await stored())?.status !== 'open', { description: `session ${sessionId} to close` });
+  await temporal.client.workflow.getHandle(checkoutSessionWorkflowId(sessionId)).result();
+  return (await stored())!;
+}
+
+/** Ids of the workflows Temporal lists on `version`: the runbook's query by TemporalWorkerDeploymentVersion. */
+async function runsOn(version: WorkerVersion): Promise<string[]> {
+  const ids: string[] = [];
+  const query = `TemporalWorkerDeploymentVersion = '${version.deploymentName}:${version.buildId}'`;
+  for await (const run of temporal.client.workflow.list({ query })) ids.push(run.workflowId);
+  return ids;
 }
 
 it('a session opened on build A completes on A after an incompatible build B becomes current; new work runs on B', async () => {
@@ -132,4 +141,10 @@ it('a session opened on build A completes on A after an incompatible build B bec
   const paused = await call(api, store.key, 'POST', `/v1/subscriptions/${subscription._id}/pause`, { json: {} });
   expect([paused.status, paused.body.status]).toEqual([200, 'paused']);
   expect(await versioningOf(subscriptionWorkflowId(subscription._id))).toEqual({ buildId: 'build-b', behavior: AUTO_UPGRADE });
+
+  // What the runbook's `temporal workflow list --query` shows per version (this file's few runs: a bounded list).
+  await waitFor(async () => (await runsOn(buildA)).includes(checkoutSessionWorkflowId(sessionA)), { description: 'session A listed on build A' });
+  await waitFor(async () => (await runsOn(buildB)).includes(subscriptionWorkflowId(subscription._id)), {
+    description: 'the subscription listed on build B',
+  });
 }, 240_000);
