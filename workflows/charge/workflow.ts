@@ -58,13 +58,6 @@ const subscriptionWorkflow = proxyActivities<Activities>({
   heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
-// The same call as a local activity (issue 30): the update's answer reaches the waiting request in the
-// workflow task that started the charge, without an activity task's two server round trips. Its retry
-// attaches to the same update (its id is the key); a dead worker's task is retried by another worker.
-const subscriptionWorkflowLocal = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
 
 type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
 
@@ -75,10 +68,8 @@ type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
 async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
   // Runs that began before the subscription's check charged directly; their replay must keep doing so.
   if (input.source === 'usage' || !patched('charge-checked-by-subscription')) return payments.executeSubscriptionCharge(input);
-  // Runs that began before the local call scheduled an activity task; their replay must keep doing so.
-  const through = patched('charge-through-subscription-local') ? subscriptionWorkflowLocal : subscriptionWorkflow;
   try {
-    return await through.chargeThroughSubscription(input);
+    return await subscriptionWorkflow.chargeThroughSubscription(input);
   } catch (error) {
     const cause = error instanceof ActivityFailure ? error.cause : null;
     if (!(cause instanceof ApplicationFailure) || !isOneOffRefusalCode(cause.type)) throw error;

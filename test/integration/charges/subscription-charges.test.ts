@@ -393,24 +393,6 @@ describe('approved', () => {
     expect(description.typedSearchAttributes.get(SubscriptionIdKey)).toBe(sub._id);
   });
 
-  it('the subscription hop is a local activity: no activity task between the request and its answer (issue 30)', async () => {
-    const sub = await subscription();
-    const key = newKey();
-    expect((await charge(sub, { amount: 700 }, key)).status).toBe(201);
-    const handle = temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key)));
-    await handle.result();
-    const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
-    // Events and e-mails follow the answer as activities; the hop to the subscription's workflow is not one of them.
-    expect(scheduled).not.toContain('chargeThroughSubscription');
-    // Its outcome is recorded in the history as the local activity's marker, before the update's answer.
-    const marker = events.findIndex((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-    const answered = events.findIndex((e) => e.workflowExecutionUpdateCompletedEventAttributes);
-    expect(marker).toBeGreaterThan(-1);
-    expect(answered).toBeGreaterThan(marker);
-    await recordHistory(temporal.client, handle.workflowId, 'charge-approved-local-hop');
-  });
-
   it('with an endpoint on the original catalog (2026-09-01), an approved charge emits order.paid for its order', async () => {
     const legacy = await createTestStore(mongo.db);
     // Stored for the original catalog, delivered nowhere (the endpoint subscribes to something else).
