@@ -62,12 +62,45 @@ async function yardstick(client: Client, taskQueue: string, { count, concurrency
 /** BENCH_METRICS=1: metrics on as in production (Core's Prometheus exporter, the business counters, the API's histogram). */
 const metricsOn = process.env.BENCH_METRICS === '1';
 
+/** The worker's Temporal task latencies (Core's histograms, ms): sum and count per metric over all its series. */
+const TASK_LATENCIES = [
+  'temporal_workflow_task_schedule_to_start_latency',
+  'temporal_workflow_task_execution_latency',
+  'temporal_activity_schedule_to_start_latency',
+  'temporal_activity_execution_latency',
+  'temporal_local_activity_execution_latency',
+] as const;
+type LatencyTotals = Record<string, { sum: number; count: number }>;
+
+async function taskLatencies(metricsPort: number | null): Promise<LatencyTotals> {
+  if (metricsPort === null) return {};
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((res) => res.text());
+  const totals: LatencyTotals = {};
+  for (const name of TASK_LATENCIES) {
+    const total = (suffix: string) =>
+      [...text.matchAll(new RegExp(`^${name}(?:_milliseconds)?_${suffix}(?:\\{[^}]*\\})? ([0-9.e+]+)`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+    totals[name] = { sum: total('sum'), count: total('count') };
+  }
+  return totals;
+}
+
+/** Mean latency and count per metric between two scrapes: where a phase's tasks waited. */
+function latencyRows(before: LatencyTotals, after: LatencyTotals) {
+  return Object.keys(after).map((name) => {
+    const count = after[name].count - (before[name]?.count ?? 0);
+    const sum = after[name].sum - (before[name]?.sum ?? 0);
+    return { metric: name.replace('temporal_', ''), tasks: count, 'mean ms': count ? round(sum / count) : 0 };
+  });
+}
+
 async function main(): Promise<void> {
+  // BENCH_METRICS=1: on a known port, so the charge phase's task latencies can be read from it.
+  const metricsPort = metricsOn ? await freePort() : null;
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
-      ...(metricsOn ? { metrics: { prometheus: { bindAddress: '127.0.0.1:0' } } } : {}),
+      ...(metricsOn ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${metricsPort}` } } } : {}),
     },
   });
   // One process holds API and worker here: the worker's counters go to Core's meter, the API's histogram to prom-client.
@@ -157,6 +190,7 @@ async function main(): Promise<void> {
       const sequential = summarizeLatencies(sequentialMs);
       const latencies: number[] = [];
       let non201 = 0;
+      const latenciesBefore = await taskLatencies(metricsPort);
       const began = performance.now();
       await runWithConcurrency(count, connections, async (i) => {
         const t = performance.now();
@@ -165,7 +199,8 @@ async function main(): Promise<void> {
         if (res.status !== 201) non201++;
       });
       const seconds = (performance.now() - began) / 1000;
-      const distinct = { charges: count, chargesPerSec: round(count / seconds), latencyMs: summarizeLatencies(latencies), non201 };
+      const taskLatencyRows = latencyRows(latenciesBefore, await taskLatencies(metricsPort));
+      const distinct = { charges: count, chargesPerSec: round(count / seconds), latencyMs: summarizeLatencies(latencies), non201, taskLatencyRows };
 
       console.log(`(c) ${settings.sameKey.rounds} rounds of ${settings.sameKey.concurrent} concurrent requests with one key...`);
       const rounds = [];
@@ -239,6 +274,7 @@ async function main(): Promise<void> {
         'p50 / yardstick p50': p50Ratio,
       },
     ]);
+    if (metricsOn) printTable("(b) where the 20-connection charges waited: the worker's Temporal task latencies", figures.distinct.taskLatencyRows);
     printTable(
       `(c) ${settings.sameKey.concurrent} concurrent requests with one key`,
       figures.rounds.map((r) => ({
