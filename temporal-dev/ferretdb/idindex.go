@@ -19,7 +19,7 @@ package main
 //
 //	CREATE INDEX IF NOT EXISTS "_ferretdb_<table>_id_expr" ON "<table>" (_ferretdb_sjson->'$._id')
 //
-// with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
+// (and, in the same pass, the list index of listfind.go, listIndexSQL), with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
 // "SEARCH <table> USING INDEX _ferretdb_<table>_id_expr (<expr>=?)"). The unique `_id_` index is left
 // alone and still enforces uniqueness (duplicate inserts still fail with code 11000).
 //
