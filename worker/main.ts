@@ -34,6 +34,8 @@ import { shownVersion, workerDeploymentOptions, workerVersionFromEnv } from './v
 export const defaultTaskQueue = 'billing';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows', import.meta.url));
+/** The same workflows with their Worker Versioning behaviours: what a versioned worker loads. */
+export const versionedWorkflowsPath = fileURLToPath(new URL('../workflows/versioned.ts', import.meta.url));
 
 export interface BillingWorkerOptions extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'> {
   connection: NativeConnection;
@@ -59,10 +61,11 @@ export async function createBillingWorker({
   activityDeps = {},
   activityTimings,
   tracing = null,
-  // Another build's workflows (the versioning test's build B); workflows/ otherwise.
-  workflowsPath: bundledPath = workflowsPath,
+  // Another build's workflows (the versioning test's build B); workflows/ (with behaviours when versioned) otherwise.
+  workflowsPath: givenPath,
   ...workerOptions
 }: BillingWorkerOptions): Promise<Worker> {
+  const bundledPath = givenPath ?? (workerOptions.workerDeploymentOptions?.useWorkerVersioning ? versionedWorkflowsPath : workflowsPath);
   const options = {
     // A workflow task waits this long for the worker that ran its workflow last, then any worker takes it
     // (10 s by default): part of how soon a survivor resumes a dead worker's workflows.

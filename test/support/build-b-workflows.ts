@@ -6,7 +6,7 @@ import type { Activities } from '../../activities';
 import type { CheckoutWorkflowInput, CheckoutWorkflowState } from '../../workflows/checkout-session/messages';
 import { checkoutSessionWorkflow as buildACheckoutSession } from '../../workflows/checkout-session/workflow';
 
-export * from '../../workflows';
+export * from '../../workflows/versioned';
 
 const probes = proxyActivities<Activities>({ startToCloseTimeout: '30 seconds' });
 

@@ -13,7 +13,6 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
@@ -77,8 +76,7 @@ async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | 
   }
 }
 
-// PINNED: one charge (and its review wait) is short next to a deploy cycle: it ends on the build that took the money.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, chargeWorkflow);
+// Versioning PINNED (workflows/versioned.ts): one charge (and its review wait) is short next to a deploy cycle: it ends on the build that took the money.
 export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
   let decision: ChargeDecision | null = null;
   let refusal: Refusal | null = null;

@@ -9,15 +9,14 @@
 // A paid session ends by sending the buyer the store's purchase confirmation. On a test clock it only
 // reads the clock's time while open (the clock's advance expires it) and attaches to the clock only to
 // wait for a pending payment (runs before the patch attached from the start).
-import { allHandlersFinished, condition, patched, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { allHandlersFinished, condition, patched, setHandler, sleep } from '@temporalio/workflow';
 import { LiveCheckoutSession, retryDelayMs } from './state';
 import { at, showProgress } from '../lib/business-view';
 import { clockNow, clockWait, joinClock, leaveClock, readClock, readsClock } from '../lib/clock';
 import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import { expireUpdate, payUpdate, providerSettledSignal, stateQuery, type CheckoutWorkflowInput, type CheckoutWorkflowState } from './messages';
 
-// PINNED: a session lives at most a day (plus its lookups), so it finishes on the build that opened it, never replayed by another.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, checkoutSessionWorkflow);
+// Versioning PINNED (workflows/versioned.ts): a session lives at most a day (plus its lookups), so it finishes on the build that opened it, never replayed by another.
 export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Promise<CheckoutWorkflowState> {
   const session = new LiveCheckoutSession(input);
   const { state } = session;

@@ -2,7 +2,7 @@
 // them): `event-sweeper/<task queue>` re-drives events whose deliveries were never started (the
 // process that wrote them died before dispatching); `usage-routine/<task queue>` starts usage for new
 // subscriptions of offers with metered rows. Both answer the `state` query and a `run_now` signal.
-import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { runRoutine } from '../lib/routine';
 import type { EventSweeperInput, RoutineInput } from './messages';
@@ -15,8 +15,7 @@ const sweeps = proxyActivities<Activities>({
   retry: { maximumAttempts: 3 },
 });
 
-// AUTO_UPGRADE: the routines never end: they move to the current build (and continue as new on it).
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, eventSweeperWorkflow);
+// Versioning AUTO_UPGRADE (workflows/versioned.ts): the routines never end: they move to the current build (and continue as new on it).
 export async function eventSweeperWorkflow(input: EventSweeperInput): Promise<never> {
   const { olderThanMs, limit } = input;
   return runRoutine(input, 'events re-driven', () =>
@@ -24,8 +23,7 @@ export async function eventSweeperWorkflow(input: EventSweeperInput): Promise<ne
   );
 }
 
-// AUTO_UPGRADE: as the sweeper, a routine that never ends.
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, usageRoutineLoopWorkflow);
+// Versioning AUTO_UPGRADE (workflows/versioned.ts): as the sweeper, a routine that never ends.
 export async function usageRoutineLoopWorkflow(input: RoutineInput): Promise<never> {
   return runRoutine(input, 'usage workflows started', async () => {
     const { started } = await sweeps.runUsageRoutine.executeWithOptions({ summary: 'start usage for new subscriptions' }, [{}]);

@@ -3,7 +3,7 @@
 // serializes every action (updates) with those steps through one mutex (subscription-state.ts). It
 // continues as new once per paid cycle and when a run grows long (carrying a charge in review to the
 // next run); in canceled or expired it stays open, idle, for a reactivation.
-import { allHandlersFinished, condition, continueAsNew, patched, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import * as rules from '../../domain/subscriptions';
 import { LiveSubscription } from './state';
 import { at, money, showProgress } from '../lib/business-view';
@@ -24,8 +24,7 @@ import {
 } from './messages';
 import type { ChargeWorkflowInput } from '../charge/messages';
 
-// AUTO_UPGRADE: a subscription runs for years, longer than any build: it moves to the current build and changes keep patched().
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, subscriptionWorkflow);
+// Versioning AUTO_UPGRADE (workflows/versioned.ts): a subscription runs for years, longer than any build: it moves to the current build and changes keep patched().
 export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<void> {
   const subscription = new LiveSubscription(input);
   const run = new RunLength();

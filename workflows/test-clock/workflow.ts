@@ -16,7 +16,6 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
@@ -180,8 +179,7 @@ class ClockRun {
   }
 }
 
-// AUTO_UPGRADE: a test clock lives as long as its subscriptions do: it moves to the current build; changes keep patched().
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, testClockWorkflow);
+// Versioning AUTO_UPGRADE (workflows/versioned.ts): a test clock lives as long as its subscriptions do: it moves to the current build; changes keep patched().
 export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
   const clock = new ClockRun(input);
   setHandler(attachClockSignal, ({ workflowId }) => clock.attach(workflowId));

@@ -3,13 +3,12 @@
 // `recompute` signal, closes it at its end, at the billing threshold or when the subscription stops
 // being chargeable, charges it once (key `usage:<period id>`) and continues as new for the next
 // period (usage-periods-state.ts has the steps).
-import { allHandlersFinished, condition, continueAsNew, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, setHandler } from '@temporalio/workflow';
 import { UsagePeriodRun } from './state';
 import { joinClock, leaveClock } from '../lib/clock';
 import { recomputeSignal, usageStateQuery, type UsageWorkflowInput } from './messages';
 
-// AUTO_UPGRADE: usage periods last as long as their subscription: they move to the current build; changes keep patched().
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, usagePeriodsWorkflow);
+// Versioning AUTO_UPGRADE (workflows/versioned.ts): usage periods last as long as their subscription: they move to the current build; changes keep patched().
 export async function usagePeriodsWorkflow(input: UsageWorkflowInput): Promise<{ finished: string } | void> {
   const run = new UsagePeriodRun(input);
   setHandler(recomputeSignal, () => run.requestRecompute());

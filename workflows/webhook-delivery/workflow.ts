@@ -2,7 +2,7 @@
 // derived from the delivery id and attempt), each one activity that claims the attempt the workflow
 // names, POSTs and records the outcome. A `resend` signal starts over at once, also within
 // RESEND_WINDOW_MS after the end; cancelling (the endpoint was deleted) stops it.
-import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, setWorkflowOptions, uuid4, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { jitterFor, MAX_ATTEMPTS } from '../../domain/webhook-retry';
@@ -19,8 +19,7 @@ const { attemptWebhookDelivery } = proxyActivities<Activities>({
 
 const TERMINAL = new Set<WebhookDeliveryState['status']>(['succeeded', 'exhausted']);
 
-// PINNED: one event's delivery (retries, then 72 h open for a resend) ends on the build that started it.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, webhookDeliveryWorkflow);
+// Versioning PINNED (workflows/versioned.ts): one event's delivery (retries, then 72 h open for a resend) ends on the build that started it.
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryState> {
   let resendRequested = input.resend ?? false;
   let attempt = input.attempt ?? 1;
