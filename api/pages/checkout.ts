@@ -5,7 +5,7 @@
 // "processing" (?processing=1), which polls until the attempt has landed.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
 import { payCheckoutSession, recheckPendingCard, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
@@ -170,16 +170,20 @@ async function renderSession(
   return { status: 200, body: renderFailedPage(lang, session) };
 }
 
+/** The unavailable-link page (404) in the browser's language: no such session, or not one this host serves. */
+function sendUnavailable(request: FastifyRequest, reply: FastifyReply) {
+  return reply
+    .status(404)
+    .type(HTML)
+    .send(renderUnavailablePage(browserLanguage(request)));
+}
+
 /** GET /c/:id: the session's page. */
 function sessionPageRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
   app.get('/c/:id', { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } }, async (request, reply) => {
     const session = await sessionServedHere(deps, request, request.params.id);
-    if (!session)
-      return reply
-        .status(404)
-        .type(HTML)
-        .send(renderUnavailablePage(browserLanguage(request)));
+    if (!session) return sendUnavailable(request, reply);
     const { currency, done, processing } = request.query;
     const lang = await sessionLanguage(deps, session, request);
     const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1', stripe: app.deps.stripe });
@@ -196,11 +200,7 @@ function payRoute(app: RouteApp): void {
     { config: { public: true, paymentSubmit: true }, schema: { hide: true, params: SessionParams, body: PayForm } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session)
-        return reply
-          .status(404)
-          .type(HTML)
-          .send(renderUnavailablePage(browserLanguage(request)));
+      if (!session) return sendUnavailable(request, reply);
       const form = request.body;
       const method = form.method === 'pix' ? 'pix' : 'card';
       const installments = form.installments ? Number(form.installments) : null;
@@ -268,11 +268,7 @@ function testSettleRoute(app: RouteApp): void {
     { config: { public: true }, schema: { hide: true, params: SessionParams, body: SettleForm } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session)
-        return reply
-          .status(404)
-          .type(HTML)
-          .send(renderUnavailablePage(browserLanguage(request)));
+      if (!session) return sendUnavailable(request, reply);
       if (testButtonsShown(deps, session)) await settleFromHostedPage(deps, session, request.body.outcome);
       return reply.redirect(`/c/${session._id}`, 303);
     },
@@ -287,11 +283,7 @@ function confirmRoute(app: RouteApp): void {
     { config: { public: true, paymentSubmit: true }, schema: { hide: true, params: SessionParams } },
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
-      if (!session)
-        return reply
-          .status(404)
-          .type(HTML)
-          .send(renderUnavailablePage(browserLanguage(request)));
+      if (!session) return sendUnavailable(request, reply);
       // The provider unreachable now: its event still comes, and the page keeps polling.
       await recheckPendingCard(deps, session).catch((error: Error) => request.log.warn({ err: error.message }, 'pending card re-check failed'));
       return reply.redirect(`/c/${session._id}`, 303);
