@@ -49,6 +49,11 @@ const FLOOD_PACE_MS = 50;
 /** B's creates measured quiet and attacked each, in alternating blocks of BLOCK. */
 const SAMPLES = 150;
 const BLOCK = 15;
+/**
+ * The child-process test's samples: its attack (clock renewals in the worker) and the quiet blocks both run
+ * beside CI's other test files, so its p99 (the 3rd slowest of 300, not the 2nd of 150) is steadier.
+ */
+const CHILD_SAMPLES = 300;
 const EVENT_BYTES = 20_000;
 
 let stack: CheckoutStack;
@@ -376,7 +381,7 @@ describe('the API in a process of its own (as deployed), A adding the clock atta
         ),
         flood(stop.signal, () => clockAttack(clock, customer)),
       );
-      for (let block = 0; block < SAMPLES / BLOCK; block++) {
+      for (let block = 0; block < CHILD_SAMPLES / BLOCK; block++) {
         attacking = false;
         quiet.push(...(await createLatencies(BLOCK)));
         attacking = true;
