@@ -1,7 +1,8 @@
-// The test clock workflow's activities: a write to the clock's document, its checkout sessions' expiry and
-// the settle of services/test-clocks.ts, and the clock's time for a session that reads it.
+// The test clock workflow's activities: a write to the clock's document, its checkout sessions' expiry,
+// its live subscriptions' workflows (an advance waits for them to join) and the settle of
+// services/test-clocks.ts, and the clock's time for a session that reads it.
 import { clockNowMs, recordClockTime } from '../store/test-clocks';
-import { expireDueClockSessions, settleTestClock } from '../services/test-clocks';
+import { clockSubscriptionWorkflows, expireDueClockSessions, settleTestClock } from '../services/test-clocks';
 import type { EventDeps } from '../services/events/events';
 import type { Client } from '@temporalio/client';
 
@@ -18,6 +19,10 @@ export function createTestClockActivities(deps: EventDeps & { temporal: Client; 
     /** The clock reached `nowMs`: its open checkout sessions due by then expire; the next one's deadline (ms) or null. */
     async expireDueClockSessions(input: { storeId: string; clockId: string; nowMs: number }): Promise<number | null> {
       return expireDueClockSessions(deps, input);
+    },
+    /** The workflow ids of the clock's live subscriptions (at most SUBSCRIPTIONS_AWAITED): an advance waits until each is attached. */
+    async clockSubscriptionWorkflows(input: { storeId: string; clockId: string }): Promise<string[]> {
+      return clockSubscriptionWorkflows(deps.db, input);
     },
     /** Everything attached settled at `nowMs`: the clock is ready, with test_helpers.test_clock.ready. */
     async settleTestClock(input: { storeId: string; clockId: string; nowMs: number }): Promise<void> {

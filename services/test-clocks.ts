@@ -8,7 +8,7 @@ import { ApiError, invalid } from '../domain/errors';
 import { testPaymentsAvailable, type PaymentConnections } from '../adapters/provider';
 import { isEnded, SUBSCRIPTION_STATUSES } from '../domain/subscriptions';
 import { testClockObject } from '../resources/test-clock';
-import { clockSubscriptionCycles } from '../store/subscriptions';
+import { clockSubscriptionCycles, clockSubscriptionIds } from '../store/subscriptions';
 import {
   clockObjects,
   countTestClocks,
@@ -130,6 +130,15 @@ export async function advanceTestClock(deps: TestClockDeps, storeId: string, id:
     signalArgs: [{ toMs: frozenTime * 1000 }],
   });
   return marked;
+}
+
+/** Subscriptions an advance waits for at most: twice the 10 a clock holds (clocks from before the caps may hold more: those beyond are not waited for). */
+export const SUBSCRIPTIONS_AWAITED = 2 * TEST_CLOCK_LIMITS.checkout_sessions;
+
+/** The workflows of the clock's live subscriptions (the clock's activity): an advance waits until each has joined it. */
+export async function clockSubscriptionWorkflows(db: Database, input: { storeId: string; clockId: string }): Promise<string[]> {
+  const ids = await clockSubscriptionIds(db, input.storeId, input.clockId, LIVE_STATUSES, SUBSCRIPTIONS_AWAITED);
+  return ids.map(subscriptionWorkflowId);
 }
 
 const advancing = (clock: TestClockDoc) =>

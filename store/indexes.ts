@@ -29,7 +29,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // newest first by created then id, as every list but offers).
   index('customers', { store_id: 1, email: 1, email_scope: 1 }, { unique: true }),
   index('customers', { store_id: 1, created: -1, _id: -1 }),
-  // A test clock's customers, subscriptions (its advance limit: clockSubscriptionCycles) and sessions: what its deletion takes (clockObjects).
+  // A test clock's customers, subscriptions (its advance limit: clockSubscriptionCycles; who its advance waits for: clockSubscriptionIds) and sessions: what its deletion takes (clockObjects).
   index('customers', { store_id: 1, test_clock: 1 }),
   index('subscriptions', { store_id: 1, test_clock: 1 }),
   index('checkout_sessions', { store_id: 1, test_clock: 1 }),

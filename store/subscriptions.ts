@@ -125,3 +125,19 @@ export function clockSubscriptionCycles(
     .find({ store_id: storeId, test_clock: clockId, status: { $in: statuses } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
     .toArray();
 }
+
+/** The ids of a test clock's subscriptions in `statuses`, at most `limit` (those an advance waits to have joined it). */
+export async function clockSubscriptionIds(
+  db: Db,
+  storeId: string,
+  clockId: string,
+  statuses: SubscriptionStatus[],
+  limit: number,
+): Promise<string[]> {
+  const docs = await subscriptionsCollection(db)
+    .find({ store_id: storeId, test_clock: clockId, status: { $in: statuses } }, { projection: { _id: 1 } })
+    .sort({ _id: 1 })
+    .limit(limit)
+    .toArray();
+  return docs.map((doc) => doc._id);
+}

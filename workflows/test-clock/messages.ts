@@ -44,11 +44,18 @@ export const detachClockSignal = defineSignal<[{ workflowId: string }]>('detach'
 /** To attached workflows: the clock now reads `nowMs`. */
 export const clockTickSignal = defineSignal<[{ nowMs: number; seq: number }]>('clockTick');
 
+/** How long an advance waits (real time) for the clock's live subscriptions to attach: one whose workflow is stuck or gone delays each advance by this, not forever. */
+export const JOIN_WAIT_MS = 10_000;
+
 export interface TestClockWorkflowState {
   nowMs: number;
   targetMs: number | null;
   seq: number;
   waiters: ClockWaiter[];
+  /** The live subscriptions' workflows the advance under way still waits to see attach before its first step. */
+  joining: string[];
+  /** Those the last advance stopped waiting for past its bound (JOIN_WAIT_MS): they moved with the clock late, if at all. */
+  notJoined: string[];
 }
 
 export const testClockStateQuery = defineQuery<TestClockWorkflowState>('state');

@@ -7,11 +7,14 @@
 // stop). A workflow that is gone is dropped when a tick to it fails. Open checkout sessions are no
 // waiters (runs before the sessions patch had them attached): at the advance's start and at each stop an
 // activity expires those whose deadline the clock reached, and the next deadline is one more stop.
+// Before its first step an advance waits (JOIN_WAIT_MS at most) until each live subscription the store
+// has on the clock is attached: one created just before would otherwise join late, at the target.
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  log,
   patched,
   proxyActivities,
   setCurrentDetails,
@@ -27,6 +30,7 @@ import {
   clockTickSignal,
   clockWaitingSignal,
   detachClockSignal,
+  JOIN_WAIT_MS,
   testClockStateQuery,
   type ClockWaiter,
   type TestClockWorkflowInput,
@@ -45,6 +49,8 @@ const HISTORY_EVENTS_LIMIT = 2_000;
 const DUE_TICKS_PATCH = 'test-clock-due-ticks';
 /** Expires its open checkout sessions by a store query at each stop (they read the clock, not wait on it). */
 const SESSION_DEADLINES_PATCH = 'test-clock-session-deadlines';
+/** Waits for the clock's live subscriptions to attach before an advance's first step. */
+const AWAIT_JOINS_PATCH = 'test-clock-await-joins';
 
 // Expiring a session waits for its payment in flight (a hold of minutes): a budget of its own.
 const sessionExpiries = proxyActivities<Activities>({
@@ -64,6 +70,10 @@ class ClockRun {
   /** Patched runs: the earliest deadline of the clock's open checkout sessions after now (ms), or null. */
   private sessionDeadlineMs: number | null = null;
   private expiresSessions = false;
+  /** Live subscriptions' workflows not attached yet, waited for before the first step (shown by `state`). */
+  joining: string[] = [];
+  /** Those the last advance stopped waiting for at JOIN_WAIT_MS. */
+  notJoined: string[] = [];
 
   constructor(private readonly input: TestClockWorkflowInput) {
     this.nowMs = input.nowMs;
@@ -112,6 +122,7 @@ class ClockRun {
   async advance(): Promise<void> {
     this.dueOnly = patched(DUE_TICKS_PATCH);
     this.expiresSessions = patched(SESSION_DEADLINES_PATCH);
+    if (patched(AWAIT_JOINS_PATCH)) await this.untilSubscriptionsJoined();
     await this.expireDueSessions();
     for (;;) {
       await this.untilSettled();
@@ -130,6 +141,20 @@ class ClockRun {
     this.targetMs = null;
     await records.settleTestClock({ storeId: this.input.storeId, clockId: this.input.clockId, nowMs: this.nowMs });
     this.show();
+  }
+
+  /** Waits (bounded) until every live subscription the store has on the clock is attached; past the bound, goes on and says who was missing. */
+  private async untilSubscriptionsJoined(): Promise<void> {
+    const { storeId, clockId } = this.input;
+    const expected = await records.clockSubscriptionWorkflows({ storeId, clockId });
+    this.joining = expected.filter((id) => !this.waiters.has(id));
+    this.show();
+    const joined = () => this.joining.every((id) => this.waiters.has(id));
+    if (this.joining.length > 0) await condition(joined, JOIN_WAIT_MS);
+    this.notJoined = this.joining.filter((id) => !this.waiters.has(id));
+    this.joining = [];
+    if (this.notJoined.length > 0)
+      log.warn('Test clock advances without subscriptions that never attached', { notJoined: this.notJoined, waitedMs: JOIN_WAIT_MS });
   }
 
   /** Patched runs: the open checkout sessions the clock's time reached expire; their next deadline is kept. */
@@ -163,7 +188,8 @@ class ClockRun {
   }
 
   show(): void {
-    const where = `At ${at(this.nowMs)}, ${this.waiters.size} workflow(s) attached`;
+    const joining = this.joining.length > 0 ? `, waiting for ${this.joining.length} subscription(s) to attach` : '';
+    const where = `At ${at(this.nowMs)}, ${this.waiters.size} workflow(s) attached${joining}`;
     setCurrentDetails(this.targetMs === null ? `Ready. ${where}` : `Advancing to ${at(this.targetMs)}. ${where}`);
   }
 
@@ -189,7 +215,14 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     // Not before now: an advance the API recorded is always answered by a ready, even a void one.
     if (clock.targetMs === null) clock.targetMs = Math.max(toMs, clock.nowMs);
   });
-  setHandler(testClockStateQuery, () => ({ nowMs: clock.nowMs, targetMs: clock.targetMs, seq: clock.seq, waiters: [...clock.waiters.values()] }));
+  setHandler(testClockStateQuery, () => ({
+    nowMs: clock.nowMs,
+    targetMs: clock.targetMs,
+    seq: clock.seq,
+    waiters: [...clock.waiters.values()],
+    joining: clock.joining,
+    notJoined: clock.notJoined,
+  }));
   clock.show();
   for (;;) {
     await condition(() => clock.targetMs !== null || clock.historyLong());
