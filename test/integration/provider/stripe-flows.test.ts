@@ -33,7 +33,6 @@ import { buyerForm, createSession, seedCheckoutCatalog, type CheckoutCatalog } f
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { FAKE_STRIPE_PUBLISHABLE_KEY, FAKE_STRIPE_SECRET_KEY, startLocalstripe, type RunningLocalstripe } from '../../support/stripe-fakes';
 import { startStripeGaps, type StripeGaps } from '../../support/stripe-gaps';
-import { clockKnowsSubscriptions } from '../../support/clock-waiters';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, screenshot } from '../../support/browser';
 
@@ -422,8 +421,7 @@ describe('a renewal through Stripe', () => {
     await paymentStatus(id, 'paid');
     const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
     const end = periodEnd(t0, 'monthly', null);
-    // Started by the session's hand-off: advanced before its workflow attached, it would renew off the clock.
-    await clockKnowsSubscriptions(temporal.client, clock, [subscription]);
+    // Advanced at once: the clock waits for the subscription's workflow to attach (JOIN_WAIT_MS).
     expect((await api_('POST', `/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: end + 3600 })).status).toBe(200);
     const renewal = await waitFor(
       async () => (await ordersCollection(mongo.db).findOne({ subscription, billing_reason: 'renewal', status: 'paid' })) ?? null,

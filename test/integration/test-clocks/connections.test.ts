@@ -17,7 +17,6 @@ import { call, createTestStore, startTestApi, type TestApi, type TestStore } fro
 import { buyerForm, seedCheckoutCatalog, type CheckoutCatalog } from '../../support/checkout-fixtures';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { createTestWorker } from '../../support/worker';
-import { clockKnowsSubscriptions } from '../../support/clock-waiters';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
@@ -139,8 +138,7 @@ test("a clock customer's purchase, renewal and one-off charge go only to the tes
   const sub = (await get(`/v1/subscriptions/${purchase.subscription}`)).body;
   expect(sub).toMatchObject({ status: 'active' });
   expect((await findSubscription(mongo.db, store.store._id, sub.id))?.test_clock).toBe(clock);
-  // Started by the session's hand-off: advanced before its workflow attached, the renewal would not be on the clock.
-  await clockKnowsSubscriptions(temporal.client, clock, [sub.id]);
+  // Advanced at once after the session's hand-off: the clock waits for the subscription's workflow to attach.
   await advance(clock, sub.current_period_end + 3600);
   const renewal = await waitFor(
     async () => {

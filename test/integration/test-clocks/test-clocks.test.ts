@@ -17,7 +17,6 @@ import { subscriptionsCollection } from '../../../store/subscriptions';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { seedUsageOffer } from '../../support/usage';
-import { clockKnowsSubscriptions } from '../../support/clock-waiters';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
@@ -141,8 +140,6 @@ test('a clock advanced three months: three renewals, a declined card dunned to t
 
   const ends = [periodEnd(t0, 'monthly', null)];
   for (let i = 1; i < 3; i++) ends.push(periodEnd(ends[i - 1], 'monthly', null));
-  // An advance before a subscription's workflow attached would leave it behind (it jumps to the target).
-  await clockKnowsSubscriptions(temporal.client, clock, [payer, decliner]);
   const firstAdvance = await advance(clock, ends[1] - 3600);
   const secondAdvance = await advance(clock, ends[2] + 3600);
   console.log(`test clock: advance 1 (2 months) ${firstAdvance} ms, advance 2 (1 month) ${secondAdvance} ms`);
@@ -194,7 +191,6 @@ test('a clock advanced past a trial, a scheduled cancellation and a session dead
   const sessionId = (session.body as { id: string }).id;
 
   const end = periodEnd(t0, 'monthly', null);
-  await clockKnowsSubscriptions(temporal.client, clock, [trialing, leaving]);
   await advance(clock, end + 60);
 
   expect((await get(`/v1/subscriptions/${trialing}`)).body).toMatchObject({ status: 'active', current_period_start: t0 + 7 * DAY });

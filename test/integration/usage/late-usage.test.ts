@@ -10,7 +10,6 @@ import { CLOSE_GRACE_SECONDS } from '../../../domain/usage-periods';
 import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { call } from '../../support/api';
 import { waitFor } from '../../support/env';
-import { clockKnowsSubscriptions } from '../../support/clock-waiters';
 
 const DAY = 24 * 60 * 60;
 let stack: SubscriptionStack;
@@ -89,7 +88,6 @@ test('late events of one period arriving in two later periods grant its included
   const item = { meter: meter.id, unit_amount: 100, included_units: 5 };
   expect((await post(`/v1/subscriptions/${sub}/usage_items`, item)).status).toBeLessThan(300);
   await waitFor(async () => (await periods(sub)).length > 0 || null, { timeoutMs: 20_000, description: 'first period open' });
-  await clockKnowsSubscriptions(stack.temporal.client, clock, [sub]);
   const send = (value: number, timestamp?: number) =>
     post('/v1/billing/meter_events', { event_name: 'late.render', payload: { customer_id: customer, value }, ...(timestamp ? { timestamp } : {}) });
 
