@@ -5,16 +5,21 @@
 // key: exactly one provider charge and one order, the other 49 answered 409 idempotency_key_in_use
 // while it runs (or the same charge once done), and the time until all 50 have their answer. Goals (issue): p50 within 2x of (a) and under 100 ms,
 // p99 under 300 ms. (d) the Stripe connection's own overhead per charge against stripe-mock
-// (stripe-adapter.ts). Starts its own FerretDB, Temporal dev server and stripe-mock; prints tables, writes
-// results/charges.json. Measures only; asserts nothing.
+// (stripe-adapter.ts). (a2) the chain yardstick: the charge's structure with no business code
+// (chain-workflows.ts: update-with-start of a front workflow whose activity updates a back workflow whose
+// handler runs a no-op activity, local as the subscription's charge now is, and regular as it was). Starts
+// its own FerretDB, Temporal dev server and stripe-mock; prints tables, writes results/charges.json.
+// Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
 import { merchantChargeKey } from '../../domain/charges';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { MongoClient } from 'mongodb';
 import { freePort, startFerretDb, startTemporalDevServer } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
@@ -33,6 +38,7 @@ import { recordSubscription } from '../../services/subscriptions/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { measureStripeAdapter, stripeSettings } from './stripe-adapter';
+import { chainAnswerUpdate, chainRelayUpdate, type ChainActivities } from './chain-workflows';
 import { machineInfo, printActivityTimings, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -57,6 +63,61 @@ async function yardstick(client: Client, taskQueue: string, { count, concurrency
   };
   await run(warmup);
   return run(count);
+}
+
+const chainWorkflowsPath = fileURLToPath(new URL('./chain-workflows.ts', import.meta.url));
+
+/** The chain's worker: its own task queue, plain no-op activities, the hop an update like the charge's. */
+function chainWorker(connection: NativeConnection, client: Client, taskQueue: string): Promise<Worker> {
+  const activities: ChainActivities = {
+    hop: (backWorkflowId) =>
+      client.workflow.getHandle(backWorkflowId).executeUpdate(chainRelayUpdate, { updateId: Context.current().info.workflowExecution?.workflowId }),
+    noop: () => Promise.resolve('ok'),
+  };
+  return Worker.create({ connection, taskQueue, workflowsPath: chainWorkflowsPath, activities });
+}
+
+/** Front-to-answer latencies over `backs` back workflows (front i hops to back i mod n, as charge i to subscription i mod 20). */
+async function chainRun(client: Client, taskQueue: string, backs: string[], total: number, concurrency: number) {
+  const ms: number[] = [];
+  await runWithConcurrency(total, concurrency, async (i) => {
+    const t = performance.now();
+    await client.workflow.executeUpdateWithStart(chainAnswerUpdate, {
+      startWorkflowOperation: new WithStartWorkflowOperation('chainFrontWorkflow', {
+        workflowId: `bench-chain-${randomUUID()}`,
+        taskQueue,
+        args: [backs[i % backs.length]],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    });
+    ms.push(performance.now() - t);
+  });
+  return summarizeLatencies(ms);
+}
+
+/** The chain yardstick with the back workflows' activity local, then regular: 1 lane, then 20 lanes. */
+async function chainYardstick(connection: NativeConnection, client: Client) {
+  const taskQueue = `bench-chain-${randomUUID()}`;
+  const worker = await chainWorker(connection, client, taskQueue);
+  return worker.runUntil(async () => {
+    const figures = [];
+    for (const local of [true, false]) {
+      const backs = await Promise.all(
+        Array.from({ length: settings.charges.subscriptions }, async (_, n) => {
+          const workflowId = `bench-chain-back-${local ? 'local' : 'regular'}-${n}-${randomUUID()}`;
+          await client.workflow.start('chainBackWorkflow', { workflowId, taskQueue, args: [local] });
+          return workflowId;
+        }),
+      );
+      const { count, concurrency, warmup } = settings.yardstick;
+      await chainRun(client, taskQueue, backs, warmup, concurrency);
+      const oneLane = await chainRun(client, taskQueue, backs, settings.sequential.count, 1);
+      const lanes = await chainRun(client, taskQueue, backs, count, concurrency);
+      figures.push({ local, oneLane, lanes });
+      await Promise.all(backs.map((id) => client.workflow.getHandle(id).terminate('bench done')));
+    }
+    return figures;
+  });
 }
 
 /** BENCH_METRICS=1: metrics on as in production (Core's Prometheus exporter, the business counters, the API's histogram). */
@@ -173,6 +234,8 @@ async function main(): Promise<void> {
       console.log('(a) bare start-and-wait of pingWorkflow (one activity), 20 lanes...');
       const bare = await yardstick(client, taskQueue);
       const bareSequential = await yardstick(client, taskQueue, { count: settings.sequential.count, concurrency: 1, warmup: 0 });
+      console.log("(a2) the chain yardstick: the charge's structure with no-op activities, 1 lane then 20...");
+      const chain = await chainYardstick(nativeConnection, client);
 
       const { count, connections, warmup } = settings.charges;
       await runWithConcurrency(warmup, connections, async (i) => {
@@ -230,7 +293,7 @@ async function main(): Promise<void> {
           other: answers.filter((a) => a.status !== 200 && a.status !== 201 && a.status !== 409).length,
         });
       }
-      return { bare, bareSequential, sequential, distinct, rounds };
+      return { bare, bareSequential, chain, sequential, distinct, rounds };
     });
     await app.close();
     console.log(`(d) the Stripe adapter against stripe-mock, ${stripeSettings.count} charges one at a time...`);
@@ -253,6 +316,15 @@ async function main(): Promise<void> {
         'mean ms': figures.bareSequential.mean,
       },
     ]);
+    const chainLocal = figures.chain.find((c) => c.local)!;
+    printTable("(a2) chain yardstick: the charge's structure, no business code (test/bench/chain-workflows.ts)", [
+      ...figures.chain.flatMap((c) => [
+        { "back workflow's activity": c.local ? 'local' : 'regular', lanes: 1, ...latencyColumns(c.oneLane) },
+        { "back workflow's activity": c.local ? 'local' : 'regular', lanes: settings.yardstick.concurrency, ...latencyColumns(c.lanes) },
+      ]),
+    ]);
+    console.log('(a) skips: the update-with-start, the second workflow and the update to it (one workflow, one activity).');
+    console.log('(a2) skips: HTTP, the key and subscription reads, idempotency, the mutex, the provider, the order and charge writes.');
     printTable('(b0) POST charges one at a time (request -> 201, no queueing)', [
       {
         charges: settings.sequential.count,
@@ -260,6 +332,7 @@ async function main(): Promise<void> {
         'p99 ms': figures.sequential.p99,
         'mean ms': figures.sequential.mean,
         'p50 / 1-lane yardstick p50': round(figures.sequential.p50 / figures.bareSequential.p50, 2),
+        'p50 / 1-lane chain (local) p50': round(figures.sequential.p50 / chainLocal.oneLane.p50, 2),
       },
     ]);
     printTable('(b) POST /v1/subscriptions/{id}/charges, approved, distinct keys (request -> 201)', [
@@ -272,6 +345,7 @@ async function main(): Promise<void> {
         'max ms': figures.distinct.latencyMs.max,
         'non-201': figures.distinct.non201,
         'p50 / yardstick p50': p50Ratio,
+        'p50 / 20-lane chain (local) p50': round(figures.distinct.latencyMs.p50 / chainLocal.lanes.p50, 2),
       },
     ]);
     if (metricsOn) printTable("(b) where the 20-connection charges waited: the worker's Temporal task latencies", figures.distinct.taskLatencyRows);
