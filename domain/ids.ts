@@ -48,15 +48,35 @@ export function idTimeMs(id: string): number {
   return ms;
 }
 
+/** Random base62 text straight from the CSPRNG (secrets too). */
 export function randomBase62(length: number): string {
+  return base62From(length, randomBytes);
+}
+
+function base62From(length: number, random: (size: number) => Uint8Array): string {
   // Rejection sampling keeps every character equally likely.
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
+    for (const byte of random(length * 2)) {
       if (byte < 248 && out.length < length) out += BASE62[byte % 62];
     }
   }
   return out;
+}
+
+/** Bytes of the CSPRNG drawn 4 KiB at a time (as randomUUID does): a sync randomBytes call per request costs more than its bytes. */
+const ID_ENTROPY_POOL_BYTES = 4096;
+let idEntropy = Buffer.alloc(0);
+let idEntropyOffset = 0;
+
+/** `size` fresh random bytes for ids, never handed out twice; not for secrets (the pool stays in memory). */
+function idRandomBytes(size: number): Buffer {
+  if (idEntropyOffset + size > idEntropy.length) {
+    idEntropy = randomBytes(Math.max(ID_ENTROPY_POOL_BYTES, size));
+    idEntropyOffset = 0;
+  }
+  idEntropyOffset += size;
+  return idEntropy.subarray(idEntropyOffset - size, idEntropyOffset);
 }
 
 /** `length` base62 characters of SHA-256 over `seed`: the same seed, the same characters. */
@@ -73,7 +93,7 @@ export function idFloorAt(prefix: IdPrefix, ms: number): string {
 }
 
 export function newId(prefix: IdPrefix, now = Date.now()): string {
-  return `${prefix}_${encodeTime(now)}${randomBase62(12)}`;
+  return `${prefix}_${encodeTime(now)}${base62From(12, idRandomBytes)}`;
 }
 
 /**
@@ -113,7 +133,7 @@ export function derivedTimeOrderedUuid(ms: number, seed: string): string {
 
 /** A request's id (Request-Id header, request log): `req_` and 20 hex characters. */
 export function newRequestId(): string {
-  return `req_${randomBytes(10).toString('hex')}`;
+  return `req_${idRandomBytes(10).toString('hex')}`;
 }
 
 export function hasPrefix(id: unknown, prefix: IdPrefix): id is string {
