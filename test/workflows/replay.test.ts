@@ -1,6 +1,6 @@
 // What this tests: every recorded workflow history (test/workflows/histories, see
 // test/support/histories.ts) still replays on today's workflow code without a nondeterminism error,
-// so a deploy cannot strand the subscription, charge, checkout, delivery and usage runs already live.
+// so a deploy cannot strand the subscription, charge, checkout, delivery, usage and test clock runs already live.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
@@ -13,7 +13,14 @@ const histories = recordedHistories();
 test('the recorded histories cover every long-running workflow type', () => {
   const types = new Set(histories.map(({ history }) => history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name));
   expect([...types]).toEqual(
-    expect.arrayContaining(['chargeWorkflow', 'checkoutSessionWorkflow', 'subscriptionWorkflow', 'usagePeriodsWorkflow', 'webhookDeliveryWorkflow']),
+    expect.arrayContaining([
+      'chargeWorkflow',
+      'checkoutSessionWorkflow',
+      'subscriptionWorkflow',
+      'testClockWorkflow',
+      'usagePeriodsWorkflow',
+      'webhookDeliveryWorkflow',
+    ]),
   );
 });
 

@@ -17,6 +17,7 @@ import { call, createTestStore, startTestApi, type TestApi, type TestStore } fro
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { seedUsageOffer } from '../../support/usage';
 import { createTestWorker } from '../../support/worker';
+import { recordHistory } from '../../support/histories';
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
@@ -116,6 +117,7 @@ test("a subscription created and advanced at once, its first task held, renews a
     async () => (await ordersCollection(mongo.db).findOne({ subscription: sub, billing_reason: 'renewal', status: 'paid' })) ?? null,
     { timeoutMs: 60_000, description: 'the renewal paid' },
   );
+  await recordHistory(temporal.client, testClockWorkflowId(clock), 'test-clock-advance-awaited-join');
 
   expect({ created: renewal.created, paid_at: renewal.paid_at }).toEqual({ created: end, paid_at: end });
   expect((await get(`/v1/subscriptions/${sub}`)).body).toMatchObject({
@@ -136,6 +138,7 @@ test('a subscription whose workflow never attaches holds an advance JOIN_WAIT_MS
   await sendAdvance(clock, t0 + 3600);
   await untilReady(clock);
   const took = Date.now() - started;
+  await recordHistory(temporal.client, testClockWorkflowId(clock), 'test-clock-advance-join-wait-ended');
 
   expect(took).toBeGreaterThanOrEqual(JOIN_WAIT_MS);
   expect(await clockState(clock)).toMatchObject({ joining: [], notJoined: [subscriptionWorkflowId(sub)] });
