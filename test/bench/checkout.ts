@@ -2,8 +2,8 @@
 // against the catalog, writes the session and starts its workflow): sessions/s and p99; then the
 // hosted page GET /c/{id} render p99 across the created sessions. The bare workflow-start rate on
 // the same dev server is measured first as the yardstick (goal: sessions/s >= 80% of it; page p99
-// at most 30 ms; issue 30). Starts its own FerretDB and Temporal dev server; prints a table, writes
-// results/checkout.json. Measures only; asserts nothing.
+// at most 30 ms; issue 30). Starts its own FerretDB and Temporal dev server; prints a table (and CPU
+// per start and per create by process), writes results/checkout.json. Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +25,7 @@ import { createOffer, createProduct } from '../../store/catalog';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { checkoutSessionsCollection } from '../../store/checkout-sessions';
 import { profiled } from './profile';
+import { cpuPerOperation, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { machineInfo, printActivityTimings, printTable, round, runAutocannon, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -76,6 +77,19 @@ async function barePageRun(db: Db, apiUrl: string, ids: string[]) {
   } finally {
     await bare.close();
   }
+}
+
+/** CPU from now on, per operation when asked: this whole process (every thread), its main thread, and the servers under it. */
+function cpuOf() {
+  const process0 = process.cpuUsage();
+  const before: CpuSnapshot = cpuSnapshot();
+  return {
+    per(operations: number) {
+      const used = process.cpuUsage(process0);
+      const processMs = round((used.user + used.system) / 1000 / Math.max(1, operations), 3);
+      return { processMs, ...cpuPerOperation(before, cpuSnapshot(), operations) };
+    },
+  };
 }
 
 async function bareStarts(client: Client, taskQueue: string) {
@@ -147,7 +161,9 @@ async function main(): Promise<void> {
 
     const figures = await worker.runUntil(async () => {
       console.log('(a) bare workflow starts (noopWorkflow) on this dev server...');
+      const startsCpu = cpuOf();
       const starts = await bareStarts(client, taskQueue);
+      const startsCpuPerOp = startsCpu.per(settings.starts.count + settings.starts.warmup);
 
       const body = JSON.stringify({ offer: offer._id, client_reference_id: 'bench', metadata: { source: 'bench' } });
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -157,6 +173,7 @@ async function main(): Promise<void> {
       });
 
       console.log(`(b) POST /v1/checkout/sessions, ${settings.create.connections} connections, ${settings.create.durationSeconds} s...`);
+      const createCpu = cpuOf();
       const created = await profiled('checkout-create', () =>
         autocannon({
           url: `${url}/v1/checkout/sessions`,
@@ -168,6 +185,7 @@ async function main(): Promise<void> {
           workers: 1,
         }),
       );
+      const createCpuPerOp = createCpu.per(created.requests.total);
       const sessions = await checkoutSessionsCollection(db).countDocuments({ store_id: store._id });
 
       console.log(`(c) GET /c/{id} over ${settings.page.distinctSessions} sessions, ${settings.page.connections} connections...`);
@@ -197,6 +215,7 @@ async function main(): Promise<void> {
         },
         page,
         barePage,
+        cpuPerOperation: { bareStart: startsCpuPerOp, create: createCpuPerOp },
       };
     });
     await app.close();
@@ -223,6 +242,15 @@ async function main(): Promise<void> {
       },
     ]);
     console.log(`the yardstick skips: ${YARDSTICK_SKIPS}`);
+    printTable(
+      'CPU per operation by process (ms): this process (API, worker, load generator) in all and its main thread; children = FerretDB and the dev server',
+      Object.entries(figures.cpuPerOperation).map(([operation, c]) => ({
+        operation,
+        'process ms': c.processMs,
+        'main thread ms': c.mainThreadMs,
+        'children ms': c.childrenMs,
+      })),
+    );
     printTable(
       '(c) GET /c/{id} hosted checkout page, beside its yardstick (c0)',
       [

@@ -2,7 +2,8 @@
 // validation, serialization) costs on FerretDB. Authenticated GET /v1/customers/{id} beside a bare
 // Fastify app on the same database whose route makes only the reads the request needs (the key by `_id`,
 // then the customer by `_id`, its store compared): goal ≥ 80% of its requests/s and p99 ≤ 2× its p99.
-// Also the list of 100 and form-encoded creates. Prints a table, writes results/conventions.json.
+// Also the list of 100 and form-encoded creates. Prints a table (and CPU per lookup by process), writes
+// results/conventions.json. BENCH_PROFILE=<dir> records the main thread during the lookups' last slices.
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,8 @@ import { parseApiKey } from '../../domain/api-keys';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { startFerretDb } from '../../temporal-dev/servers';
 import { machineInfo, percentile, printTable, round, saveResults, type HttpLoadSummary } from './lib';
+import { cpuPerOperation, cpuSnapshot, type CpuSnapshot } from './cpu';
+import { profiled } from './profile';
 
 const settings = {
   customers: 10_000,
@@ -106,14 +109,21 @@ async function main() {
     const only = process.env.BENCH_ONLY?.split(',');
     const want = (name: string) => !only || only.includes(name);
     let byIdRounds: Array<Record<string, HttpLoadSummary>> = [];
+    const cpu = new CpuByScenario();
+    let cpuPerRequest: Record<string, CpuSnapshot> = {};
     if (want('byId')) {
       const slice = settings.durationSeconds / settings.byIdRounds;
       byIdRounds = await interleave(settings.byIdRounds, drain, {
-        bareById: () => load(bareUrl, idPaths(''), auth, slice),
-        apiById: () => load(appUrl, idPaths('/v1'), auth, slice),
+        bareById: () => cpu.measure('bareById', () => profiled('conventions-bare-by-id', () => load(bareUrl, idPaths(''), auth, slice))),
+        apiById: () => cpu.measure('apiById', () => profiled('conventions-api-by-id', () => load(appUrl, idPaths('/v1'), auth, slice))),
         bareStoreInFilter: () => load(bareUrl, idPaths('/store-in-filter'), auth, slice),
       });
       Object.assign(results, mergeRounds(byIdRounds));
+      cpuPerRequest = cpu.perRequest();
+      printTable(
+        'CPU per request by process, over all slices (ms): main thread = API or bare route + driver; children = FerretDB and its relay',
+        Object.entries(cpuPerRequest).map(([scenario, c]) => ({ scenario, 'main thread ms': c.mainThreadMs, 'children ms': c.childrenMs })),
+      );
     }
     if (want('create')) {
       results.apiCreateForm = await benchCreate(appUrl, key);
@@ -206,6 +216,7 @@ async function main() {
       results,
       listSequential,
       byIdRounds,
+      cpuPerRequest,
       yardstick: YARDSTICK,
       goals,
     });
@@ -214,6 +225,30 @@ async function main() {
     await mongo.close();
     await ferret.stop();
     rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** CPU spent by this process's main thread and by the servers under it during each scenario's loads, summed over its slices. */
+class CpuByScenario {
+  private readonly totals = new Map<string, { before: CpuSnapshot; after: CpuSnapshot; requests: number }>();
+
+  async measure(name: string, run: () => Promise<HttpLoadSummary>): Promise<HttpLoadSummary> {
+    const before = cpuSnapshot();
+    const summary = await run();
+    const after = cpuSnapshot();
+    const t = this.totals.get(name) ?? { before: { mainThreadMs: 0, childrenMs: 0 }, after: { mainThreadMs: 0, childrenMs: 0 }, requests: 0 };
+    // Summed as deltas: the slices are not contiguous (other scenarios run between them).
+    t.after = {
+      mainThreadMs: t.after.mainThreadMs + after.mainThreadMs - before.mainThreadMs,
+      childrenMs: t.after.childrenMs + after.childrenMs - before.childrenMs,
+    };
+    t.requests += summary.requests;
+    this.totals.set(name, t);
+    return summary;
+  }
+
+  perRequest(): Record<string, CpuSnapshot> {
+    return Object.fromEntries([...this.totals].map(([name, t]) => [name, cpuPerOperation(t.before, t.after, t.requests)]));
   }
 }
 

@@ -1,0 +1,59 @@
+// CPU time by process around a bench phase, from /proc (Linux): this process's main thread (the API,
+// the yardstick's routes, the mongodb driver; autocannon runs in a worker thread and is left out) and
+// every process started below this one (FerretDB and its relay, the Temporal dev server). CPU per
+// operation moves less with other load on a shared machine than requests per second do.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
+const TICK_MS = 10;
+
+export interface CpuSnapshot {
+  mainThreadMs: number;
+  childrenMs: number;
+}
+
+/** utime + stime of one /proc stat line, in ms (the fields after the command name, which may hold spaces). */
+function cpuMsOf(statLine: string): { ppid: number; ms: number } {
+  const fields = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+}
+
+function readStat(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null; // the process ended between the listing and the read
+  }
+}
+
+/** Every live process under `root` (children, grandchildren...): their CPU summed. */
+function descendantsMs(root: number): number {
+  const byParent = new Map<number, Array<{ pid: number; ms: number }>>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(`/proc/${entry}/stat`);
+    if (!stat) continue;
+    const { ppid, ms } = cpuMsOf(stat);
+    byParent.set(ppid, [...(byParent.get(ppid) ?? []), { pid: Number(entry), ms }]);
+  }
+  let total = 0;
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const child of byParent.get(queue.pop()!) ?? []) {
+      total += child.ms;
+      queue.push(child.pid);
+    }
+  }
+  return total;
+}
+
+export function cpuSnapshot(): CpuSnapshot {
+  const main = readStat(`/proc/${process.pid}/task/${process.pid}/stat`);
+  return { mainThreadMs: main ? cpuMsOf(main).ms : Number.NaN, childrenMs: descendantsMs(process.pid) };
+}
+
+/** CPU ms per operation between two snapshots. */
+export function cpuPerOperation(before: CpuSnapshot, after: CpuSnapshot, operations: number): CpuSnapshot {
+  const per = (a: number, b: number) => Math.round(((b - a) / Math.max(1, operations)) * 1000) / 1000;
+  return { mainThreadMs: per(before.mainThreadMs, after.mainThreadMs), childrenMs: per(before.childrenMs, after.childrenMs) };
+}
