@@ -3,14 +3,17 @@
 // and a subscription whose workflow never attaches holds an advance JOIN_WAIT_MS at most, the clock then
 // going on and naming it. A subscription's first task is held by starting it on a task queue whose worker
 // the test runs only once the advance was sent (created beforehand, so it polls at once when run).
+// The store query behind the wait reads at most SUBSCRIPTIONS_AWAITED live subscriptions.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestConnection } from '../../../adapters/provider/test-connection';
 import { periodEnd } from '../../../domain/billing-periods';
-import { createSubscription } from '../../../services/subscriptions/subscriptions';
+import { createSubscription, recordSubscription } from '../../../services/subscriptions/subscriptions';
+import { clockSubscriptionWorkflows, SUBSCRIPTIONS_AWAITED } from '../../../services/test-clocks';
 import { collections } from '../../../store/collections';
 import { findCustomer } from '../../../store/customers';
 import { ordersCollection } from '../../../store/orders';
+import { subscriptionsCollection } from '../../../store/subscriptions';
 import { subscriptionWorkflowId } from '../../../workflows/subscription/messages';
 import { JOIN_WAIT_MS, testClockStateQuery, testClockWorkflowId, type TestClockWorkflowState } from '../../../workflows/test-clock/messages';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
@@ -145,3 +148,23 @@ test('a subscription whose workflow never attaches holds an advance JOIN_WAIT_MS
   expect((await get(`/v1/test_helpers/test_clocks/${clock}`)).body).toMatchObject({ status: 'ready', frozen_time: t0 + 3600 });
   await temporal.client.workflow.getHandle(subscriptionWorkflowId(sub)).terminate('test over: its workflow never ran');
 }, 120_000);
+
+test('the wait reads at most SUBSCRIPTIONS_AWAITED live subscriptions of the clock, ended ones not at all', async () => {
+  const { clock, customer: customerId } = await newClockWithCustomer(Math.floor(Date.now() / 1000));
+  const offer = await seedUsageOffer(mongo.db, store.store._id);
+  const [customer, product] = await Promise.all([
+    findCustomer(mongo.db, store.store._id, customerId),
+    collections(mongo.db).products.findOne({ _id: offer.product_id }),
+  ]);
+  // Recorded only (no workflow): the first, ended, sorts ahead of the live copies.
+  const ended = await recordSubscription(
+    { db: mongo.db },
+    { store: store.store, customer: customer!, offer, product: product!, paymentMethod: null },
+  );
+  await subscriptionsCollection(mongo.db).updateOne({ _id: ended._id }, { $set: { status: 'canceled' } });
+  const copies = Array.from({ length: SUBSCRIPTIONS_AWAITED + 1 }, (_, i) => ({ ...ended, _id: `${ended._id}_${String(i).padStart(2, '0')}` }));
+  await subscriptionsCollection(mongo.db).insertMany(copies);
+
+  const awaited = await clockSubscriptionWorkflows(mongo.db, { storeId: store.store._id, clockId: clock });
+  expect(awaited).toEqual(copies.slice(0, SUBSCRIPTIONS_AWAITED).map((c) => subscriptionWorkflowId(c._id)));
+});
