@@ -153,6 +153,7 @@ class ClockRun {
     if (this.joining.length > 0) await condition(joined, JOIN_WAIT_MS);
     this.notJoined = this.joining.filter((id) => !this.waiters.has(id));
     this.joining = [];
+    this.show();
     if (this.notJoined.length > 0)
       log.warn('Test clock advances without subscriptions that never attached', { notJoined: this.notJoined, waitedMs: JOIN_WAIT_MS });
   }
