@@ -1,17 +1,7 @@
 // The worker process: runs workflows/ and activities/ on the `billing` task queue.
 // createBillingWorker is also what tests and benchmarks start; running this file connects to
 // MongoDB and Temporal from the environment and shuts down gracefully on SIGINT/SIGTERM.
-import { fileURLToPath } from 'node:url';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  Worker,
-  makeTelemetryFilterString,
-  type LogLevel,
-  type WorkerOptions,
-} from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { testClockTaskQueue } from '../workflows/test-clock/messages';
 import { connectDatabase, type Database } from '../store/database';
 import { Client, Connection } from '@temporalio/client';
@@ -30,12 +20,11 @@ import { tracingClientInterceptors, tracingFromEnv, type Tracing } from '../adap
 import { tracingActivityInterceptors, tracingSinks, tracingWorkflowModule } from './tracing';
 import { workerTuningFromEnv, workerTuningOptions } from './tuning';
 import { shownVersion, workerDeploymentOptions, workerVersionFromEnv } from './versioning';
+import { cachedWorkflowBundle, versionedWorkflowsPath, workflowsPath } from './workflow-bundle';
 
 export const defaultTaskQueue = 'billing';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows', import.meta.url));
-/** The same workflows with their Worker Versioning behaviours: what a versioned worker loads. */
-export const versionedWorkflowsPath = fileURLToPath(new URL('../workflows/versioned.ts', import.meta.url));
+export { versionedWorkflowsPath, workflowsPath };
 
 export interface BillingWorkerOptions extends Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'> {
   connection: NativeConnection;
@@ -99,11 +88,11 @@ export async function createBillingWorker({
     }),
   } satisfies WorkerOptions;
   // One bundle for both workers: the billing queue and the test clocks' own (a busy clock never holds up renewals).
+  // Built once per distinct input and cached on disk (worker/workflow-bundle.ts): a restart or a test file's worker skips webpack.
   const { workflowsPath: path, ...rest } = options;
-  const workflowBundle = await bundleWorkflowCode({
+  const { bundle: workflowBundle } = await cachedWorkflowBundle({
     workflowsPath: path,
     workflowInterceptorModules: rest.interceptors.workflowModules,
-    logger: bundleLogger,
   });
   const billing = await Worker.create({ ...rest, workflowBundle });
   const clocks = await Worker.create({ ...rest, workflowBundle, taskQueue: testClockTaskQueue(taskQueue), ...TEST_CLOCK_WORKER_BOUNDS });
@@ -112,9 +101,6 @@ export async function createBillingWorker({
 
 /** The test clocks' worker takes few tasks at once: its load stays a bounded share of the process. */
 const TEST_CLOCK_WORKER_BOUNDS = { maxConcurrentWorkflowTaskExecutions: 4, maxConcurrentActivityTaskExecutions: 8, maxCachedWorkflows: 200 };
-
-/** Webpack's progress stays quiet; warnings and errors still print. */
-const bundleLogger = new DefaultLogger('WARN');
 
 /** `main` as callers know it (run, shutdown), running `beside` for as long as it runs. */
 function runsBeside(main: Worker, beside: Worker): Worker {

@@ -2,11 +2,13 @@
 // SMTP_URL every worker sends buyer e-mails to) for the whole run, on free ports, unless MONGODB_URI /
 // TEMPORAL_ADDRESS / SMTP_URL point at servers already running (then MAILPIT_URL names the inbox, if any).
 // Test files reach them through inject('mongoUri' | 'temporalAddress' | 'mailpitUrl') or the same env variables.
+// Meanwhile it builds (or finds cached) the workflow bundle every test worker loads, so their starts skip webpack.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startFerretDb, startMailpit, startTemporalDevServer } from '../../temporal-dev/servers';
+import { cachedWorkflowBundle, workflowsPath } from '../../worker/workflow-bundle';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const workDir = mkdtempSync(join(tmpdir(), 'billing-test-servers-'));
@@ -30,6 +32,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
           stops.push(mailpit.stop);
           return { smtpUrl: mailpit.smtpUrl, apiUrl: mailpit.apiUrl };
         }),
+    // The inputs of createTestWorker's bundle (workflows/, no interceptor modules): test files then find it cached.
+    cachedWorkflowBundle({ workflowsPath }),
   ]).catch(async (error: unknown) => {
     // One server may have started while the other failed: stop it before reporting.
     await Promise.all(stops.map((stop) => stop()));
