@@ -21,7 +21,7 @@ export function createChargeActivities(deps: ChargeSettlementDeps & { temporal: 
   return {
     /** The provider charge, its order and the charge document; every step keyed, so retries complete the same charge. */
     async executeSubscriptionCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {
-      return executeSubscriptionCharge(deps, input, providerCall());
+      return executeSubscriptionCharge(deps, input, providerCall(input.createdAt));
     },
     /** The charge shown pending to a request answered before the provider decided; a decision already written wins. */
     async recordUndecidedCharge(input: ChargeWorkflowInput): Promise<ChargeDecision> {

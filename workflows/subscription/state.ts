@@ -2,7 +2,7 @@
 // awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
 // and written through activities that compare-and-set the document's version. A paid cycle and a
 // cancellation send the buyer a notice beside those steps (never holding the mutex).
-import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { reviewUntilStopped } from '../lib/reviews';
 import { clockNow, clockNowSeconds, clockWait, joinClock, testClockRef } from '../lib/clock';
 import type { Activities } from '../../activities';
@@ -44,6 +44,14 @@ const payments = proxyActivities<Activities>({
 const oneOffPayments = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+// The same charge as a local activity (issue 30): it runs inside the update's workflow task, without an
+// activity task's two trips through the server. Keyed, so a worker dying mid-charge means the task is
+// retried on a survivor and the charge runs again under its key (charged once); a charge longer than
+// the workflow task timeout keeps the task alive (the SDK heartbeats it), and 30 s is the regular budget.
+const oneOffLocalPayments = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
@@ -176,7 +184,9 @@ export class LiveSubscription {
         : rules.oneOffChargeRefusal(this.life);
       if (refusal) throw ApplicationFailure.create({ type: refusal.code, message: refusal.message, nonRetryable: true });
       const card = this.life.default_payment_method!.id;
-      return oneOffPayments.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
+      // Runs that charged through an activity task before this change must replay doing so.
+      const charges = patched('one-off-charge-local') ? oneOffLocalPayments : oneOffPayments;
+      return charges.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
     });
   }
 
