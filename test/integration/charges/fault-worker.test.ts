@@ -4,10 +4,10 @@
 // HTTP request answers 201 with that charge (or 409 in use when recovery outlasts its wait, and a retry
 // under the key then gets it).
 import { merchantChargeKey } from '../../../domain/charges';
-import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { spawnGroup, type ChildGroup } from '../../../temporal-dev/processes';
+import type { ChildGroup } from '../../../temporal-dev/processes';
+import { chargeAfterRecovery, startFaultWorker } from '../../support/fault-worker-process';
 import { createTestWorker } from '../../support/worker';
 import { collections } from '../../../store/collections';
 import { ordersCollection } from '../../../store/orders';
@@ -16,8 +16,6 @@ import { TEST_CHARGES_COLLECTION } from '../../../adapters/provider/test-connect
 import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
 import { seedCatalog, seedSubscription } from '../../support/subscriptions';
-
-const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 let mongo: TestMongo;
 let temporal: TestTemporal;
@@ -49,18 +47,8 @@ it('a worker killed between the provider approval and the order write: after a n
   // Trialing and without its own workflow: only the charge runs on this task queue.
   const sub = await seedSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
 
-  let output = '';
-  doomed = spawnGroup('fault-worker', `${root}node_modules/.bin/tsx`, [`${root}test/support/fault-worker.ts`], {
-    cwd: root,
-    env: { ...process.env, MONGODB_DB: mongo.db.databaseName, TEMPORAL_TASK_QUEUE: taskQueue },
-  });
-  doomed.child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  doomed.child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitFor(() => output.includes('ready'), {
-    timeoutMs: 60_000,
-    description: 'fault worker polling',
-    abortIf: () => (doomed!.hasExited() ? new Error(output) : undefined),
-  });
+  const fault = await startFaultWorker(mongo.db.databaseName, taskQueue);
+  doomed = fault.group;
 
   const key = `fault-${Date.now()}`;
   const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
@@ -69,8 +57,8 @@ it('a worker killed between the provider approval and the order write: after a n
   });
 
   const exit = await doomed.exited;
-  expect(exit.signal ?? (output.includes('dying') ? 'SIGKILL' : null)).toBe('SIGKILL');
-  expect(output).toContain('approved tx_');
+  expect(exit.signal ?? (fault.output().includes('dying') ? 'SIGKILL' : null)).toBe('SIGKILL');
+  expect(fault.output()).toContain('approved tx_');
   // The money was taken; nothing else was written.
   expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ key: merchantChargeKey(key) })).toBe(1);
   expect(await chargesCollection(mongo.db).countDocuments({ key: merchantChargeKey(key) })).toBe(0);
@@ -81,19 +69,7 @@ it('a worker killed between the provider approval and the order write: after a n
   // The waiting request gets the charge, or (recovery outlasting its wait) 409 in use; a retry under the key then gets it.
   const first = await pending;
   expect([201, 409]).toContain(first.status);
-  const res =
-    first.status === 201
-      ? first
-      : await waitFor(
-          async () => {
-            const again = await call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
-              json: { amount: 4321 },
-              headers: { 'idempotency-key': key },
-            });
-            return again.status === 409 ? null : { ...again, status: again.status === 200 ? 201 : again.status };
-          },
-          { timeoutMs: 60_000, intervalMs: 1_000, description: 'the charge after recovery' },
-        );
+  const res = first.status === 201 ? first : await chargeAfterRecovery(api, store.key, sub._id, key, 4321);
 
   expect(res.status).toBe(201);
   expect(res.body).toMatchObject({ status: 'succeeded', amount: 4321, order: expect.stringMatching(/^ord_/) });

@@ -3,10 +3,8 @@
 // not an activity task; a provider slower than the workflow task timeout (10 s) still charges once with
 // no task timed out (the SDK heartbeats the task); a worker killed right after the provider approved loses
 // the workflow task, a survivor runs the keyed local activity again: one capture, one charge, one order.
-import { fileURLToPath } from 'node:url';
 import { temporal as proto } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { spawnGroup, type ChildGroup } from '../../../temporal-dev/processes';
 import { createTestConnection, TEST_CHARGES_COLLECTION } from '../../../adapters/provider/test-connection';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { merchantChargeKey } from '../../../domain/charges';
@@ -15,11 +13,11 @@ import { chargesCollection } from '../../../store/subscription-charges';
 import { subscriptionWorkflowId } from '../../../workflows/subscription/messages';
 import { createTestWorker } from '../../support/worker';
 import { recordHistory } from '../../support/histories';
-import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type TestTemporal } from '../../support/env';
+import { chargeAfterRecovery, startFaultWorker } from '../../support/fault-worker-process';
+import { testMongo, testTemporal, uniqueTaskQueue, type TestMongo, type TestTemporal } from '../../support/env';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
 import { seedCatalog, seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
 const { EventType } = proto.api.enums.v1;
 
 let mongo: TestMongo;
@@ -134,7 +132,8 @@ it('a worker killed right after the provider approved: a survivor repeats the lo
   cleanups.push(() => api.close());
   // Without its workflow: the doomed worker starts it with the charge and holds its task when it dies.
   const sub = await seedSubscription({ db: mongo.db, taskQueue }, { store: store.store, offer: catalog.trial, product: catalog.product });
-  const doomed = await startDoomedWorker(taskQueue);
+  const doomed = await startFaultWorker(mongo.db.databaseName, taskQueue);
+  cleanups.push(() => doomed.group.stop({ signal: 'SIGKILL' }));
   const key = `local-crash-${Date.now()}`;
   const pending = call(api, store.key, 'POST', `/v1/subscriptions/${sub._id}/charges`, {
     json: { amount: 4321 },
@@ -156,41 +155,10 @@ it('a worker killed right after the provider approved: a survivor repeats the lo
   const first = await pending;
   // Recovery outlasting the request's wait answers 409 in use; a retry under the key then gets the charge.
   expect([201, 409]).toContain(first.status);
-  const res = first.status === 201 ? first : await retryUntilAnswered(api, sub._id, key);
+  const res = first.status === 201 ? first : await chargeAfterRecovery(api, store.key, sub._id, key, 4321);
   expect(res.status).toBe(201);
   await expectChargedOnce(key, sub._id, res.body);
   const steps = await chargeSteps(sub._id);
   expect(steps).toMatchObject({ localCharges: 1, activityCharges: 0 });
   expect(steps.lostTasks).toBeGreaterThanOrEqual(1);
 }, 150_000);
-
-/** test/support/fault-worker.ts in its own process: SIGKILLs itself right after the provider approves. */
-async function startDoomedWorker(taskQueue: string): Promise<{ group: ChildGroup; output: () => string }> {
-  let output = '';
-  const group = spawnGroup('fault-worker', `${root}node_modules/.bin/tsx`, [`${root}test/support/fault-worker.ts`], {
-    cwd: root,
-    env: { ...process.env, MONGODB_DB: mongo.db.databaseName, TEMPORAL_TASK_QUEUE: taskQueue },
-  });
-  cleanups.push(() => group.stop({ signal: 'SIGKILL' }));
-  group.child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  group.child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitFor(() => output.includes('ready'), {
-    timeoutMs: 60_000,
-    description: 'fault worker polling',
-    abortIf: () => (group.hasExited() ? new Error(output) : undefined),
-  });
-  return { group, output: () => output };
-}
-
-async function retryUntilAnswered(api: TestApi, subscriptionId: string, key: string) {
-  return waitFor(
-    async () => {
-      const again = await call(api, store.key, 'POST', `/v1/subscriptions/${subscriptionId}/charges`, {
-        json: { amount: 4321 },
-        headers: { 'idempotency-key': key },
-      });
-      return again.status === 409 ? null : { ...again, status: again.status === 200 ? 201 : again.status };
-    },
-    { timeoutMs: 60_000, intervalMs: 1_000, description: 'the charge after recovery' },
-  );
-}
