@@ -230,27 +230,30 @@ async function main() {
 
 /** CPU spent by this process's main thread and by the servers under it during each scenario's loads, summed over its slices. */
 class CpuByScenario {
-  private readonly totals = new Map<string, { before: CpuSnapshot; after: CpuSnapshot; requests: number }>();
+  private readonly totals = new Map<string, { used: CpuSnapshot; requests: number }>();
 
   async measure(name: string, run: () => Promise<HttpLoadSummary>): Promise<HttpLoadSummary> {
     const before = cpuSnapshot();
     const summary = await run();
     const after = cpuSnapshot();
-    const t = this.totals.get(name) ?? { before: { mainThreadMs: 0, childrenMs: 0 }, after: { mainThreadMs: 0, childrenMs: 0 }, requests: 0 };
+    const t = this.totals.get(name) ?? { used: NO_CPU, requests: 0 };
     // Summed as deltas: the slices are not contiguous (other scenarios run between them).
-    t.after = {
-      mainThreadMs: t.after.mainThreadMs + after.mainThreadMs - before.mainThreadMs,
-      childrenMs: t.after.childrenMs + after.childrenMs - before.childrenMs,
-    };
-    t.requests += summary.requests;
-    this.totals.set(name, t);
+    this.totals.set(name, {
+      used: {
+        mainThreadMs: t.used.mainThreadMs + after.mainThreadMs - before.mainThreadMs,
+        childrenMs: t.used.childrenMs + after.childrenMs - before.childrenMs,
+      },
+      requests: t.requests + summary.requests,
+    });
     return summary;
   }
 
   perRequest(): Record<string, CpuSnapshot> {
-    return Object.fromEntries([...this.totals].map(([name, t]) => [name, cpuPerOperation(t.before, t.after, t.requests)]));
+    return Object.fromEntries([...this.totals].map(([name, t]) => [name, cpuPerOperation(NO_CPU, t.used, t.requests)]));
   }
 }
+
+const NO_CPU: CpuSnapshot = { mainThreadMs: 0, childrenMs: 0 };
 
 /** Runs each load once per round, in turn, draining after each; the summaries of every round. */
 async function interleave(rounds: number, drain: () => Promise<void>, loads: Record<string, () => Promise<HttpLoadSummary>>) {
