@@ -6,9 +6,9 @@
 // The store query behind the wait reads at most SUBSCRIPTIONS_AWAITED live subscriptions.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createTestConnection } from '../../../adapters/provider/test-connection';
+import { createClockCustomer, subscribeWithSavedCard } from '../../support/clock-subscriptions';
 import { periodEnd } from '../../../domain/billing-periods';
-import { createSubscription, recordSubscription } from '../../../services/subscriptions/subscriptions';
+import { recordSubscription } from '../../../services/subscriptions/subscriptions';
 import { clockSubscriptionWorkflows, SUBSCRIPTIONS_AWAITED } from '../../../services/test-clocks';
 import { collections } from '../../../store/collections';
 import { findCustomer } from '../../../store/customers';
@@ -59,36 +59,15 @@ const clockStatus = async (clock: string) => ((await get(`/v1/test_helpers/test_
 
 async function newClockWithCustomer(t0: number): Promise<{ clock: string; customer: string }> {
   const clock = ((await post('/v1/test_helpers/test_clocks', { frozen_time: t0 })).body as { id: string }).id;
-  const created = await post('/v1/customers', {
-    email: `join-${Math.random().toString(36).slice(2, 10)}@example.com`,
-    name: 'Ana Clock',
-    phone: '+5511999990000',
-    document: { type: 'cpf', number: '529.982.247-25' },
-    test_clock: clock,
-  });
-  expect(created.status).toBe(201);
-  return { clock, customer: (created.body as { id: string }).id };
+  return { clock, customer: (await createClockCustomer(api, store.key, clock, 'join')).id };
 }
 
 /** A monthly subscription paid at `t0` with a saved 4242 card, its workflow started on `queue`'s clock queue. */
 async function subscribeOn(queue: string, customerId: string, t0: number): Promise<string> {
-  const provider = createTestConnection({ db: mongo.db });
   const offer = await seedUsageOffer(mongo.db, store.store._id);
-  const customer = await findCustomer(mongo.db, store.store._id, customerId);
   const product = await collections(mongo.db).products.findOne({ _id: offer.product_id });
-  const saved = await provider.saveCard({ storeId: store.store._id, customerId, card: { number: '4242424242424242' } });
-  if (!saved.ok) throw new Error(saved.message);
-  const deps = { db: mongo.db, provider, temporal: temporal.client, taskQueue: queue };
-  const doc = await createSubscription(deps, {
-    store: store.store,
-    customer: customer!,
-    offer,
-    product: product!,
-    paymentMethod: saved.card,
-    firstPeriodPaid: true,
-    now: t0 * 1000,
-  });
-  return doc._id;
+  const deps = { db: mongo.db, temporal: temporal.client, taskQueue: queue };
+  return subscribeWithSavedCard(deps, { store: store.store, customerId, offer, product: product!, card: '4242424242424242', nowMs: t0 * 1000 });
 }
 
 const sendAdvance = async (clock: string, to: number) =>

@@ -6,12 +6,10 @@
 // advance settles in seconds, is `ready` afterwards and emits test_helpers.test_clock.ready.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createClockCustomer, subscribeWithSavedCard } from '../../support/clock-subscriptions';
 import { createTestWorker } from '../../support/worker';
-import { createTestConnection } from '../../../adapters/provider/test-connection';
 import { periodEnd } from '../../../domain/billing-periods';
-import { createSubscription } from '../../../services/subscriptions/subscriptions';
 import { collections } from '../../../store/collections';
-import { findCustomer } from '../../../store/customers';
 import { ordersCollection } from '../../../store/orders';
 import { subscriptionsCollection } from '../../../store/subscriptions';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../../support/api';
@@ -59,40 +57,19 @@ interface Sub {
   current_period_end: number | null;
 }
 
-let n = 0;
 async function clockCustomer(clock: string): Promise<string> {
-  const email = `clock${++n}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const created = await post('/v1/customers', {
-    email,
-    name: 'Ana Clock',
-    phone: '+5511999990000',
-    document: { type: 'cpf', number: '529.982.247-25' },
-    test_clock: clock,
-  });
-  expect(created.status).toBe(201);
+  const created = await createClockCustomer(api, store.key, clock, 'clock');
   expect(created.body).toMatchObject({ test_clock: clock });
-  return (created.body as { id: string }).id;
+  return created.id;
 }
 
 /** A monthly subscription whose first period was paid at the clock's time, with `card` saved for renewals. */
 async function subscribe(customerId: string, card: string, offerId: string, nowMs: number): Promise<string> {
-  const provider = createTestConnection({ db: mongo.db });
   const c = collections(mongo.db);
-  const [customer, offer] = await Promise.all([findCustomer(mongo.db, store.store._id, customerId), c.offers.findOne({ _id: offerId })]);
+  const offer = await c.offers.findOne({ _id: offerId });
   const product = await c.products.findOne({ _id: offer!.product_id });
-  const saved = await provider.saveCard({ storeId: store.store._id, customerId, card: { number: card } });
-  if (!saved.ok) throw new Error(saved.message);
-  const deps = { db: mongo.db, provider, temporal: temporal.client, taskQueue };
-  const doc = await createSubscription(deps, {
-    store: store.store,
-    customer: customer!,
-    offer: offer!,
-    product: product!,
-    paymentMethod: saved.card,
-    firstPeriodPaid: true,
-    now: nowMs,
-  });
-  return doc._id;
+  const deps = { db: mongo.db, temporal: temporal.client, taskQueue };
+  return subscribeWithSavedCard(deps, { store: store.store, customerId, offer: offer!, product: product!, card, nowMs });
 }
 
 /** Advances and waits for `ready`; the milliseconds it took. */

@@ -3,9 +3,7 @@
 // period's usage so far (its own and the late events an earlier period already charged), so its included
 // units are granted once; and late lines count toward the billing threshold like any line (amount_total).
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createTestConnection } from '../../../adapters/provider/test-connection';
-import { createSubscription } from '../../../services/subscriptions/subscriptions';
-import { findCustomer } from '../../../store/customers';
+import { createClockCustomer, subscribeWithSavedCard } from '../../support/clock-subscriptions';
 import { CLOSE_GRACE_SECONDS } from '../../../domain/usage-periods';
 import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { call } from '../../support/api';
@@ -52,29 +50,16 @@ async function advance(clock: string, to: number): Promise<void> {
 /** A subscription to the 10-day offer on `clock`, its first period paid at the clock's time. */
 async function subscribeOnClock(clock: string): Promise<{ id: string; customer: string }> {
   const { mongo, temporal, taskQueue, store, catalog } = stack;
-  const created = await post('/v1/customers', {
-    email: `late-${Math.random().toString(36).slice(2, 10)}@example.com`,
-    name: 'Ana Late',
-    phone: '+5511999990000',
-    document: { type: 'cpf', number: '529.982.247-25' },
-    test_clock: clock,
+  const customerId = (await createClockCustomer(stack.api, store.key, clock, 'late')).id;
+  const deps = { db: mongo.db, temporal: temporal.client, taskQueue };
+  const id = await subscribeWithSavedCard(deps, {
+    store: store.store,
+    customerId,
+    offer: catalog.custom,
+    product: catalog.product,
+    card: '4242424242424242',
   });
-  const customerId = (created.body as { id: string }).id;
-  const provider = createTestConnection({ db: mongo.db });
-  const saved = await provider.saveCard({ storeId: store.store._id, customerId, card: { number: '4242424242424242' } });
-  if (!saved.ok) throw new Error(saved.message);
-  const doc = await createSubscription(
-    { db: mongo.db, provider, temporal: temporal.client, taskQueue },
-    {
-      store: store.store,
-      customer: (await findCustomer(mongo.db, store.store._id, customerId))!,
-      offer: catalog.custom,
-      product: catalog.product,
-      paymentMethod: saved.card,
-      firstPeriodPaid: true,
-    },
-  );
-  return { id: doc._id, customer: customerId };
+  return { id, customer: customerId };
 }
 
 const periods = async (sub: string) => (await get(`/v1/subscriptions/${sub}/usage`)).body.data as Period[];
