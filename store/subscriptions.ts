@@ -114,6 +114,13 @@ export function subscriptionsAfter(db: Db, afterId: string | null): Promise<Subs
     .toArray();
 }
 
+/** A test clock's subscriptions in `statuses` (the store/test_clock index). */
+const onClockIn = (storeId: string, clockId: string, statuses: SubscriptionStatus[]) => ({
+  store_id: storeId,
+  test_clock: clockId,
+  status: { $in: statuses },
+});
+
 /** The billing cycles of a test clock's subscriptions in `statuses` (what bounds an advance). */
 export function clockSubscriptionCycles(
   db: Db,
@@ -122,7 +129,7 @@ export function clockSubscriptionCycles(
   statuses: SubscriptionStatus[],
 ): Promise<Pick<SubscriptionDoc, '_id' | 'billing_cycle' | 'custom_billing_days'>[]> {
   return subscriptionsCollection(db)
-    .find({ store_id: storeId, test_clock: clockId, status: { $in: statuses } }, { projection: { billing_cycle: 1, custom_billing_days: 1 } })
+    .find(onClockIn(storeId, clockId, statuses), { projection: { billing_cycle: 1, custom_billing_days: 1 } })
     .toArray();
 }
 
@@ -135,7 +142,7 @@ export async function clockSubscriptionIds(
   limit: number,
 ): Promise<string[]> {
   const docs = await subscriptionsCollection(db)
-    .find({ store_id: storeId, test_clock: clockId, status: { $in: statuses } }, { projection: { _id: 1 } })
+    .find(onClockIn(storeId, clockId, statuses), { projection: { _id: 1 } })
     .sort({ _id: 1 })
     .limit(limit)
     .toArray();
