@@ -182,9 +182,13 @@ export async function releaseEndpointSlot(db: Db, storeId: string): Promise<void
   await endpointCounts(db).updateOne({ _id: storeId, count: { $gt: 0 } }, { $inc: { count: -1 } });
 }
 
-/** A succeeded delivery resets the run of exhausted deliveries (always: one may have been counted during its POST). */
+/**
+ * A succeeded delivery resets the run of exhausted deliveries (always asked: one may have been counted
+ * during its POST). Filtered on a count above 0: the same result, and no write to the endpoint every
+ * delivery shares when there is nothing to reset.
+ */
 export async function resetEndpointFailures(db: Db, storeId: string, id: string): Promise<void> {
-  await endpointsCollection(db).updateOne({ _id: id, store_id: storeId }, { $set: { consecutive_failures: 0 } });
+  await endpointsCollection(db).updateOne({ _id: id, store_id: storeId, consecutive_failures: { $gt: 0 } }, { $set: { consecutive_failures: 0 } });
 }
 
 /** One more exhausted delivery; the update that finds AUTO_DISABLE_AFTER reached while enabled disables it, once. */

@@ -3,7 +3,7 @@
 // retry: a retried attempt whose outcome is recorded makes no POST and leaves the wait to the schedule;
 // the claim, the outcome record, the resend reset and the exhaustion count are compare-and-set, also
 // between processes (one MongoClient each); a success resets the endpoint's failures even when they rose
-// during its POST.
+// during its POST, and writes nothing to the endpoint when there is nothing to reset.
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { emitEvent } from '../../../services/events/events';
@@ -234,6 +234,31 @@ describe('endpoint failures', () => {
 
     expect(await d.run({ attempt: 1 })).toMatchObject({ outcome: 'succeeded' });
     expect((await findEndpoint(mongo.db, d.storeId, d.endpointId))!.consecutive_failures).toBe(0);
+  });
+
+  it('a success on an endpoint with no failures writes nothing to it; one with failures is reset to 0', async () => {
+    // What each update of the endpoint matched, as the database answered it (n: 0 = nothing written).
+    const monitored = await MongoClient.connect(inject('mongoUri'), { monitorCommands: true });
+    const endpoints = endpointsCollection(mongo.db).collectionName;
+    const updates = new Set<number>();
+    const matched: number[] = [];
+    monitored.on('commandStarted', (e) => void (e.command.update === endpoints && updates.add(e.requestId)));
+    monitored.on('commandSucceeded', (e) => void (updates.delete(e.requestId) && matched.push((e.reply as { n: number }).n)));
+    try {
+      const d = await delivery(() => 200);
+      const db = monitored.db(mongo.db.databaseName);
+      expect(await d.run({ attempt: 1 }, db)).toMatchObject({ outcome: 'succeeded' });
+      expect(matched).toEqual([0]);
+      expect((await findEndpoint(mongo.db, d.storeId, d.endpointId))!.consecutive_failures).toBe(0);
+
+      await endpointsCollection(mongo.db).updateOne({ _id: d.endpointId }, { $set: { consecutive_failures: 3 } });
+      await d.set({ status: 'failed', attempts: 1 });
+      expect(await d.run({ attempt: 2 }, db)).toMatchObject({ outcome: 'succeeded' });
+      expect(matched).toEqual([0, 1]);
+      expect((await findEndpoint(mongo.db, d.storeId, d.endpointId))!.consecutive_failures).toBe(0);
+    } finally {
+      await monitored.close();
+    }
   });
 
   it('exhaustions of many deliveries to one endpoint at the same time are all counted, and the 20th disables it', async () => {
