@@ -1,7 +1,8 @@
 // `npm run bench:test-clocks`: how long a test clock takes to live through three months. For clocks
 // carrying 1, 10 and 40 monthly subscriptions (cards that pay), two advances (two months, then one)
 // through the API, each timed from POST advance to `status: ready`; the renewals the subscriptions made
-// are counted (three each). Starts its own FerretDB and Temporal dev server; prints a table, writes
+// are counted (three each), and each advance's CPU seconds (this process: API and worker, all threads;
+// the servers it started). Starts its own FerretDB and Temporal dev server; prints a table, writes
 // results/test-clocks.json. Measures only; asserts nothing.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,7 @@ import { ordersCollection } from '../../store/orders';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { createSubscription } from '../../services/subscriptions/subscriptions';
 import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
+import { cpuSnapshot } from './cpu';
 import { machineInfo, printTable, round, saveResults } from './lib';
 
 const settings = { subscriptionsPerClock: [1, 10, 40], readyPollMs: 50 };
@@ -42,9 +44,22 @@ function apiAt(url: string, key: string): Api {
   return { post: (path, body) => send('POST', path, body), get: (path) => send('GET', path) };
 }
 
-/** POST advance, then poll until ready: milliseconds. */
-async function timedAdvance(api: Api, clock: string, to: number): Promise<number> {
+/** CPU used so far, in ms: this process (every thread: the worker's workflow thread too) and its servers. */
+function cpuUsedMs(): { ours: number; servers: number } {
+  const { user, system } = process.cpuUsage();
+  return { ours: (user + system) / 1000, servers: cpuSnapshot().childrenMs };
+}
+
+/** An advance's wall time and CPU seconds: the advance is CPU-bound, so CPU tells a slowdown from other load. */
+interface Timed {
+  ms: number;
+  cpuS: { ours: number; servers: number };
+}
+
+/** POST advance, then poll until ready. */
+async function timedAdvance(api: Api, clock: string, to: number): Promise<Timed> {
   const t = performance.now();
+  const cpu = cpuUsedMs();
   const answer = await api.post(`/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: to });
   if (answer.status !== 200) throw new Error(`advance answered ${answer.status}: ${JSON.stringify(answer.body)}`);
   const deadline = Date.now() + 10 * 60_000;
@@ -52,7 +67,9 @@ async function timedAdvance(api: Api, clock: string, to: number): Promise<number
     if (Date.now() > deadline) throw new Error(`clock ${clock} not ready after 10 minutes`);
     await new Promise((resolve) => setTimeout(resolve, settings.readyPollMs));
   }
-  return performance.now() - t;
+  const after = cpuUsedMs();
+  const seconds = (a: number, b: number) => round((b - a) / 1000);
+  return { ms: performance.now() - t, cpuS: { ours: seconds(cpu.ours, after.ours), servers: seconds(cpu.servers, after.servers) } };
 }
 
 interface Catalog {
@@ -146,10 +163,12 @@ async function main(): Promise<void> {
         });
         measured.push({
           subscriptions: count,
-          advance1Ms: round(first),
-          advance2Ms: round(second),
+          advance1Ms: round(first.ms),
+          advance2Ms: round(second.ms),
+          advance1CpuS: first.cpuS,
+          advance2CpuS: second.cpuS,
           renewals,
-          msPerRenewal: round((first + second) / Math.max(renewals, 1)),
+          msPerRenewal: round((first.ms + second.ms) / Math.max(renewals, 1)),
         });
       }
       return measured;
@@ -161,7 +180,9 @@ async function main(): Promise<void> {
       rows.map((r) => ({
         subscriptions: r.subscriptions,
         'advance 1 (2 months) ms': r.advance1Ms,
+        'advance 1 CPU s (ours + servers)': `${r.advance1CpuS.ours} + ${r.advance1CpuS.servers}`,
         'advance 2 (1 month) ms': r.advance2Ms,
+        'advance 2 CPU s (ours + servers)': `${r.advance2CpuS.ours} + ${r.advance2CpuS.servers}`,
         'renewals (3 each)': r.renewals,
         'ms per renewal': r.msPerRenewal,
       })),
