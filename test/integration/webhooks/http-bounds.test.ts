@@ -1,9 +1,11 @@
 // What this tests: a delivery's HTTP exchange against real TLS receivers that misbehave. One deadline
 // (10 s) covers the whole exchange and at most 64 KiB of the answer is read; past either the socket is
-// destroyed (the receiver sees it close), so no receiver can hold a worker socket.
+// destroyed (the receiver sees it close), so no receiver can hold a worker socket. New connections
+// reuse the client's one TLS context (the extra CA with the system roots), not one built per handshake.
 import https from 'node:https';
+import tls from 'node:tls';
 import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createWebhookHttpClient, RESPONSE_BODY_MAX_BYTES, type WebhookHttpClient } from '../../../adapters/webhooks/http';
 import { RECEIVER_TIMEOUT_MS } from '../../../domain/webhook-retry';
 import { waitFor } from '../../support/env';
@@ -87,4 +89,31 @@ it('a small answer is read to its end and the attempt reports at once; headers a
   const late = await post('/late', (res) => setTimeout(() => !res.destroyed && res.writeHead(200).end('late'), 3_000), 1_000);
   expect(late.outcome).toMatchObject({ ok: false, responseStatus: null, error: 'timeout' });
   expect(late.ms).toBeLessThan(2_500);
+});
+
+it('new connections reuse the one TLS context of the client (system roots and the extra CA): none is built per connection', async () => {
+  let handshakes = 0;
+  const count = () => void (handshakes += 1);
+  server.on('secureConnection', count);
+  const built = vi.spyOn(tls, 'createSecureContext');
+  try {
+    // `Connection: close` makes each POST open a new TLS connection.
+    for (let i = 0; i < 3; i++) {
+      const { outcome } = await post(`/close-${i}`, (res) => res.writeHead(200, { connection: 'close' }).end('ok'));
+      expect(outcome).toMatchObject({ ok: true, responseStatus: 200 });
+    }
+    expect(handshakes).toBe(3);
+    expect(built).not.toHaveBeenCalled();
+    // The context still verifies: a client whose extra CA is another one refuses this receiver.
+    const other = createWebhookHttpClient({ allowedHosts: ['localhost'], ca: tls.rootCertificates[0] });
+    try {
+      const refused = await other.post({ url: `https://localhost:${port}/close-other`, body: '{}', headers: {} });
+      expect(refused).toMatchObject({ ok: false, responseStatus: null, error: expect.stringMatching(/certificate/) });
+    } finally {
+      other.close();
+    }
+  } finally {
+    built.mockRestore();
+    server.off('secureConnection', count);
+  }
 });
