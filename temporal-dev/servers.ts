@@ -130,6 +130,21 @@ export const PRODUCTION_LIMITS: Record<string, number> = {
   'limit.historyCount.error': 51_200,
 };
 
+/**
+ * How often each of the dev server's history queues may read new tasks: Temporal's 20 per second per
+ * shard, on the dev server's single shard, added up to 50 ms before each workflow or activity task is
+ * dispatched (a one-activity workflow took 100 ms start to result, 27 ms at 1,000; docs/benchmarks.md).
+ * `TEMPORAL_DEV_QUEUE_POLL_RPS=20` restores Temporal's default; a production cluster sets its own.
+ */
+export function devServerQueuePolls(env: NodeJS.ProcessEnv = process.env): Record<string, number> {
+  const raw = env.TEMPORAL_DEV_QUEUE_POLL_RPS?.trim();
+  const rps = raw ? Number(raw) : 1_000;
+  if (!Number.isInteger(rps) || rps < 1 || rps > 100_000)
+    throw new Error(`TEMPORAL_DEV_QUEUE_POLL_RPS must be a whole number from 1 to 100000, not '${raw}'`);
+  const queues = ['transfer', 'timer', 'visibility'];
+  return Object.fromEntries(queues.map((queue) => [`history.${queue}ProcessorMaxPollRPS`, rps]));
+}
+
 export interface RunningTemporalDevServer {
   /** host:port of the frontend gRPC service, as TEMPORAL_ADDRESS takes it. */
   address: string;
@@ -167,7 +182,8 @@ export async function startTemporalDevServer(options: StartTemporalDevServerOpti
   // WAL with synchronous=NORMAL: far fewer fsyncs per workflow task, still crash-safe for the database.
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
   for (const name of searchAttributes) args.push('--search-attribute', `${name}=Keyword`);
-  for (const [key, value] of Object.entries(PRODUCTION_LIMITS)) args.push('--dynamic-config-value', `${key}=${value}`);
+  for (const [key, value] of Object.entries({ ...PRODUCTION_LIMITS, ...devServerQueuePolls() }))
+    args.push('--dynamic-config-value', `${key}=${value}`);
   if (uiPort === undefined) args.push('--headless');
   // The UI newsfeed is fetched from the internet, which this stack must not need.
   else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
