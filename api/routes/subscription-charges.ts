@@ -7,7 +7,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { startCharge, type StartChargeResult } from '../../services/charges/charges';
 import { findCharge, listSubscriptionCharges } from '../../store/subscription-charges';
-import { findSubscription } from '../../store/subscriptions';
 import {
   CHARGE_DESCRIPTION_MAX,
   CHARGE_LINE_QUANTITY_MAX,
@@ -22,7 +21,7 @@ import { readIdempotencyKey, requestFingerprint } from '../plugins/idempotency';
 import { Nullable } from '../../resources/common';
 import { IdParams, MetadataInput, withErrors } from '../http-schemas';
 import { CHARGE_STATUSES, subscriptionChargeObject } from '../../resources/subscription-charge';
-import { subscriptionMustExist } from './subscriptions';
+import { subscriptionMustExist, subscriptionOf } from './subscriptions';
 
 const ChargeRef = Type.Ref('SubscriptionCharge');
 
@@ -130,6 +129,7 @@ function createChargeRoute(app: RouteApp): void {
           fingerprint: requestFingerprint(request.method, request.url, request.body),
           request: { id: request.id, idempotency_key: key },
           store,
+          subscription: await subscriptionOf(db, request),
           // Below the server's request timeout: a charge still running past it answers pending and goes on.
           maxWaitMs: config.chargeWaitMs,
         },
@@ -157,7 +157,6 @@ function readChargeRoutes(app: RouteApp): void {
     async (request) => {
       const { store } = authOf(request);
       const { status, ...page } = request.query;
-      if (!(await findSubscription(db, store._id, request.params.id))) throw notFound('subscription', request.params.id);
       return paginate((window) => listSubscriptionCharges(db, store._id, request.params.id, { status }, window), {
         query: page,
         url: `/v1/subscriptions/${request.params.id}/charges`,

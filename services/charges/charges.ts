@@ -36,6 +36,8 @@ export interface StartChargeInput {
   request?: { id: string | null; idempotency_key: string | null } | null;
   /** The store when the caller already has it (the API's authentication); read otherwise. */
   store?: StoreDoc;
+  /** The subscription when the caller just read it (the route's existence check); read otherwise. */
+  subscription?: SubscriptionDoc;
   /**
    * How long to wait for the provider's answer; past it the charge goes on and the caller gets the
    * charge as it stands (pending, outcome `undecided`), recorded under the key. No limit when absent.
@@ -146,7 +148,7 @@ export async function startCharge(deps: { db: Database; temporal: Client; taskQu
   // A key is permanent: whatever happened since, it answers with its charge.
   const [existing, sub] = await Promise.all([
     findChargeByKey(db, input.storeId, input.key),
-    findSubscription(db, input.storeId, input.subscriptionId),
+    input.subscription ?? findSubscription(db, input.storeId, input.subscriptionId),
   ]);
   if (existing) return replayOf(existing, fingerprint);
   checkChargeable(sub, input);
