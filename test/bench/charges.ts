@@ -38,6 +38,7 @@ import { recordSubscription } from '../../services/subscriptions/subscriptions';
 import { ordersCollection } from '../../store/orders';
 import { chargesCollection } from '../../store/subscription-charges';
 import { measureStripeAdapter, stripeSettings } from './stripe-adapter';
+import { cpuByProcess } from './cpu';
 import { chainAnswerUpdate, chainRelayUpdate, type ChainActivities } from './chain-workflows';
 import { machineInfo, printActivityTimings, printTable, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
@@ -232,7 +233,9 @@ async function main(): Promise<void> {
 
     const figures = await worker.runUntil(async () => {
       console.log('(a) bare start-and-wait of pingWorkflow (one activity), 20 lanes...');
+      const pingCpu = cpuByProcess();
       const bare = await yardstick(client, taskQueue);
+      const pingCpuPerOp = pingCpu.per(settings.yardstick.warmup + settings.yardstick.count);
       const bareSequential = await yardstick(client, taskQueue, { count: settings.sequential.count, concurrency: 1, warmup: 0 });
       console.log("(a2) the chain yardstick: the charge's structure with no-op activities, 1 lane then 20...");
       const chain = await chainYardstick(nativeConnection, client);
@@ -254,6 +257,7 @@ async function main(): Promise<void> {
       const latencies: number[] = [];
       let non201 = 0;
       const latenciesBefore = await taskLatencies(metricsPort);
+      const chargeCpu = cpuByProcess();
       const began = performance.now();
       await runWithConcurrency(count, connections, async (i) => {
         const t = performance.now();
@@ -262,8 +266,16 @@ async function main(): Promise<void> {
         if (res.status !== 201) non201++;
       });
       const seconds = (performance.now() - began) / 1000;
+      const cpuPerOp = { ping: pingCpuPerOp, charge: chargeCpu.per(count) };
       const taskLatencyRows = latencyRows(latenciesBefore, await taskLatencies(metricsPort));
-      const distinct = { charges: count, chargesPerSec: round(count / seconds), latencyMs: summarizeLatencies(latencies), non201, taskLatencyRows };
+      const distinct = {
+        charges: count,
+        chargesPerSec: round(count / seconds),
+        latencyMs: summarizeLatencies(latencies),
+        non201,
+        taskLatencyRows,
+        cpuPerOp,
+      };
 
       console.log(`(c) ${settings.sameKey.rounds} rounds of ${settings.sameKey.concurrent} concurrent requests with one key...`);
       const rounds = [];
@@ -348,6 +360,14 @@ async function main(): Promise<void> {
         'p50 / 20-lane chain (local) p50': round(figures.distinct.latencyMs.p50 / chainLocal.lanes.p50, 2),
       },
     ]);
+    const { ping: pingCpuRow, charge: chargeCpuRow } = figures.distinct.cpuPerOp;
+    printTable(
+      'CPU per operation by process (ms): this process holds the API, the worker and the load generator; ferretdb with its relay; temporal is the dev server',
+      [
+        { operation: 'ping workflow, 20 lanes (a)', ...pingCpuRow },
+        { operation: 'charge, 20 connections (b)', ...chargeCpuRow },
+      ],
+    );
     if (metricsOn) printTable("(b) where the 20-connection charges waited: the worker's Temporal task latencies", figures.distinct.taskLatencyRows);
     printTable(
       `(c) ${settings.sameKey.concurrent} concurrent requests with one key`,

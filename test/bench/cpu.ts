@@ -26,25 +26,48 @@ function readStat(path: string): string | null {
   }
 }
 
-/** Every live process under `root` (children, grandchildren...): their CPU summed. */
-function descendantsMs(root: number): number {
-  const byParent = new Map<number, Array<{ pid: number; ms: number }>>();
+/** Every live process under `root` (children, grandchildren...): their CPU by command name (ferretdb, temporal...). */
+function descendantsByName(root: number): Map<string, number> {
+  const byParent = new Map<number, Array<{ pid: number; ms: number; name: string }>>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = readStat(`/proc/${entry}/stat`);
     if (!stat) continue;
     const { ppid, ms } = cpuMsOf(stat);
-    byParent.set(ppid, [...(byParent.get(ppid) ?? []), { pid: Number(entry), ms }]);
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    byParent.set(ppid, [...(byParent.get(ppid) ?? []), { pid: Number(entry), ms, name }]);
   }
-  let total = 0;
+  const totals = new Map<string, number>();
   const queue = [root];
   while (queue.length > 0) {
     for (const child of byParent.get(queue.pop()!) ?? []) {
-      total += child.ms;
+      totals.set(child.name, (totals.get(child.name) ?? 0) + child.ms);
       queue.push(child.pid);
     }
   }
-  return total;
+  return totals;
+}
+
+function descendantsMs(root: number): number {
+  return [...descendantsByName(root).values()].reduce((a, b) => a + b, 0);
+}
+
+/**
+ * CPU ms per operation by process over a phase: `this process` (all its threads: API, worker, load
+ * generator) and each child command by name (ferretdb with its relay, temporal); `per(n)` ends the phase.
+ */
+export function cpuByProcess(): { per(operations: number): Record<string, number> } {
+  const own = process.cpuUsage();
+  const children = descendantsByName(process.pid);
+  return {
+    per(operations) {
+      const n = Math.max(1, operations);
+      const used = process.cpuUsage(own);
+      const row: Record<string, number> = { 'this process': Math.round((used.user + used.system) / n) / 1000 };
+      for (const [name, ms] of descendantsByName(process.pid)) row[name] = Math.round(((ms - (children.get(name) ?? 0)) / n) * 1000) / 1000;
+      return row;
+    },
+  };
 }
 
 export function cpuSnapshot(): CpuSnapshot {
