@@ -113,8 +113,9 @@ async function chainYardstick(connection: NativeConnection, client: Client) {
       const { count, concurrency, warmup } = settings.yardstick;
       await chainRun(client, taskQueue, backs, warmup, concurrency);
       const oneLane = await chainRun(client, taskQueue, backs, settings.sequential.count, 1);
+      const cpu = cpuByProcess();
       const lanes = await chainRun(client, taskQueue, backs, count, concurrency);
-      figures.push({ local, oneLane, lanes });
+      figures.push({ local, oneLane, lanes, cpuPerOp: cpu.per(count) });
       await Promise.all(backs.map((id) => client.workflow.getHandle(id).terminate('bench done')));
     }
     return figures;
@@ -365,6 +366,7 @@ async function main(): Promise<void> {
       'CPU per operation by process (ms): this process holds the API, the worker and the load generator; ferretdb with its relay; temporal is the dev server',
       [
         { operation: 'ping workflow, 20 lanes (a)', ...pingCpuRow },
+        ...figures.chain.map((c) => ({ operation: `chain, ${c.local ? 'local' : 'regular'}, 20 lanes (a2)`, ...c.cpuPerOp })),
         { operation: 'charge, 20 connections (b)', ...chargeCpuRow },
       ],
     );

@@ -54,7 +54,7 @@ function descendantsMs(root: number): number {
 
 /**
  * CPU ms per operation by process over a phase: `this process` (all its threads: API, worker, load
- * generator) and each child command by name (ferretdb with its relay, temporal); `per(n)` ends the phase.
+ * generator), ferretdb (with its relay), temporal (the dev server), any other child, and their total.
  */
 export function cpuByProcess(): { per(operations: number): Record<string, number> } {
   const own = process.cpuUsage();
@@ -62,10 +62,15 @@ export function cpuByProcess(): { per(operations: number): Record<string, number
   return {
     per(operations) {
       const n = Math.max(1, operations);
-      const used = process.cpuUsage(own);
-      const row: Record<string, number> = { 'this process': Math.round((used.user + used.system) / n) / 1000 };
-      for (const [name, ms] of descendantsByName(process.pid)) row[name] = Math.round(((ms - (children.get(name) ?? 0)) / n) * 1000) / 1000;
-      return row;
+      const ownUsed = process.cpuUsage(own);
+      const used = { 'this process': (ownUsed.user + ownUsed.system) / 1000, ferretdb: 0, temporal: 0, other: 0 };
+      for (const [name, total] of descendantsByName(process.pid)) {
+        const column = name === 'ferretdb' || name === 'temporal' ? name : 'other';
+        used[column] += total - (children.get(name) ?? 0);
+      }
+      const perOp = (ms: number) => Math.round((ms / n) * 1000) / 1000;
+      const total = Object.values(used).reduce((a, b) => a + b, 0);
+      return { ...Object.fromEntries(Object.entries(used).map(([name, ms]) => [name, perOp(ms)])), total: perOp(total) };
     },
   };
 }
