@@ -19,7 +19,8 @@ package main
 //
 //	CREATE INDEX IF NOT EXISTS "_ferretdb_<table>_id_expr" ON "<table>" (_ferretdb_sjson->'$._id')
 //
-// (and, in the same pass, the list index of listfind.go, listIndexSQL), with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
+// (and, in the same pass, the list index of listfind.go, listIndexSQL, and an index per unique key of
+// keyfind.go, keyIndexSQL, dropping those whose unique index is gone), with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
 // "SEARCH <table> USING INDEX _ferretdb_<table>_id_expr (<expr>=?)"). The unique `_id_` index is left
 // alone and still enforces uniqueness (duplicate inserts still fail with code 11000).
 //
@@ -64,6 +65,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the driver FerretDB uses (same module graph, same SQLite build)
@@ -94,6 +96,10 @@ type idIndexer struct {
 	query url.Values // query parameters of our connections
 	l     *slog.Logger
 	seen  map[string]dbFiles // database file -> state of its files when last found complete
+	keys  bool               // also index unique keys (keyfind.go); FERRETDB_RELAY_KEYS=off turns it off
+
+	wantMu sync.Mutex
+	wanted map[string]map[string]bool // database file -> key indexes a lookup asked for (keyfind.go), at most keyMaxWanted in all
 }
 
 // dbFiles is what a database's files looked like before a successful pass over it.
@@ -153,6 +159,9 @@ func newIDIndexer(sqliteURL string, l *slog.Logger) (*idIndexer, error) {
 		query: query,
 		l:     l,
 		seen:  map[string]dbFiles{},
+		keys:  keysOn(),
+
+		wanted: map[string]map[string]bool{},
 	}, nil
 }
 
@@ -196,7 +205,7 @@ func (x *idIndexer) pass(ctx context.Context) {
 			continue
 		}
 
-		if prev, ok := x.seen[file]; ok && prev.same(cur) && time.Since(prev.at) < idIndexRecheck {
+		if prev, ok := x.seen[file]; ok && prev.same(cur) && time.Since(prev.at) < idIndexRecheck && !x.isWanted(file) {
 			continue
 		}
 
@@ -246,11 +255,7 @@ func sameFile(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// indexDB creates the missing _id expression indexes of one database.
-//
-// The set of collection tables that still need the index is read from the database itself
-// (metadata table vs sqlite_schema), so a collection dropped and created again with the same
-// table name is handled like a new one.
+// indexDB creates the missing relay indexes of one database (see indexTable).
 func (x *idIndexer) indexDB(ctx context.Context, file string) error {
 	u := x.base
 	u.Path = path.Join(x.base.Path, filepath.Base(file))
@@ -265,55 +270,128 @@ func (x *idIndexer) indexDB(ctx context.Context, file string) error {
 
 	db.SetMaxOpenConns(1)
 
-	// Tables missing either index (the list index came later: existing data directories get it too).
-	q := fmt.Sprintf(
-		`SELECT c.table_name FROM %q AS c`+
-			` WHERE EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = c.table_name)`+
-			` AND (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN (?1 || c.table_name || ?2, ?1 || c.table_name || ?3)) < 2`,
-		metadataTable,
-	)
-
-	rows, err := db.QueryContext(ctx, q, idIndexNamePrefix, idIndexNameSuffix, listIndexSuffix)
+	tables, err := indexedTables(ctx, db)
 	if err != nil {
 		return err // includes "no such table" for a database FerretDB is still creating
 	}
 
-	var tables []string
-	for rows.Next() {
-		var t string
-		if err = rows.Scan(&t); err != nil {
-			_ = rows.Close()
-			return err
-		}
-		tables = append(tables, t)
-	}
-	if err = errors.Join(rows.Err(), rows.Close()); err != nil {
-		return err
-	}
-
+	wanted := x.takeWanted(file) // asked for again by the next lookup if this pass fails
 	var errs []error
-
-	for _, table := range tables {
-		name := idIndexNamePrefix + table + idIndexNameSuffix
-		start := time.Now()
-
-		// Table names come from FerretDB, which quotes them the same way (%q). Both are idempotent.
-		q := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`, name, table, idColumnExpr)
-		if _, err := db.ExecContext(ctx, q); err != nil {
+	for _, t := range tables {
+		if err := x.indexTable(ctx, db, file, t, wanted); err != nil {
 			// Typically "no such table": the collection was dropped since the query above.
-			errs = append(errs, fmt.Errorf("%s: %w", table, err))
-			continue
+			errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
 		}
-		if _, err := db.ExecContext(ctx, listIndexSQL(table)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", table, err))
-			continue
-		}
-
-		x.l.InfoContext(
-			ctx, "id index created",
-			slog.String("file", file), slog.String("index", name), slog.Duration("took", time.Since(start)),
-		)
 	}
 
 	return errors.Join(errs...)
+}
+
+// collTable is a collection's table, its FerretDB settings, and the names of our indexes on it.
+type collTable struct {
+	name, settings string
+	ours           map[string]bool
+}
+
+// indexedTables reads every collection table (metadata vs sqlite_schema, so a collection dropped and
+// created again with the same table name is handled like a new one) and our indexes on each.
+func indexedTables(ctx context.Context, db *sql.DB) ([]*collTable, error) {
+	q := fmt.Sprintf(
+		`SELECT c.table_name, IFNULL(c.settings, ''), IFNULL(s.name, '') FROM %q AS c`+
+			` JOIN sqlite_schema AS t ON t.type = 'table' AND t.name = c.table_name`+
+			` LEFT JOIN sqlite_schema AS s ON s.type = 'index' AND s.tbl_name = c.table_name AND substr(s.name, 1, ?2) = ?1`,
+		metadataTable,
+	)
+	rows, err := db.QueryContext(ctx, q, idIndexNamePrefix, len(idIndexNamePrefix))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close() //nolint:errcheck // read only
+	byName := map[string]*collTable{}
+	var tables []*collTable
+	for rows.Next() {
+		var table, settings, index string
+		if err = rows.Scan(&table, &settings, &index); err != nil {
+			return nil, err
+		}
+		t := byName[table]
+		if t == nil {
+			t = &collTable{name: table, settings: settings, ours: map[string]bool{}}
+			byName[table] = t
+			tables = append(tables, t)
+		}
+		if index != "" {
+			t.ours[index] = true
+		}
+	}
+	return tables, rows.Err()
+}
+
+// indexTable creates the missing _id and list indexes of one table and the key indexes a lookup asked for,
+// keeps the key indexes it has while FerretDB has their unique index, and drops the others (all of them
+// when FERRETDB_RELAY_KEYS=off): a unique key nobody looks up (say, meter events') costs writes nothing.
+func (x *idIndexer) indexTable(ctx context.Context, db *sql.DB, file string, t *collTable, wanted map[string]bool) error {
+	want := map[string]string{ // index name -> its CREATE INDEX IF NOT EXISTS (all idempotent)
+		idIndexNamePrefix + t.name + idIndexNameSuffix: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`,
+			idIndexNamePrefix+t.name+idIndexNameSuffix, t.name, idColumnExpr),
+		idIndexNamePrefix + t.name + listIndexSuffix: listIndexSQL(t.name),
+	}
+	if x.keys {
+		for _, fields := range uniqueKeys(t.settings) {
+			if name := keyIndexName(t.name, fields); t.ours[name] || wanted[name] {
+				want[name] = keyIndexSQL(t.name, fields)
+			}
+		}
+	}
+	for name, create := range want {
+		if t.ours[name] {
+			continue
+		}
+		start := time.Now()
+		if _, err := db.ExecContext(ctx, create); err != nil {
+			return err
+		}
+		x.l.InfoContext(ctx, "relay index created", slog.String("file", file), slog.String("index", name), slog.Duration("took", time.Since(start)))
+	}
+	for name := range t.ours {
+		if _, wanted := want[name]; wanted || !strings.HasPrefix(name, idIndexNamePrefix+t.name+keyIndexInfix) {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %q`, name)); err != nil {
+			return err
+		}
+		x.l.InfoContext(ctx, "relay index dropped", slog.String("file", file), slog.String("index", name))
+	}
+	return nil
+}
+
+// want records that a lookup found no key index of this name in the database file; the next pass makes it.
+func (x *idIndexer) want(file, index string) {
+	x.wantMu.Lock()
+	defer x.wantMu.Unlock()
+	n := 0
+	for _, names := range x.wanted {
+		n += len(names)
+	}
+	if n >= keyMaxWanted || !x.keys {
+		return // asked again by a later lookup once the pass has made the others
+	}
+	if x.wanted[file] == nil {
+		x.wanted[file] = map[string]bool{}
+	}
+	x.wanted[file][index] = true
+}
+
+func (x *idIndexer) isWanted(file string) bool {
+	x.wantMu.Lock()
+	defer x.wantMu.Unlock()
+	return len(x.wanted[file]) > 0
+}
+
+func (x *idIndexer) takeWanted(file string) map[string]bool {
+	x.wantMu.Lock()
+	defer x.wantMu.Unlock()
+	names := x.wanted[file]
+	delete(x.wanted, file)
+	return names
 }

@@ -297,10 +297,12 @@ func plainNumber(v bsoncore.Value) (any, bool) {
 	return nil, false
 }
 
-// listReader answers listQuery from the SQLite files of FerretDB's data directory.
+// listReader answers listQuery (and keyQuery, keyfind.go) from the SQLite files of FerretDB's data directory.
 type listReader struct {
-	x *idIndexer // for its data directory and connection parameters
-	l *slog.Logger
+	x     *idIndexer // for its data directory and connection parameters
+	l     *slog.Logger
+	lists bool // FERRETDB_RELAY_LISTS is not off
+	keys  bool // FERRETDB_RELAY_KEYS is not off
 
 	mu  sync.Mutex
 	dbs map[string]*listDB // database name -> its read pool
@@ -313,11 +315,13 @@ type listDB struct {
 	used time.Time // guarded by listReader.mu
 }
 
+// newListReader returns nil when both fast paths are off (or FerretDB is in memory).
 func newListReader(x *idIndexer) *listReader {
-	if x == nil || strings.EqualFold(os.Getenv("FERRETDB_RELAY_LISTS"), "off") {
+	lists := !strings.EqualFold(os.Getenv("FERRETDB_RELAY_LISTS"), "off")
+	if x == nil || (!lists && !x.keys) {
 		return nil
 	}
-	return &listReader{x: x, l: x.l, dbs: map[string]*listDB{}}
+	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, dbs: map[string]*listDB{}}
 }
 
 // answer returns the reply to q (responseTo requestID), or false to pass the find through.
@@ -337,7 +341,7 @@ func (lr *listReader) answer(q *listQuery, to int32) ([]byte, bool) {
 		return nil, false
 	}
 	lr.l.DebugContext(ctx, "relay: list page answered from the index", slog.String("ns", q.db+"."+q.coll), slog.Int("docs", len(docs)))
-	return listReply(q, docs, to)
+	return findReply(q.db, q.coll, docs, to)
 }
 
 // db returns the read pool of the database, opening one if needed.
@@ -469,8 +473,8 @@ func listArgs(q *listQuery) []any {
 	return append(args, q.limit)
 }
 
-// listReply is find's reply with every document in the first batch and the cursor closed, or false when too large.
-func listReply(q *listQuery, docs []bsoncore.Document, to int32) ([]byte, bool) {
+// findReply is find's reply with every document in the first batch and the cursor closed, or false when too large.
+func findReply(db, coll string, docs []bsoncore.Document, to int32) ([]byte, bool) {
 	size := 0
 	values := make([]bsoncore.Value, len(docs))
 	for i, d := range docs {
@@ -483,7 +487,7 @@ func listReply(q *listQuery, docs []bsoncore.Document, to int32) ([]byte, bool) 
 	cursor := bsoncore.BuildDocument(nil,
 		bsoncore.BuildArrayElement(nil, "firstBatch", values...),
 		bsoncore.AppendInt64Element(nil, "id", 0),
-		bsoncore.AppendStringElement(nil, "ns", q.db+"."+q.coll),
+		bsoncore.AppendStringElement(nil, "ns", db+"."+coll),
 	)
 	return replyMessage(to, reply(bsoncore.AppendDocumentElement(nil, "cursor", cursor))), true
 }

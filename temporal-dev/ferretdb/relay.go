@@ -61,7 +61,7 @@ type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
 	checks   *checkPool  // see pinned.go
-	lists    *listReader // see listfind.go; nil when off
+	lists    *listReader // see listfind.go and keyfind.go; nil when both are off
 	l        *slog.Logger
 }
 
@@ -153,13 +153,12 @@ type conn struct {
 
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
 // and, in that lock, answering or narrowing the filter of those that pin one document, and rewriting a find
-// that pins one document as an aggregate (see pinned.go); a list's page is answered from SQLite (see listfind.go).
+// that pins one document as an aggregate (see pinned.go); a list's page and a lookup by a unique key are answered
+// from SQLite (see listfind.go, keyfind.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
-		if q, ok := listQueryOf(msg); ok && c.lists != nil {
-			if answer, ok := c.lists.answer(q, requestID(msg)); ok {
-				return nil, c.writeClient(answer)
-			}
+		if answer, ok := c.readAnswer(msg); ok {
+			return nil, c.writeClient(answer)
 		}
 		if find, ok := pinnedFind(msg); ok {
 			return find, nil // a read: no lock
@@ -182,6 +181,20 @@ func (c *conn) requests() error {
 		c.mu.Unlock()
 		return forward, nil
 	}, nil)
+}
+
+// readAnswer is the relay's own answer to a list page (listfind.go) or a lookup by a unique key (keyfind.go).
+func (c *conn) readAnswer(msg []byte) ([]byte, bool) {
+	if c.lists == nil {
+		return nil, false
+	}
+	if q, ok := listQueryOf(msg); ok && c.lists.lists {
+		return c.lists.answer(q, requestID(msg))
+	}
+	if q, ok := keyQueryOf(msg); ok && c.lists.keys {
+		return c.lists.answerKey(q, requestID(msg))
+	}
+	return nil, false
 }
 
 // replies relays FerretDB -> client, answering a broken unique index with DuplicateKey in the replies to
