@@ -1,7 +1,8 @@
 // `npm run bench:keys`: a lookup by a unique key (store/subscription-charges.ts findChargeByKey, a findOne on {store_id, key})
 // on the local engine as the collection grows, with the relay's key index (temporal-dev/ferretdb/keyfind.go) and without
 // it (FERRETDB_RELAY_KEYS=off: FerretDB's full scan), and what that index costs the writes: the same charges inserted
-// into both engines, 1,000 at a time and one at a time, and meter events (a 3-field unique key) 100 at a time.
+// into both engines, 1,000 at a time and one at a time (and, after the last size, rounds of 1,000 alternating between the
+// engines), and meter events 100 at a time (a 3-field unique key nobody looks up: no index of ours on either engine).
 // At each size (KEYS_SIZES, default 1,000, 10,000 and 100,000 charges in the store; another store holds a tenth as many)
 // it times sequential lookups of present and absent keys on each engine in turn. Prints and writes results/key-lookup.json.
 // Measures only: another process on the machine moves every figure (the load average is printed at the start and end).
@@ -23,6 +24,8 @@ const lookups = (size: number, fast: boolean) => (fast ? 400 : size >= 100_000 ?
 const seedBatch = 1_000;
 const singleInserts = 300;
 const meterBatches = 30;
+/** Alternating insertMany rounds per engine for the write cost, after the largest size. */
+const costRounds = 6;
 
 interface Engine {
   name: 'key index' | 'off';
@@ -146,6 +149,17 @@ async function untilIndexed(engine: Engine): Promise<void> {
   );
 }
 
+/** Charges inserted 1,000 at a time per second, in rounds alternating between the engines (so load falls on both). */
+async function writeCost(engines: Engine[]): Promise<Record<string, number[]>> {
+  const rates: Record<string, number[]> = {};
+  for (let r = 0; r < costRounds; r++) {
+    for (const engine of r % 2 === 0 ? engines : [...engines].reverse()) {
+      (rates[engine.name] ??= []).push(round(await seed(engine.db, 'st_c', r * seedBatch, (r + 1) * seedBatch)));
+    }
+  }
+  return rates;
+}
+
 interface Row {
   size: number;
   engine: string;
@@ -161,6 +175,7 @@ async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), 'billing-bench-keys-'));
   const engines = [await startEngine('key index', workDir), await startEngine('off', workDir)];
   const rows: Row[] = [];
+  let cost: Record<string, number[]> | undefined;
   try {
     let have = 0;
     for (const size of sizes) {
@@ -179,6 +194,7 @@ async function main(): Promise<void> {
         rows.push({ size, engine: engine.name, seedDocsPerS: round(seeded.get(engine.name)!), lookup, ...(await writesAt(engine, size)) });
       }
     }
+    cost = await writeCost(engines);
   } finally {
     for (const engine of engines) {
       await engine.mongo.close();
@@ -198,12 +214,18 @@ async function main(): Promise<void> {
       'meter events/s': Math.round(r.meterEventsPerS),
     })),
   );
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  printTable(
+    `write cost: charges inserted 1,000 at a time per second, ${costRounds} rounds alternating, at the largest size`,
+    Object.entries(cost ?? {}).map(([engine, rates]) => ({ engine, median: Math.round(median(rates)), rounds: rates.map(Math.round).join(' ') })),
+  );
   const file = saveResults(process.env.KEYS_BENCH_RESULTS ?? 'key-lookup', {
     benchmark: 'key-lookup',
     takenAt: new Date().toISOString(),
     machine,
     loadAverage1mAfter: machineInfo().loadAverage1m,
     rows,
+    writeCostDocsPerS: cost,
   });
   console.log(`\nresults written to ${file}`);
 }
