@@ -224,6 +224,7 @@ func (x *idIndexer) pass(ctx context.Context) {
 			delete(x.seen, file) // database dropped
 		}
 	}
+	x.forgetWanted(present)
 }
 
 // statDB returns the state of a database's files, or false if there is no (usable) database file yet.
@@ -394,4 +395,15 @@ func (x *idIndexer) takeWanted(file string) map[string]bool {
 	names := x.wanted[file]
 	delete(x.wanted, file)
 	return names
+}
+
+// forgetWanted drops the asks for databases that are gone, so they never hold places of keyMaxWanted.
+func (x *idIndexer) forgetWanted(present map[string]struct{}) {
+	x.wantMu.Lock()
+	defer x.wantMu.Unlock()
+	for file := range x.wanted {
+		if _, ok := present[file]; !ok {
+			delete(x.wanted, file)
+		}
+	}
 }
