@@ -3,46 +3,21 @@
 // (temporal-dev/ferretdb/keyfind.go). Two engines get the same writes: one with that fast path, one with
 // FERRETDB_RELAY_KEYS=off (FerretDB's own full scan, MongoDB's matching); every answer must be the same BSON, byte for
 // byte, and the first engine's log must show it answered the lookup itself, or passed it through where it must.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Binary, BSON, Double, Int32, MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
+import { readFileSync } from 'node:fs';
+import { Binary, BSON, Double, Int32, ObjectId, type Collection, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnGroup, type ChildGroup } from '../../../temporal-dev/processes';
-import { freePort } from '../../../temporal-dev/servers';
-import { ferretDbPath } from '../../../temporal-dev/tools';
 import { waitFor } from '../../../temporal-dev/wait';
+import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
 
 const answeredLine = 'relay: key lookup answered from the index';
 const passedLine = 'relay: key lookup passed through';
 /** Values kept as their BSON types, so serializing a read document gives its exact bytes. */
 const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
-interface Engine {
-  client: MongoClient;
-  group: ChildGroup;
-  dir: string;
-  logFile: string;
-}
+type Engine = RelayEngine;
 
-async function startEngine(fast: boolean): Promise<Engine> {
-  const dir = mkdtempSync(join(tmpdir(), 'key-index-'));
-  const logFile = join(dir, 'ferretdb.log');
-  const port = await freePort();
-  const env = { ...process.env, FERRETDB_RELAY_KEYS: fast ? 'on' : 'off', FERRETDB_RELAY_LISTS: 'off' };
-  const args = ['--listen-addr', `127.0.0.1:${port}`, '--sqlite-url', `${pathToFileURL(dir).href}/`, '--log-level', 'debug'];
-  const group = spawnGroup(fast ? 'ferretdb-keys-on' : 'ferretdb-keys-off', ferretDbPath(), args, { env, logFile });
-  const client = new MongoClient(`mongodb://127.0.0.1:${port}/`, { serverSelectionTimeoutMS: 2_000 });
-  await waitFor(() => client.db('admin').command({ ping: 1 }), {
-    timeoutMs: 60_000,
-    description: 'the test FerretDB to answer ping',
-    abortIf: () => (group.hasExited() ? new Error(`FerretDB exited: ${readFileSync(logFile, 'utf8').slice(-2000)}`) : undefined),
-  });
-  return { client, group, dir, logFile };
-}
-
-const countIn = (engine: Engine, line: string): number => readFileSync(engine.logFile, 'utf8').split(line).length - 1;
+const startEngine = (fast: boolean): Promise<Engine> =>
+  startRelayEngine(fast ? 'ferretdb-keys-on' : 'ferretdb-keys-off', { FERRETDB_RELAY_KEYS: fast ? 'on' : 'off', FERRETDB_RELAY_LISTS: 'off' });
 
 let fast: Engine;
 let slow: Engine;
@@ -112,14 +87,7 @@ beforeAll(async () => {
   await untilAnswered('charges', { store_id: 'st_a', key: 'key-1' });
 }, 120_000);
 
-afterAll(async () => {
-  for (const engine of [fast, slow]) {
-    if (!engine) continue;
-    await engine.client.close();
-    await engine.group.stop();
-    rmSync(engine.dir, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopRelayEngines([fast, slow]));
 
 describe('lookups by a unique key from the relay index equal FerretDB full scan (MongoDB semantics)', () => {
   it('present and absent keys, the same key in two stores, either field order, unicode and escaped strings: all answered', async () => {

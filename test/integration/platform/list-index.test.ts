@@ -2,47 +2,21 @@
 // created then _id, limit n+1) from its SQLite index (temporal-dev/ferretdb/listfind.go). Two engines get the same writes:
 // one with that fast path, one with FERRETDB_RELAY_LISTS=off (FerretDB's own full scan, MongoDB's semantics); every page
 // must be the same BSON, byte for byte, and the first engine's log must show it answered the page itself (or passed through).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Binary, BSON, Double, Int32, Long, MongoClient, ObjectId, Timestamp, type Collection, type Document } from 'mongodb';
+import { Binary, BSON, Double, Int32, Long, ObjectId, Timestamp, type Collection, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findPage, NEWEST_FIRST, OLDEST_FIRST, type ListOrder, type PageResult } from '../../../store/pagination';
-import { spawnGroup, type ChildGroup } from '../../../temporal-dev/processes';
-import { freePort } from '../../../temporal-dev/servers';
-import { ferretDbPath } from '../../../temporal-dev/tools';
 import { waitFor } from '../../../temporal-dev/wait';
+import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
+import { findPage, NEWEST_FIRST, OLDEST_FIRST, type ListOrder, type PageResult } from '../../../store/pagination';
 
 const answeredLine = 'relay: list page answered from the index';
 const passedLine = 'relay: list page passed through';
 /** Values kept as their BSON types (Int32 vs Double vs Long), so serializing a read document gives its exact bytes. */
 const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
-interface Engine {
-  client: MongoClient;
-  group: ChildGroup;
-  dir: string;
-  logFile: string;
-}
+type Engine = RelayEngine;
 
-async function startEngine(fast: boolean): Promise<Engine> {
-  const dir = mkdtempSync(join(tmpdir(), 'list-index-'));
-  const logFile = join(dir, 'ferretdb.log');
-  const port = await freePort();
-  const env = { ...process.env, FERRETDB_RELAY_LISTS: fast ? 'on' : 'off' };
-  const args = ['--listen-addr', `127.0.0.1:${port}`, '--sqlite-url', `${pathToFileURL(dir).href}/`, '--log-level', 'debug'];
-  const group = spawnGroup(fast ? 'ferretdb-lists-on' : 'ferretdb-lists-off', ferretDbPath(), args, { env, logFile });
-  const client = new MongoClient(`mongodb://127.0.0.1:${port}/`, { serverSelectionTimeoutMS: 2_000 });
-  await waitFor(() => client.db('admin').command({ ping: 1 }), {
-    timeoutMs: 60_000,
-    description: 'the test FerretDB to answer ping',
-    abortIf: () => (group.hasExited() ? new Error(`FerretDB exited: ${readFileSync(logFile, 'utf8').slice(-2000)}`) : undefined),
-  });
-  return { client, group, dir, logFile };
-}
-
-const countIn = (engine: Engine, line: string): number => readFileSync(engine.logFile, 'utf8').split(line).length - 1;
+const startEngine = (fast: boolean): Promise<Engine> =>
+  startRelayEngine(fast ? 'ferretdb-lists-on' : 'ferretdb-lists-off', { FERRETDB_RELAY_LISTS: fast ? 'on' : 'off' });
 
 let fast: Engine;
 let slow: Engine;
@@ -136,14 +110,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  for (const engine of [fast, slow]) {
-    if (!engine) continue;
-    await engine.client.close();
-    await engine.group.stop();
-    rmSync(engine.dir, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopRelayEngines([fast, slow]));
 
 describe('list pages from the relay index equal FerretDB full scan (MongoDB semantics)', () => {
   it('every page of each store, both orders, forwards and backwards, limits 1, 7 and 100: all answered from the index', async () => {
