@@ -72,22 +72,11 @@ type keyQuery struct {
 
 // keyQueryOf returns the keyQuery msg is, if it is one with nothing we do not know about.
 func keyQueryOf(msg []byte) (*keyQuery, bool) {
-	flags, sections, ok := splitOpMsg(msg)
-	if !ok || flags&^flagChecksum != 0 || len(sections) != 1 || sections[0][0] != sectionBody {
+	body, db, coll, ok := findOf(msg, keyFindKeys)
+	if !ok {
 		return nil, false
 	}
-	body := bsoncore.Document(sections[0][1:])
-	elems, err := body.Elements()
-	if err != nil || len(elems) == 0 || elems[0].Key() != "find" || !onlyKnown(elems, keyFindKeys) {
-		return nil, false
-	}
-	q := &keyQuery{}
-	if q.coll, ok = elems[0].Value().StringValueOK(); !ok {
-		return nil, false
-	}
-	if q.db, ok = body.Lookup("$db").StringValueOK(); !ok || !plainDBName(q.db) {
-		return nil, false
-	}
+	q := &keyQuery{db: db, coll: coll}
 	if !keyLimitOne(body) {
 		return nil, false
 	}

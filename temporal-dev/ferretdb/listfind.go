@@ -84,24 +84,33 @@ type listCursor struct {
 var listKeys = keySet("find", "filter", "sort", "limit", "batchSize", "singleBatch",
 	"$db", "lsid", "$clusterTime", "readConcern", "maxTimeMS", "comment", "$readPreference")
 
-// listQueryOf returns the listQuery msg is, if it is one with nothing we do not know about.
-func listQueryOf(msg []byte) (*listQuery, bool) {
+// findOf returns the body, database and collection of a find in msg that has no key outside known.
+func findOf(msg []byte, known map[string]bool) (body bsoncore.Document, db, coll string, ok bool) {
 	flags, sections, ok := splitOpMsg(msg)
 	if !ok || flags&^flagChecksum != 0 || len(sections) != 1 || sections[0][0] != sectionBody {
-		return nil, false
+		return nil, "", "", false
 	}
-	body := bsoncore.Document(sections[0][1:])
+	body = bsoncore.Document(sections[0][1:])
 	elems, err := body.Elements()
-	if err != nil || len(elems) == 0 || elems[0].Key() != "find" || !onlyKnown(elems, listKeys) {
+	if err != nil || len(elems) == 0 || elems[0].Key() != "find" || !onlyKnown(elems, known) {
+		return nil, "", "", false
+	}
+	if coll, ok = elems[0].Value().StringValueOK(); !ok {
+		return nil, "", "", false
+	}
+	if db, ok = body.Lookup("$db").StringValueOK(); !ok || !plainDBName(db) {
+		return nil, "", "", false
+	}
+	return body, db, coll, true
+}
+
+// listQueryOf returns the listQuery msg is, if it is one with nothing we do not know about.
+func listQueryOf(msg []byte) (*listQuery, bool) {
+	body, db, coll, ok := findOf(msg, listKeys)
+	if !ok {
 		return nil, false
 	}
-	q := &listQuery{}
-	if q.coll, ok = elems[0].Value().StringValueOK(); !ok {
-		return nil, false
-	}
-	if q.db, ok = body.Lookup("$db").StringValueOK(); !ok || !plainDBName(q.db) {
-		return nil, false
-	}
+	q := &listQuery{db: db, coll: coll}
 	if q.limit, ok = listLimit(body); !ok {
 		return nil, false
 	}
