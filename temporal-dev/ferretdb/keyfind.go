@@ -306,20 +306,8 @@ func keyRows(ctx context.Context, tx *sql.Tx, q *keyQuery, k *keyIndex, plain st
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close() //nolint:errcheck // read only
-	docs := make([]bsoncore.Document, 0, keyReadRows)
-	for rows.Next() {
-		var raw []byte
-		if err = rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		doc, err := sjsonToBSON(raw)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, doc)
-	}
-	if err = rows.Err(); err == nil && len(docs) > 1 {
+	docs, err := decodeRows(rows, keyReadRows)
+	if err == nil && len(docs) > 1 {
 		err = errNotUnique
 	}
 	return docs, err

@@ -444,11 +444,16 @@ func (db *listDB) read(ctx context.Context, q *listQuery) ([]bsoncore.Document, 
 	if err != nil {
 		return nil, err
 	}
+	return decodeRows(rows, int(q.limit))
+}
+
+// decodeRows closes rows after decoding each row's one column, FerretDB's SJSON document, to BSON.
+func decodeRows(rows *sql.Rows, capacity int) ([]bsoncore.Document, error) {
 	defer rows.Close() //nolint:errcheck // read only
-	docs := make([]bsoncore.Document, 0, q.limit)
+	docs := make([]bsoncore.Document, 0, capacity)
 	for rows.Next() {
 		var raw []byte
-		if err = rows.Scan(&raw); err != nil {
+		if err := rows.Scan(&raw); err != nil {
 			return nil, err
 		}
 		doc, err := sjsonToBSON(raw)
