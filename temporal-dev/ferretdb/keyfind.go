@@ -35,7 +35,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -216,25 +215,13 @@ var (
 
 // answerKey returns the reply to q (responseTo to), or false to pass the find through.
 func (lr *listReader) answerKey(q *keyQuery, to int32) ([]byte, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
-	defer cancel()
-	db, err := lr.db(q.db)
-	if err != nil {
-		return nil, false
-	}
-	docs, missing, err := db.readKey(ctx, q)
-	if missing != "" {
-		lr.x.want(filepath.Join(lr.x.dir, q.db+sqliteExtension), missing)
-	}
-	if err == nil && !lr.current(q.db, db) {
-		err = errors.New("the database was dropped")
-	}
-	if err != nil {
-		lr.l.DebugContext(ctx, "relay: key lookup passed through", slog.String("ns", q.db+"."+q.coll), slog.Any("why", err))
-		return nil, false
-	}
-	lr.l.DebugContext(ctx, "relay: key lookup answered from the index", slog.String("ns", q.db+"."+q.coll), slog.Int("docs", len(docs)))
-	return findReply(q.db, q.coll, docs, to)
+	return lr.serve("key lookup", q.db, q.coll, to, func(ctx context.Context, db *listDB) ([]bsoncore.Document, error) {
+		docs, missing, err := db.readKey(ctx, q)
+		if missing != "" {
+			lr.x.want(filepath.Join(lr.x.dir, q.db+sqliteExtension), missing)
+		}
+		return docs, err
+	})
 }
 
 // keyIndex is the key index a lookup reads: our index of the collection's unique key of exactly its fields.

@@ -335,22 +335,30 @@ func newListReader(x *idIndexer) *listReader {
 
 // answer returns the reply to q (responseTo requestID), or false to pass the find through.
 func (lr *listReader) answer(q *listQuery, to int32) ([]byte, bool) {
+	return lr.serve("list page", q.db, q.coll, to, func(ctx context.Context, db *listDB) ([]bsoncore.Document, error) {
+		return db.read(ctx, q)
+	})
+}
+
+// serve answers a find of dbName.coll (what: "list page", "key lookup") with the documents read returns from
+// the database's read pool, or returns false, logging why, to pass the find through.
+func (lr *listReader) serve(what, dbName, coll string, to int32, read func(context.Context, *listDB) ([]bsoncore.Document, error)) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	db, err := lr.db(q.db)
+	db, err := lr.db(dbName)
 	if err != nil {
 		return nil, false
 	}
-	docs, err := db.read(ctx, q)
-	if err == nil && !lr.current(q.db, db) {
+	docs, err := read(ctx, db)
+	if err == nil && !lr.current(dbName, db) {
 		err = errors.New("the database was dropped")
 	}
 	if err != nil {
-		lr.l.DebugContext(ctx, "relay: list page passed through", slog.String("ns", q.db+"."+q.coll), slog.Any("why", err))
+		lr.l.DebugContext(ctx, "relay: "+what+" passed through", slog.String("ns", dbName+"."+coll), slog.Any("why", err))
 		return nil, false
 	}
-	lr.l.DebugContext(ctx, "relay: list page answered from the index", slog.String("ns", q.db+"."+q.coll), slog.Int("docs", len(docs)))
-	return findReply(q.db, q.coll, docs, to)
+	lr.l.DebugContext(ctx, "relay: "+what+" answered from the index", slog.String("ns", dbName+"."+coll), slog.Int("docs", len(docs)))
+	return findReply(dbName, coll, docs, to)
 }
 
 // db returns the read pool of the database, opening one if needed.
