@@ -25,7 +25,7 @@ import { ordersCollection } from '../../store/orders';
 import { createTestConnection } from '../../adapters/provider/test-connection';
 import { createSubscription } from '../../services/subscriptions/subscriptions';
 import type { OfferDoc, ProductDoc, StoreDoc } from '../../store/collections';
-import { cpuSnapshot } from './cpu';
+import { cpuByProcess } from './cpu';
 import { machineInfo, printTable, round, saveResults } from './lib';
 
 const settings = { subscriptionsPerClock: [1, 10, 40], readyPollMs: 50 };
@@ -44,12 +44,6 @@ function apiAt(url: string, key: string): Api {
   return { post: (path, body) => send('POST', path, body), get: (path) => send('GET', path) };
 }
 
-/** CPU used so far, in ms: this process (every thread: the worker's workflow thread too) and its servers. */
-function cpuUsedMs(): { ours: number; servers: number } {
-  const { user, system } = process.cpuUsage();
-  return { ours: (user + system) / 1000, servers: cpuSnapshot().childrenMs };
-}
-
 /** An advance's wall time and CPU seconds: the advance is CPU-bound, so CPU tells a slowdown from other load. */
 interface Timed {
   ms: number;
@@ -59,7 +53,7 @@ interface Timed {
 /** POST advance, then poll until ready. */
 async function timedAdvance(api: Api, clock: string, to: number): Promise<Timed> {
   const t = performance.now();
-  const cpu = cpuUsedMs();
+  const cpu = cpuByProcess();
   const answer = await api.post(`/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: to });
   if (answer.status !== 200) throw new Error(`advance answered ${answer.status}: ${JSON.stringify(answer.body)}`);
   const deadline = Date.now() + 10 * 60_000;
@@ -67,9 +61,10 @@ async function timedAdvance(api: Api, clock: string, to: number): Promise<Timed>
     if (Date.now() > deadline) throw new Error(`clock ${clock} not ready after 10 minutes`);
     await new Promise((resolve) => setTimeout(resolve, settings.readyPollMs));
   }
-  const after = cpuUsedMs();
-  const seconds = (a: number, b: number) => round((b - a) / 1000);
-  return { ms: performance.now() - t, cpuS: { ours: seconds(cpu.ours, after.ours), servers: seconds(cpu.servers, after.servers) } };
+  // This process (every thread: the worker's workflow thread too) and the servers it started.
+  const used = cpu.per(1);
+  const ours = used['this process'];
+  return { ms: performance.now() - t, cpuS: { ours: round(ours / 1000), servers: round((used.total - ours) / 1000) } };
 }
 
 interface Catalog {
