@@ -92,6 +92,13 @@ const eventsOf = async (type: string, id: string) =>
     (e) => e.data.object.id === id || e.data.object.subscription === id,
   );
 
+/** A clock's ready events once `count` of them exist: the clock reads `ready` a moment before its ready event is written. */
+const readyEventsOf = async (clock: string, count: number) => {
+  const events = () => eventsOf('test_helpers.test_clock.ready', clock);
+  await waitFor(async () => (await events()).length >= count || null, { timeoutMs: 10_000, description: `${count} ready events of ${clock}` });
+  return events();
+};
+
 test('a clock advanced three months: three renewals, a declined card dunned to the end, a usage period charged, in order and in seconds', async () => {
   const t0 = Math.floor(Date.now() / 1000);
   const made = await post('/v1/test_helpers/test_clocks', { frozen_time: t0, name: 'three months' });
@@ -147,7 +154,7 @@ test('a clock advanced three months: three renewals, a declined card dunned to t
 
   const final = (await get(`/v1/test_helpers/test_clocks/${clock}`)).body as Clock;
   expect(final).toMatchObject({ status: 'ready', frozen_time: ends[2] + 3600 });
-  expect(await eventsOf('test_helpers.test_clock.ready', clock)).toHaveLength(2);
+  expect(await readyEventsOf(clock, 2)).toHaveLength(2);
 }, 180_000);
 
 test('a clock advanced past a trial, a scheduled cancellation and a session deadline: each happens when the clock passes it', async () => {
@@ -214,7 +221,7 @@ test('the test clock resource: create, list, retrieve and advance answer typed e
     timeoutMs: 30_000,
     description: 'empty clock ready',
   });
-  expect(await eventsOf('test_helpers.test_clock.ready', older)).toHaveLength(1);
+  expect(await readyEventsOf(older, 1)).toHaveLength(1);
 
   // Support staff may signal the clock's workflow from the Temporal CLI: the clock still ends up standing there.
   await temporal.client.workflow.getHandle(`test-clock/${older}`).signal('advance', { toMs: (twoMonths + 60) * 1000 });
