@@ -85,8 +85,9 @@ export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
 
   // A POST or DELETE without a body is an empty set of parameters (an update that changes nothing,
   // a delete), not a malformed request.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'DELETE')) request.body = {};
+    done();
   });
 
   // Last before validation (after a route's own preValidation, which may answer first), on every route

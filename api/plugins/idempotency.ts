@@ -5,7 +5,7 @@
 // as the charge is now.
 import fp from 'fastify-plugin';
 import { createHash } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors';
 import { sealerFor } from '../sealing';
 import { stableStringify } from '../../domain/stable-json';
@@ -38,6 +38,11 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
     .digest('hex');
 }
 
+/** A route option's hooks as a list (absent, one, or several). */
+function hooksOf<T>(hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : ([hooks].flat() as T[]);
+}
+
 /** No request holds a key longer than this, renewed or not: a handler stuck for good frees it. */
 const LEASE_RENEWAL_MAX_MS = 10 * 60_000;
 
@@ -66,8 +71,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
   };
   app.decorateRequest('idempotency', null);
 
-  app.addHook('preValidation', async (request, reply) => {
-    if (request.method !== 'POST' && request.method !== 'DELETE') return;
+  const claim = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.auth) return;
     const key = readIdempotencyKey(request.headers);
     if (key === null) return;
@@ -105,9 +109,9 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
         return reply.send(sealer.open(stored.body));
       }
     }
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const state = request.idempotency;
     if (!state || state.replayed) return payload;
     stopLease(request);
@@ -128,10 +132,17 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance) {
       request.log.error({ err, requestId: request.id }, 'could not record the idempotent response');
     }
     return payload;
-  });
+  };
 
-  // A client that hung up does not end the work: the lease is kept until the handler answers.
-  app.addHook('onResponse', async (request) => stopLease(request));
+  // Only POST and DELETE routes carry the hooks, so a GET runs none of them. The claim comes before the
+  // route's own preValidation (its body checks), as a global hook would; a client that hung up does not
+  // end the work: the lease is kept until the handler answers.
+  app.addHook('onRoute', (route) => {
+    if (![route.method].flat().some((method) => method === 'POST' || method === 'DELETE')) return;
+    route.preValidation = [claim, ...hooksOf(route.preValidation)];
+    route.onSend = [...hooksOf(route.onSend), record];
+    route.onResponse = [...hooksOf(route.onResponse), (request, _reply, done) => (stopLease(request), done())];
+  });
 
   // Swept as a fallback where the TTL index on expires_at is unavailable.
   const sweeper = setInterval(() => {
