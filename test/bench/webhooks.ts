@@ -206,30 +206,28 @@ async function main(): Promise<void> {
         await Promise.all(pings);
         const pingPerSec = round(settings.burst.events / ((performance.now() - pingStarted) / 1000));
 
-        // The floor: the same burst through the floor yardstick (the spec's work for one delivery, nothing more).
-        console.log(`floor: ${settings.burst.events} events, ${settings.burst.concurrency} emitting lanes...`);
-        const floorRun: Emitted[] = [];
-        const floorStarted = Date.now();
-        await runWithConcurrency(
-          settings.burst.events,
-          settings.burst.concurrency,
-          async () => void floorRun.push(await emitFloor(db, client, floorQueue, store._id, endpoint, counter++)),
-        );
-        await waitForHits(floorRun, 300_000);
-        const floorPerSec = round(floorRun.length / ((Math.max(...floorRun.map((e) => hitAt.get(e.id)!)) - floorStarted) / 1000));
+        /** A burst of emits in open load, until every one has reached the receiver. */
+        const burstOf = async (name: string, emit: () => Promise<Emitted>) => {
+          console.log(`${name}: ${settings.burst.events} events, ${settings.burst.concurrency} emitting lanes...`);
+          const emitted: Emitted[] = [];
+          const started = Date.now();
+          await runWithConcurrency(settings.burst.events, settings.burst.concurrency, async () => void emitted.push(await emit()));
+          const emittedAllAt = Date.now();
+          await waitForHits(emitted, 300_000);
+          const seconds = (Math.max(...emitted.map((e) => hitAt.get(e.id)!)) - started) / 1000;
+          return { emitted, started, emittedAllAt, seconds };
+        };
 
-        console.log(`burst: ${settings.burst.events} events, ${settings.burst.concurrency} emitting lanes...`);
-        const burst: Emitted[] = [];
-        const burstStarted = Date.now();
-        await runWithConcurrency(
-          settings.burst.events,
-          settings.burst.concurrency,
-          async () => void burst.push(await emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
-        );
-        const emittedAllAt = Date.now();
-        await waitForHits(burst, 300_000);
-        const lastHit = Math.max(...burst.map((e) => hitAt.get(e.id)!));
-        const burstSeconds = (lastHit - burstStarted) / 1000;
+        // The floor: the same burst through the floor yardstick (the spec's work for one delivery, nothing more).
+        const floorRun = await burstOf('floor', () => emitFloor(db, client, floorQueue, store._id, endpoint, counter++));
+        const floorPerSec = round(floorRun.emitted.length / floorRun.seconds);
+
+        const {
+          emitted: burst,
+          started: burstStarted,
+          emittedAllAt,
+          seconds: burstSeconds,
+        } = await burstOf('burst', () => emitOne(db, client, taskQueue, store._id, endpoint._id, counter++));
         const burstFigures = {
           events: burst.length,
           deliveriesPerSec: round(burst.length / burstSeconds),
