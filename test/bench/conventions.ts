@@ -324,7 +324,7 @@ const YARDSTICK = {
     'set Request-Id, Cache-Control or X-RateLimit headers, validate params/query or serialize by schema',
   ],
   floor: [
-    "the floor route (/owed) adds, in its handler: the secret's hash compared, revocation, expiry, the store (cached 1 s) and active",
+    "the floor route (/owed) adds, in its handler: the secret's hash compared, revocation, expiry, the store (cached 1 s), its flags and the key's scope",
     "the key's shared rate window (SharedRateWindows) and the Request-Id, Cache-Control, Service-Version and X-RateLimit headers",
     'the request log: an entry per call, buffered and inserted in batches every 500 ms (writeRequestLogs)',
     'it skips what only the API does: plugins and hooks, params/query validation, schema serialization, the error handler',
@@ -395,7 +395,7 @@ function owedWork(db: Db) {
       if (!key || !secretMatches(parsed!.secret, key.secret_hash) || key.revoked_at !== null) return null;
       if (key.expires_at !== null && key.expires_at * 1000 <= Date.now()) return null;
       const store = await stores.get(key.store_id);
-      if (!store?.active) return null;
+      if (!store?.active || !store.api_enabled || !key.scopes.includes('read')) return null;
       const hit = await windows.hit(`key:${key._id}`, 1_000_000_000, 2_000);
       reply.header('X-RateLimit-Limit', '1000000000');
       reply.header('X-RateLimit-Remaining', String(hit.remaining));
