@@ -7,6 +7,7 @@ import qs from 'qs';
 import secureJson from 'secure-json-parse';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors';
+import { hooksOf } from '../route-hooks';
 
 export const QS_OPTIONS: qs.IParseOptions = { depth: 6, arrayLimit: 100, parameterLimit: 2000, allowDots: false };
 
@@ -100,8 +101,7 @@ export default fp(async function bodyParsingPlugin(app: FastifyInstance) {
   };
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return;
-    const own = route.preValidation ? [route.preValidation].flat() : [];
-    route.preValidation = [...own, refuseRequiredNulls];
+    route.preValidation = [...hooksOf(route.preValidation), refuseRequiredNulls];
   });
 
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {

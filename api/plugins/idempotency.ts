@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors';
 import { sealerFor } from '../sealing';
+import { hooksOf } from '../route-hooks';
 import { stableStringify } from '../../domain/stable-json';
 import {
   claimIdempotencyKey,
@@ -36,11 +37,6 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
   return createHash('sha256')
     .update(`${method} ${url}\n${stableStringify(body ?? {})}`)
     .digest('hex');
-}
-
-/** A route option's hooks as a list (absent, one, or several). */
-function hooksOf<T>(hooks: T | T[] | undefined): T[] {
-  return hooks === undefined ? [] : ([hooks].flat() as T[]);
 }
 
 /** No request holds a key longer than this, renewed or not: a handler stuck for good frees it. */
