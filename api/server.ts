@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { connectDatabase } from '../store/database';
+import { slowCommandMsFrom } from '../store/slow-commands';
 import { ensureIndexes } from '../store/indexes';
 import { findStoreStripeAccount } from '../store/stores';
 import { createPaymentConnections } from '../adapters/provider';
@@ -19,7 +20,10 @@ export async function startApiServer(config = loadApiConfig()) {
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; first, so every span has its provider.
   const tracing = tracingFromEnv('billing-api');
   // A database that cannot be reached answers 503 in about two seconds, not after the driver's 30.
-  const database = await connectDatabase(config.mongoUri, config.mongoDb, { serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS });
+  const database = await connectDatabase(config.mongoUri, config.mongoDb, {
+    serverSelectionTimeoutMS: DEPENDENCY_WAIT_MS,
+    slowCommandMs: slowCommandMsFrom(process.env),
+  });
   const { db } = database;
   await ensureIndexes(db);
   // Lazy: the API answers reads even while Temporal is still starting or briefly away.

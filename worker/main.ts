@@ -4,6 +4,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { testClockTaskQueue } from '../workflows/test-clock/messages';
 import { connectDatabase, type Database } from '../store/database';
+import { slowCommandMsFrom } from '../store/slow-commands';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createPaymentConnections } from '../adapters/provider';
@@ -164,7 +165,7 @@ async function main(): Promise<void> {
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? defaultTaskQueue;
   const version = workerVersionFromEnv();
 
-  const database = await connectDatabase(mongoUri, process.env.MONGODB_DB ?? 'billing');
+  const database = await connectDatabase(mongoUri, process.env.MONGODB_DB ?? 'billing', { slowCommandMs: slowCommandMsFrom(process.env) });
   const { db } = database;
   await ensureIndexes(db);
   const connection = await NativeConnection.connect(temporalOptions);

@@ -7,9 +7,10 @@
 // reads; a local HTTPS receiver takes the webhook deliveries and one `listen` reader stays connected.
 // Prints one line a minute (each process's RSS, heap and event-loop p99, the worker's cached workflows from
 // its metrics port, requests, errors) and, at the end, RSS growth per hour (least-squares fit, whole run and
-// second half); writes test/artifacts/soak.json. Measures only; asserts nothing.
+// second half); writes test/artifacts/soak.json, and with MONGODB_SLOW_MS set both processes' slow-command
+// lines to test/artifacts/soak-slow-commands.jsonl. Measures only; asserts nothing.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,6 +38,8 @@ const probeLanes = 16;
 const maxInFlight = 200;
 /** Latencies kept per minute for the p99 (a ring of this size; older samples of the minute are dropped). */
 const latencySamplesPerMinute = 5_000;
+/** With MONGODB_SLOW_MS set, both processes' slow-command lines go here, each with its process and time. */
+const slowCommandsFile = join(artifactsDir, 'soak-slow-commands.jsonl');
 const subscriptionsCount = 20;
 const customersCount = 50;
 
@@ -75,6 +78,8 @@ function spawnProbed(name: string, entry: string, env: Record<string, string>): 
       if (line.startsWith('SOAK_PROBE ')) {
         probed.samples.push({ ...(JSON.parse(line.slice(11)) as Sample), at: Date.now() });
         if (probed.samples.length > 1_000) probed.samples.shift();
+      } else if (line.startsWith('{"msg":"slow database command"')) {
+        appendFileSync(slowCommandsFile, `{"process":"${name}","at":${Date.now()},${line.slice(1)}\n`);
       } else probed.output = (probed.output + line + '\n').slice(-8_000);
     }
   };
@@ -336,6 +341,8 @@ async function main(): Promise<void> {
     `soak: ${soakMinutes} min after a ${probeSeconds} s capacity probe; load average at start ${machine.loadAverage1m} on ${machine.cpus} CPUs`,
   );
   const workDir = mkdtempSync(join(tmpdir(), 'billing-soak-'));
+  mkdirSync(artifactsDir, { recursive: true });
+  rmSync(slowCommandsFile, { force: true });
   const [ferret, temporal] = await Promise.all([
     startFerretDb({ dataDir: join(workDir, 'ferretdb') }),
     startTemporalDevServer({ dbFile: join(workDir, 'temporal.db'), headless: true }),
