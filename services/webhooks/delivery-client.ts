@@ -15,7 +15,13 @@ import { deliveryMetadata, deliverySearchAttributes } from '../operations/workfl
 export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'> & { event?: string; event_type?: string };
 
 function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
-  const input: WebhookDeliveryInput = { deliveryId: delivery._id, storeId: delivery.store_id, endpointId: delivery.webhook_endpoint, resend: false };
+  const input: WebhookDeliveryInput = {
+    deliveryId: delivery._id,
+    storeId: delivery.store_id,
+    endpointId: delivery.webhook_endpoint,
+    resend: false,
+    view: 2,
+  };
   return {
     workflowId: webhookDeliveryWorkflowId(delivery._id),
     taskQueue,

@@ -15,7 +15,14 @@ import { AUTO_DISABLED_REASON, endpointsCollection, findEndpoint, insertEndpoint
 import { deliveryIdFor, findDelivery } from '../../store/webhook-deliveries';
 import { verifySignature } from '../../adapters/webhooks/verify';
 import { RECEIVER_TIMEOUT_MS, RETRY_DELAYS_MS } from '../../domain/webhook-retry';
-import { RESEND_WINDOW_MS, resendSignal, webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../workflows/webhook-delivery/messages';
+import {
+  RESEND_WINDOW_MS,
+  resendSignal,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  webhookDeliveryWorkflowId,
+  type WebhookDeliveryState,
+} from '../../workflows/webhook-delivery/messages';
+import { deliverySearchAttributes } from '../../services/operations/workflow-summaries';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';
@@ -110,6 +117,35 @@ async function timerDurations(handle: { fetchHistory(): Promise<temporal.api.his
       return Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6);
     });
 }
+
+/** The BillingStatus values the run upserted, in order, and how many markers (patches) it recorded. */
+async function statusView(handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }) {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const upserted = events
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.BillingStatus?.data)
+    .filter((data): data is Uint8Array => data != null)
+    .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
+  return { upserted, markers: events.filter((e) => e.markerRecordedEventAttributes).length };
+}
+
+test('the Web UI status: pending through the first attempt, delivering on retries, no patch marker; a run started without view 2 keeps its patched path', async () => {
+  const { storeId, endpoint } = await setup((hit) => (hitsOn(hit.path).length <= 1 ? 503 : 200));
+  const { handle } = await emit(storeId, endpoint);
+  expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
+  expect(await statusView(handle)).toEqual({ upserted: ['failed', 'delivering', 'succeeded'], markers: 0 });
+
+  // An older client's start (no view): the patch marker, and `delivering` before the first attempt.
+  const old = await setup(() => 200);
+  const { deliveryId } = await emit(old.storeId, old.endpoint);
+  const rerun = await env.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW, {
+    workflowId: `${webhookDeliveryWorkflowId(deliveryId)}-before-view-2`,
+    taskQueue,
+    args: [{ deliveryId, storeId: old.storeId, endpointId: old.endpoint._id, resend: true }],
+    typedSearchAttributes: deliverySearchAttributes(old.storeId, old.endpoint._id),
+  });
+  expect(await rerun.result()).toMatchObject({ status: 'succeeded' });
+  expect(await statusView(rerun)).toEqual({ upserted: ['delivering', 'succeeded'], markers: 1 });
+});
 
 test('8 failing attempts wait 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (+ up to 10%) and end exhausted', async () => {
   const { storeId, endpoint, path } = await setup(() => 500);

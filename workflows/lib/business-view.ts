@@ -9,8 +9,17 @@ export function showProgress(status: string, step: string): void {
   setCurrentDetails(step);
   // Histories recorded before the attribute existed have no upsert here.
   if (!patched('billing-status-attribute')) return;
-  if (workflowInfo().typedSearchAttributes.get(BillingStatusKey) === status) return;
+  showStatus(status);
+}
+
+/** The status alone, with no patch marker: for runs whose input says they started after the attribute existed. */
+export function showStatus(status: string): void {
+  if (shownStatus() === status) return;
   upsertSearchAttributes([{ key: BillingStatusKey, value: status }]);
+}
+
+export function shownStatus(): string | undefined {
+  return workflowInfo().typedSearchAttributes.get(BillingStatusKey);
 }
 
 /** An ISO time without milliseconds, for step lines. */

@@ -33,6 +33,12 @@ export interface WebhookDeliveryInput {
   resend?: boolean;
   /** The attempt to make first (a run continued mid-schedule); 1 unless stated. */
   attempt?: number;
+  /**
+   * 2: started by a client of 2026-11-28 or later, so its history has the BillingStatus attribute from
+   * the start: no patch marker, and `pending` stays shown through a first attempt (one upsert less per
+   * delivery). Absent in runs started before: those keep the patched path they were recorded with.
+   */
+  view?: 2;
 }
 
 /** What the workflow knows of its delivery: the webhook_delivery resource's own description of it. */

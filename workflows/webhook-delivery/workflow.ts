@@ -2,11 +2,11 @@
 // derived from the delivery id and attempt), each one activity that claims the attempt the workflow
 // names, POSTs and records the outcome. A `resend` signal starts over at once, also within
 // RESEND_WINDOW_MS after the end; cancelling (the endpoint was deleted) stops it.
-import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, isCancellation, proxyActivities, setCurrentDetails, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { jitterFor, MAX_ATTEMPTS } from '../../domain/webhook-retry';
-import { at, showProgress } from '../lib/business-view';
+import { at, showProgress, showStatus, shownStatus } from '../lib/business-view';
 import { RESEND_WINDOW_MS, resendSignal, stateQuery, type WebhookDeliveryInput, type WebhookDeliveryState } from './messages';
 
 const { attemptWebhookDelivery } = proxyActivities<Activities>({
@@ -53,7 +53,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       const reset = resendRequested;
       resendRequested = false;
       if (reset) attempt = 1;
-      showProgress('delivering', `${reset ? 'Resend: ' : ''}attempt ${attempt} of ${MAX_ATTEMPTS} running`);
+      showAttempt(input, `${reset ? 'Resend: ' : ''}attempt ${attempt} of ${MAX_ATTEMPTS} running`);
       const result = await attemptWebhookDelivery.executeWithOptions({ summary: `attempt ${attempt}${reset ? ' (resend)' : ''}` }, [
         {
           deliveryId: input.deliveryId,
@@ -67,7 +67,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
         },
       ]);
       state = result.state;
-      showProgress(state.status, stepOf(state));
+      show(input, state.status, stepOf(state));
       if (result.outcome === 'gone') return state;
       // The next attempt follows the last one recorded (this one, unless the record says otherwise).
       attempt = state.attempts + 1;
@@ -82,6 +82,19 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     if (isCancellation(error)) return { ...state, stopped: true };
     throw error;
   }
+}
+
+/** The Web UI's status and step; runs of view 2 skip the patch marker (their histories all have the attribute). */
+function show(input: WebhookDeliveryInput, status: string, step: string): void {
+  if (input.view !== 2) return showProgress(status, step);
+  setCurrentDetails(step);
+  showStatus(status);
+}
+
+/** An attempt about to run: `delivering`, except that view 2 leaves a first attempt `pending` (its step says it runs). */
+function showAttempt(input: WebhookDeliveryInput, step: string): void {
+  if (input.view === 2 && shownStatus() === 'pending') return setCurrentDetails(step);
+  show(input, 'delivering', step);
 }
 
 /** The current step as a line: how the last attempt went and what comes next. */
