@@ -306,12 +306,13 @@ func plainNumber(v bsoncore.Value) (any, bool) {
 	return nil, false
 }
 
-// listReader answers listQuery (and keyQuery, keyfind.go) from the SQLite files of FerretDB's data directory.
+// listReader answers listQuery (and keyQuery, keyfind.go; idSetQuery, idset.go) from the SQLite files of FerretDB's data directory.
 type listReader struct {
-	x     *idIndexer // for its data directory and connection parameters
-	l     *slog.Logger
-	lists bool // FERRETDB_RELAY_LISTS is not off
-	keys  bool // FERRETDB_RELAY_KEYS is not off
+	x      *idIndexer // for its data directory and connection parameters
+	l      *slog.Logger
+	lists  bool // FERRETDB_RELAY_LISTS is not off
+	keys   bool // FERRETDB_RELAY_KEYS is not off
+	idSets bool // FERRETDB_RELAY_ID_SETS is not off
 
 	mu  sync.Mutex
 	dbs map[string]*listDB // database name -> its read pool
@@ -324,13 +325,18 @@ type listDB struct {
 	used time.Time // guarded by listReader.mu
 }
 
-// newListReader returns nil when both fast paths are off (or FerretDB is in memory).
+// newListReader returns nil when every fast path is off (or FerretDB is in memory).
 func newListReader(x *idIndexer) *listReader {
-	lists := !strings.EqualFold(os.Getenv("FERRETDB_RELAY_LISTS"), "off")
-	if x == nil || (!lists && !x.keys) {
+	lists, idSets := switchOn("FERRETDB_RELAY_LISTS"), switchOn("FERRETDB_RELAY_ID_SETS")
+	if x == nil || (!lists && !x.keys && !idSets) {
 		return nil
 	}
-	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, dbs: map[string]*listDB{}}
+	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, idSets: idSets, dbs: map[string]*listDB{}}
+}
+
+// switchOn reports whether a FERRETDB_RELAY_* switch is on: anything but "off" is.
+func switchOn(name string) bool {
+	return !strings.EqualFold(os.Getenv(name), "off")
 }
 
 // answer returns the reply to q (responseTo requestID), or false to pass the find through.

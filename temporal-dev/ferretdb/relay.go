@@ -61,7 +61,7 @@ type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
 	checks   *checkPool  // see pinned.go
-	lists    *listReader // see listfind.go and keyfind.go; nil when both are off
+	lists    *listReader // see listfind.go, keyfind.go and idset.go; nil when all are off
 	l        *slog.Logger
 }
 
@@ -154,7 +154,7 @@ type conn struct {
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
 // and, in that lock, answering or narrowing the filter of those that pin one document, and rewriting a find
 // that pins one document as an aggregate (see pinned.go); a list's page and a lookup by a unique key are answered
-// from SQLite (see listfind.go, keyfind.go).
+// from SQLite (see listfind.go, keyfind.go), and so are documents by a set of _ids (idset.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
 		if answer, ok := c.readAnswer(msg); ok {
@@ -183,7 +183,8 @@ func (c *conn) requests() error {
 	}, nil)
 }
 
-// readAnswer is the relay's own answer to a list page (listfind.go) or a lookup by a unique key (keyfind.go).
+// readAnswer is the relay's own answer to a list page (listfind.go), a lookup by a unique key (keyfind.go) or
+// documents by a set of _ids (idset.go).
 func (c *conn) readAnswer(msg []byte) ([]byte, bool) {
 	if c.lists == nil {
 		return nil, false
@@ -193,6 +194,9 @@ func (c *conn) readAnswer(msg []byte) ([]byte, bool) {
 	}
 	if q, ok := keyQueryOf(msg); ok && c.lists.keys {
 		return c.lists.answerKey(q, requestID(msg))
+	}
+	if q, ok := idSetQueryOf(msg); ok && c.lists.idSets {
+		return c.lists.answerIDSet(q, requestID(msg))
 	}
 	return nil, false
 }
