@@ -4,6 +4,7 @@
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { chargeMetadata } from '../operations/workflow-summaries';
 import { BillingStatusKey } from '../../workflows/search-attributes';
+import { INPUT_VERSION } from '../../workflows/lib/input-version';
 import { ApiError } from '../../domain/errors';
 import type { SubscriptionDoc } from '../../store/subscriptions';
 import { chargeOutcomeUpdate, chargeWorkflowId, type ChargeAnswer, type ChargeWorkflowInput } from '../../workflows/charge/messages';
@@ -66,7 +67,7 @@ export function chargeClient(temporal: Client, taskQueue: string) {
         startWorkflowOperation: new WithStartWorkflowOperation('chargeWorkflow', {
           workflowId: chargeWorkflowId(input.storeId, input.key),
           taskQueue,
-          args: [input],
+          args: [{ ...input, version: INPUT_VERSION }],
           // MongoDB answers for a closed run, and keeps answering after Temporal's retention drops it.
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -17,6 +17,7 @@ import {
 import { taskQueueFor } from '../../workflows/test-clock/messages';
 import type { CheckoutSessionObject } from '../../resources/checkout-session';
 import { checkoutMetadata, checkoutSearchAttributes } from '../operations/workflow-summaries';
+import { INPUT_VERSION } from '../../workflows/lib/input-version';
 
 /** True when the workflow refused an action because the session is no longer open. */
 export function isNotOpenRefusal(error: unknown): boolean {
@@ -87,7 +88,7 @@ export function checkoutSessionClient(temporal: Client, taskQueue: string) {
       await temporal.workflow.start(CHECKOUT_SESSION_WORKFLOW, {
         taskQueue: taskQueueFor(taskQueue, input.testClock),
         workflowId: checkoutSessionWorkflowId(input.sessionId),
-        args: [input],
+        args: [{ ...input, version: INPUT_VERSION }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: checkoutSearchAttributes(input.storeId, input.sessionId, doc.customer),

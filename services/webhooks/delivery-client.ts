@@ -10,6 +10,7 @@ import {
   type WebhookDeliveryInput,
 } from '../../workflows/webhook-delivery/messages';
 import { deliveryMetadata, deliverySearchAttributes } from '../operations/workflow-summaries';
+import { INPUT_VERSION } from '../../workflows/lib/input-version';
 
 /** A delivery; with its event's id and type when the caller has them (they name the Web UI row). */
 export type DeliveryRef = Pick<WebhookDeliveryDoc, '_id' | 'store_id' | 'webhook_endpoint'> & { event?: string; event_type?: string };
@@ -20,7 +21,7 @@ function deliveryStart(delivery: DeliveryRef, taskQueue: string) {
     storeId: delivery.store_id,
     endpointId: delivery.webhook_endpoint,
     resend: false,
-    view: 2,
+    version: INPUT_VERSION,
   };
   return {
     workflowId: webhookDeliveryWorkflowId(delivery._id),

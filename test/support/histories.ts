@@ -58,3 +58,14 @@ export function recordedHistories(): RecordedHistory[] {
     .sort()
     .map((file) => ({ name: file.slice(0, -'.binpb'.length), ...decodeRecording(readFileSync(join(historiesDir, file))) }));
 }
+
+/** The patches a history recorded: Core's patch markers, and its TemporalChangeVersion upserts (one per patch). */
+export function patchesIn(history: History): { markers: number; changeVersionUpserts: number } {
+  const events = history.events ?? [];
+  return {
+    markers: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length,
+    changeVersionUpserts: events.filter(
+      (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion,
+    ).length,
+  };
+}

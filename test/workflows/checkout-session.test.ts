@@ -40,7 +40,7 @@ import { REVIEW_WINDOW_MS } from '../../domain/reviews';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-fixtures';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
-import { recordHistory } from '../support/histories';
+import { patchesIn, recordHistory } from '../support/histories';
 import { gate, type Gate } from '../support/gate';
 
 const MINUTE_MS = 60_000;
@@ -279,6 +279,8 @@ describe.sequential('checkout session workflow', () => {
     expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', attempts: [expect.objectContaining({ n: 1, status: 'approved' })] });
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+    // Started at input version 2 (the API's client): its patches are taken without markers or TemporalChangeVersion upserts.
+    expect(patchesIn(await handle.fetchHistory())).toEqual({ markers: 0, changeVersionUpserts: 0 });
     await recordHistory(env.client, handle.workflowId, 'checkout-session-paid-after-deadline');
   });
 

@@ -128,17 +128,17 @@ async function statusView(handle: { fetchHistory(): Promise<temporal.api.history
   return { upserted, markers: events.filter((e) => e.markerRecordedEventAttributes).length };
 }
 
-test('the Web UI status: pending through the first attempt, delivering on retries, no patch marker; a run started without view 2 keeps its patched path', async () => {
+test('the Web UI status: pending through the first attempt, delivering on retries, no patch marker; a run started without input version 2 keeps its patched path', async () => {
   const { storeId, endpoint } = await setup((hit) => (hitsOn(hit.path).length <= 1 ? 503 : 200));
   const { handle } = await emit(storeId, endpoint);
   expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
   expect(await statusView(handle)).toEqual({ upserted: ['failed', 'delivering', 'succeeded'], markers: 0 });
 
-  // An older client's start (no view): the patch marker, and `delivering` before the first attempt.
+  // An older client's start (no input version): the patch marker, and `delivering` before the first attempt.
   const old = await setup(() => 200);
   const { deliveryId } = await emit(old.storeId, old.endpoint);
   const rerun = await env.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW, {
-    workflowId: `${webhookDeliveryWorkflowId(deliveryId)}-before-view-2`,
+    workflowId: `${webhookDeliveryWorkflowId(deliveryId)}-before-input-version-2`,
     taskQueue,
     args: [{ deliveryId, storeId: old.storeId, endpointId: old.endpoint._id, resend: true }],
     typedSearchAttributes: deliverySearchAttributes(old.storeId, old.endpoint._id),

@@ -1,5 +1,6 @@
 // The charge workflow's operator interface: its id (`charge/<store>/<key>`), the `outcome` update
 // every request under the key waits on, the provider's notice signal and the `state` query.
+import type { VersionedInput } from '../lib/input-version';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ProviderNotice } from '../../adapters/provider/types';
 import type { ChargeOutcomeKind, ChargeSource } from '../../store/subscription-charges';
@@ -10,7 +11,7 @@ import type { OneOffRefusalCode } from '../../domain/subscriptions';
 
 export const chargeWorkflowId = (storeId: string, key: string) => `charge/${storeId}/${key}`;
 
-export interface ChargeWorkflowInput {
+export interface ChargeWorkflowInput extends VersionedInput {
   /** sch_ id chosen by whoever started the run (later requests under the key attach to it). */
   chargeId: string;
   storeId: string;

@@ -9,13 +9,13 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
+import { hasChange } from '../lib/input-version';
 import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
 import type { Activities } from '../../activities';
@@ -66,7 +66,7 @@ type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
  */
 async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
   // Runs that began before the subscription's check charged directly; their replay must keep doing so.
-  if (input.source === 'usage' || !patched('charge-checked-by-subscription')) return payments.executeSubscriptionCharge(input);
+  if (input.source === 'usage' || !hasChange(input, 2, 'charge-checked-by-subscription')) return payments.executeSubscriptionCharge(input);
   try {
     return await subscriptionWorkflow.chargeThroughSubscription(input);
   } catch (error) {
@@ -96,7 +96,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   setHandler(chargeOutcomeUpdate, async ({ fingerprint, requestId, answerUndecidedAfterMs }) => {
     if (fingerprint !== input.fingerprint) return { kind: 'reused' as const };
     // Requests from before this answer never had a wait; their replay must keep waiting for the outcome.
-    if (answerUndecidedAfterMs === undefined || !patched('charge-answers-undecided')) await condition(known);
+    if (answerUndecidedAfterMs === undefined || !hasChange(input, 2, 'charge-answers-undecided')) await condition(known);
     else if (!(await condition(known, answerUndecidedAfterMs)))
       return answerOf(await (undecided ??= records.recordUndecidedCharge(input)), requestId);
     if (refusal) return refusal;
@@ -107,12 +107,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   });
   setHandler(chargeStateQuery, () => ({ phase, charge: decision?.charge ?? null, outcome: decision?.outcome ?? null }));
 
-  showProgress('charging', `Charging ${money(input.amount, input.currency)} (${input.source}) under key ${input.key}`);
+  showProgress('charging', `Charging ${money(input.amount, input.currency)} (${input.source}) under key ${input.key}`, input);
   const charged = await chargeOnce(input);
   if ('kind' in charged) {
     refusal = charged;
     phase = 'settled';
-    showProgress('refused', `Refused: ${charged.code}`);
+    showProgress('refused', `Refused: ${charged.code}`, input);
     // A request was shown the charge pending: it fails with the refusal's code, and its event goes out.
     if (undecided) {
       await undecided;
@@ -127,12 +127,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
 
   if (decision.outcome === 'review') {
     phase = 'awaiting_settlement';
-    showProgress('in_review', `In review at the provider since ${at(Date.now())}: asked by key daily, voided after 7 days`);
+    showProgress('in_review', `In review at the provider since ${at(Date.now())}: asked by key daily, voided after 7 days`, input);
     const transaction = decision.charge.transaction!;
     const noticed = () => (notice !== null && notice.transactionId === transaction ? notice : null);
     let settled: ProviderNotice;
     // Runs that began before lookups waited for the notice alone; their replay must keep doing so.
-    if (patched('review-lookups')) {
+    if (hasChange(input, 2, 'review-lookups')) {
       const reviewWait = {
         storeId: input.storeId,
         idempotencyKey: input.key,
@@ -154,16 +154,18 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   showProgress(
     decision.charge.status,
     `Charge ${decision.charge.id} ${decision.charge.status}${decision.charge.order ? `, order ${decision.charge.order}` : ''}`,
+    input,
   );
-  await confirmApprovedCharge(input.storeId, decision);
+  await confirmApprovedCharge(input, decision);
   await condition(allHandlersFinished);
   return decision;
 }
 
 /** "The subscriber gets the store's purchase confirmation e-mail": once, after the charge's events. */
-async function confirmApprovedCharge(storeId: string, decision: ChargeDecision): Promise<void> {
+async function confirmApprovedCharge(input: ChargeWorkflowInput, decision: ChargeDecision): Promise<void> {
+  const { storeId } = input;
   const orderId = decision.charge.order;
-  if (decision.charge.status !== 'succeeded' || !orderId || !sendsBuyerEmails()) return;
+  if (decision.charge.status !== 'succeeded' || !orderId || !sendsBuyerEmails(input)) return;
   const key = buyerEmailKey('payment-confirmation');
   await sendBuyerEmail((emails) => emails.sendPaymentConfirmation({ storeId, orderId, key }), { key, orderId });
 }

@@ -1,6 +1,7 @@
 // The checkout session workflow's id and messages, shared by the workflow, the API and operators
 // (`temporal workflow update|signal|query`): updates pay (one attempt, run by the workflow) and expire;
 // signal providerSettled (a PIX or review notice); query state (with every attempt and its provider key).
+import type { VersionedInput } from '../lib/input-version';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PaymentAmounts, PaymentStatus, SessionStatus } from '../../domain/checkout';
 import type { ProviderNotice } from '../../adapters/provider/types';
@@ -37,7 +38,7 @@ export const PIX_UNAVAILABLE_FAILURE = 'method_unavailable';
  */
 export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
 
-export interface CheckoutWorkflowInput {
+export interface CheckoutWorkflowInput extends VersionedInput {
   storeId: string;
   sessionId: string;
   /** Unix seconds: the session's deadline. */

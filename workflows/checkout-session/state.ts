@@ -12,6 +12,7 @@ import { pixAllowed } from '../../domain/checkout';
 import { EarlyNotices } from '../lib/early-notices';
 import { Mutex } from '../lib/mutex';
 import { at, money, showProgress } from '../lib/business-view';
+import type { VersionedInput } from '../lib/input-version';
 import { clockNow, clockWait, onTestClock, refreshClock, testClockRef } from '../lib/clock';
 import {
   ATTEMPT_HOLD_MS,
@@ -138,7 +139,11 @@ export class LiveCheckoutSession {
   /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
   private readonly resolutions: Promise<void>[] = [];
 
+  /** The run's input version: the patches it has without markers (workflows/lib/input-version.ts). */
+  private readonly started: VersionedInput;
+
   constructor(input: CheckoutWorkflowInput) {
+    this.started = { version: input.version };
     this.storeId = input.storeId;
     this.sessionId = input.sessionId;
     this.onClock = testClockRef(input.testClock);
@@ -197,7 +202,7 @@ export class LiveCheckoutSession {
     };
     this.state.attempts.push(attempt);
     this.requests.set(n, input);
-    showProgress('open', `Attempt ${n} (${attempt.method}, ${money(attempt.amount, attempt.currency)}) charging`);
+    showProgress('open', `Attempt ${n} (${attempt.method}, ${money(attempt.amount, attempt.currency)}) charging`, this.started);
     return this.runAttempt(attempt, input);
   }
 
@@ -246,7 +251,7 @@ export class LiveCheckoutSession {
   private becomeUnknown(attempt: CheckoutAttempt, input: PayInput): void {
     if (attempt.status !== 'charging') return;
     attempt.status = 'unknown';
-    showProgress('open', `Attempt ${attempt.n} unknown (no answer from the provider); asking again under ${attempt.key}`);
+    showProgress('open', `Attempt ${attempt.n} unknown (no answer from the provider); asking again under ${attempt.key}`, this.started);
     this.resolutions.push(this.resolveUnknown(attempt, input));
   }
 
@@ -322,6 +327,7 @@ export class LiveCheckoutSession {
     showProgress(
       'open',
       `Attempt ${attempt.n} ${attempt.status} (${attempt.code})${cardLocked ? '; cards locked' : ''}; open until ${at(this.deadlineMs)}`,
+      this.started,
     );
     await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
   }

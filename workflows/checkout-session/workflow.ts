@@ -27,14 +27,14 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   await joining;
 
   // Open: until paid, the deadline, or expire.
-  showProgress('open', `Open until ${at(input.expiresAt * 1000)}`);
+  showProgress('open', `Open until ${at(input.expiresAt * 1000)}`, input);
   const untilDeadline = input.expiresAt * 1000 - clockNow();
   if (untilDeadline > 0) await clockWait(() => state.status !== 'open', untilDeadline, { summary: 'open until paid or expires_at' });
   if (state.status === 'open') await session.expireAtDeadline();
 
   if (state.status === 'complete' && state.payment_status === 'pending') {
     const pix = state.method === 'pix';
-    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`);
+    showProgress(pix ? 'awaiting_payment' : 'in_review', `${pix ? 'PIX awaiting payment' : 'Card payment in review'} since ${at(clockNow())}`, input);
     // Its PIX expiry and review window are on the clock's time: from here it waits with the clock.
     if (readsClock()) await joinClock(input.testClock);
     await session.awaitSettlement();
@@ -42,6 +42,7 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   showProgress(
     state.status,
     `${state.status === 'complete' ? `Complete, payment ${state.payment_status}` : 'Expired'}${state.order ? `, order ${state.order}` : ''}`,
+    input,
   );
   if (state.status === 'complete' && state.payment_status === 'paid' && input.recurring) {
     let subscription: string | null | undefined;
@@ -77,7 +78,7 @@ function startOnClock(input: CheckoutWorkflowInput): Promise<void> {
 /** The store's purchase confirmation for the paid order, once; after the hand-off, so it names the subscription's period. */
 async function confirmPurchase(input: CheckoutWorkflowInput, state: CheckoutWorkflowState): Promise<void> {
   const orderId = state.order;
-  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsBuyerEmails()) return;
+  if (state.status !== 'complete' || state.payment_status !== 'paid' || !orderId || !sendsBuyerEmails(input)) return;
   const key = buyerEmailKey('payment-confirmation');
   await sendBuyerEmail((emails) => emails.sendPaymentConfirmation({ storeId: input.storeId, orderId, key }), { key, orderId });
 }

@@ -1,19 +1,19 @@
 // What an operator sees of a running workflow in the Web UI: its business status as the BillingStatus
 // search attribute (so "which subscriptions are past due" is a query) and its current step as the
 // workflow's current details (a line such as "attempt 4 of 8, next at ...").
-import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { hasChange, type VersionedInput } from './input-version';
 import { BillingStatusKey } from '../search-attributes';
 
 /** Publishes the status (only when it changed: each upsert is a history event) and the step. */
-export function showProgress(status: string, step: string): void {
+export function showProgress(status: string, step: string, input?: VersionedInput): void {
   setCurrentDetails(step);
   // Histories recorded before the attribute existed have no upsert here.
-  if (!patched('billing-status-attribute')) return;
+  if (!hasChange(input, 2, 'billing-status-attribute')) return;
   showStatus(status);
 }
 
-/** The status alone, with no patch marker: for runs whose input says they started after the attribute existed. */
-export function showStatus(status: string): void {
+function showStatus(status: string): void {
   if (shownStatus() === status) return;
   upsertSearchAttributes([{ key: BillingStatusKey, value: status }]);
 }

@@ -1,6 +1,7 @@
 // Buyer e-mails as the workflows send them: one keyed activity per e-mail, after the fact it tells of
 // is recorded. Runs started before buyer e-mails existed replay without them (the patch below).
-import { ActivityFailure, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { hasChange, type VersionedInput } from './input-version';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from './timeouts';
 
@@ -16,7 +17,7 @@ const emails = proxyActivities<Activities>({
 });
 
 /** Whether this run sends buyer e-mails (false only while replaying a run from before them). */
-export const sendsBuyerEmails = (): boolean => patched(BUYER_EMAILS_PATCH);
+export const sendsBuyerEmails = (input?: VersionedInput): boolean => hasChange(input, 2, BUYER_EMAILS_PATCH);
 
 /** This workflow's key for a buyer e-mail: `<workflow id>/<purpose>[/<what>]`. */
 export const buyerEmailKey = (...parts: string[]): string => [workflowInfo().workflowId, ...parts].join('/');

@@ -2,6 +2,7 @@
 // (docs/runbook-webhooks.md): its id, the `resend` signal, the `state` query, the StoreId search
 // attribute and the input.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { VersionedInput } from '../lib/input-version';
 import type { WebhookDeliveryState } from '../../resources/webhook-delivery';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
@@ -25,7 +26,7 @@ export { StoreIdKey as storeIdSearchAttribute } from '../search-attributes';
  */
 export const RESEND_WINDOW_MS = 72 * 60 * 60 * 1000;
 
-export interface WebhookDeliveryInput {
+export interface WebhookDeliveryInput extends VersionedInput {
   deliveryId: string;
   storeId: string;
   endpointId?: string;
@@ -33,12 +34,6 @@ export interface WebhookDeliveryInput {
   resend?: boolean;
   /** The attempt to make first (a run continued mid-schedule); 1 unless stated. */
   attempt?: number;
-  /**
-   * 2: started by a client of 2026-11-28 or later, so its history has the BillingStatus attribute from
-   * the start: no patch marker, and `pending` stays shown through a first attempt (one upsert less per
-   * delivery). Absent in runs started before: those keep the patched path they were recorded with.
-   */
-  view?: 2;
 }
 
 /** What the workflow knows of its delivery: the webhook_delivery resource's own description of it. */

@@ -6,7 +6,7 @@ import { condition, continueAsNew, isCancellation, proxyActivities, setCurrentDe
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { jitterFor, MAX_ATTEMPTS } from '../../domain/webhook-retry';
-import { at, showProgress, showStatus, shownStatus } from '../lib/business-view';
+import { at, showProgress, shownStatus } from '../lib/business-view';
 import { RESEND_WINDOW_MS, resendSignal, stateQuery, type WebhookDeliveryInput, type WebhookDeliveryState } from './messages';
 
 const { attemptWebhookDelivery } = proxyActivities<Activities>({
@@ -67,7 +67,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
         },
       ]);
       state = result.state;
-      show(input, state.status, stepOf(state));
+      showProgress(state.status, stepOf(state), input);
       if (result.outcome === 'gone') return state;
       // The next attempt follows the last one recorded (this one, unless the record says otherwise).
       attempt = state.attempts + 1;
@@ -84,17 +84,13 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
   }
 }
 
-/** The Web UI's status and step; runs of view 2 skip the patch marker (their histories all have the attribute). */
-function show(input: WebhookDeliveryInput, status: string, step: string): void {
-  if (input.view !== 2) return showProgress(status, step);
-  setCurrentDetails(step);
-  showStatus(status);
-}
-
-/** An attempt about to run: `delivering`, except that view 2 leaves a first attempt `pending` (its step says it runs). */
+/**
+ * An attempt about to run: `delivering`; from input version 2 a first attempt stays `pending` (its step
+ * says it runs): one search-attribute upsert less for a delivery answered at once.
+ */
 function showAttempt(input: WebhookDeliveryInput, step: string): void {
-  if (input.view === 2 && shownStatus() === 'pending') return setCurrentDetails(step);
-  show(input, 'delivering', step);
+  if ((input.version ?? 1) >= 2 && shownStatus() === 'pending') return setCurrentDetails(step);
+  showProgress('delivering', step, input);
 }
 
 /** The current step as a line: how the last attempt went and what comes next. */

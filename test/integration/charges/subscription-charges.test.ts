@@ -20,7 +20,7 @@ import { newId } from '../../../domain/ids';
 import { insertEndpoint } from '../../../store/webhook-endpoints';
 import { CustomerIdKey, StoreIdKey, SubscriptionIdKey } from '../../../services/operations/search-attributes';
 import { waitFor, type TestMongo, type TestTemporal } from '../../support/env';
-import { recordHistory } from '../../support/histories';
+import { patchesIn, recordHistory } from '../../support/histories';
 import { call, createTestStore, type TestApi, type TestStore } from '../../support/api';
 import { seedSubscription, type TestCatalog } from '../../support/subscriptions';
 
@@ -364,6 +364,9 @@ describe('approved', () => {
 
     const reused = await charge(sub, { amount: 2600 }, key);
     expectError(reused, 400, 'idempotency_error', 'idempotency_key_reused', 'Idempotency-Key');
+    // Started at input version 2: its patches are taken without markers or TemporalChangeVersion upserts.
+    const history = await temporal.client.workflow.getHandle(chargeWorkflowId(store.store._id, merchantChargeKey(key))).fetchHistory();
+    expect(patchesIn(history)).toEqual({ markers: 0, changeVersionUpserts: 0 });
     await recordHistory(temporal.client, chargeWorkflowId(store.store._id, merchantChargeKey(key)), 'charge-approved');
   });
 
