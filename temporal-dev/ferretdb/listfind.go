@@ -3,10 +3,11 @@ package main
 // Why this file exists
 //
 // Every list of the application is one query shape (store/pagination.ts findPage): a store's documents,
-// newest (or oldest) first, after a cursor document, at most limit+1 of them:
+// newest (or oldest) first, after a cursor document, at most limit+1 of them, some with conditions beside the
+// store (listEvents: {test: false}, a type or {$in: [types]}, a created range; listOrders: customer, status):
 //
-//	find <coll> filter {store_id: S}                                        sort {created: d, _id: d} limit n
-//	find <coll> filter {$and: [{store_id: S}, {$or: [{created: {$lt: V}}, {created: V, _id: {$lt: ID}}]}]}  (or $gt)
+//	find <coll> filter {store_id: S, <conditions>}                          sort {created: d, _id: d} limit n
+//	find <coll> filter {$and: [{store_id: S, <conditions>}, {$or: [{created: {$lt: V}}, {created: V, _id: {$lt: ID}}]}]}  (or $gt)
 //
 // FerretDB 1.24 on SQLite pushes down neither the filter nor the sort: it decodes the whole collection and
 // sorts it in Go (3.4 s at 10k customers per store). The relay answers exactly these shapes itself from the
@@ -16,6 +17,14 @@ package main
 // passes through unchanged, and so does the query when the collection has any document where MongoDB's
 // order could differ from SQLite's (store_id not a string, created not a number, _id not a string, or
 // missing): the index's first column counts those, so that check is one index seek.
+//
+// The conditions accepted: a created range, {created: {$gt|$gte|$lt|$lte: V, ...}} with V a number, read from
+// the index like the cursor (every created is a number, checked above, so SQLite's comparison is MongoDB's);
+// and match.go's {f: "s"}, {f: bool}, {f: {$in: ["s", ...]}}, applied in Go to each decoded document. With such
+// conditions the page reads the store's rows in list order in chunks (the first of limit rows, each next one
+// twice as large up to listChunkMax) until limit documents matched or the store's rows in the range ran out:
+// what bounds the rows one page reads is the store's documents beyond the cursor and within the created range
+// (FerretDB's scan reads the whole collection), and listTimeout (then the page passes through).
 //
 // FERRETDB_RELAY_LISTS=off turns the fast path off (tests compare both answers).
 
@@ -47,6 +56,7 @@ const (
 	listIdleConns    = 2                // of which kept idle
 	listMaxDBs       = 16               // read pools kept; the least recently used one is closed for a new one
 	listConnIdle     = 30 * time.Second // an idle read connection is closed after this
+	listChunkMax     = 1000             // rows one statement of a page with conditions reads: its decoded rows are dropped as it goes
 
 	listIndexSuffix = "_list_expr"
 	sjsonStoreID    = defaultColumn + "->>'$.store_id'"
@@ -70,8 +80,19 @@ type listQuery struct {
 	db, coll, store string
 	desc            bool
 	limit           int64
-	after           *listCursor // nil on the first page
+	after           *listCursor    // nil on the first page
+	created         []createdBound // a created range; none without one
+	conds           []eqCond       // the other conditions, applied to each decoded document (match.go)
 }
+
+// createdBound is one side of a created range: created op v, op an SQL comparison, v an int64 or float64.
+type createdBound struct {
+	op string
+	v  any
+}
+
+// createdOps are the range operators accepted on created, as SQL.
+var createdOps = map[string]string{"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 // listCursor is the cursor condition: (created, _id) beyond (created, id) in direction op ("<" or ">").
 type listCursor struct {
@@ -121,10 +142,7 @@ func listQueryOf(msg []byte) (*listQuery, bool) {
 	if !ok {
 		return nil, false
 	}
-	if q.store, q.after, ok = listFilter(filter); !ok {
-		return nil, false
-	}
-	return q, true
+	return q, listFilter(filter, q)
 }
 
 func onlyKnown(elems []bsoncore.Element, keys map[string]bool) bool {
@@ -184,34 +202,89 @@ func listSort(v bsoncore.Value) (desc, ok bool) {
 	return a == -1, true
 }
 
-// listFilter accepts {store_id: S} and {$and: [{store_id: S}, {$or: [{created: {op: V}}, {created: V, _id: {op: ID}}]}]}.
-func listFilter(filter bsoncore.Document) (store string, after *listCursor, ok bool) {
+// listFilter reads {store_id: S, <conditions>} and {$and: [{store_id: S, <conditions>}, {$or: [{created: {op: V}},
+// {created: V, _id: {op: ID}}]}]} into q.
+func listFilter(filter bsoncore.Document, q *listQuery) bool {
 	elems, err := filter.Elements()
-	if err != nil || len(elems) != 1 {
-		return "", nil, false
+	if err != nil || len(elems) == 0 {
+		return false
 	}
-	if elems[0].Key() == "store_id" {
-		store, ok = elems[0].Value().StringValueOK()
-		return store, nil, ok
+	if len(elems) > 1 || elems[0].Key() != "$and" {
+		return listBase(elems, q)
 	}
 	and, ok := elems[0].Value().ArrayOK()
-	if elems[0].Key() != "$and" || !ok {
-		return "", nil, false
+	if !ok {
+		return false
 	}
 	parts, err := and.Values()
 	if err != nil || len(parts) != 2 {
-		return "", nil, false
+		return false
 	}
 	base, okBase := parts[0].DocumentOK()
 	or, okOr := parts[1].DocumentOK()
 	if !okBase || !okOr {
-		return "", nil, false
+		return false
 	}
-	if store, after, ok = listFilter(base); !ok || after != nil {
-		return "", nil, false
+	baseElems, err := base.Elements()
+	if err != nil || !listBase(baseElems, q) {
+		return false
 	}
-	after, ok = listCursorOf(or)
-	return store, after, ok
+	q.after, ok = listCursorOf(or)
+	return ok
+}
+
+// listBase reads {store_id: S, <conditions>}: store_id once, a created range, and match.go's conditions.
+func listBase(elems []bsoncore.Element, q *listQuery) bool {
+	stores := 0
+	for _, e := range elems {
+		switch key, v := e.Key(), e.Value(); {
+		case key == "store_id":
+			store, ok := v.StringValueOK()
+			if !ok {
+				return false
+			}
+			q.store, stores = store, stores+1
+		case key == "created" && v.Type == bsontype.EmbeddedDocument:
+			if q.created != nil {
+				return false
+			}
+			var ok bool
+			if q.created, ok = createdRange(v.Document()); !ok {
+				return false
+			}
+		default:
+			c, ok := eqCondOf(key, v)
+			if !ok {
+				return false
+			}
+			q.conds = append(q.conds, c)
+		}
+	}
+	others := []string{"store_id"}
+	if q.created != nil {
+		others = append(others, "created")
+	}
+	return stores == 1 && distinctFields(q.conds, others...)
+}
+
+// createdRange reads {$gt|$gte|$lt|$lte: V, ...}, each operator once, V a number.
+func createdRange(doc bsoncore.Document) ([]createdBound, bool) {
+	elems, err := doc.Elements()
+	if err != nil || len(elems) == 0 || len(elems) > len(createdOps) {
+		return nil, false
+	}
+	bounds := make([]createdBound, 0, len(elems))
+	seen := map[string]bool{}
+	for _, e := range elems {
+		op, known := createdOps[e.Key()]
+		v, ok := plainNumber(e.Value())
+		if !known || !ok || seen[op] {
+			return nil, false
+		}
+		seen[op] = true
+		bounds = append(bounds, createdBound{op: op, v: v})
+	}
+	return bounds, true
 }
 
 // listCursorOf accepts {$or: [{created: {op: V}}, {created: V, _id: {op: ID}}]} with op $lt or $gt in both.
@@ -454,11 +527,49 @@ func (db *listDB) read(ctx context.Context, q *listQuery) ([]bsoncore.Document, 
 	if mixed {
 		return nil, errNotPlain
 	}
-	rows, err := tx.QueryContext(ctx, listSelect(table, index, q), listArgs(q)...)
-	if err != nil {
-		return nil, err
+	return listRows(ctx, tx, table, index, q)
+}
+
+// listRows reads the page's rows in list order, in chunks, until limit documents meet the conditions or the
+// rows run out; without conditions the first chunk (limit rows) is the page.
+func listRows(ctx context.Context, tx *sql.Tx, table, index string, q *listQuery) ([]bsoncore.Document, error) {
+	docs := make([]bsoncore.Document, 0, q.limit)
+	var last *listCursor // the last row read: the next chunk starts beyond it
+	for chunk := q.limit; ; chunk = min(2*chunk, listChunkMax) {
+		rows, err := tx.QueryContext(ctx, listSelect(table, index, q, last != nil), listArgs(q, last, chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		var read int64
+		if docs, read, last, err = listChunk(rows, q, docs, last); err != nil || int64(len(docs)) == q.limit || read < chunk {
+			return docs, err
+		}
 	}
-	return decodeRows(rows, int(q.limit))
+}
+
+// listChunk closes rows after adding to docs those that meet the conditions, up to limit; it returns how many rows
+// it read and the last one's place.
+func listChunk(rows *sql.Rows, q *listQuery, docs []bsoncore.Document, last *listCursor) ([]bsoncore.Document, int64, *listCursor, error) {
+	defer rows.Close() //nolint:errcheck // read only
+	var read int64
+	for rows.Next() {
+		var raw []byte
+		place := &listCursor{} // its direction is the sort's (listSelect)
+		if err := rows.Scan(&raw, &place.created, &place.id); err != nil {
+			return nil, 0, nil, err
+		}
+		read, last = read+1, place
+		doc, err := sjsonToBSON(raw)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if matchesAll(doc, q.conds) {
+			if docs = append(docs, doc); int64(len(docs)) == q.limit {
+				break
+			}
+		}
+	}
+	return docs, read, last, rows.Err()
 }
 
 // decodeRows closes rows after decoding each row's one column, FerretDB's SJSON document, to BSON.
@@ -479,26 +590,39 @@ func decodeRows(rows *sql.Rows, capacity int) ([]bsoncore.Document, error) {
 	return docs, rows.Err()
 }
 
-// listSelect is the page's query; the index's column order makes it a range read of at most limit rows.
-func listSelect(table, index string, q *listQuery) string {
-	order := "ASC"
+// listSelect is one chunk's query (continued: beyond the last row read); the index's column order makes it a
+// range read of at most the chunk's rows.
+func listSelect(table, index string, q *listQuery, continued bool) string {
+	order, beyond := "ASC", ">"
 	if q.desc {
-		order = "DESC"
+		order, beyond = "DESC", "<"
 	}
 	where := fmt.Sprintf(`%s = 1 AND %s = ?`, sjsonPlain, sjsonStoreID)
 	if q.after != nil {
 		where += fmt.Sprintf(` AND (%s, %s) %s (?, ?)`, sjsonCreated, sjsonID, q.after.op)
 	}
-	return fmt.Sprintf(`SELECT %s FROM %q INDEXED BY %q WHERE %s ORDER BY %s %s, %s %s LIMIT ?`,
-		defaultColumn, table, index, where, sjsonCreated, order, sjsonID, order)
+	for _, b := range q.created {
+		where += fmt.Sprintf(` AND %s %s ?`, sjsonCreated, b.op)
+	}
+	if continued {
+		where += fmt.Sprintf(` AND (%s, %s) %s (?, ?)`, sjsonCreated, sjsonID, beyond)
+	}
+	return fmt.Sprintf(`SELECT %s, %s, %s FROM %q INDEXED BY %q WHERE %s ORDER BY %s %s, %s %s LIMIT ?`,
+		defaultColumn, sjsonCreated, sjsonID, table, index, where, sjsonCreated, order, sjsonID, order)
 }
 
-func listArgs(q *listQuery) []any {
+func listArgs(q *listQuery, last *listCursor, chunk int64) []any {
 	args := []any{q.store}
 	if q.after != nil {
 		args = append(args, q.after.created, q.after.id)
 	}
-	return append(args, q.limit)
+	for _, b := range q.created {
+		args = append(args, b.v)
+	}
+	if last != nil {
+		args = append(args, last.created, last.id)
+	}
+	return append(args, chunk)
 }
 
 // findReply is find's reply with every document in the first batch and the cursor closed, or false when too large.
