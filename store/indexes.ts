@@ -51,6 +51,8 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // GET /v1/events (listEvents: by type, created), and the retry of a once-only event looking for itself (recentEventsOfType).
   index('events', { store_id: 1, created: -1, _id: -1 }),
   index('events', { store_id: 1, type: 1, created: -1, _id: -1 }),
+  // `listen` reads a store's events after its cursor, in _id order (findEventsAfter, countEventsAfter); on MongoDB this index serves it.
+  index('events', { store_id: 1, _id: 1 }),
   // The sweeper re-drives outbox entries oldest first.
   index('event_outbox', { created: 1 }),
   // Once-only event claims (claimEmission, by _id), kept 30 days (an activity retries for far less).

@@ -19,8 +19,9 @@ package main
 //
 //	CREATE INDEX IF NOT EXISTS "_ferretdb_<table>_id_expr" ON "<table>" (_ferretdb_sjson->'$._id')
 //
-// (and, in the same pass, the list index of listfind.go, listIndexSQL, and an index per unique key of
-// keyfind.go, keyIndexSQL, dropping those whose unique index is gone), with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
+// (and, in the same pass, the list index of listfind.go, listIndexSQL, an index per unique key of
+// keyfind.go, keyIndexSQL, and the store_id, _id index of idpage.go, idPageIndexSQL, the last two only once
+// a query asked for them, dropping those whose FerretDB index is gone), with exactly FerretDB's expression, so the planner picks it (EXPLAIN QUERY PLAN shows
 // "SEARCH <table> USING INDEX _ferretdb_<table>_id_expr (<expr>=?)"). The unique `_id_` index is left
 // alone and still enforces uniqueness (duplicate inserts still fail with code 11000).
 //
@@ -91,15 +92,16 @@ const (
 
 // idIndexer adds the _id expression index described above to every collection table.
 type idIndexer struct {
-	base  url.URL    // --sqlite-url, used as the template of our connection URIs
-	dir   string     // data directory
-	query url.Values // query parameters of our connections
-	l     *slog.Logger
-	seen  map[string]dbFiles // database file -> state of its files when last found complete
-	keys  bool               // also index unique keys (keyfind.go); FERRETDB_RELAY_KEYS=off turns it off
+	base    url.URL    // --sqlite-url, used as the template of our connection URIs
+	dir     string     // data directory
+	query   url.Values // query parameters of our connections
+	l       *slog.Logger
+	seen    map[string]dbFiles // database file -> state of its files when last found complete
+	keys    bool               // also index unique keys (keyfind.go); FERRETDB_RELAY_KEYS=off turns it off
+	idPages bool               // also index {store_id: 1, _id: 1} (idpage.go); FERRETDB_RELAY_ID_PAGES=off turns it off
 
 	wantMu sync.Mutex
-	wanted map[string]map[string]bool // database file -> key indexes a lookup asked for (keyfind.go), at most keyMaxWanted in all
+	wanted map[string]map[string]bool // database file -> indexes a query asked for (keyfind.go, idpage.go), at most keyMaxWanted in all
 }
 
 // dbFiles is what a database's files looked like before a successful pass over it.
@@ -154,12 +156,13 @@ func newIDIndexer(sqliteURL string, l *slog.Logger) (*idIndexer, error) {
 	query.Set("mode", "rw")
 
 	return &idIndexer{
-		base:  *u,
-		dir:   u.Path,
-		query: query,
-		l:     l,
-		seen:  map[string]dbFiles{},
-		keys:  keysOn(),
+		base:    *u,
+		dir:     u.Path,
+		query:   query,
+		l:       l,
+		seen:    map[string]dbFiles{},
+		keys:    keysOn(),
+		idPages: idPagesOn(),
 
 		wanted: map[string]map[string]bool{},
 	}, nil
@@ -328,9 +331,9 @@ func indexedTables(ctx context.Context, db *sql.DB) ([]*collTable, error) {
 	return tables, rows.Err()
 }
 
-// indexTable creates the missing _id and list indexes of one table and the key indexes a lookup asked for,
-// keeps the key indexes it has while FerretDB has their unique index, and drops the others (all of them
-// when FERRETDB_RELAY_KEYS=off): a unique key nobody looks up (say, meter events') costs writes nothing.
+// indexTable creates the missing _id and list indexes of one table and the key and store_id, _id indexes a
+// query asked for, keeps those it has while FerretDB has their index, and drops the others (all of a kind when
+// its switch is off): a unique key nobody looks up (say, meter events') costs writes nothing.
 func (x *idIndexer) indexTable(ctx context.Context, db *sql.DB, file string, t *collTable, wanted map[string]bool) error {
 	want := map[string]string{ // index name -> its CREATE INDEX IF NOT EXISTS (all idempotent)
 		idIndexNamePrefix + t.name + idIndexNameSuffix: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`,
@@ -344,6 +347,9 @@ func (x *idIndexer) indexTable(ctx context.Context, db *sql.DB, file string, t *
 			}
 		}
 	}
+	if name := idPageIndexName(t.name); x.idPages && hasStoreIDIndex(t.settings) && (t.ours[name] || wanted[name]) {
+		want[name] = idPageIndexSQL(t.name)
+	}
 	for name, create := range want {
 		if t.ours[name] {
 			continue
@@ -355,7 +361,8 @@ func (x *idIndexer) indexTable(ctx context.Context, db *sql.DB, file string, t *
 		x.l.InfoContext(ctx, "relay index created", slog.String("file", file), slog.String("index", name), slog.Duration("took", time.Since(start)))
 	}
 	for name := range t.ours {
-		if _, wanted := want[name]; wanted || !strings.HasPrefix(name, idIndexNamePrefix+t.name+keyIndexInfix) {
+		asked := strings.HasPrefix(name, idIndexNamePrefix+t.name+keyIndexInfix) || name == idPageIndexName(t.name)
+		if _, wanted := want[name]; wanted || !asked {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %q`, name)); err != nil {
@@ -366,7 +373,7 @@ func (x *idIndexer) indexTable(ctx context.Context, db *sql.DB, file string, t *
 	return nil
 }
 
-// want records that a lookup found no key index of this name in the database file; the next pass makes it.
+// want records that a query found no index of ours of this name in the database file; the next pass makes it.
 func (x *idIndexer) want(file, index string) {
 	x.wantMu.Lock()
 	defer x.wantMu.Unlock()
@@ -374,8 +381,8 @@ func (x *idIndexer) want(file, index string) {
 	for _, names := range x.wanted {
 		n += len(names)
 	}
-	if n >= keyMaxWanted || !x.keys {
-		return // asked again by a later lookup once the pass has made the others
+	if n >= keyMaxWanted || (!x.keys && !x.idPages) {
+		return // asked again by a later query once the pass has made the others
 	}
 	if x.wanted[file] == nil {
 		x.wanted[file] = map[string]bool{}

@@ -80,19 +80,19 @@ type listQuery struct {
 	db, coll, store string
 	desc            bool
 	limit           int64
-	after           *listCursor    // nil on the first page
-	created         []createdBound // a created range; none without one
-	conds           []eqCond       // the other conditions, applied to each decoded document (match.go)
+	after           *listCursor  // nil on the first page
+	created         []rangeBound // a created range; none without one
+	conds           []eqCond     // the other conditions, applied to each decoded document (match.go)
 }
 
-// createdBound is one side of a created range: created op v, op an SQL comparison, v an int64 or float64.
-type createdBound struct {
+// rangeBound is one side of a range: field op v, op an SQL comparison; v an int64 or float64 on created, a string on _id (idpage.go).
+type rangeBound struct {
 	op string
 	v  any
 }
 
-// createdOps are the range operators accepted on created, as SQL.
-var createdOps = map[string]string{"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+// rangeOps are the range operators accepted on created (and _id, idpage.go), as SQL.
+var rangeOps = map[string]string{"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 // listCursor is the cursor condition: (created, _id) beyond (created, id) in direction op ("<" or ">").
 type listCursor struct {
@@ -268,21 +268,21 @@ func listBase(elems []bsoncore.Element, q *listQuery) bool {
 }
 
 // createdRange reads {$gt|$gte|$lt|$lte: V, ...}, each operator once, V a number.
-func createdRange(doc bsoncore.Document) ([]createdBound, bool) {
+func createdRange(doc bsoncore.Document) ([]rangeBound, bool) {
 	elems, err := doc.Elements()
-	if err != nil || len(elems) == 0 || len(elems) > len(createdOps) {
+	if err != nil || len(elems) == 0 || len(elems) > len(rangeOps) {
 		return nil, false
 	}
-	bounds := make([]createdBound, 0, len(elems))
+	bounds := make([]rangeBound, 0, len(elems))
 	seen := map[string]bool{}
 	for _, e := range elems {
-		op, known := createdOps[e.Key()]
+		op, known := rangeOps[e.Key()]
 		v, ok := plainNumber(e.Value())
 		if !known || !ok || seen[op] {
 			return nil, false
 		}
 		seen[op] = true
-		bounds = append(bounds, createdBound{op: op, v: v})
+		bounds = append(bounds, rangeBound{op: op, v: v})
 	}
 	return bounds, true
 }
@@ -379,13 +379,14 @@ func plainNumber(v bsoncore.Value) (any, bool) {
 	return nil, false
 }
 
-// listReader answers listQuery (and keyQuery, keyfind.go; idSetQuery, idset.go) from the SQLite files of FerretDB's data directory.
+// listReader answers listQuery (and keyQuery, keyfind.go; idSetQuery, idset.go; idPageQuery, idpage.go) from the SQLite files of FerretDB's data directory.
 type listReader struct {
-	x      *idIndexer // for its data directory and connection parameters
-	l      *slog.Logger
-	lists  bool // FERRETDB_RELAY_LISTS is not off
-	keys   bool // FERRETDB_RELAY_KEYS is not off
-	idSets bool // FERRETDB_RELAY_ID_SETS is not off
+	x       *idIndexer // for its data directory and connection parameters
+	l       *slog.Logger
+	lists   bool // FERRETDB_RELAY_LISTS is not off
+	keys    bool // FERRETDB_RELAY_KEYS is not off
+	idSets  bool // FERRETDB_RELAY_ID_SETS is not off
+	idPages bool // FERRETDB_RELAY_ID_PAGES is not off
 
 	mu  sync.Mutex
 	dbs map[string]*listDB // database name -> its read pool
@@ -401,10 +402,10 @@ type listDB struct {
 // newListReader returns nil when every fast path is off (or FerretDB is in memory).
 func newListReader(x *idIndexer) *listReader {
 	lists, idSets := switchOn("FERRETDB_RELAY_LISTS"), switchOn("FERRETDB_RELAY_ID_SETS")
-	if x == nil || (!lists && !x.keys && !idSets) {
+	if x == nil || (!lists && !x.keys && !idSets && !x.idPages) {
 		return nil
 	}
-	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, idSets: idSets, dbs: map[string]*listDB{}}
+	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, idSets: idSets, idPages: x.idPages, dbs: map[string]*listDB{}}
 }
 
 // switchOn reports whether a FERRETDB_RELAY_* switch is on: anything but "off" is.

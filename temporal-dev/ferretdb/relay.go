@@ -61,7 +61,7 @@ type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
 	checks   *checkPool  // see pinned.go
-	lists    *listReader // see listfind.go, keyfind.go and idset.go; nil when all are off
+	lists    *listReader // see listfind.go, keyfind.go, idset.go and idpage.go; nil when all are off
 	l        *slog.Logger
 }
 
@@ -154,7 +154,8 @@ type conn struct {
 // requests relays client -> FerretDB, locking the namespace of the commands listed in lockedCommands
 // and, in that lock, answering or narrowing the filter of those that pin one document, and rewriting a find
 // that pins one document as an aggregate (see pinned.go); a list's page and a lookup by a unique key are answered
-// from SQLite (see listfind.go, keyfind.go), and so are documents by a set of _ids (idset.go).
+// from SQLite (see listfind.go, keyfind.go), and so are documents by a set of _ids (idset.go) and a store's
+// documents after an _id (idpage.go).
 func (c *conn) requests() error {
 	return relayMessages(c.client, c.server, func(msg []byte) ([]byte, error) {
 		if answer, ok := c.readAnswer(msg); ok {
@@ -183,8 +184,8 @@ func (c *conn) requests() error {
 	}, nil)
 }
 
-// readAnswer is the relay's own answer to a list page (listfind.go), a lookup by a unique key (keyfind.go) or
-// documents by a set of _ids (idset.go).
+// readAnswer is the relay's own answer to a list page (listfind.go), a lookup by a unique key (keyfind.go),
+// documents by a set of _ids (idset.go) or a store's documents after an _id (idpage.go).
 func (c *conn) readAnswer(msg []byte) ([]byte, bool) {
 	if c.lists == nil {
 		return nil, false
@@ -197,6 +198,9 @@ func (c *conn) readAnswer(msg []byte) ([]byte, bool) {
 	}
 	if q, ok := idSetQueryOf(msg); ok && c.lists.idSets {
 		return c.lists.answerIDSet(q, requestID(msg))
+	}
+	if q, ok := idPageQueryOf(msg); ok && c.lists.idPages {
+		return c.lists.answerIDPage(q, requestID(msg))
 	}
 	return nil, false
 }
