@@ -2,7 +2,7 @@
 // the API (api/server.ts) and the worker (worker/main.ts) as separate child processes so each RSS is its own;
 // test/soak/probe.mjs, preloaded into both, reports their RSS and event-loop delay. A short capacity probe
 // (SOAK_PROBE_SECONDS, default 30, 16 lanes of the mix back to back) measures operations/s; the soak then
-// runs the same mix open-loop at half that rate for SOAK_MINUTES (default 30): checkout session creates,
+// runs the same mix open-loop at half that rate (or SOAK_RATE) for SOAK_MINUTES (default 30): checkout session creates,
 // hosted-page payments (test connection), one-off subscription charges, meter event batches of 100, list
 // reads; a local HTTPS receiver takes the webhook deliveries and one `listen` reader stays connected.
 // Prints one line a minute (each process's RSS, heap and event-loop p99, the worker's cached workflows from
@@ -412,7 +412,8 @@ async function main(): Promise<void> {
 
     console.log(`capacity probe: ${probeLanes} lanes, ${probeSeconds} s...`);
     const probe = await capacityProbe(ops);
-    const rate = probe.opsPerSec / 2;
+    // SOAK_RATE pins the rate (operations/s) so runs on a machine of changing speed compare; half the probe by default.
+    const rate = process.env.SOAK_RATE ? Number(process.env.SOAK_RATE) : probe.opsPerSec / 2;
     console.log(`capacity ${round(probe.opsPerSec)} ops/s (errors ${probe.counters.errors}); soak rate ${round(rate)} ops/s`);
     if (probe.counters.firstErrors.length) console.log(`probe errors: ${probe.counters.firstErrors.join('; ')}`);
 
