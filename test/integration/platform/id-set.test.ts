@@ -4,15 +4,13 @@
 // same writes: one with that fast path, one with FERRETDB_RELAY_ID_SETS=off (FerretDB's own full scan, MongoDB's
 // matching); every reply must be the same BSON, byte for byte, and the first engine's log must show it answered it
 // itself, or passed it through where it must.
-import { Binary, BSON, Double, Int32, ObjectId, type Collection, type Document } from 'mongodb';
+import { Binary, Double, Int32, ObjectId, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../temporal-dev/wait';
-import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
+import { bsonHex as hex, countIn, differential, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
 
 const answeredLine = 'relay: id set answered from the index';
 const passedLine = 'relay: id set passed through';
-/** Values kept as their BSON types, so serializing a read document gives its exact bytes. */
-const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 const allOff = { FERRETDB_RELAY_LISTS: 'off', FERRETDB_RELAY_KEYS: 'off', FERRETDB_RELAY_ID_PAGES: 'off' };
 
 let fast: RelayEngine;
@@ -23,29 +21,10 @@ interface Doc extends Document {
   _id: string | ObjectId;
 }
 
-const collectionOf = (engine: RelayEngine, name: string): Collection<Doc> => engine.client.db(dbName).collection<Doc>(name, exactTypes);
-
-async function onBoth(name: string, write: (c: Collection<Doc>) => Promise<unknown>): Promise<void> {
-  await write(collectionOf(fast, name));
-  await write(collectionOf(slow, name));
-}
-
-const hex = (doc: Document): string => Buffer.from(BSON.serialize(doc)).toString('hex');
-
-/** The same find command on both engines: the whole reply must be the same bytes. Returns the fast engine's batch. */
-async function commandOnBoth(command: Document): Promise<Document[]> {
-  const [mine, theirs] = await Promise.all([fast, slow].map((e) => e.client.db(dbName).command(command, exactTypes)));
-  expect(hex(mine!), JSON.stringify(command)).toEqual(hex(theirs!));
-  return mine!.cursor.firstBatch as Document[];
-}
-
-/** Runs finds on both engines; returns how many the fast engine answered itself and how many it passed through. */
-async function served(commands: Document[]): Promise<{ answered: number; passed: number; found: number }> {
-  const [answered, passed] = [countIn(fast, answeredLine), countIn(fast, passedLine)];
-  let found = 0;
-  for (const command of commands) found += (await commandOnBoth(command)).length;
-  return { answered: countIn(fast, answeredLine) - answered, passed: countIn(fast, passedLine) - passed, found };
-}
+const { collectionOf, onBoth, served } = differential<Doc>(() => [fast, slow], dbName, {
+  answered: answeredLine,
+  passed: passedLine,
+});
 
 const find = (filter: Document, more: Document = {}): Document => ({ find: 'deliveries', filter, ...more });
 

@@ -7,12 +7,10 @@ import { readFileSync } from 'node:fs';
 import { Binary, BSON, Double, Int32, ObjectId, type Collection, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../temporal-dev/wait';
-import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
+import { countIn, exactTypes, type RelayEngine, startRelayEngine, stopRelayEngines } from '../../support/relay-engines';
 
 const answeredLine = 'relay: key lookup answered from the index';
 const passedLine = 'relay: key lookup passed through';
-/** Values kept as their BSON types, so serializing a read document gives its exact bytes. */
-const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
 type Engine = RelayEngine;
 

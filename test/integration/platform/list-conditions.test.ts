@@ -4,25 +4,14 @@
 // writes: one with that fast path, one with FERRETDB_RELAY_LISTS=off (FerretDB's own full scan, MongoDB's matching);
 // every page must be the same BSON, byte for byte, and the first engine's log must show it answered the page itself, or
 // passed it through where it must.
-import { BSON, Double, Int32, Long, ObjectId, type Collection, type Document } from 'mongodb';
+import { Double, Int32, Long, ObjectId, type Collection, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../temporal-dev/wait';
-import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
-import {
-  createdFilter,
-  findPage,
-  NEWEST_FIRST,
-  OLDEST_FIRST,
-  type CreatedRange,
-  type ListFilter,
-  type ListOrder,
-  type PageResult,
-} from '../../../store/pagination';
+import { bsonHex, countIn, exactTypes, pagesOnBoth, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
+import { createdFilter, NEWEST_FIRST, OLDEST_FIRST, type CreatedRange, type ListFilter } from '../../../store/pagination';
 
 const answeredLine = 'relay: list page answered from the index';
 const passedLine = 'relay: list page passed through';
-/** Values kept as their BSON types, so serializing a read document gives its exact bytes. */
-const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 const otherPathsOff = { FERRETDB_RELAY_KEYS: 'off', FERRETDB_RELAY_ID_SETS: 'off', FERRETDB_RELAY_ID_PAGES: 'off' };
 
 let fast: RelayEngine;
@@ -40,46 +29,8 @@ async function onBoth(name: string, write: (c: Collection<Listed>) => Promise<un
   await write(collectionOf(slow, name));
 }
 
-const bytes = (docs: Document[]): string[] => docs.map((d) => Buffer.from(BSON.serialize(d)).toString('hex'));
-const pageBytes = (page: PageResult<Document>) => (page === 'cursor_missing' ? page : { docs: bytes(page.docs), hasMore: page.hasMore });
-
-/** The same page from both engines, which must be equal; returns the fast engine's. */
-async function pageOnBoth(name: string, storeId: string, filter: ListFilter, order: ListOrder, limit: number, cursorId?: string, backwards = false) {
-  const request = { storeId, filter, order, limit, cursorId, backwards };
-  const mine = await findPage(collectionOf(fast, name), request);
-  const theirs = await findPage(collectionOf(slow, name), request);
-  expect(pageBytes(mine), `${name} ${storeId} ${JSON.stringify(filter)} limit ${limit} after ${cursorId} backwards ${backwards}`).toEqual(
-    pageBytes(theirs),
-  );
-  return mine;
-}
-
-/** Every page of a store under a filter, forwards then back from the end, in both orders; returns the finds made and documents seen. */
-async function walk(name: string, storeId: string, filter: ListFilter, limit: number): Promise<{ finds: number; seen: number }> {
-  let finds = 0;
-  let seen = 0;
-  for (const order of [NEWEST_FIRST, OLDEST_FIRST]) {
-    let cursorId: string | undefined;
-    let last: string | undefined;
-    for (;;) {
-      const page = await pageOnBoth(name, storeId, filter, order, limit, cursorId);
-      finds++;
-      if (page === 'cursor_missing') throw new Error('cursor missing while walking');
-      seen += page.docs.length;
-      if (page.docs.length > 0) last = String(page.docs[page.docs.length - 1]!._id);
-      if (!page.hasMore) break;
-      cursorId = last;
-    }
-    let before = last;
-    while (before !== undefined) {
-      const page = await pageOnBoth(name, storeId, filter, order, limit, before, true);
-      finds++;
-      if (page === 'cursor_missing' || !page.hasMore || page.docs.length === 0) break;
-      before = String(page.docs[0]!._id);
-    }
-  }
-  return { finds, seen };
-}
+const bytes = (docs: Document[]): string[] => docs.map(bsonHex);
+const { pageOnBoth, walk } = pagesOnBoth(() => [fast, slow], collectionOf);
 
 const T0 = 1_800_000_000;
 const TYPES = ['customer.created', 'order.paid', 'order.refunded', 'invoice.sent'];

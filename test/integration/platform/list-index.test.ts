@@ -2,16 +2,23 @@
 // created then _id, limit n+1) from its SQLite index (temporal-dev/ferretdb/listfind.go). Two engines get the same writes:
 // one with that fast path, one with FERRETDB_RELAY_LISTS=off (FerretDB's own full scan, MongoDB's semantics); every page
 // must be the same BSON, byte for byte, and the first engine's log must show it answered the page itself (or passed through).
-import { Binary, BSON, Double, Int32, Long, ObjectId, Timestamp, type Collection, type Document } from 'mongodb';
+import { Binary, Double, Int32, Long, ObjectId, Timestamp, type Collection, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../temporal-dev/wait';
-import { countIn, startRelayEngine, stopRelayEngines, type RelayEngine } from '../../support/relay-engines';
-import { findPage, NEWEST_FIRST, OLDEST_FIRST, type ListOrder, type PageResult } from '../../../store/pagination';
+import {
+  bsonHex,
+  countIn,
+  exactTypes,
+  pageBytes,
+  pagesOnBoth,
+  startRelayEngine,
+  stopRelayEngines,
+  type RelayEngine,
+} from '../../support/relay-engines';
+import { findPage, NEWEST_FIRST } from '../../../store/pagination';
 
 const answeredLine = 'relay: list page answered from the index';
 const passedLine = 'relay: list page passed through';
-/** Values kept as their BSON types (Int32 vs Double vs Long), so serializing a read document gives its exact bytes. */
-const exactTypes = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
 type Engine = RelayEngine;
 
@@ -35,45 +42,8 @@ async function onBoth(name: string, write: (c: Collection<Listed>) => Promise<un
   await write(collectionOf(slow, name));
 }
 
-const bytes = (docs: Document[]): string[] => docs.map((d) => Buffer.from(BSON.serialize(d)).toString('hex'));
-const pageBytes = (page: PageResult<Document>) => (page === 'cursor_missing' ? page : { docs: bytes(page.docs), hasMore: page.hasMore });
-
-/** The same page from both engines, which must be equal; returns the fast engine's. */
-async function pageOnBoth(name: string, storeId: string, order: ListOrder, limit: number, cursorId?: string, backwards = false) {
-  const request = { storeId, filter: {}, order, limit, cursorId, backwards };
-  const mine = await findPage(collectionOf(fast, name), request);
-  const theirs = await findPage(collectionOf(slow, name), request);
-  expect(pageBytes(mine), `${name} ${storeId} limit ${limit} after ${cursorId} backwards ${backwards}`).toEqual(pageBytes(theirs));
-  return mine;
-}
-
-/** Every page of a store, forwards then back again from the end, in both orders; returns how many finds were made on each engine. */
-async function walk(name: string, storeId: string, limit: number): Promise<{ finds: number; seen: number }> {
-  let finds = 0;
-  let seen = 0;
-  for (const order of [NEWEST_FIRST, OLDEST_FIRST]) {
-    let cursorId: string | undefined;
-    let last: string | undefined;
-    for (;;) {
-      const page = await pageOnBoth(name, storeId, order, limit, cursorId);
-      finds++;
-      if (page === 'cursor_missing') throw new Error('cursor missing while walking');
-      seen += page.docs.length;
-      if (page.docs.length > 0) last = String(page.docs[page.docs.length - 1]!._id);
-      if (!page.hasMore) break;
-      cursorId = last;
-    }
-    // Back from the last document: ending_before.
-    let before = last;
-    while (before !== undefined) {
-      const page = await pageOnBoth(name, storeId, order, limit, before, true);
-      finds++;
-      if (page === 'cursor_missing' || !page.hasMore || page.docs.length === 0) break;
-      before = String(page.docs[0]!._id);
-    }
-  }
-  return { finds, seen };
-}
+const bytes = (docs: Document[]): string[] => docs.map(bsonHex);
+const { pageOnBoth, walk } = pagesOnBoth(() => [fast, slow], collectionOf);
 
 /** A document with every BSON type sjson stores, and `created` ties (seven per second) in int32, double and int64. */
 function customer(i: number): Listed {
@@ -104,7 +74,7 @@ beforeAll(async () => {
   await onBoth('customers', (c) => c.insertMany(Array.from({ length: 200 }, (_, i) => customer(i))));
   // The index is made by the relay's indexer a moment after the collection exists: wait until a page is answered from it.
   const before = countIn(fast, answeredLine);
-  await waitFor(async () => (await pageOnBoth('customers', 'st_a', NEWEST_FIRST, 10)) && countIn(fast, answeredLine) > before, {
+  await waitFor(async () => (await pageOnBoth('customers', 'st_a', {}, NEWEST_FIRST, 10)) && countIn(fast, answeredLine) > before, {
     timeoutMs: 30_000,
     description: 'the relay to answer a page from its list index',
   });
@@ -118,7 +88,7 @@ describe('list pages from the relay index equal FerretDB full scan (MongoDB sema
       // Limit 1 on the smaller store only: each page is a full scan on the engine without the fast path.
       for (const store of limit === 1 ? ['st_b'] : ['st_a', 'st_b', 'st_none']) {
         const served = countIn(fast, answeredLine);
-        const { finds, seen } = await walk('customers', store, limit);
+        const { finds, seen } = await walk('customers', store, {}, limit);
         // findPage asks for limit + 1 (101 at most: the first batch), so every one of them is served by the relay.
         expect(countIn(fast, answeredLine) - served, `${store} limit ${limit}`).toBe(finds);
         // Forwards in each order, every document of the store once.
@@ -134,14 +104,14 @@ describe('list pages from the relay index equal FerretDB full scan (MongoDB sema
     await onBoth('customers', (c) => c.updateOne({ _id: 'cus_0010' }, { $set: { created: new Int32(1_900_000_000) } }));
     await onBoth('customers', (c) => c.updateOne({ _id: 'cus_11' }, { $set: { created: new Double(1_700_000_000.25) } }));
     const served = countIn(fast, answeredLine);
-    const first = await pageOnBoth('customers', 'st_a', NEWEST_FIRST, 5);
+    const first = await pageOnBoth('customers', 'st_a', {}, NEWEST_FIRST, 5);
     if (first === 'cursor_missing') throw new Error('no first page');
     expect(first.docs[0]!._id).toBe('cus_0010');
-    await walk('customers', 'st_a', 50);
+    await walk('customers', 'st_a', {}, 50);
     // The cursor read by a client, then deleted: the app gets cursor_missing; the raw query with its values still pages.
     const cursor = first.docs[2]!;
     await onBoth('customers', (c) => c.deleteOne({ _id: cursor._id }));
-    expect(await pageOnBoth('customers', 'st_a', NEWEST_FIRST, 5, String(cursor._id))).toBe('cursor_missing');
+    expect(await pageOnBoth('customers', 'st_a', {}, NEWEST_FIRST, 5, String(cursor._id))).toBe('cursor_missing');
     const after = {
       $and: [{ store_id: 'st_a' }, { $or: [{ created: { $lt: cursor.created } }, { created: cursor.created, _id: { $lt: cursor._id } }] }],
     };
@@ -190,7 +160,7 @@ describe('list pages from the relay index equal FerretDB full scan (MongoDB sema
     await waitFor(
       async () => {
         const served = countIn(fast, answeredLine);
-        await pageOnBoth('orders', 'st_a', NEWEST_FIRST, 10);
+        await pageOnBoth('orders', 'st_a', {}, NEWEST_FIRST, 10);
         return countIn(fast, answeredLine) > served;
       },
       { timeoutMs: 30_000, description: 'the orders list index' },
@@ -203,13 +173,13 @@ describe('list pages from the relay index equal FerretDB full scan (MongoDB sema
     ]) {
       await onBoth('orders', (c) => c.insertOne(odd));
       const [served, passed] = [countIn(fast, answeredLine), countIn(fast, passedLine)];
-      await walk('orders', 'st_a', 4);
+      await walk('orders', 'st_a', {}, 4);
       expect(countIn(fast, answeredLine) - served, String(odd._id)).toBe(0);
       expect(countIn(fast, passedLine) - passed, String(odd._id)).toBeGreaterThan(0);
       await onBoth('orders', (c) => c.deleteOne({ _id: odd._id }));
     }
     const served = countIn(fast, answeredLine);
-    const { finds } = await walk('orders', 'st_a', 4);
+    const { finds } = await walk('orders', 'st_a', {}, 4);
     expect(countIn(fast, answeredLine) - served).toBe(finds);
   }, 120_000);
 
