@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/bson/bsontype"
@@ -152,22 +151,10 @@ func (q *idPageQuery) readFilter(elems []bsoncore.Element) bool {
 
 // idRange reads {$gt|$gte|$lt|$lte: "X", ...}, each operator once, X a string without NUL.
 func idRange(doc bsoncore.Document) ([]rangeBound, bool) {
-	elems, err := doc.Elements()
-	if err != nil || len(elems) == 0 || len(elems) > len(rangeOps) {
-		return nil, false
-	}
-	bounds := make([]rangeBound, 0, len(elems))
-	seen := map[string]bool{}
-	for _, e := range elems {
-		op, known := rangeOps[e.Key()]
-		s, ok := e.Value().StringValueOK()
-		if !known || !ok || seen[op] || strings.ContainsRune(s, 0) {
-			return nil, false
-		}
-		seen[op] = true
-		bounds = append(bounds, rangeBound{op: op, v: s})
-	}
-	return bounds, true
+	return rangeOf(doc, func(v bsoncore.Value) (any, bool) {
+		s, ok := v.StringValueOK()
+		return s, ok && !strings.ContainsRune(s, 0)
+	})
 }
 
 var (
@@ -180,9 +167,7 @@ var (
 func (lr *listReader) answerIDPage(q *idPageQuery, to int32) ([]byte, bool) {
 	return lr.serve("id page", q.db, q.coll, to, func(ctx context.Context, db *listDB) ([]bsoncore.Document, error) {
 		docs, missing, err := db.readIDPage(ctx, q)
-		if missing != "" {
-			lr.x.want(filepath.Join(lr.x.dir, q.db+sqliteExtension), missing)
-		}
+		lr.askFor(q.db, missing)
 		if err == nil && !q.singleBatch && int64(len(docs)) >= q.batch {
 			err = errBatchFilled
 		}

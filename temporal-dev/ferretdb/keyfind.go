@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -217,9 +216,7 @@ var (
 func (lr *listReader) answerKey(q *keyQuery, to int32) ([]byte, bool) {
 	return lr.serve("key lookup", q.db, q.coll, to, func(ctx context.Context, db *listDB) ([]bsoncore.Document, error) {
 		docs, missing, err := db.readKey(ctx, q)
-		if missing != "" {
-			lr.x.want(filepath.Join(lr.x.dir, q.db+sqliteExtension), missing)
-		}
+		lr.askFor(q.db, missing)
 		return docs, err
 	})
 }

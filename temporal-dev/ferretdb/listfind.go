@@ -269,6 +269,11 @@ func listBase(elems []bsoncore.Element, q *listQuery) bool {
 
 // createdRange reads {$gt|$gte|$lt|$lte: V, ...}, each operator once, V a number.
 func createdRange(doc bsoncore.Document) ([]rangeBound, bool) {
+	return rangeOf(doc, plainNumber)
+}
+
+// rangeOf reads {$gt|$gte|$lt|$lte: v, ...}, each operator once, each v as valueOf accepts it.
+func rangeOf(doc bsoncore.Document, valueOf func(bsoncore.Value) (any, bool)) ([]rangeBound, bool) {
 	elems, err := doc.Elements()
 	if err != nil || len(elems) == 0 || len(elems) > len(rangeOps) {
 		return nil, false
@@ -277,7 +282,7 @@ func createdRange(doc bsoncore.Document) ([]rangeBound, bool) {
 	seen := map[string]bool{}
 	for _, e := range elems {
 		op, known := rangeOps[e.Key()]
-		v, ok := plainNumber(e.Value())
+		v, ok := valueOf(e.Value())
 		if !known || !ok || seen[op] {
 			return nil, false
 		}
@@ -285,6 +290,13 @@ func createdRange(doc bsoncore.Document) ([]rangeBound, bool) {
 		bounds = append(bounds, rangeBound{op: op, v: v})
 	}
 	return bounds, true
+}
+
+// askFor asks the indexer for an index a read of database dbName found missing ("": none missing).
+func (lr *listReader) askFor(dbName, missing string) {
+	if missing != "" {
+		lr.x.want(filepath.Join(lr.x.dir, dbName+sqliteExtension), missing)
+	}
 }
 
 // listCursorOf accepts {$or: [{created: {op: V}}, {created: V, _id: {op: ID}}]} with op $lt or $gt in both.

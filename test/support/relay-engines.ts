@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BSON, MongoClient, type Collection, type Document } from 'mongodb';
+import { BSON, MongoClient, type Collection, type Document, type Filter } from 'mongodb';
 import { expect } from 'vitest';
 import { findPage, NEWEST_FIRST, OLDEST_FIRST, type ListFilter, type ListOrder, type PageResult } from '../../store/pagination';
 import { spawnGroup, type ChildGroup } from '../../temporal-dev/processes';
@@ -86,7 +86,26 @@ export function differential<D extends Document>(
     return { answered: countIn(fast, lines.answered) - answered, passed: countIn(fast, lines.passed) - passed, found };
   }
 
-  return { collectionOf, onBoth, commandOnBoth, served };
+  /** Each find command through the driver on both engines: the same documents (or the same error), none answered by the fast one. */
+  async function expectPassedThrough(commands: Document[]): Promise<void> {
+    const [fast] = engines();
+    for (const [i, command] of commands.entries()) {
+      const answered = countIn(fast, lines.answered);
+      const { find: name, filter, ...options } = command;
+      const results = await Promise.allSettled(
+        engines().map((e) =>
+          collectionOf(e, String(name))
+            .find(filter as Filter<D>, options)
+            .toArray(),
+        ),
+      );
+      const outcome = (r: PromiseSettledResult<Document[]>) => (r.status === 'rejected' ? `error ${String(r.reason)}` : r.value.map(bsonHex));
+      expect(outcome(results[0]!), `shape ${i}`).toEqual(outcome(results[1]!));
+      expect(countIn(fast, lines.answered) - answered, `shape ${i} was answered by the relay`).toBe(0);
+    }
+  }
+
+  return { collectionOf, onBoth, commandOnBoth, served, expectPassedThrough };
 }
 
 /** A page's documents as exact bytes (or its cursor_missing), for comparing engines. */

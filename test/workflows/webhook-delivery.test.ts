@@ -25,7 +25,7 @@ import {
 import { deliverySearchAttributes } from '../../services/operations/workflow-summaries';
 import { call, createTestStore, startTestApi, type TestApi, type TestStore } from '../support/api';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
-import { recordHistory } from '../support/histories';
+import { patchesIn, recordHistory } from '../support/histories';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { startWebhookReceiver, testCa, type Responder, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -118,14 +118,14 @@ async function timerDurations(handle: { fetchHistory(): Promise<temporal.api.his
     });
 }
 
-/** The BillingStatus values the run upserted, in order, and how many markers (patches) it recorded. */
+/** The BillingStatus values the run upserted, in order, and how many patch markers it recorded. */
 async function statusView(handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }) {
-  const events = (await handle.fetchHistory()).events ?? [];
-  const upserted = events
+  const history = await handle.fetchHistory();
+  const upserted = (history.events ?? [])
     .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.BillingStatus?.data)
     .filter((data): data is Uint8Array => data != null)
     .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
-  return { upserted, markers: events.filter((e) => e.markerRecordedEventAttributes).length };
+  return { upserted, markers: patchesIn(history).markers };
 }
 
 test('the Web UI status: pending through the first attempt, delivering on retries, no patch marker; a run started without input version 2 keeps its patched path', async () => {

@@ -143,7 +143,7 @@ export class LiveCheckoutSession {
   private readonly started: VersionedInput;
 
   constructor(input: CheckoutWorkflowInput) {
-    this.started = { version: input.version };
+    this.started = input;
     this.storeId = input.storeId;
     this.sessionId = input.sessionId;
     this.onClock = testClockRef(input.testClock);

@@ -14,7 +14,12 @@ export interface VersionedInput {
   version?: number;
 }
 
+/** Whether the run was started by a client at input version `since` or later. */
+export function startedSince(input: VersionedInput | undefined, since: 2): boolean {
+  return (input?.version ?? 1) >= since;
+}
+
 /** Whether the run has the change `patchId`, which every run started at `since` or later has. */
 export function hasChange(input: VersionedInput | undefined, since: 2, patchId: string): boolean {
-  return (input?.version ?? 1) >= since || patched(patchId);
+  return startedSince(input, since) || patched(patchId);
 }

@@ -7,6 +7,7 @@ import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { jitterFor, MAX_ATTEMPTS } from '../../domain/webhook-retry';
 import { at, showProgress, shownStatus } from '../lib/business-view';
+import { startedSince } from '../lib/input-version';
 import { RESEND_WINDOW_MS, resendSignal, stateQuery, type WebhookDeliveryInput, type WebhookDeliveryState } from './messages';
 
 const { attemptWebhookDelivery } = proxyActivities<Activities>({
@@ -89,7 +90,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
  * says it runs): one search-attribute upsert less for a delivery answered at once.
  */
 function showAttempt(input: WebhookDeliveryInput, step: string): void {
-  if ((input.version ?? 1) >= 2 && shownStatus() === 'pending') return setCurrentDetails(step);
+  if (startedSince(input, 2) && shownStatus() === 'pending') return setCurrentDetails(step);
   showProgress('delivering', step, input);
 }
 
