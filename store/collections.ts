@@ -182,8 +182,11 @@ export interface EventDoc {
   data_json: string;
   /** Test events (webhook endpoint test) are kept out of GET /v1/events. */
   test: boolean;
-  /** False until its deliveries were created; the sweeper re-drives undispatched events. */
-  dispatched: boolean;
+  /**
+   * Written until 2026-11-28 and no longer read: an event awaits dispatch while its outbox entry exists
+   * (store/events.ts), which saves a write per event.
+   */
+  dispatched?: boolean;
   /** Webhook endpoint ids the event goes to, matched when it was written (services/events/events.ts). */
   targets?: string[];
   /** On a 2026-11-01 event: the fact's name in catalog 2026-09-01 (null: none there); what `listen` renders for that catalog. */

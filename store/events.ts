@@ -47,8 +47,6 @@ export function buildEventDoc(input: RecordEventInput, now = Date.now()): EventD
     request: input.request ?? { id: null, idempotency_key: null },
     data_json: JSON.stringify({ object: input.object }),
     test,
-    // Nothing to deliver: nothing for the sweeper to pick up either.
-    dispatched: targets.length === 0,
     targets,
     ...(input.legacyType !== undefined ? { legacy_type: input.legacyType } : {}),
   };
@@ -65,11 +63,16 @@ export async function insertEventsOnce(db: Db, docs: EventDoc[]): Promise<boolea
   return refused.size === 0;
 }
 
+/** Whether the event has deliveries to create: only then does it enter the dispatch outbox. */
+export function hasTargets(event: Pick<EventDoc, 'targets'>): boolean {
+  return (event.targets ?? []).length > 0;
+}
+
 /** Writes one event; one with targets also enters the dispatch outbox until its deliveries run. */
 export async function recordEvent(db: Db, input: RecordEventInput, now = Date.now()): Promise<EventDoc> {
   const doc = buildEventDoc(input, now);
   // The outbox entry goes first, as in emitEvent: an event never exists undispatched without one.
-  if (!doc.dispatched) await addToOutbox(db, [doc]);
+  if (hasTargets(doc)) await addToOutbox(db, [doc]);
   await insertEvents(db, [doc]);
   return doc;
 }
@@ -108,8 +111,9 @@ export async function findEvent(db: Db, storeId: string, id: string): Promise<Ev
 
 /**
  * The dispatch outbox: one small document per event whose deliveries are not known to be created and
- * started, removed once they are. The sweeper reads this collection, not the events: it holds only
- * what is pending, so a sweep reads little however many events a store has.
+ * started, removed once they are: an event awaits dispatch exactly while its entry exists. The sweeper
+ * reads this collection, not the events: it holds only what is pending, so a sweep reads little however
+ * many events a store has.
  */
 export interface OutboxDoc {
   _id: string;
@@ -127,11 +131,18 @@ export async function addToOutbox(db: Db, events: Pick<EventDoc, '_id' | 'store_
   await insertManyOnce(outboxCollection(db), docs);
 }
 
-/** The events' deliveries exist and were started: marked dispatched, out of the outbox. */
+/** The events' deliveries exist and were started: out of the outbox, which is what makes them dispatched. */
 export async function confirmDispatched(db: Db, ids: string[]): Promise<void> {
-  await Promise.all(
-    ids.flatMap((id) => [collections(db).events.updateOne({ _id: id }, { $set: { dispatched: true } }), outboxCollection(db).deleteOne({ _id: id })]),
-  );
+  await Promise.all(ids.map((id) => outboxCollection(db).deleteOne({ _id: id })));
+}
+
+/** Of these event ids, those still awaiting dispatch (in the outbox). */
+export async function awaitingDispatch(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const entries = await outboxCollection(db)
+    .find({ _id: { $in: ids } })
+    .toArray();
+  return new Set(entries.map((entry) => entry._id));
 }
 
 /** An outbox entry whose event was never written (its writer died first): nothing to deliver. */

@@ -4,7 +4,7 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { derivedTimeOrderedUuid, idTimeMs } from '../domain/ids';
 import type { EventDoc } from './collections';
-import { renderEventBody } from './events';
+import { awaitingDispatch, renderEventBody } from './events';
 import { insertManyOnce, insertOnce } from './insert-once';
 import { findOwnedById } from './owned';
 import { definedFields, findPage, NEWEST_FIRST, type PageResult, type PageWindow } from './pagination';
@@ -112,14 +112,11 @@ export async function deliveriesOfEvent(db: Db, storeId: string, eventId: string
 
 /**
  * pending_webhooks at query time, per event: its deliveries not yet succeeded, plus, while the event
- * is not dispatched yet, target endpoints whose delivery is not written yet. Once dispatched, a target
- * without a delivery never gets one (it was disabled or deleted before dispatch), so it is not pending.
+ * awaits dispatch (in the outbox), target endpoints whose delivery is not written yet. Once dispatched,
+ * a target without a delivery never gets one (it was disabled or deleted before dispatch), so it is not
+ * pending. The outbox is read only for events with such targets: rarely, once deliveries are written.
  */
-export async function pendingWebhookCounts(
-  db: Db,
-  storeId: string,
-  events: Pick<EventDoc, '_id' | 'targets' | 'dispatched'>[],
-): Promise<Map<string, number>> {
+export async function pendingWebhookCounts(db: Db, storeId: string, events: Pick<EventDoc, '_id' | 'targets'>[]): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   if (events.length === 0) return counts;
   const endpointIds = await endpointIdsOf(db, storeId);
@@ -127,12 +124,20 @@ export async function pendingWebhookCounts(
     [...new Set([...endpointIds, ...(event.targets ?? [])])].map((endpointId) => deliveryIdFor(event._id, endpointId)),
   );
   const all = await deliveriesByIds(db, storeId, ids);
+  const deliveriesOf = (event: Pick<EventDoc, '_id'>) => all.filter((d) => d.event === event._id);
+  const unwrittenOf = new Map(
+    events.map((event) => {
+      const written = new Set(deliveriesOf(event).map((d) => d.webhook_endpoint));
+      return [event._id, (event.targets ?? []).filter((t) => !written.has(t) && endpointIds.includes(t)).length];
+    }),
+  );
+  const awaiting = await awaitingDispatch(
+    db,
+    events.filter((event) => unwrittenOf.get(event._id)! > 0).map((event) => event._id),
+  );
   for (const event of events) {
-    const deliveries = all.filter((d) => d.event === event._id);
-    const written = new Set(deliveries.map((d) => d.webhook_endpoint));
-    const awaited = event.dispatched ? [] : (event.targets ?? []);
-    const unwritten = awaited.filter((t) => !written.has(t) && endpointIds.includes(t)).length;
-    counts.set(event._id, deliveries.filter((d) => d.status !== 'succeeded').length + unwritten);
+    const unwritten = awaiting.has(event._id) ? unwrittenOf.get(event._id)! : 0;
+    counts.set(event._id, deliveriesOf(event).filter((d) => d.status !== 'succeeded').length + unwritten);
   }
   return counts;
 }

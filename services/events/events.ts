@@ -10,6 +10,7 @@ import {
   addToOutbox,
   buildEventDoc,
   confirmDispatched,
+  hasTargets,
   insertEvents,
   insertEventsOnce,
   renderEventBody,
@@ -69,7 +70,7 @@ export async function emitEvent(deps: EventDeps, input: EmitEventInput): Promise
       buildEventDoc({ ...base, type: legacyType, apiVersion: LEGACY_CATALOG, targets: targetsOf(endpoints, LEGACY_CATALOG, legacyType) }, now),
     );
   }
-  const toDispatch = written.filter((event) => !event.dispatched);
+  const toDispatch = written.filter(hasTargets);
   // The outbox entry goes first: an event never exists undispatched without one.
   await addToOutbox(deps.db, toDispatch);
   // Another writer of the same fact got there first: its events stand, the sweeper dispatches them if it died.
