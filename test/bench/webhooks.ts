@@ -3,7 +3,9 @@
 // that answers 200; each delivery is a `webhook-delivery/<uuid>` workflow on the Temporal dev server
 // (SQLite, WAL) with a worker in this process, records in FerretDB. Measures deliveries/s and the
 // time from emitEvent to the receiver's hit, in a burst and at a steady rate below capacity, and where
-// the time goes (from a sample of workflow histories and the attempt activity's own timings).
+// the time goes (from a sample of workflow histories and the attempt activity's own timings). The ping
+// yardstick, the floor and the deliveries each run twice, in mirrored order, so a drift over the run
+// weighs on all three alike; each rate is events over the two passes' seconds.
 // Compared with results/baseline.json (bare one-activity workflow) when present.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,7 @@ import type { FloorActivities, FloorDelivery } from './delivery-floor-workflows'
 import { deliveryIdFor } from '../../store/webhook-deliveries';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery/messages';
 import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
+import { cpuByProcess } from './cpu';
 import { machineInfo, printActivityTimings, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -39,7 +42,7 @@ const settings = {
 
 /** What the floor yardstick leaves out of a real delivery: the features on top of the spec's work. */
 const FLOOR_SKIPS =
-  "the endpoint lookup and the event's outbox entry and dispatch mark (the sweeper's guarantee), the attempt's claim, " +
+  "the endpoint lookup and the event's outbox entry, written and removed (the sweeper's guarantee), the attempt's claim, " +
   "the endpoint's failure count, the workflow's search attributes, memo and BillingStatus upserts, and the 72-hour resend window";
 
 interface Emitted {
@@ -196,15 +199,23 @@ async function main(): Promise<void> {
         await waitForHits(warm, 60_000);
 
         // The ceiling on the same servers at the same moment: bare one-activity workflows (baseline's pingWorkflow, open load).
-        console.log(`pingWorkflow: ${settings.burst.events} workflows, ${settings.burst.concurrency} starting lanes...`);
-        const pings: Array<Promise<unknown>> = [];
-        const pingStarted = performance.now();
-        await runWithConcurrency(settings.burst.events, settings.burst.concurrency, async (i) => {
-          const handle = await client.workflow.start('pingWorkflow', { taskQueue, workflowId: `bench-ping-${randomUUID()}-${i}` });
-          pings.push(handle.result());
-        });
-        await Promise.all(pings);
-        const pingPerSec = round(settings.burst.events / ((performance.now() - pingStarted) / 1000));
+        const pingBurst = async () => {
+          console.log(`pingWorkflow: ${settings.burst.events} workflows, ${settings.burst.concurrency} starting lanes...`);
+          const pings: Array<Promise<unknown>> = [];
+          const started = performance.now();
+          await runWithConcurrency(settings.burst.events, settings.burst.concurrency, async (i) => {
+            const handle = await client.workflow.start('pingWorkflow', { taskQueue, workflowId: `bench-ping-${randomUUID()}-${i}` });
+            pings.push(handle.result());
+          });
+          await Promise.all(pings);
+          return {
+            events: settings.burst.events,
+            seconds: (performance.now() - started) / 1000,
+            emitted: [] as Emitted[],
+            emittedAllAt: 0,
+            started: 0,
+          };
+        };
 
         /** A burst of emits in open load, until every one has reached the receiver. */
         const burstOf = async (name: string, emit: () => Promise<Emitted>) => {
@@ -215,26 +226,47 @@ async function main(): Promise<void> {
           const emittedAllAt = Date.now();
           await waitForHits(emitted, 300_000);
           const seconds = (Math.max(...emitted.map((e) => hitAt.get(e.id)!)) - started) / 1000;
-          return { emitted, started, emittedAllAt, seconds };
+          return { events: emitted.length, emitted, started, emittedAllAt, seconds };
         };
 
-        // The floor: the same burst through the floor yardstick (the spec's work for one delivery, nothing more).
-        const floorRun = await burstOf('floor', () => emitFloor(db, client, floorQueue, store._id, endpoint, counter++));
-        const floorPerSec = round(floorRun.emitted.length / floorRun.seconds);
-
-        const {
-          emitted: burst,
-          started: burstStarted,
-          emittedAllAt,
-          seconds: burstSeconds,
-        } = await burstOf('burst', () => emitOne(db, client, taskQueue, store._id, endpoint._id, counter++));
+        // Each kind once forward, once in mirrored order (ping, floor, deliveries, deliveries, floor, ping): a
+        // drift over the run (the servers' files growing, the machine's speed) falls on every kind alike.
+        const kinds = {
+          ping: pingBurst,
+          // The floor: the spec's work for one delivery, nothing more.
+          floor: () => burstOf('floor', () => emitFloor(db, client, floorQueue, store._id, endpoint, counter++)),
+          burst: () => burstOf('burst', () => emitOne(db, client, taskQueue, store._id, endpoint._id, counter++)),
+        };
+        const order: Array<keyof typeof kinds> = ['ping', 'floor', 'burst'];
+        type Pass = Awaited<ReturnType<typeof pingBurst>> & { cpuPerOp: Record<string, number> };
+        const passes: Record<keyof typeof kinds, Pass[]> = { ping: [], floor: [], burst: [] };
+        for (const kind of [...order, ...[...order].reverse()]) {
+          const cpu = cpuByProcess();
+          const pass = await kinds[kind]();
+          passes[kind].push({ ...pass, cpuPerOp: cpu.per(pass.events) });
+        }
+        // CPU ms per workflow or delivery by process, the mean of the two passes.
+        const cpuOf = (kind: keyof typeof kinds) =>
+          Object.fromEntries(
+            Object.keys(passes[kind][0].cpuPerOp).map((column) => [
+              column,
+              round(passes[kind].reduce((t, p) => t + p.cpuPerOp[column], 0) / passes[kind].length, 1),
+            ]),
+          );
+        const rateOf = (kind: keyof typeof kinds) =>
+          round(passes[kind].reduce((n, p) => n + p.events, 0) / passes[kind].reduce((t, p) => t + p.seconds, 0));
+        const passRates = (kind: keyof typeof kinds) => passes[kind].map((p) => round(p.events / p.seconds));
+        const pingPerSec = rateOf('ping');
+        const floorPerSec = rateOf('floor');
+        const burst = passes.burst.flatMap((p) => p.emitted);
         const burstFigures = {
           events: burst.length,
-          deliveriesPerSec: round(burst.length / burstSeconds),
-          emitsPerSec: round(burst.length / ((emittedAllAt - burstStarted) / 1000)),
+          deliveriesPerSec: rateOf('burst'),
+          emitsPerSec: round(burst.length / passes.burst.reduce((t, p) => t + (p.emittedAllAt - p.started) / 1000, 0)),
           emitMs: summarizeLatencies(burst.map((e) => e.emitMs)),
           eventToHitMs: summarizeLatencies(burst.map((e) => hitAt.get(e.id)! - e.emittedAt)),
         };
+        const passesPerSec = { ping: passRates('ping'), floor: passRates('floor'), deliveries: passRates('burst') };
 
         const rate = Math.max(1, Math.floor(burstFigures.deliveriesPerSec * settings.steady.fractionOfBurst));
         console.log(`steady: ${rate} events/s for ${settings.steady.seconds} s...`);
@@ -272,6 +304,8 @@ async function main(): Promise<void> {
         return {
           pingWorkflowsPerSec: pingPerSec,
           floorDeliveriesPerSec: floorPerSec,
+          passesPerSec,
+          cpuPerOp: { ping: cpuOf('ping'), floor: cpuOf('floor'), deliveries: cpuOf('burst') },
           burst: burstFigures,
           steady: steadyFigures,
           breakdown: { sampled: sample.length, ...split },
@@ -318,7 +352,7 @@ async function main(): Promise<void> {
     );
     printTable('Against bare one-activity workflows (pingWorkflow, open load)', [
       {
-        measured: 'same servers, this run',
+        measured: 'same servers, this run (both passes)',
         'ping workflows/s': results.pingWorkflowsPerSec,
         'webhook deliveries/s': results.burst.deliveriesPerSec,
         ratio: round(results.burst.deliveriesPerSec / results.pingWorkflowsPerSec, 2),
@@ -340,6 +374,15 @@ async function main(): Promise<void> {
           ]
         : []),
     ]);
+    const { ping, floor: floorPasses, deliveries } = results.passesPerSec;
+    console.log(
+      `each pass, forward then mirrored (/s): ping ${ping.join(', ')}; floor ${floorPasses.join(', ')}; deliveries ${deliveries.join(', ')}` +
+        ` (ratio ${deliveries.map((d, i) => round(d / ping[i], 2)).join(', ')})`,
+    );
+    printTable(
+      'CPU ms per workflow or delivery, by process (mean of both passes; this process: emits, worker, receiver)',
+      Object.entries(results.cpuPerOp).map(([kind, columns]) => ({ kind, ...columns })),
+    );
     console.log(`the floor skips: ${FLOOR_SKIPS}`);
     printActivityTimings(timings.summary());
     const file = saveResults('webhooks', {
