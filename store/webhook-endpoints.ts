@@ -5,7 +5,7 @@ import type { EventCatalog } from '../domain/event-catalogs';
 import { newTimeOrderedUuid, randomBase62 } from '../domain/ids';
 import { insertIfAbsent } from './insert-once';
 import { findOwnedById } from './owned';
-import { findPage, OLDEST_FIRST, type PageResult, type PageWindow } from './pagination';
+import { findEveryPage, findPage, OLDEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export const AUTO_DISABLE_AFTER = 20;
 export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
@@ -88,11 +88,14 @@ export function listEndpoints(db: Db, storeId: string, window: PageWindow): Prom
 
 export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;
 
+/** Every endpoint of the store, oldest first (at most ENDPOINTS_PER_STORE: one list page, read from the list's index). */
+function storeEndpoints(db: Db, storeId: string): Promise<WebhookEndpointDoc[]> {
+  return findEveryPage(endpointsCollection(db), { storeId, filter: {}, order: OLDEST_FIRST });
+}
+
 /** What fan-out needs of every endpoint of a store (enabled or not: a disabled 2026-09-01 endpoint still keeps that catalog on). */
-export async function endpointsForFanOut(db: Db, storeId: string): Promise<FanOutEndpoint[]> {
-  return endpointsCollection(db)
-    .find({ store_id: storeId }, { projection: { _id: 1, api_version: 1, status: 1, enabled_events: 1 } })
-    .toArray();
+export function endpointsForFanOut(db: Db, storeId: string): Promise<FanOutEndpoint[]> {
+  return storeEndpoints(db, storeId);
 }
 
 export async function findEndpointsByIds(db: Db, storeId: string, ids: string[]): Promise<WebhookEndpointDoc[]> {
@@ -206,8 +209,5 @@ export async function countEndpointExhaustion(db: Db, storeId: string, id: strin
 
 /** Ids of all the store's endpoints: the only ones an event can have deliveries to (a deleted endpoint takes its deliveries along). */
 export async function endpointIdsOf(db: Db, storeId: string): Promise<string[]> {
-  const docs = await endpointsCollection(db)
-    .find({ store_id: storeId }, { projection: { _id: 1 } })
-    .toArray();
-  return docs.map((doc) => doc._id);
+  return (await storeEndpoints(db, storeId)).map((doc) => doc._id);
 }
