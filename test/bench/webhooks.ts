@@ -32,6 +32,7 @@ import { deliveryIdFor } from '../../store/webhook-deliveries';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery/messages';
 import { startWebhookReceiver, testCa } from '../support/webhook-receiver';
 import { cpuByProcess } from './cpu';
+import { profiled } from './profile';
 import { machineInfo, printActivityTimings, printTable, resultsDir, round, runWithConcurrency, saveResults, summarizeLatencies } from './lib';
 
 const settings = {
@@ -242,7 +243,7 @@ async function main(): Promise<void> {
         const passes: Record<keyof typeof kinds, Pass[]> = { ping: [], floor: [], burst: [] };
         for (const kind of [...order, ...[...order].reverse()]) {
           const cpu = cpuByProcess();
-          const pass = await kinds[kind]();
+          const pass = await profiled(`webhooks-${kind}-${passes[kind].length + 1}`, kinds[kind]);
           passes[kind].push({ ...pass, cpuPerOp: cpu.per(pass.events) });
         }
         // CPU ms per workflow or delivery by process, the mean of the two passes.
