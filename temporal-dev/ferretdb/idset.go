@@ -114,11 +114,16 @@ func idSetOf(v bsoncore.Value) ([]string, bool) {
 	}
 	ids := make([]string, len(values))
 	for i, s := range values {
-		if ids[i] = s.StringValue(); !idSetID.MatchString(ids[i]) || strings.ContainsAny(ids[i], `"\<>&`) {
+		if ids[i] = s.StringValue(); !oneSpelling(ids[i]) {
 			return nil, false
 		}
 	}
 	return ids, true
+}
+
+// oneSpelling reports whether the JSON string of s has one spelling: SQLite's stored text and our argument agree.
+func oneSpelling(s string) bool {
+	return idSetID.MatchString(s) && !strings.ContainsAny(s, `"\<>&`)
 }
 
 // batchOptions reads limit (absent or 0: none), batchSize (absent: 101) and singleBatch, as FerretDB does.

@@ -391,14 +391,16 @@ func plainNumber(v bsoncore.Value) (any, bool) {
 	return nil, false
 }
 
-// listReader answers listQuery (and keyQuery, keyfind.go; idSetQuery, idset.go; idPageQuery, idpage.go) from the SQLite files of FerretDB's data directory.
+// listReader answers listQuery (and keyQuery, keyfind.go; idSetQuery, idset.go; idPageQuery, idpage.go) from the SQLite files of FerretDB's data directory,
+// and decides pinned writes' checks (pinnedread.go).
 type listReader struct {
-	x       *idIndexer // for its data directory and connection parameters
-	l       *slog.Logger
-	lists   bool // FERRETDB_RELAY_LISTS is not off
-	keys    bool // FERRETDB_RELAY_KEYS is not off
-	idSets  bool // FERRETDB_RELAY_ID_SETS is not off
-	idPages bool // FERRETDB_RELAY_ID_PAGES is not off
+	x           *idIndexer // for its data directory and connection parameters
+	l           *slog.Logger
+	lists       bool // FERRETDB_RELAY_LISTS is not off
+	keys        bool // FERRETDB_RELAY_KEYS is not off
+	idSets      bool // FERRETDB_RELAY_ID_SETS is not off
+	idPages     bool // FERRETDB_RELAY_ID_PAGES is not off
+	pinnedReads bool // FERRETDB_RELAY_PINNED_READS is not off (pinnedread.go)
 
 	mu  sync.Mutex
 	dbs map[string]*listDB // database name -> its read pool
@@ -413,11 +415,11 @@ type listDB struct {
 
 // newListReader returns nil when every fast path is off (or FerretDB is in memory).
 func newListReader(x *idIndexer) *listReader {
-	lists, idSets := switchOn("FERRETDB_RELAY_LISTS"), switchOn("FERRETDB_RELAY_ID_SETS")
-	if x == nil || (!lists && !x.keys && !idSets && !x.idPages) {
+	lists, idSets, pinned := switchOn("FERRETDB_RELAY_LISTS"), switchOn("FERRETDB_RELAY_ID_SETS"), switchOn("FERRETDB_RELAY_PINNED_READS")
+	if x == nil || (!lists && !x.keys && !idSets && !x.idPages && !pinned) {
 		return nil
 	}
-	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, idSets: idSets, idPages: x.idPages, dbs: map[string]*listDB{}}
+	return &listReader{x: x, l: x.l, lists: lists, keys: x.keys, idSets: idSets, idPages: x.idPages, pinnedReads: pinned, dbs: map[string]*listDB{}}
 }
 
 // switchOn reports whether a FERRETDB_RELAY_* switch is on: anything but "off" is.

@@ -1,7 +1,8 @@
 package main
 
 // FerretDB reads the whole collection for a find or write whose filter is not exactly {_id: <string|ObjectId>} (writes under our lock). For {_id: X, ...}
-// a find becomes an aggregate whose first $match {_id: X} is pushed down; a write is checked by one in the lock, then forwarded with {_id: X} or answered "no match".
+// a find becomes an aggregate whose first $match {_id: X} is pushed down; a write is checked in the lock (from SQLite, pinnedread.go, or by
+// such an aggregate), then forwarded with {_id: X} or answered "no match".
 
 import (
 	"bytes"
@@ -200,29 +201,43 @@ func (w *pinnedWrite) idFilter() bsoncore.Document {
 
 // pinned decides a pinned write while its namespace is locked: it returns the request to forward (msg itself,
 // or msg with the filter {_id: X} if the document matches) or, if nothing matches, the reply to give instead.
+// The document in SQLite decides when it can (pinnedread.go), the aggregate check otherwise.
 func (p *checkPool) pinned(msg []byte) (forward, answer []byte) {
 	w, ok := pinnedWriteOf(msg)
 	if !ok {
 		return msg, nil
 	}
-	res, err := p.roundTrip(w.checkAggregate())
-	if err != nil {
-		return msg, nil // FerretDB runs the write as it is, and answers any error in it
+	matches, decided := p.reads.pinnedCheck(w)
+	if !decided {
+		if matches, decided = p.check(w); !decided {
+			return msg, nil // FerretDB runs the write as it is, and answers any error in it
+		}
 	}
-	batch, _ := res.Lookup("cursor", "firstBatch").ArrayOK()
-	found, err := batch.Values()
-	if status, _ := res.Lookup("ok").DoubleOK(); status != 1 || batch == nil || err != nil {
-		return msg, nil
-	}
-	if len(found) > 0 {
+	if matches {
 		return w.withID(w.idFilter()), nil
 	}
 	return nil, replyMessage(requestID(msg), w.none)
 }
 
-// checkPool holds our own connections to FerretDB for checks (a client's connection has its reader elsewhere).
+// check runs w's aggregate check: whether the document matches, and false if the check failed.
+func (p *checkPool) check(w *pinnedWrite) (matches, ok bool) {
+	res, err := p.roundTrip(w.checkAggregate())
+	if err != nil {
+		return false, false
+	}
+	batch, _ := res.Lookup("cursor", "firstBatch").ArrayOK()
+	found, err := batch.Values()
+	if status, _ := res.Lookup("ok").DoubleOK(); status != 1 || batch == nil || err != nil {
+		return false, false
+	}
+	return len(found) > 0, true
+}
+
+// checkPool holds our own connections to FerretDB for checks (a client's connection has its reader elsewhere),
+// and the reader that decides checks from SQLite first (nil when every fast path is off).
 type checkPool struct {
 	addr   string
+	reads  *listReader
 	lastID atomic.Int32
 
 	mu     sync.Mutex

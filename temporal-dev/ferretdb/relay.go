@@ -61,12 +61,12 @@ type relay struct {
 	upstream string // FerretDB's internal address
 	locks    *nsLocks
 	checks   *checkPool  // see pinned.go
-	lists    *listReader // see listfind.go, keyfind.go, idset.go and idpage.go; nil when all are off
+	lists    *listReader // see listfind.go, keyfind.go, idset.go, idpage.go and pinnedread.go; nil when all are off
 	l        *slog.Logger
 }
 
 func newRelay(upstream string, lists *listReader, l *slog.Logger) *relay {
-	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, checks: &checkPool{addr: upstream}, lists: lists, l: l}
+	return &relay{upstream: upstream, locks: &nsLocks{m: map[string]*nsLock{}}, checks: &checkPool{addr: upstream, reads: lists}, lists: lists, l: l}
 }
 
 // serve accepts connections until ctx is done, then closes the listener and every connection

@@ -4,7 +4,10 @@
 // (a) 2,000 updateOne $inc on one document, (b) 2,000 updateOne $inc spread over 100 documents,
 // (c) 2,000 insertOne, (d) 2,000 findOne by _id, (e) 1,000 conditional updateOne {_id, status: 'pending'}
 // $inc spread over a collection of 5,000 documents (the relay's fast path for filters that pin one _id),
-// (f) 2,000 findOne {_id, store_id} over a collection of 5,000 documents (the relay's find-to-aggregate rewrite).
+// (f) 2,000 findOne {_id, store_id} over a collection of 5,000 documents (the relay's find-to-aggregate rewrite),
+// (g) 1,000 updateOne {_id, status: 'done'} over the same 5,000 jobs, none of which is done (the check alone, no write),
+// (h) 1,000 findOneAndUpdate {_id, store_id, status: {$in: [...]}} $inc, returning the document after, over a collection
+// of 5,000 documents (the webhook delivery claim's shape).
 // Each prints ops/s and p50/p99 ms, and the updates also how many increments the document(s) kept
 // (fewer than ops = lost updates).
 // Starts its own FerretDB (or measures the server at MONGODB_URI, e.g. another build or a real MongoDB);
@@ -34,6 +37,10 @@ interface Scoped {
   _id: string;
   store_id: string;
   n: number;
+}
+
+interface Claim extends Scoped {
+  status: 'pending' | 'failed' | 'delivering';
 }
 
 interface Figures {
@@ -77,6 +84,9 @@ async function run(dbs: Db[]): Promise<Figures[]> {
   await dbs[0]
     .collection<Scoped>('scoped')
     .insertMany(Array.from({ length: conditionalDocs }, (_, i) => ({ _id: jobId(i), store_id: 'store_1', n: i })));
+  await dbs[0]
+    .collection<Claim>('claims')
+    .insertMany(Array.from({ length: conditionalDocs }, (_, i) => ({ _id: jobId(i), store_id: 'store_1', status: 'pending' as const, n: 0 })));
 
   // Fills every client's pool and warms FerretDB's metadata caches outside the measurement.
   await measure(dbs, warmupOps, (db, i) => db.collection<Counter>('reads').findOne({ _id: docId(i) }));
@@ -89,9 +99,19 @@ async function run(dbs: Db[]): Promise<Figures[]> {
   const conditional = await measure(dbs, conditionalOps, (db, i) =>
     db.collection<Job>('jobs').updateOne({ _id: jobId(i * 7), status: 'pending' }, { $inc: { n: 1 } }),
   );
+  const conditionalKept = await keptIncrements(dbs[0], 'jobs');
   const scoped = await measure(dbs, ops, async (db, i) => {
     const doc = await db.collection<Scoped>('scoped').findOne({ _id: jobId(i * 7), store_id: 'store_1' });
     if (!doc) throw new Error(`findOne {_id, store_id} found nothing for ${jobId(i * 7)}`);
+  });
+  // No job is 'done': each update is decided by the relay's check and answered without a write.
+  const unmatched = await measure(dbs, conditionalOps, (db, i) =>
+    db.collection<Job>('jobs').updateOne({ _id: jobId(i * 7), status: 'done' }, { $inc: { n: 1 } }),
+  );
+  const claims = await measure(dbs, conditionalOps, async (db, i) => {
+    const filter = { _id: jobId(i * 7), store_id: 'store_1', status: { $in: ['pending' as const, 'failed' as const] } };
+    const doc = await db.collection<Claim>('claims').findOneAndUpdate(filter, { $inc: { n: 1 } }, { returnDocument: 'after' });
+    if (!doc) throw new Error(`findOneAndUpdate {_id, store_id, status} matched nothing for ${jobId(i * 7)}`);
   });
 
   return [
@@ -102,9 +122,15 @@ async function run(dbs: Db[]): Promise<Figures[]> {
     {
       workload: `updateOne {_id, status} $inc, ${conditionalDocs} docs`,
       ...conditional,
-      kept: await keptIncrements(dbs[0], 'jobs'),
+      kept: conditionalKept,
     },
     { workload: `findOne {_id, store_id} on ${conditionalDocs} docs`, ...scoped },
+    {
+      workload: `updateOne {_id, status} matching none, ${conditionalDocs} docs`,
+      ...unmatched,
+      kept: (await keptIncrements(dbs[0], 'jobs')) - conditionalKept,
+    },
+    { workload: `findOneAndUpdate {_id, store_id, status $in}, ${conditionalDocs} docs`, ...claims, kept: await keptIncrements(dbs[0], 'claims') },
   ];
 }
 
