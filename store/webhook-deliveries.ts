@@ -124,21 +124,17 @@ export async function pendingWebhookCounts(db: Db, storeId: string, events: Pick
     [...new Set([...endpointIds, ...(event.targets ?? [])])].map((endpointId) => deliveryIdFor(event._id, endpointId)),
   );
   const all = await deliveriesByIds(db, storeId, ids);
-  const deliveriesOf = (event: Pick<EventDoc, '_id'>) => all.filter((d) => d.event === event._id);
-  const unwrittenOf = new Map(
-    events.map((event) => {
-      const written = new Set(deliveriesOf(event).map((d) => d.webhook_endpoint));
-      return [event._id, (event.targets ?? []).filter((t) => !written.has(t) && endpointIds.includes(t)).length];
-    }),
-  );
+  const tally = events.map((event) => {
+    const deliveries = all.filter((d) => d.event === event._id);
+    const written = new Set(deliveries.map((d) => d.webhook_endpoint));
+    const unwritten = (event.targets ?? []).filter((t) => !written.has(t) && endpointIds.includes(t)).length;
+    return { id: event._id, open: deliveries.filter((d) => d.status !== 'succeeded').length, unwritten };
+  });
   const awaiting = await awaitingDispatch(
     db,
-    events.filter((event) => unwrittenOf.get(event._id)! > 0).map((event) => event._id),
+    tally.filter((t) => t.unwritten > 0).map((t) => t.id),
   );
-  for (const event of events) {
-    const unwritten = awaiting.has(event._id) ? unwrittenOf.get(event._id)! : 0;
-    counts.set(event._id, deliveriesOf(event).filter((d) => d.status !== 'succeeded').length + unwritten);
-  }
+  for (const t of tally) counts.set(t.id, t.open + (awaiting.has(t.id) ? t.unwritten : 0));
   return counts;
 }
 

@@ -75,44 +75,11 @@ func matchesAll(doc bsoncore.Document, conds []eqCond) bool {
 	return true
 }
 
+// matches is MongoDB's {field: value} for the condition's strings or bools (pinnedmatch.go's equality, which
+// says no for a missing field or an array it cannot read).
 func (c eqCond) matches(doc bsoncore.Document) bool {
 	v, err := doc.LookupErr(c.field)
-	if err != nil {
-		return false // missing
-	}
-	if arr, ok := v.ArrayOK(); ok {
-		elems, err := arr.Values()
-		if err != nil {
-			return false
-		}
-		for _, e := range elems {
-			if c.equalsOne(e) {
-				return true
-			}
-		}
-		return false
-	}
-	return c.equalsOne(v)
-}
-
-// equalsOne compares a value (not an array) with the condition's values: same type, same string or bool.
-func (c eqCond) equalsOne(v bsoncore.Value) bool {
-	for _, want := range c.values {
-		if v.Type != want.Type {
-			continue
-		}
-		switch want.Type {
-		case bsontype.String:
-			if v.StringValue() == want.StringValue() {
-				return true
-			}
-		case bsontype.Boolean:
-			if v.Boolean() == want.Boolean() {
-				return true
-			}
-		}
-	}
-	return false
+	return equalsAny(v, err != nil, c.values) == isMatch
 }
 
 // distinctFields reports whether no field has two conditions (a repeated key passes through).
