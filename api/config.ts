@@ -1,4 +1,4 @@
-// API process configuration, read once from the environment (README lists every variable).
+// API process configuration, read once from the environment (docs/configuration.md lists every variable).
 import { parseAllowedHosts } from '../adapters/webhooks/config';
 import { isProduction } from '../adapters/provider';
 import { readFileSync } from 'node:fs';

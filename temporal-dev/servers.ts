@@ -135,7 +135,7 @@ export const PRODUCTION_LIMITS: Record<string, number> = {
 /**
  * How often each of the dev server's history queues may read new tasks: Temporal's 20 per second per
  * shard, on the dev server's single shard, added up to 50 ms before each workflow or activity task is
- * dispatched (a one-activity workflow took 100 ms start to result, 25-36 ms at 1,000; docs/benchmarks.md).
+ * dispatched (a one-activity workflow took 100 ms start to result, 25-36 ms at 1,000; docs/history/benchmarks.md).
  * `TEMPORAL_DEV_QUEUE_POLL_RPS=20` restores Temporal's default; a production cluster sets its own.
  */
 export function devServerQueuePolls(env: NodeJS.ProcessEnv = process.env): Record<string, number> {

@@ -19,7 +19,7 @@ export interface WorkerTuning {
  * `bench:worker-cache`; 1,000 of them are ~290 MiB beside the worker's ~480-650 MiB at rest, within a
  * 1 GiB budget (Temporal's default, 2,310 on a 4 GiB heap, took the soak's worker to 1,454 MiB).
  * Slots and pollers stay at Temporal's defaults: the charge bench's tasks wait on the dev server
- * and FerretDB, not on slots (docs/benchmarks.md).
+ * and FerretDB, not on slots (docs/history/benchmarks.md).
  */
 export const DEFAULT_WORKER_TUNING: WorkerTuning = {
   maxCachedWorkflows: 1_000,

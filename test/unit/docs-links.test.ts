@@ -1,15 +1,17 @@
-// What this tests: every relative link in README.md and docs/*.md names a file that exists and, with a
-// #fragment, a heading of that file (GitHub's anchor rules), so the README's map and the pages never dangle.
+// What this tests: every relative link in README.md and docs/**/*.md names a file that exists and, with a
+// #fragment, a heading of that file (GitHub's anchor rules), so the README's map and the pages never dangle;
+// the README stays a map (at most 150 lines) that links every page.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '../..');
 const pages = [
   'README.md',
-  ...readdirSync(join(root, 'docs'))
+  ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
+    .map((f) => `docs/${f}`)
+    .sort(),
 ];
 
 /** The lines of a markdown file outside fenced code blocks. */
@@ -70,8 +72,14 @@ describe('README and docs links', () => {
   it('gives each docs page a one-line header linking back to the README, and the README links each page', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     for (const page of pages.filter((p) => p.startsWith('docs/'))) {
-      expect(readFileSync(join(root, page), 'utf8').split('\n')[2], page).toContain('](../README.md)');
+      const back = relative(dirname(join(root, page)), join(root, 'README.md'));
+      expect(readFileSync(join(root, page), 'utf8').split('\n')[2], page).toContain(`](${back})`);
       expect(readme, page).toContain(`](${page}`);
     }
+  });
+
+  it('keeps the README a page of at most 150 lines, pages in subfolders included in the check', () => {
+    expect(readFileSync(join(root, 'README.md'), 'utf8').trimEnd().split('\n').length).toBeLessThanOrEqual(150);
+    expect(pages).toContain('docs/history/benchmarks.md');
   });
 });
