@@ -45,10 +45,17 @@ export function longSubjects(commits, max = MAX_SUBJECT) {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const dir = process.argv[2] ?? '.';
+  try {
+    git(dir, 'rev-parse', '--is-inside-work-tree');
+  } catch {
+    console.log('    not a git checkout: no commits to check');
+    process.exit(0);
+  }
   const { commits, complete } = subjectsAfter(dir);
   if (!complete) console.log(`    shallow clone without ${BASE}: checking the ${commits.length} commits it holds`);
   const long = longSubjects(commits);
   for (const c of long) console.log(`    ${c.hash}: ${c.length} characters: ${c.subject.slice(0, 100)}…`);
-  console.log(`    ${commits.length} commits after ${BASE}, ${long.length} with a subject over ${MAX_SUBJECT} characters`);
+  const which = complete ? `after ${BASE}` : 'checked';
+  console.log(`    ${commits.length} commits ${which}, ${long.length} with a subject over ${MAX_SUBJECT} characters`);
   process.exit(long.length ? 1 : 0);
 }
