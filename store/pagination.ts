@@ -116,32 +116,6 @@ export async function findPage<D extends Document>(collection: ListedCollection<
   return { docs: page, hasMore: docs.length > limit };
 }
 
-/** Pages read at once by findEveryPage: the largest a MongoDB find returns in its first batch (101 with the one that says more follow). */
-const EVERY_PAGE_LIMIT = 100;
-
-/**
- * All of a store's documents matching `filter`, in `order`, read as list pages: the index the list uses
- * serves each (a find by store with no order scans the collection on the local engine). For
- * collections a per-store cap keeps small (webhook endpoints: 16), so one page is the usual read.
- */
-export async function findEveryPage<D extends Document & { _id: string }>(
-  collection: ListedCollection<D>,
-  { storeId, filter, order }: Pick<PageRequest, 'storeId' | 'filter' | 'order'>,
-): Promise<D[]> {
-  let all: D[] = [];
-  for (let restarts = 0; ;) {
-    const page = await findPage(collection, { storeId, filter, order, limit: EVERY_PAGE_LIMIT, backwards: false, cursorId: all.at(-1)?._id });
-    if (page === 'cursor_missing') {
-      // The last document read was deleted meanwhile: start over, a few times at most.
-      if (++restarts > 3) throw new Error(`findEveryPage: ${collection.collectionName} kept changing under the read`);
-      all = [];
-      continue;
-    }
-    all.push(...page.docs);
-    if (!page.hasMore) return all;
-  }
-}
-
 /** Alphabetical lists: the whole filtered set sorted like people read, then cut at the cursor. */
 async function findPageInMemory<D extends Document>(
   collection: ListedCollection<D>,

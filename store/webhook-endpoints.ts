@@ -5,7 +5,7 @@ import type { EventCatalog } from '../domain/event-catalogs';
 import { newTimeOrderedUuid, randomBase62 } from '../domain/ids';
 import { insertIfAbsent } from './insert-once';
 import { findOwnedById } from './owned';
-import { findEveryPage, findPage, OLDEST_FIRST, type PageResult, type PageWindow } from './pagination';
+import { findPage, OLDEST_FIRST, type PageResult, type PageWindow } from './pagination';
 
 export const AUTO_DISABLE_AFTER = 20;
 export const AUTO_DISABLED_REASON = `auto-disabled after ${AUTO_DISABLE_AFTER} exhausted deliveries`;
@@ -88,9 +88,21 @@ export function listEndpoints(db: Db, storeId: string, window: PageWindow): Prom
 
 export type FanOutEndpoint = Pick<WebhookEndpointDoc, '_id' | 'api_version' | 'status' | 'enabled_events'>;
 
-/** Every endpoint of the store, oldest first (at most ENDPOINTS_PER_STORE: one list page, read from the list's index). */
-function storeEndpoints(db: Db, storeId: string): Promise<WebhookEndpointDoc[]> {
-  return findEveryPage(endpointsCollection(db), { storeId, filter: {}, order: OLDEST_FIRST });
+/**
+ * Every endpoint of the store, oldest first: one find by store, which the `{store_id, created, _id}` index serves.
+ * Bounded by ENDPOINTS_PER_STORE (the slot counter keeps a store below it): one more is read, so a store past the
+ * cap is an error here rather than endpoints silently left out of a fan-out.
+ */
+async function storeEndpoints(db: Db, storeId: string): Promise<WebhookEndpointDoc[]> {
+  const docs = await endpointsCollection(db)
+    .find({ store_id: storeId })
+    .sort({ created: 1, _id: 1 })
+    .limit(ENDPOINTS_PER_STORE + 1)
+    .toArray();
+  if (docs.length > ENDPOINTS_PER_STORE) {
+    throw new Error(`store ${storeId} has more than ${ENDPOINTS_PER_STORE} webhook endpoints: its slot counter and its endpoints disagree`);
+  }
+  return docs;
 }
 
 /** What fan-out needs of every endpoint of a store (enabled or not: a disabled 2026-09-01 endpoint still keeps that catalog on). */

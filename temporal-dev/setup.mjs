@@ -88,9 +88,11 @@ function installPythonTools() {
 function installFerretDb() {
   const binary = join(binDir, 'ferretdb');
   const stampFile = join(binDir, 'ferretdb.source-hash');
-  // The binary is rebuilt whenever our wrapper (any of its .go files) or its pinned dependencies change.
+  // The binary is rebuilt whenever our wrapper (any of its .go files, internal/ packages included) or its pinned
+  // dependencies change.
   const hash = createHash('sha256');
-  const goFiles = readdirSync(ferretDbSource)
+  const goFiles = readdirSync(ferretDbSource, { recursive: true })
+    .map(String)
     .filter((file) => file.endsWith('.go'))
     .sort();
   for (const file of ['go.mod', 'go.sum', ...goFiles]) hash.update(`${file}\0`).update(readFileSync(join(ferretDbSource, file)));

@@ -29,5 +29,14 @@ export function toolPath(name: ToolName): string {
 
 export const temporalCliPath = (): string => toolPath('temporal');
 export const temporalTestServerPath = (): string => toolPath('temporal-test-server');
-export const ferretDbPath = (): string => toolPath('ferretdb');
+/**
+ * FerretDB with our relay: FERRETDB_BIN when set (a relay built elsewhere, e.g. to test a change to
+ * temporal-dev/ferretdb without replacing the shared build), else the one setup built into .tools/bin.
+ */
+export function ferretDbPath(): string {
+  const override = process.env.FERRETDB_BIN;
+  if (!override) return toolPath('ferretdb');
+  if (!existsSync(override)) throw new Error(`FERRETDB_BIN names ${override}, which does not exist`);
+  return resolve(override);
+}
 export const mailpitPath = (): string => toolPath('mailpit');

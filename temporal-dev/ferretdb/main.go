@@ -1,10 +1,7 @@
 // Command ferretdb runs FerretDB v1.24.2 on SQLite for the local stack and the test suites, behind a
-// relay on --listen-addr that makes update, findAndModify and delete atomic per collection (see relay.go).
-//
-// It wraps FerretDB's embeddable package instead of building upstream cmd/ferretdb because the
-// published module lacks build/version/version.txt, which makes that binary panic at start.
-//
-// It also adds the index FerretDB's lookups by _id need but do not get on SQLite (see idindex.go).
+// relay on --listen-addr (relay.go) that gives it MongoDB's single-document atomicity and unique keys; its
+// charter is at the top of docs/local-engine.md. It wraps FerretDB's embeddable package because the published
+// cmd/ferretdb lacks build/version/version.txt and panics at start.
 package main
 
 import (
@@ -19,6 +16,9 @@ import (
 	"syscall"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
+
+	"billing-checkout-api/temporal-dev/ferretdb/internal/index"
+	"billing-checkout-api/temporal-dev/ferretdb/internal/paths"
 )
 
 func main() {
@@ -66,10 +66,10 @@ func main() {
 	}
 	logger.Info("relaying to FerretDB", slog.String("listen", ln.Addr().String()), slog.String("ferretdb", upstream.Host))
 
-	// Adds the indexes FerretDB's lookups by _id and our list reads need (see idindex.go), starting below:
+	// Adds the indexes FerretDB's lookups by _id and the read paths need (internal/index), starting below:
 	// New has opened the existing databases, and the first pass runs while Run starts listening.
 	indexed := make(chan struct{})
-	indexer, err := newIDIndexer(*sqliteURL, logger)
+	indexer, err := index.New(*sqliteURL, paths.IndexKinds(), logger)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ferretdb: %v\n", err)
 		os.Exit(1)
@@ -82,13 +82,13 @@ func main() {
 	go func() {
 		defer close(relayed)
 		defer stopFerret()
-		newRelay(upstream.Host, newListReader(indexer), logger).serve(ctx, ln)
+		newRelay(upstream.Host, paths.NewReader(indexer, logger), logger).serve(ctx, ln)
 	}()
 
 	if indexer != nil {
 		go func() {
 			defer close(indexed)
-			indexer.run(ctx)
+			indexer.Run(ctx)
 		}()
 	} else {
 		close(indexed)

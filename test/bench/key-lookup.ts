@@ -1,5 +1,5 @@
 // `npm run bench:keys`: a lookup by a unique key (store/subscription-charges.ts findChargeByKey, a findOne on {store_id, key})
-// on the local engine as the collection grows, with the relay's key index (temporal-dev/ferretdb/keyfind.go) and without
+// on the local engine as the collection grows, with the relay's key index (temporal-dev/ferretdb/internal/paths/key.go) and without
 // it (FERRETDB_RELAY_KEYS=off: FerretDB's full scan), and what that index costs the writes: the same charges inserted
 // into both engines, 1,000 at a time and one at a time (and, after the last size, rounds of 1,000 alternating between the
 // engines), and meter events 100 at a time (a 3-field unique key nobody looks up: no index of ours on either engine).

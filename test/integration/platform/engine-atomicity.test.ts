@@ -1,6 +1,6 @@
 // The local engine answers like MongoDB where FerretDB alone does not (temporal-dev/ferretdb/relay.go): it applies update,
 // findAndModify and delete atomically under concurrent clients, and a write that breaks a unique index fails with code 11000.
-// Writes whose filter is {_id, <more conditions>} take the relay's fast path (temporal-dev/ferretdb/pinned.go): they give
+// Writes whose filter is {_id, <more conditions>} take the relay's fast path (temporal-dev/ferretdb/internal/pinned): they give
 // MongoDB's results whether or not the document matches, and the guarded decrement and compare-and-set probes cover it under
 // concurrency. Finds with such a filter are rewritten to an aggregate and must give the same results as MongoDB's find.
 import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';

@@ -1,7 +1,7 @@
 // The relay answers a store's documents after an _id (store/events.ts findEventsAfter, the `listen` stream's poll:
 // `{store_id, _id: {$gt: X}, api_version, test: false}` sorted by _id, limit 50) from an SQLite index of its own on
 // (plain, store_id, _id), made once asked for when FerretDB declares the index {store_id: 1, _id: 1}
-// (temporal-dev/ferretdb/idpage.go). Two engines get the same writes: one with that fast path, one with
+// (temporal-dev/ferretdb/internal/paths/idpage.go). Two engines get the same writes: one with that fast path, one with
 // FERRETDB_RELAY_ID_PAGES=off (FerretDB's own full scan and sort, MongoDB's semantics); every reply must be the same
 // BSON, byte for byte, and the first engine's log must show it answered it itself, or passed it through where it must.
 import { Int32, ObjectId, type Document } from 'mongodb';

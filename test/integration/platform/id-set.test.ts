@@ -1,6 +1,6 @@
 // The relay answers a find of documents by a set of ids (`{_id: {$in: [strings]}, <string/bool conditions>}`, no sort,
 // e.g. store/webhook-deliveries.ts deliveriesByIds) by looking each id up in the _id expression index, in the table's
-// rowid order, which is FerretDB's order for a find without sort (temporal-dev/ferretdb/idset.go). Two engines get the
+// rowid order, which is FerretDB's order for a find without sort (temporal-dev/ferretdb/internal/paths/idset.go). Two engines get the
 // same writes: one with that fast path, one with FERRETDB_RELAY_ID_SETS=off (FerretDB's own full scan, MongoDB's
 // matching); every reply must be the same BSON, byte for byte, and the first engine's log must show it answered it
 // itself, or passed it through where it must.

@@ -1,6 +1,6 @@
 // The relay answers a lookup by a unique key (findOne / find limit 1 whose filter is top-level string equalities on exactly
 // the fields of a unique index, e.g. store/subscription-charges.ts findChargeByKey) from its SQLite index
-// (temporal-dev/ferretdb/keyfind.go). Two engines get the same writes: one with that fast path, one with
+// (temporal-dev/ferretdb/internal/paths/key.go). Two engines get the same writes: one with that fast path, one with
 // FERRETDB_RELAY_KEYS=off (FerretDB's own full scan, MongoDB's matching); every answer must be the same BSON, byte for
 // byte, and the first engine's log must show it answered the lookup itself, or passed it through where it must.
 import { readFileSync } from 'node:fs';

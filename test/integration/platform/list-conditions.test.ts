@@ -1,6 +1,6 @@
 // The relay answers a list page with conditions beside the store (store/events.ts listEvents: {test: false}, a type or
 // {$in: [types]}, a created range; through store/pagination.ts findPage, first page and cursor form) from its list index,
-// applying the conditions to the rows it reads in list order (temporal-dev/ferretdb/listfind.go). Two engines get the same
+// applying the conditions to the rows it reads in list order (temporal-dev/ferretdb/internal/paths/list.go). Two engines get the same
 // writes: one with that fast path, one with FERRETDB_RELAY_LISTS=off (FerretDB's own full scan, MongoDB's matching);
 // every page must be the same BSON, byte for byte, and the first engine's log must show it answered the page itself, or
 // passed it through where it must.

@@ -1,5 +1,5 @@
 // The relay answers a list's page (store/pagination.ts findPage: {store_id} or {$and: [{store_id}, cursor]}, sorted by
-// created then _id, limit n+1) from its SQLite index (temporal-dev/ferretdb/listfind.go). Two engines get the same writes:
+// created then _id, limit n+1) from its SQLite index (temporal-dev/ferretdb/internal/paths/list.go). Two engines get the same writes:
 // one with that fast path, one with FERRETDB_RELAY_LISTS=off (FerretDB's own full scan, MongoDB's semantics); every page
 // must be the same BSON, byte for byte, and the first engine's log must show it answered the page itself (or passed through).
 import { Binary, Double, Int32, Long, ObjectId, Timestamp, type Collection, type Document } from 'mongodb';

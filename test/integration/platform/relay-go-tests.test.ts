@@ -1,5 +1,5 @@
-// What this tests: the relay's own Go tests (temporal-dev/ferretdb/*_test.go: the key filter, the bound on
-// asked-for key indexes, match.go's MongoDB equality) pass, so `npm test` runs them beside the differential
+// What this tests: the relay's own Go tests (temporal-dev/ferretdb/internal/*/*_test.go: the key filter, the bound on
+// asked-for indexes, internal/match's MongoDB equality) pass, so `npm test` runs them beside the differential
 // suites that compare the relay's answers with FerretDB's. Go is already required by `npm run setup`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,6 @@
-package main
+package match
 
-// Unit tests of match.go's conditions and idset.go's filter parsing (go test, no FerretDB).
+// MongoDB's equality for the conditions a Cond accepts, and the ones it refuses (go test, no FerretDB).
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/x/bsonx/bsoncore"
 )
 
-func TestEqCondMatches(t *testing.T) {
+func TestCondMatches(t *testing.T) {
 	doc := func(elems ...[]byte) bsoncore.Document { return bsoncore.BuildDocument(nil, elems...) }
 	str, boolean := bsoncore.AppendStringElement, bsoncore.AppendBooleanElement
 	arr := func(key string, values ...bsoncore.Value) []byte {
@@ -39,11 +39,11 @@ func TestEqCondMatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cond, ok := eqCondOf(e.Key(), e.Value())
+		cond, ok := CondOf(e.Key(), e.Value())
 		if !ok {
 			t.Fatalf("case %d: not accepted", i)
 		}
-		if got := cond.matches(c.doc); got != c.match {
+		if got := cond.Matches(c.doc); got != c.match {
 			t.Errorf("case %d: matches %v, want %v", i, got, c.match)
 		}
 	}
@@ -57,29 +57,8 @@ func TestEqCondMatches(t *testing.T) {
 		bsoncore.AppendDocumentElement(nil, "f", doc(arr("$in", sv("a"), bsoncore.Value{Type: 0x10, Data: bsoncore.AppendInt32(nil, 1)}))),
 	} {
 		e, _ := bsoncore.Document(doc(refused)).IndexErr(0)
-		if _, ok := eqCondOf(e.Key(), e.Value()); ok {
+		if _, ok := CondOf(e.Key(), e.Value()); ok {
 			t.Errorf("refused case %d accepted", i)
 		}
-	}
-}
-
-func TestIDSetOf(t *testing.T) {
-	in := func(ids ...string) bsoncore.Value {
-		values := make([]bsoncore.Value, len(ids))
-		for i, id := range ids {
-			values[i] = bsoncore.Value{Type: 0x02, Data: bsoncore.AppendString(nil, id)}
-		}
-		return docValue(bsoncore.BuildDocument(nil, bsoncore.BuildArrayElement(nil, "$in", values...)))
-	}
-	if ids, ok := idSetOf(in("whd_1", "", "a-b:c")); !ok || len(ids) != 3 {
-		t.Errorf("plain ids refused: %v", ids)
-	}
-	for _, odd := range []string{`a"b`, `a\b`, "a<b", "a>b", "a&b", "é", "a\x00b", "tab\there"} {
-		if _, ok := idSetOf(in("whd_1", odd)); ok {
-			t.Errorf("id %q accepted: its JSON string may have another spelling", odd)
-		}
-	}
-	if _, ok := idSetOf(in()); ok {
-		t.Error("an empty $in accepted")
 	}
 }

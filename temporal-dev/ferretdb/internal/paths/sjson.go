@@ -1,4 +1,4 @@
-package main
+package paths
 
 // FerretDB 1.24's SQLite backend stores each document as SJSON (internal/handler/sjson): a JSON object whose
 // "$s" key holds the schema ({"p": {field: {"t": type, ...}}, "$k": [keys in order]}) and whose other keys
