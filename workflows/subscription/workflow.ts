@@ -63,6 +63,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
  */
 async function takeTurn(subscription: LiveSubscription, full: () => boolean, reviewStops: () => boolean): Promise<'paid' | 'stepped' | 'woke'> {
   const stepped = (paid: boolean) => (paid ? 'paid' : 'stepped');
+  // The buyer confirmed (3-D Secure, in the portal) the renewal the bank asked about: it pays the open cycle.
+  if (subscription.confirmationArrived()) return stepped(await subscription.mutex.runExclusive(() => subscription.settleConfirmation()));
   if (subscription.awaiting) {
     if (!(await subscription.awaitNotice(reviewStops))) return 'woke';
     return stepped(await subscription.mutex.runExclusive(() => subscription.settleAwaited()));
