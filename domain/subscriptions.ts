@@ -203,7 +203,8 @@ export function chargeDeclined(
       events: [{ type: 'customer.subscription.deleted' }],
     };
   }
-  const known = failure ? { failure_code: failure.code, authentication: failure.authentication } : {};
+  const asked = failure?.authentication ? { authentication: failure.authentication } : {};
+  const known = failure ? { failure_code: failure.code, ...asked } : {};
   return {
     change: { status: 'past_due', past_due_details: { attempts, next_retry_at: retryAt, since, ...known } },
     events: [{ type: 'customer.subscription.updated' }],

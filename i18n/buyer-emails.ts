@@ -115,15 +115,31 @@ function periodText(facts: MailFacts, period: Period | null, at: number): string
 }
 
 /** Greeting, intro, a table of labelled facts, an optional link to act on, and the footer, as plain text and as HTML. */
-function compose(facts: MailFacts, subject: string, intro: string, rows: Array<[EmailKey, string]>, action?: { label: string; url: string }): RenderedMail {
+function compose(
+  facts: MailFacts,
+  subject: string,
+  intro: string,
+  rows: Array<[EmailKey, string]>,
+  action?: { label: string; url: string },
+): RenderedMail {
   const { language, storeName, customerName } = facts;
   const greeting = customerName ? emailText(language, 'greeting_named', { name: customerName }) : emailText(language, 'greeting');
   const footer = emailText(language, 'footer', { store: storeName });
   const labelled = rows.map(([key, value]) => [emailText(language, key), value] as const);
   const actionText = action ? [`${action.label}: ${action.url}`, ''] : [];
-  const text = [greeting, '', intro, '', ...labelled.map(([label, value]) => `${label}: ${value}`), '', ...actionText, storeName, '', footer, ''].join(
-    '\n',
-  );
+  const text = [
+    greeting,
+    '',
+    intro,
+    '',
+    ...labelled.map(([label, value]) => `${label}: ${value}`),
+    '',
+    ...actionText,
+    storeName,
+    '',
+    footer,
+    '',
+  ].join('\n');
   const cells = labelled
     .map(
       ([label, value]) =>

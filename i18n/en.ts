@@ -139,7 +139,8 @@ export const en: Dictionary = {
     portal_unavailable_title: 'The customer portal is not available',
     portal_unavailable_text: 'This store has turned its customer portal off.',
     confirm_payment_title: 'Confirm your payment',
-    confirm_payment_text: 'Your bank asks you to confirm the payment of {amount} for {product}. Until it is confirmed, your subscription is past due.',
+    confirm_payment_text:
+      'Your bank asks you to confirm the payment of {amount} for {product}. Until it is confirmed, your subscription is past due.',
     confirm_payment_button: 'Confirm with my bank',
     confirm_payment_done: 'Thank you: your payment is confirmed and your subscription is active.',
     confirm_payment_closed: 'There is no payment to confirm here any more.',

@@ -141,7 +141,8 @@ export const fr: Dictionary = {
     portal_unavailable_title: 'L’espace client n’est pas disponible',
     portal_unavailable_text: 'Cette boutique a désactivé son espace client.',
     confirm_payment_title: 'Confirmez votre paiement',
-    confirm_payment_text: 'Votre banque vous demande de confirmer le paiement de {amount} pour {product}. Tant qu’il n’est pas confirmé, votre abonnement est en retard de paiement.',
+    confirm_payment_text:
+      'Votre banque vous demande de confirmer le paiement de {amount} pour {product}. Tant qu’il n’est pas confirmé, votre abonnement est en retard de paiement.',
     confirm_payment_button: 'Confirmer auprès de ma banque',
     confirm_payment_done: 'Merci : votre paiement est confirmé et votre abonnement est actif.',
     confirm_payment_closed: 'Il n’y a plus de paiement à confirmer ici.',
@@ -171,7 +172,8 @@ export const fr: Dictionary = {
     price_per_cycle: '{amount} {cycle}',
     footer: 'Ce message a été envoyé au nom de {store}. Merci de ne pas y répondre.',
     authenticate_subject: 'Confirmez votre paiement : {product}, {amount}',
-    intro_authenticate: 'Votre banque vous demande de confirmer le paiement de votre abonnement chez {store}. D’ici là, l’abonnement est en retard de paiement.',
+    intro_authenticate:
+      'Votre banque vous demande de confirmer le paiement de votre abonnement chez {store}. D’ici là, l’abonnement est en retard de paiement.',
     authenticate_action: 'Confirmer le paiement',
     cycle_daily: 'par jour',
     cycle_biweekly: 'toutes les deux semaines',

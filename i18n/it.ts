@@ -139,7 +139,8 @@ export const it: Dictionary = {
     portal_unavailable_title: 'Il portale clienti non è disponibile',
     portal_unavailable_text: 'Questo venditore ha disattivato il portale clienti.',
     confirm_payment_title: 'Conferma il pagamento',
-    confirm_payment_text: 'La tua banca ti chiede di confermare il pagamento di {amount} per {product}. Finché non è confermato, l’abbonamento è scaduto.',
+    confirm_payment_text:
+      'La tua banca ti chiede di confermare il pagamento di {amount} per {product}. Finché non è confermato, l’abbonamento è scaduto.',
     confirm_payment_button: 'Conferma con la mia banca',
     confirm_payment_done: 'Grazie: il pagamento è confermato e l’abbonamento è attivo.',
     confirm_payment_closed: 'Qui non c’è più nessun pagamento da confermare.',
@@ -169,7 +170,8 @@ export const it: Dictionary = {
     price_per_cycle: '{amount} {cycle}',
     footer: 'Questo messaggio è stato inviato per conto di {store}. Non rispondere a questo messaggio.',
     authenticate_subject: 'Conferma il pagamento: {product}, {amount}',
-    intro_authenticate: 'La tua banca ti chiede di confermare il pagamento del tuo abbonamento presso {store}. Fino ad allora l’abbonamento è scaduto.',
+    intro_authenticate:
+      'La tua banca ti chiede di confermare il pagamento del tuo abbonamento presso {store}. Fino ad allora l’abbonamento è scaduto.',
     authenticate_action: 'Conferma il pagamento',
     cycle_daily: 'al giorno',
     cycle_biweekly: 'ogni due settimane',

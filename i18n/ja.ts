@@ -138,7 +138,8 @@ export const ja: Dictionary = {
     portal_unavailable_title: 'カスタマーポータルはご利用いただけません',
     portal_unavailable_text: 'このショップはカスタマーポータルを無効にしています。',
     confirm_payment_title: 'お支払いの確認',
-    confirm_payment_text: '{product} の {amount} のお支払いについて、銀行が確認を求めています。確認が済むまで、サブスクリプションは支払い遅延の状態です。',
+    confirm_payment_text:
+      '{product} の {amount} のお支払いについて、銀行が確認を求めています。確認が済むまで、サブスクリプションは支払い遅延の状態です。',
     confirm_payment_button: '銀行で確認する',
     confirm_payment_done: 'ありがとうございます。お支払いが確認され、サブスクリプションは有効です。',
     confirm_payment_closed: 'ここで確認するお支払いはもうありません。',
@@ -168,7 +169,8 @@ export const ja: Dictionary = {
     price_per_cycle: '{cycle} {amount}',
     footer: 'このメールは {store} に代わって送信されました。このメールには返信しないでください。',
     authenticate_subject: 'お支払いの確認: {product}、{amount}',
-    intro_authenticate: '{store} のサブスクリプションのお支払いについて、銀行が確認を求めています。確認が済むまで、サブスクリプションは支払い遅延の状態です。',
+    intro_authenticate:
+      '{store} のサブスクリプションのお支払いについて、銀行が確認を求めています。確認が済むまで、サブスクリプションは支払い遅延の状態です。',
     authenticate_action: 'お支払いを確認する',
     cycle_daily: '毎日',
     cycle_biweekly: '2週間ごと',

@@ -54,7 +54,11 @@ async function readPayment(deps: RenewalConfirmationDeps, store: StoreDoc, opene
 }
 
 /** The confirmation page's state for the token, or null when it is no link of this store. */
-export async function renewalConfirmationView(deps: RenewalConfirmationDeps, store: StoreDoc, token: string): Promise<RenewalConfirmationView | null> {
+export async function renewalConfirmationView(
+  deps: RenewalConfirmationDeps,
+  store: StoreDoc,
+  token: string,
+): Promise<RenewalConfirmationView | null> {
   const opened = await openLink(deps.db, store, token);
   if (!opened) return null;
   if (opened.order.status === 'paid') return { ...opened, state: 'confirmed' };

@@ -307,7 +307,10 @@ const CONFIRMABLE: readonly Stripe.PaymentIntent.Status[] = ['requires_payment_m
  * Fences a renewal the bank asked the buyer to confirm: cancelled (keyed `#close-authentication`) unless it
  * succeeded; a cancel that loses the race to the buyer's confirmation reads the intent again and finds it paid.
  */
-async function closeAuthentication(ctx: StripeContext, input: { storeId: string; chargeKey: string; transactionId: string }): Promise<'closed' | 'succeeded'> {
+async function closeAuthentication(
+  ctx: StripeContext,
+  input: { storeId: string; chargeKey: string; transactionId: string },
+): Promise<'closed' | 'succeeded'> {
   const intent = await ownIntent(ctx, input.storeId, input.transactionId);
   if (!intent || intent.status === 'canceled') return 'closed';
   if (intent.status === 'succeeded') return 'succeeded';

@@ -110,7 +110,11 @@ async function browserPaymentMethod(number: string): Promise<string> {
     'card[cvc]': '123',
     key: FAKE_STRIPE_PUBLISHABLE_KEY,
   });
-  const response = await fetch(`${gaps.url}/v1/payment_methods`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+  const response = await fetch(`${gaps.url}/v1/payment_methods`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
   return ((await response.json()) as { id: string }).id;
 }
 
@@ -148,7 +152,9 @@ interface PastDue {
 
 /** Intents made for the subscription's renewals (charge keys renewal/<sub>/…), as Stripe holds them. */
 async function renewalIntents(subscription: string): Promise<Array<Record<string, any>>> {
-  const listed = (await (await fetch(`${gaps.url}/v1/payment_intents?limit=100`, { headers: stripeAuth })).json()) as { data: Array<Record<string, any>> };
+  const listed = (await (await fetch(`${gaps.url}/v1/payment_intents?limit=100`, { headers: stripeAuth })).json()) as {
+    data: Array<Record<string, any>>;
+  };
   return listed.data.filter((intent) => String(intent.metadata?.charge_key ?? '').startsWith(`renewal/${subscription}/`));
 }
 
@@ -181,7 +187,11 @@ async function renewalAskingAuthentication(label: string): Promise<PastDue> {
   const created = await createSession(api, store, { offer: catalog.monthly._id, customer: customer.body.id });
   expect(created.status).toBe(201);
   const session = created.body.id as string;
-  const paid = await postForm(`/c/${session}/pay`, { payment_method: await browserPaymentMethod('4242424242424242'), method: 'card', currency: 'brl' });
+  const paid = await postForm(`/c/${session}/pay`, {
+    payment_method: await browserPaymentMethod('4242424242424242'),
+    method: 'card',
+    currency: 'brl',
+  });
   expect(paid.headers.get('location')).toBe(`/c/${session}?done=1`);
   const subscription = await waitFor(async () => (await findCheckoutSession(mongo.db, store.store._id, session))?.subscription ?? null, {
     description: 'the subscription',
@@ -189,10 +199,13 @@ async function renewalAskingAuthentication(label: string): Promise<PastDue> {
   await replaceCardInPortal(customer.body.id, subscription, await browserPaymentMethod(AUTHENTICATION_CARD));
   const end = periodEnd(t0, 'monthly', null);
   await advance(clock, end + 3600);
-  const pastDue = await waitFor(async () => {
-    const sub = await subscriptionNow(subscription);
-    return sub.status === 'past_due' ? sub : null;
-  }, { timeoutMs: 60_000, description: 'the renewal declined: past_due' });
+  const pastDue = await waitFor(
+    async () => {
+      const sub = await subscriptionNow(subscription);
+      return sub.status === 'past_due' ? sub : null;
+    },
+    { timeoutMs: 60_000, description: 'the renewal declined: past_due' },
+  );
   const order = (await ordersCollection(mongo.db).findOne({ subscription, billing_reason: 'renewal' }))!;
   // The store is Brazilian: the buyer's e-mail is in Portuguese.
   const mail = await waitFor(async () => (await messagesTo(email)).find((m) => m.Subject.startsWith(CONFIRM_SUBJECT)) ?? null, {
@@ -252,10 +265,13 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     expect(await bankStep(due.intent, page.clientSecret!)).toBe(200);
     const posted = await postForm(due.linkPath, {});
     expect(posted.status).toBe(303);
-    const active = await waitFor(async () => {
-      const sub = await subscriptionNow(due.subscription);
-      return sub.status === 'active' ? sub : null;
-    }, { description: 'the subscription active again' });
+    const active = await waitFor(
+      async () => {
+        const sub = await subscriptionNow(due.subscription);
+        return sub.status === 'active' ? sub : null;
+      },
+      { description: 'the subscription active again' },
+    );
     expect(active).toMatchObject({ past_due_details: null, cycles_completed: 2 });
     expect(await ordersCollection(mongo.db).findOne({ _id: due.orderId })).toMatchObject({ status: 'paid' });
     expect((await confirmationPage(due.linkPath)).state).toBe('confirmed');
@@ -271,7 +287,10 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     });
     const event = await fetch(`${api.url}/providers/stripe/events`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) },
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
       body: payload,
     });
     expect(event.status).toBe(200);
@@ -288,7 +307,10 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     expect(await bankStep(due.intent, page.clientSecret!)).toBe(200);
     // Neither the page's post nor Stripe's event reaches us; the retry (1 day after the failure) comes first.
     await advance(due.clock, due.end + 3600 + DAY + 60);
-    await waitFor(async () => (await subscriptionNow(due.subscription)).status === 'active', { timeoutMs: 60_000, description: 'active after the retry' });
+    await waitFor(async () => (await subscriptionNow(due.subscription)).status === 'active', {
+      timeoutMs: 60_000,
+      description: 'active after the retry',
+    });
     expect(await ordersCollection(mongo.db).findOne({ _id: due.orderId })).toMatchObject({ status: 'paid' });
     const intents = await renewalIntents(due.subscription);
     expect(intents.map((intent) => intent.status)).toEqual(['succeeded']);
@@ -300,10 +322,13 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     const page = await confirmationPage(due.linkPath);
     expect(page.state).toBe('open');
     await advance(due.clock, due.end + 3600 + DAY + 60);
-    const retried = await waitFor(async () => {
-      const sub = await subscriptionNow(due.subscription);
-      return sub.past_due_details?.attempts === 2 ? sub : null;
-    }, { timeoutMs: 60_000, description: 'the retry declined too' });
+    const retried = await waitFor(
+      async () => {
+        const sub = await subscriptionNow(due.subscription);
+        return sub.past_due_details?.attempts === 2 ? sub : null;
+      },
+      { timeoutMs: 60_000, description: 'the retry declined too' },
+    );
     expect(retried.past_due_details).toMatchObject({ failure_code: 'authentication_required' });
     expect(await gaps.intent(due.intent)).toMatchObject({ status: 'canceled' });
     // The buyer's late bank step on the closed payment fails at Stripe: nothing is charged by it.
