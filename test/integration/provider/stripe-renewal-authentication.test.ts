@@ -4,7 +4,8 @@
 // `authentication_required`). The renewal is a failed one with its own reason (past_due_details.failure_code), the
 // buyer's e-mail at Mailpit carries the portal link, and the payment confirmed there (the page's Stripe.js step,
 // then its post) pays the open renewal once; a retry that comes first finds the confirmed payment and charges
-// nothing; a retry that comes before any confirmation closes that payment and asks again.
+// nothing; a retry that comes before any confirmation closes that payment and asks again; Stripe's event alone
+// pays it too; a link's Stripe reads are bounded; and in Chromium the page's Stripe.js runs the bank's step.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -26,6 +27,8 @@ import { testMongo, testTemporal, uniqueTaskQueue, waitFor, type TestMongo, type
 import { FAKE_STRIPE_PUBLISHABLE_KEY, FAKE_STRIPE_SECRET_KEY, startLocalstripe, type RunningLocalstripe } from '../../support/stripe-fakes';
 import { startStripeGaps, type StripeGaps } from '../../support/stripe-gaps';
 import { mailpitMessage, messagesTo } from '../../support/mailpit';
+import { launchBrowser, screenshot } from '../../support/browser';
+import { RENEWAL_CONFIRMATION_READS_MAX } from '../../../store/renewal-confirmations';
 
 const WEBHOOK_SECRET = 'whsec_renewalauthrenewalauth';
 const AUTHENTICATION_CARD = '4000002760003184';
@@ -226,6 +229,27 @@ async function bankStep(intent: string, clientSecret: string): Promise<number> {
   return response.status;
 }
 
+/** Stripe's signed payment_intent.succeeded for the intent as Stripe holds it now. */
+async function intentSucceededEvent(intent: string): Promise<number> {
+  const payload = JSON.stringify({
+    id: `evt_renewal_${intent}`,
+    object: 'event',
+    type: 'payment_intent.succeeded',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    data: { object: await gaps.intent(intent) },
+  });
+  const event = await fetch(`${api.url}/providers/stripe/events`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+    },
+    body: payload,
+  });
+  return event.status;
+}
+
 async function confirmationPage(linkPath: string) {
   const response = await fetch(`${api.url}${linkPath}`);
   const text = await response.text();
@@ -277,23 +301,7 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     expect((await confirmationPage(due.linkPath)).state).toBe('confirmed');
 
     // Stripe's own event for it comes later: nothing changes, the order's invoice.paid stays one.
-    const payload = JSON.stringify({
-      id: `evt_renewal_${due.intent}`,
-      object: 'event',
-      type: 'payment_intent.succeeded',
-      created: Math.floor(Date.now() / 1000),
-      livemode: false,
-      data: { object: await gaps.intent(due.intent) },
-    });
-    const event = await fetch(`${api.url}/providers/stripe/events`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
-      },
-      body: payload,
-    });
-    expect(event.status).toBe(200);
+    expect(await intentSucceededEvent(due.intent)).toBe(200);
     // The first retry's time passes: nothing is charged again.
     await advance(due.clock, due.end + 2 * DAY);
     expect(await subscriptionNow(due.subscription)).toMatchObject({ status: 'active', cycles_completed: 2 });
@@ -340,5 +348,54 @@ describe('a renewal the bank asks the buyer to confirm (authentication_required 
     await waitFor(async () => (await messagesTo(due.email)).filter((m) => m.Subject.startsWith(CONFIRM_SUBJECT)).length === 2, {
       description: 'a second confirmation e-mail',
     });
+  });
+
+  test("Stripe's payment_intent.succeeded alone (the page never posted) pays the open renewal", async () => {
+    const due = await renewalAskingAuthentication('event-only');
+    const page = await confirmationPage(due.linkPath);
+    expect(await bankStep(due.intent, page.clientSecret!)).toBe(200);
+    expect(await intentSucceededEvent(due.intent)).toBe(200);
+    await waitFor(async () => (await subscriptionNow(due.subscription)).status === 'active', { description: 'active by the event' });
+    expect(await ordersCollection(mongo.db).findOne({ _id: due.orderId })).toMatchObject({ status: 'paid' });
+    expect(await renewalIntents(due.subscription)).toHaveLength(1);
+  });
+
+  test(`a link reads Stripe at most ${RENEWAL_CONFIRMATION_READS_MAX} times; an unknown token or another address reads nothing`, async () => {
+    const due = await renewalAskingAuthentication('bounded');
+    for (let read = 0; read < RENEWAL_CONFIRMATION_READS_MAX; read++) expect((await confirmationPage(due.linkPath)).state).toBe('open');
+    const spent = await fetch(`${api.url}${due.linkPath}`);
+    expect(spent.status).toBe(429);
+    expect(spent.headers.get('retry-after')).toBeTruthy();
+    expect((await postForm(due.linkPath, {})).status).toBe(429);
+    const unknown = due.linkPath.replace(/[^/]+$/, 'not-a-token');
+    expect((await fetch(`${api.url}${unknown}`)).status).toBe(410);
+    // Another store's address with this store's token: not this store's link.
+    const other = await createTestStore(mongo.db);
+    expect((await fetch(`${api.url}${due.linkPath.replace(/\/portal\/[^/]+\//, `/portal/${other.store.slug}/`)}`)).status).toBe(410);
+    // A post from another site is refused before anything is read.
+    expect((await postForm(due.linkPath, {}, { origin: 'https://evil.example' })).status).toBe(410);
+  });
+
+  test('in Chromium: the e-mailed link opens the page, its Stripe.js runs the bank’s step, and the renewal is paid', async () => {
+    const due = await renewalAskingAuthentication('browser');
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      const posted: string[] = [];
+      page.on('request', (request) => {
+        if (request.url().startsWith(api.url) && request.method() === 'POST') posted.push(request.postData() ?? '');
+      });
+      await page.goto(`${api.url}${due.linkPath}`);
+      await page.getByTestId('confirm-payment').click();
+      await page.getByRole('button', { name: 'Complete authentication' }).click({ timeout: 30_000 });
+      await page.getByTestId('confirmed').waitFor({ timeout: 30_000 });
+      await screenshot(page, 'stripe-renewal-authentication-confirmed');
+      expect(posted.join('\n')).not.toContain('secret');
+    } finally {
+      await browser.close();
+    }
+    await waitFor(async () => (await subscriptionNow(due.subscription)).status === 'active', { description: 'active after the page' });
+    expect(await ordersCollection(mongo.db).findOne({ _id: due.orderId })).toMatchObject({ status: 'paid' });
+    expect(await renewalIntents(due.subscription)).toHaveLength(1);
   });
 });
