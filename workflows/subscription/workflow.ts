@@ -53,7 +53,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const turn = await takeTurn(subscription, full, () => carriesReview && full());
     // Once per paid cycle, or when the run grows long (a woken wait skipped this check before the patch).
     const startAfresh = turn === 'woke' ? full() : turn === 'paid' || workflowInfo().continueAsNewSuggested || full();
-    if (startAfresh) await continueAsNewDrained(subscription, run, input, carriesReview);
+    // A buyer's confirmation that just woke the loop is settled first: it lives in this run only.
+    if (startAfresh && !subscription.confirmationArrived()) await continueAsNewDrained(subscription, run, input, carriesReview);
   }
 }
 
