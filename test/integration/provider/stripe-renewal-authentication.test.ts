@@ -217,6 +217,8 @@ async function renewalAskingAuthentication(label: string): Promise<PastDue> {
   const text = (await mailpitMessage(mail.ID)).Text;
   const link = /https?:\/\/\S+\/payments\/[A-Za-z0-9_-]+/.exec(text)![0];
   expect(pastDue.past_due_details).toMatchObject({ attempts: 1, failure_code: 'authentication_required' });
+  // The attempt to confirm (its pi_ and key) stays inside: the API shows the reason only.
+  expect(pastDue.past_due_details).not.toHaveProperty('authentication');
   return { subscription, clock, end, email, intent: order.provider_transaction_id!, orderId: order._id, linkPath: new URL(link).pathname };
 }
 
