@@ -66,3 +66,8 @@ export async function takeRenewalConfirmationRead(db: Db, id: string): Promise<b
   );
   return updated !== null;
 }
+
+/** Expired links, swept as a fallback where the TTL index is unavailable (FerretDB). */
+export async function sweepRenewalConfirmations(db: Db, now = Date.now()): Promise<void> {
+  await confirmationsCollection(db).deleteMany({ expires_at: { $lte: new Date(now) } });
+}

@@ -4,6 +4,8 @@
 // https); the account page lists the customer's subscriptions and orders and lets them cancel at
 // period end, keep a subscription whose cancellation is scheduled, and replace the card. Forms carry
 // an anti-forgery token derived from the portal session; a store that turns its portal off closes it at once.
+// A renewal the bank asked the buyer to confirm has its own page, opened by the e-mailed link alone
+// (`payments/<token>`, no sign-in): Stripe.js confirms that payment with 3-D Secure there.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Database } from '../../store/database';
@@ -49,6 +51,7 @@ import {
 } from './portal-views';
 import { renderTooManyAttemptsPage } from './refusal-views';
 import { confirmRenewalPayment, renewalConfirmationView, type RenewalConfirmationDeps } from '../../services/renewal-confirmations';
+import { sweepRenewalConfirmations } from '../../store/renewal-confirmations';
 
 export const PORTAL_COOKIE = 'portal_session';
 const HTML = 'text/html; charset=utf-8';
@@ -137,7 +140,8 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
     confirmations: { db, temporal, readRenewalPayment: app.deps.stripe?.readRenewalPayment ?? null },
   };
 
-  const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
+  const sweep = () => Promise.all([sweepPortalDocs(db), sweepRenewalConfirmations(db)]);
+  const sweeper = setInterval(() => sweep().catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
 
