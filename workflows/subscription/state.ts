@@ -271,8 +271,9 @@ export class LiveSubscription {
     await this.confirmedRenewalPaid(asked, nowSeconds());
   }
 
+  /** A provider call (up to three Stripe requests): under the provider charges' timeouts and retries. */
   private closeAuthentication(asked: rules.RenewalAuthentication) {
-    return records.closeRenewalAuthentication({
+    return payments.closeRenewalAuthentication({
       storeId: this.input.storeId,
       idempotencyKey: asked.key,
       transactionId: asked.transaction_id,
