@@ -254,15 +254,19 @@ export class LiveSubscription {
   }
 
   /**
-   * Closes the attempt the buyer was asked to confirm before anything else happens to its cycle: true when the
-   * buyer had confirmed it (the cycle is paid by it), false when it is closed and a new attempt may charge.
+   * Closes the attempt the buyer was asked to confirm before anything else happens to its cycle: `none` when
+   * there is none or it is closed (a new attempt may charge); `paid` when the buyer had confirmed it (the cycle
+   * is paid by it), `failed` when its order was settled otherwise (not expected: the attempt counts as failed
+   * and dunning moves on). Either way nothing is charged beside a payment the buyer made.
    */
-  private async fencedAuthenticationPaid(): Promise<boolean> {
+  private async fenceAuthentication(): Promise<'none' | 'paid' | 'failed'> {
     const asked = this.life.past_due_details?.authentication;
-    if (!asked || !patched(RENEWAL_AUTHENTICATION)) return false;
-    if ((await this.closeAuthentication(asked)) !== 'succeeded') return false;
+    if (!asked || !patched(RENEWAL_AUTHENTICATION)) return 'none';
+    if ((await this.closeAuthentication(asked)) !== 'succeeded') return 'none';
     this.confirmation = null;
-    return this.confirmedRenewalPaid(asked, nowSeconds());
+    if (await this.confirmedRenewalPaid(asked, nowSeconds())) return 'paid';
+    await this.cycleFailed(rules.AUTHENTICATION_REQUIRED);
+    return 'failed';
   }
 
   /** A subscription ended while its buyer could still confirm a renewal: closed; confirmed meanwhile, paid and given back. */
@@ -469,7 +473,8 @@ export class LiveSubscription {
   /** A due charge (renewal, trial end, dunning retry): true when a cycle was paid. */
   private async chargeDue(): Promise<boolean> {
     // A retry never charges beside the attempt the buyer may be confirming: that one is closed first.
-    if (await this.fencedAuthenticationPaid()) return true;
+    const fenced = await this.fenceAuthentication();
+    if (fenced !== 'none') return fenced === 'paid';
     const periodStart = this.life.next_billing_at ?? nowSeconds();
     const key = patched('renewal-keys-by-cycle') ? await this.renewalKey() : this.cycleKey('cycle');
     const result = await this.chargeCycle(key, true);
