@@ -3,6 +3,8 @@
 import {
   sendCancellationEmail,
   sendPaymentConfirmation,
+  sendRenewalAuthenticationRequest,
+  type AuthenticationRequestInput,
   type BuyerEmailDeps,
   type BuyerEmailOutcome,
   type CancellationEmailInput,
@@ -19,6 +21,10 @@ export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
     // Registered under its old activity name: recorded histories and running workflows call it so.
     async sendCancellationNotice(input: CancellationEmailInput): Promise<BuyerEmailOutcome> {
       return sendCancellationEmail(deps, input);
+    },
+    /** The renewal the buyer's bank asked them to confirm: the portal link where they confirm it (3-D Secure). */
+    async sendRenewalAuthenticationRequest(input: AuthenticationRequestInput): Promise<BuyerEmailOutcome> {
+      return sendRenewalAuthenticationRequest(deps, input);
     },
   };
 }

@@ -13,7 +13,7 @@ import { createBuyerEmailActivities } from './buyer-emails';
 import { createTestClockActivities } from './test-clocks';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
-import { buyerEmailCapsFrom, type BuyerEmailCaps } from '../services/buyer-emails';
+import { buyerEmailCapsFrom, portalUrlFromEnv, type BuyerEmailCaps } from '../services/buyer-emails';
 
 /** `provider` is the store's connection; `testProvider`, beside a real one, the only one test clocks' money goes through. */
 export interface ActivityDeps extends PaymentConnections {
@@ -32,6 +32,8 @@ export interface ActivityDeps extends PaymentConnections {
   mailer?: Mailer;
   /** Sender address of buyer e-mails; MAIL_FROM when omitted. */
   mailFrom?: string;
+  /** {portal_url} for the links buyer e-mails carry (PORTAL_URL / PUBLIC_URL as the API reads them when omitted). */
+  portalUrl?: string;
   /** Hourly caps of buyer e-mails per store and per recipient; BUYER_EMAILS_PER_STORE_HOUR / _PER_RECIPIENT_HOUR or the defaults when omitted. */
   buyerEmailCaps?: BuyerEmailCaps;
 }
@@ -55,6 +57,7 @@ export function createActivities(deps: ActivityDeps) {
       mailer: deps.mailer ?? mailerFromEnv(),
       mailFrom: deps.mailFrom ?? mailFromEnv(),
       caps: deps.buyerEmailCaps ?? buyerEmailCapsFrom(process.env),
+      portalUrl: deps.portalUrl ?? portalUrlFromEnv(),
     }),
   };
 }

@@ -5,9 +5,11 @@ import type { SubscriptionWorkflowInput } from '../workflows/subscription/messag
 import {
   applySubscriptionChange,
   chargeSubscriptionCycle,
+  closeRenewalAuthentication,
   loadSubscriptionState,
   lookupCycleCharge,
   offerTerms,
+  payConfirmedRenewal,
   refundSubscriptionCycle,
   settleSubscriptionCycleOrder,
   type CycleChargeInput,
@@ -15,6 +17,7 @@ import {
   type CycleChargeResult,
   type LoadedSubscription,
   type OfferTermsResult,
+  type RenewalAuthenticationRef,
   type SubscriptionChangeInput,
   type SubscriptionLifeDeps,
 } from '../services/subscriptions/life';
@@ -51,6 +54,14 @@ export function createSubscriptionActivities(deps: SubscriptionLifeDeps) {
       testClock?: string | null;
     }): Promise<void> {
       return refundSubscriptionCycle(deps, input);
+    },
+    /** Fences the renewal attempt the buyer was asked to confirm (3-D Secure): closed, or succeeded (the buyer paid it). */
+    async closeRenewalAuthentication(input: RenewalAuthenticationRef): Promise<'closed' | 'succeeded'> {
+      return closeRenewalAuthentication(deps, input);
+    },
+    /** The order of the renewal attempt the buyer confirmed becomes paid (invoice.paid once). */
+    async payConfirmedRenewal(input: { storeId: string; orderId: string; transactionId: string; paidAt: number }): Promise<boolean> {
+      return payConfirmedRenewal(deps, input);
     },
     /** The terms a subscription in `currency` would get from an offer (change_offer, reactivate). */
     async offerTerms(input: { storeId: string; offerId: string; currency: string }): Promise<OfferTermsResult> {

@@ -26,7 +26,24 @@ export interface PastDueDetails {
   next_retry_at: number | null;
   /** When the first attempt failed. */
   since: number;
+  /** The last failed attempt's decline code (e.g. `authentication_required`); absent on dunning from before it was kept. */
+  failure_code?: string | null;
+  /**
+   * The last attempt the bank wants the buyer to confirm (declined `authentication_required`): the buyer may
+   * confirm that same payment in the portal until the next retry fences it. Never shown in the API.
+   */
+  authentication?: RenewalAuthentication | null;
 }
+
+/** An off-session renewal attempt the bank asked the buyer to confirm (3-D Secure): its key, payment and order. */
+export interface RenewalAuthentication {
+  key: string;
+  transaction_id: string;
+  order_id: string;
+}
+
+/** The decline code of an off-session charge the bank wants the buyer to confirm (3-D Secure). */
+export const AUTHENTICATION_REQUIRED = 'authentication_required';
 
 export interface SubscriptionPaymentMethod {
   id: string;
@@ -168,8 +185,15 @@ export function chargeApproved(
   };
 }
 
-/** A cycle charge (or its retry) was declined at `now`: past_due with the next retry, or expired after the last. */
-export function chargeDeclined(life: SubscriptionLife, now: number): { change: LifeChange; events: LifeEvent[] } {
+/**
+ * A cycle charge (or its retry) was declined at `now`: past_due with the next retry, or expired after the last.
+ * `failure` (runs since renewal authentication) records the decline code and an attempt the buyer may confirm.
+ */
+export function chargeDeclined(
+  life: SubscriptionLife,
+  now: number,
+  failure?: { code: string | null; authentication: RenewalAuthentication | null },
+): { change: LifeChange; events: LifeEvent[] } {
   const since = life.status === 'past_due' && life.past_due_details ? life.past_due_details.since : now;
   const attempts = life.status === 'past_due' && life.past_due_details ? life.past_due_details.attempts + 1 : 1;
   const retryAt = nextRetryAt(since, attempts);
@@ -179,8 +203,10 @@ export function chargeDeclined(life: SubscriptionLife, now: number): { change: L
       events: [{ type: 'customer.subscription.deleted' }],
     };
   }
+  const asked = failure?.authentication ? { authentication: failure.authentication } : {};
+  const known = failure ? { failure_code: failure.code, ...asked } : {};
   return {
-    change: { status: 'past_due', past_due_details: { attempts, next_retry_at: retryAt, since } },
+    change: { status: 'past_due', past_due_details: { attempts, next_retry_at: retryAt, since, ...known } },
     events: [{ type: 'customer.subscription.updated' }],
   };
 }

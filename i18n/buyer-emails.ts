@@ -89,6 +89,16 @@ export interface CancellationFacts extends MailFacts {
   subscriptionId: string;
 }
 
+/** The renewal the buyer's bank asked them to confirm (3-D Secure), and the portal link where they do. */
+export interface AuthenticationRequestFacts extends MailFacts {
+  product: string;
+  amount: number;
+  currency: string;
+  orderId: string;
+  /** The capability link to the portal's confirmation page. */
+  link: string;
+}
+
 export interface RenderedMail {
   subject: string;
   text: string;
@@ -104,13 +114,32 @@ function periodText(facts: MailFacts, period: Period | null, at: number): string
   return emailText(language, 'range', { start: emailDate(period.start, language, timeZone), end: emailDate(period.end, language, timeZone) });
 }
 
-/** Greeting, intro, a table of labelled facts and the footer, as plain text and as HTML. */
-function compose(facts: MailFacts, subject: string, intro: string, rows: Array<[EmailKey, string]>): RenderedMail {
+/** Greeting, intro, a table of labelled facts, an optional link to act on, and the footer, as plain text and as HTML. */
+function compose(
+  facts: MailFacts,
+  subject: string,
+  intro: string,
+  rows: Array<[EmailKey, string]>,
+  action?: { label: string; url: string },
+): RenderedMail {
   const { language, storeName, customerName } = facts;
   const greeting = customerName ? emailText(language, 'greeting_named', { name: customerName }) : emailText(language, 'greeting');
   const footer = emailText(language, 'footer', { store: storeName });
   const labelled = rows.map(([key, value]) => [emailText(language, key), value] as const);
-  const text = [greeting, '', intro, '', ...labelled.map(([label, value]) => `${label}: ${value}`), '', storeName, '', footer, ''].join('\n');
+  const actionText = action ? [`${action.label}: ${action.url}`, ''] : [];
+  const text = [
+    greeting,
+    '',
+    intro,
+    '',
+    ...labelled.map(([label, value]) => `${label}: ${value}`),
+    '',
+    ...actionText,
+    storeName,
+    '',
+    footer,
+    '',
+  ].join('\n');
   const cells = labelled
     .map(
       ([label, value]) =>
@@ -122,6 +151,7 @@ function compose(facts: MailFacts, subject: string, intro: string, rows: Array<[
     '<body style="font-family:sans-serif;color:#222">',
     `<p>${escapeHtml(greeting)}</p><p>${escapeHtml(intro)}</p>`,
     `<table cellspacing="0" cellpadding="0">${cells}</table>`,
+    action ? `<p><a href="${escapeHtml(action.url)}" data-action-link>${escapeHtml(action.label)}</a></p>` : '',
     `<p>${escapeHtml(storeName)}</p><p style="color:#777;font-size:12px">${escapeHtml(footer)}</p>`,
     '</body></html>',
   ].join('');
@@ -157,4 +187,18 @@ export function renderCancellationEmail(facts: CancellationFacts): RenderedMail 
   if (facts.period) rows.push(['period', periodText(facts, facts.period, facts.canceledAt)]);
   rows.push(['subscription', facts.subscriptionId]);
   return compose(facts, subject, intro, rows);
+}
+
+/** The renewal the bank asked the buyer to confirm: product, amount, order and the portal link to confirm it. */
+export function renderAuthenticationRequest(facts: AuthenticationRequestFacts): RenderedMail {
+  const { language } = facts;
+  const amount = formatMoney(facts.amount, facts.currency, language);
+  const subject = emailText(language, 'authenticate_subject', { product: facts.product, amount });
+  const intro = emailText(language, 'intro_authenticate', { store: facts.storeName });
+  const rows: Array<[EmailKey, string]> = [
+    ['product', facts.product],
+    ['amount', amount],
+    ['order', facts.orderId],
+  ];
+  return compose(facts, subject, intro, rows, { label: emailText(language, 'authenticate_action'), url: facts.link });
 }

@@ -38,7 +38,15 @@ export const Subscription = Type.Object(
     cancellation_details: Nullable(Type.Object({ reason: NullableText, comment: NullableText, source: Type.String() })),
     default_payment_method: Nullable(Type.Object({ id: Type.String(), type: Type.Literal('card') })),
     installments: NullableInt,
-    past_due_details: Nullable(Type.Object({ attempts: Type.Integer(), next_retry_at: NullableInt, since: Type.Integer() })),
+    past_due_details: Nullable(
+      Type.Object({
+        attempts: Type.Integer(),
+        next_retry_at: NullableInt,
+        since: Type.Integer(),
+        /** The last failed attempt's decline code; `authentication_required`: the buyer was asked to confirm the payment. */
+        failure_code: NullableText,
+      }),
+    ),
     checkout_session: NullableText,
     client_reference_id: NullableText,
     metadata: MetadataOutput,
@@ -81,8 +89,8 @@ export function subscriptionLife(doc: SubscriptionDoc): SubscriptionLife {
 /** past_due_details shows only while past due. */
 function pastDueDetails(life: SubscriptionLife): SubscriptionObject['past_due_details'] {
   if (life.status !== 'past_due' || !life.past_due_details) return null;
-  const { attempts, next_retry_at, since } = life.past_due_details;
-  return { attempts, next_retry_at, since };
+  const { attempts, next_retry_at, since, failure_code } = life.past_due_details;
+  return { attempts, next_retry_at, since, failure_code: failure_code ?? null };
 }
 
 /** The API object: the lifecycle as shown (no family or anchor day, card by id and type) and the document's own fields. */

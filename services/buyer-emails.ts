@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { PermanentMailError, SMTP_DISABLED, type Mailer, type OutgoingMail } from '../adapters/email/smtp';
 import {
   emailLanguage,
+  renderAuthenticationRequest,
   renderCancellationEmail,
   renderPaymentConfirmation,
   type PaymentKind,
@@ -26,6 +27,8 @@ import { findStore } from '../store/stores';
 import { findSubscription, findSubscriptionOfCheckout, type SubscriptionDoc } from '../store/subscriptions';
 import { findUsagePeriod } from '../store/usage';
 import { takeHourlyMailSlot } from '../store/mail-quotas';
+import { issueRenewalConfirmation } from '../store/renewal-confirmations';
+import { portalAddress } from '../domain/checkout';
 
 export interface BuyerEmailDeps {
   db: Database;
@@ -34,6 +37,14 @@ export interface BuyerEmailDeps {
   mailFrom: string;
   /** Hourly caps (default DEFAULT_BUYER_EMAIL_CAPS). */
   caps?: BuyerEmailCaps;
+  /** {portal_url}: the stores' portal addresses, where a renewal's 3-D Secure is confirmed (PORTAL_URL when omitted). */
+  portalUrl?: string;
+}
+
+/** PORTAL_URL, else PUBLIC_URL's /portal, else the API's default origin's (as api/config.ts reads them). */
+export function portalUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const publicUrl = (env.PUBLIC_URL ?? `http://localhost:${env.PORT ?? 3000}`).replace(/\/$/, '');
+  return (env.PORTAL_URL ?? `${publicUrl}/portal`).replace(/\/$/, '');
 }
 
 /** E-mails per clock hour: per store, and per recipient address across every store. */
@@ -71,6 +82,14 @@ export interface PaymentConfirmationInput {
 export interface CancellationEmailInput {
   storeId: string;
   subscriptionId: string;
+  key: string;
+}
+
+export interface AuthenticationRequestInput {
+  storeId: string;
+  subscriptionId: string;
+  /** The renewal order whose payment the bank asked the buyer to confirm. */
+  orderId: string;
   key: string;
 }
 
@@ -116,6 +135,23 @@ export function sendCancellationEmail(deps: BuyerEmailDeps, input: CancellationE
     const sub = await findSubscription(deps.db, input.storeId, input.subscriptionId);
     if (!sub) throw missing(`subscription ${input.subscriptionId}`);
     return cancellationDraft(deps.db, store, sub);
+  });
+}
+
+/**
+ * The renewal the buyer's bank asked them to confirm (`authentication_required` off session): a link to the
+ * store's portal page where they confirm that payment with 3-D Secure. Skipped when that attempt is no longer
+ * the one waiting (paid, retried, ended) or the store has no portal to open.
+ */
+export function sendRenewalAuthenticationRequest(deps: BuyerEmailDeps, input: AuthenticationRequestInput): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'payment_authentication', subjectId: input.orderId };
+  return deliverOnce(deps, email, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const sub = await findSubscription(deps.db, input.storeId, input.subscriptionId);
+    if (!sub) throw missing(`subscription ${input.subscriptionId}`);
+    const order = await findOrder(deps.db, input.storeId, input.orderId);
+    if (!order) throw missing(`order ${input.orderId}`);
+    return authenticationDraft(deps, store, sub, order, input.key);
   });
 }
 
@@ -268,6 +304,36 @@ async function cancellationDraft(db: Database, store: StoreDoc, sub: Subscriptio
     canceledAt: sub.canceled_at ?? sub.ended_at ?? Math.floor(Date.now() / 1000),
     period: periodOf(sub),
     subscriptionId: sub._id,
+  });
+  return { to, language, mail, storeName: store.name };
+}
+
+async function authenticationDraft(deps: BuyerEmailDeps, store: StoreDoc, sub: SubscriptionDoc, order: OrderDoc, key: string): Promise<Draft> {
+  const { db } = deps;
+  const customer = sub.customer ? await findCustomer(db, store._id, sub.customer) : null;
+  const to = sub.customer_email ?? customer?.email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  const asked = sub.status === 'past_due' ? sub.past_due_details?.authentication : null;
+  if (!asked || asked.order_id !== order._id) return { skip: 'nothing_to_confirm', to };
+  const address = store.portal_enabled ? portalAddress(store, deps.portalUrl ?? portalUrlFromEnv()) : null;
+  if (!address) return { skip: 'no_portal', to };
+  if (await visitorAddressOnTestPurchase(db, store, order)) return { skip: 'test_visitor_address', to };
+  const token = await issueRenewalConfirmation(db, {
+    store_id: store._id,
+    subscription_id: sub._id,
+    customer: sub.customer,
+    order_id: order._id,
+    transaction_id: asked.transaction_id,
+    email_key: key,
+  });
+  const language = emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
+  const mail = renderAuthenticationRequest({
+    ...mailFacts(store, customer, language),
+    product: sub.product.name || sub.offer.name,
+    amount: order.amount_total,
+    currency: order.currency,
+    orderId: order._id,
+    link: `${address}/payments/${token}`,
   });
   return { to, language, mail, storeName: store.name };
 }

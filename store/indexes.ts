@@ -83,6 +83,8 @@ export const INDEXES: readonly IndexDeclaration[] = [
   index('billing_portal_sessions', { expires_at: 1 }),
   index('portal_logins', { store_id: 1, customer: 1 }),
   index('portal_logins', { expires_at: 1 }, expiresAt),
+  // A renewal confirmation link (3-D Secure in the portal) is looked up by _id (its token's hash); links expire.
+  index('renewal_confirmations', { expires_at: 1 }, expiresAt),
   // A charge by its Idempotency-Key (permanent), and GET /v1/subscriptions/{id}/charges (listSubscriptionCharges).
   index('subscription_charges', { store_id: 1, key: 1 }, { unique: true }),
   index('subscription_charges', { store_id: 1, subscription: 1, created: -1, _id: -1 }),

@@ -121,6 +121,19 @@ export async function settlePendingOrder(
   return updated ?? findOrder(db, storeId, id);
 }
 
+/**
+ * failed -> paid for the renewal attempt the buyer confirmed later (3-D Secure in the portal): only the order of
+ * that provider transaction, only from failed, so a repeat changes nothing; the order as it is otherwise.
+ */
+export async function payConfirmedRenewalOrder(db: Db, storeId: string, id: string, transactionId: string, paidAt: number): Promise<OrderDoc | null> {
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: 'failed', provider_transaction_id: transactionId },
+    { $set: { status: 'paid', paid_at: paidAt } },
+    { returnDocument: 'after' },
+  );
+  return updated ?? findOrder(db, storeId, id);
+}
+
 /** paid -> refunded (the money went back); the order as it is when it was already refunded. */
 export async function markOrderRefunded(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
   const updated = await ordersCollection(db).findOneAndUpdate(

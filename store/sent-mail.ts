@@ -4,7 +4,7 @@
 import type { Db } from 'mongodb';
 import { insertOnce } from './insert-once';
 
-export type SentMailPurpose = 'payment_confirmation' | 'cancellation';
+export type SentMailPurpose = 'payment_confirmation' | 'cancellation' | 'payment_authentication';
 
 /**
  * sending: handed to the SMTP server, not yet known to be accepted (a retry sends again, same Message-ID);
@@ -24,7 +24,10 @@ export interface SentMailDoc {
   subject: string | null;
   message_id: string | null;
   status: SentMailStatus;
-  /** mail_disabled (SMTP_URL=disabled), store_disabled (the store turned the e-mail off), no_recipient, nothing_charged (a free trial's order). */
+  /**
+   * mail_disabled (SMTP_URL=disabled), store_disabled (the store turned the e-mail off), no_recipient, nothing_charged (a free
+   * trial's order); for a renewal to confirm, no_portal (no portal address, or the portal off) and nothing_to_confirm (paid or retried).
+   */
   skipped_reason: string | null;
   /** The SMTP server's answer: its queue id when accepted, its refusal when failed. */
   smtp_response: string | null;

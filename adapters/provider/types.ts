@@ -216,4 +216,11 @@ export interface PaymentProvider {
    * it once captured. Idempotent: asking again answers the same; a declined or refused charge has nothing to give back.
    */
   refundCharge(input: { storeId: string; chargeKey: string }): Promise<RefundResult>;
+  /**
+   * Closes an unattended charge the bank asked the buyer to confirm (`authentication_required`), so the buyer
+   * can no longer confirm it: cancelled at the provider under its key's own step; `succeeded` when the buyer
+   * confirmed it first (the money is there). A payment still on its way throws (unknown: asked again).
+   * Connections without buyer authentication of saved cards leave it out (their charges never ask for it).
+   */
+  closeAuthentication?(input: { storeId: string; chargeKey: string; transactionId: string }): Promise<'closed' | 'succeeded'>;
 }

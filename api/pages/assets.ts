@@ -169,6 +169,20 @@ export const PAGES_JS = `
     confirmed.addEventListener('submit', function (event) { event.preventDefault(); runAction(); });
     runAction();
   }
+  // A renewal the bank asked the buyer to confirm (portal): Stripe.js confirms that intent with the saved card
+  // (3-D Secure in the page), then the form asks our server to check; whatever the bank said, the server reads it.
+  var renewal = document.querySelector('[data-stripe-renewal]');
+  var renewalForm = document.getElementById('renewal-confirmed');
+  if (renewal && renewalForm && window.Stripe) {
+    var renewalStripe = stripeOf(renewal);
+    renewalForm.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var secret = renewal.getAttribute('data-client-secret');
+      var method = renewal.getAttribute('data-payment-method');
+      var done = function () { renewalForm.submit(); };
+      Promise.resolve(renewalStripe.confirmCardPayment(secret, { payment_method: method })).then(done, done);
+    });
+  }
   // One submission at a time.
   Array.prototype.forEach.call(document.querySelectorAll('form[data-once]'), function (form) {
     form.addEventListener('submit', function () {

@@ -45,7 +45,7 @@ export interface LayoutOptions {
   providerScript?: string | null;
 }
 
-export const ASSET_VERSION = '4';
+export const ASSET_VERSION = '5';
 
 export function layout({ lang, title, body, head, script, providerScript }: LayoutOptions): string {
   return html`<!doctype html>

@@ -150,3 +150,43 @@ export function renderAccountPage(lang: Language, view: AccountView): string {
 </main>`;
   return layout({ lang, title: `${t(lang, 'portal_title')} · ${view.storeName}`, body, script: true, providerScript });
 }
+
+/** The renewal confirmation page: what the bank asks the buyer to confirm, and what became of it. */
+export interface RenewalConfirmationPageView {
+  state: 'open' | 'confirmed' | 'closed' | 'failed';
+  storeName: string;
+  product: string;
+  amount: number;
+  currency: string;
+  /** Where the page posts once Stripe.js has run the bank's step. */
+  action: string;
+  /** Stripe.js and the intent to confirm (state open). */
+  stripe?: StripeFieldView & { clientSecret: string; paymentMethodId: string };
+}
+
+/**
+ * The page an e-mailed link opens: Stripe.js confirms the renewal's own PaymentIntent with the saved card (the
+ * bank's 3-D Secure step opens in the page), then the form tells our server to check; no card data is posted.
+ */
+export function renderRenewalConfirmationPage(lang: Language, view: RenewalConfirmationPageView): string {
+  const title = t(lang, 'confirm_payment_title');
+  const amount = formatMoney(view.amount, view.currency, lang);
+  const message = {
+    confirmed: html`<p class="ok" role="status" data-testid="confirmed">${t(lang, 'confirm_payment_done')}</p>`,
+    closed: html`<p data-testid="closed">${t(lang, 'confirm_payment_closed')}</p>`,
+    failed: html`<p class="alert" role="alert" data-testid="failed">${t(lang, 'confirm_payment_failed')}</p>`,
+    open: '',
+  }[view.state];
+  const stripe = view.state === 'open' || view.state === 'failed' ? view.stripe : undefined;
+  const form = stripe
+    ? html`<div data-stripe-renewal data-stripe-key="${stripe.publishableKey}" data-stripe-account="${stripe.account ?? ''}" data-client-secret="${stripe.clientSecret}" data-payment-method="${stripe.paymentMethodId}"></div>
+  <form method="post" action="${view.action}" id="renewal-confirmed" data-once><button type="submit" data-testid="confirm-payment">${t(lang, 'confirm_payment_button')}</button></form>`
+    : '';
+  const body = html`<header class="top"><span class="store">${view.storeName}</span></header>
+<main class="wrap"><section class="panel center" data-testid="renewal-confirmation" data-state="${view.state}"><h1>${title}</h1>
+  ${message}
+  ${stripe ? html`<p>${t(lang, 'confirm_payment_text', { amount, product: view.product })}</p>` : ''}
+  ${form}
+</section></main>`;
+  return layout({ lang, title: `${title} · ${view.storeName}`, body, script: Boolean(stripe), providerScript: stripe?.jsUrl });
+}

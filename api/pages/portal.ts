@@ -4,6 +4,8 @@
 // https); the account page lists the customer's subscriptions and orders and lets them cancel at
 // period end, keep a subscription whose cancellation is scheduled, and replace the card. Forms carry
 // an anti-forgery token derived from the portal session; a store that turns its portal off closes it at once.
+// A renewal the bank asked the buyer to confirm has its own page, opened by the e-mailed link alone
+// (`payments/<token>`, no sign-in): Stripe.js confirms that payment with 3-D Secure there.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Database } from '../../store/database';
@@ -38,7 +40,18 @@ import {
 import { PORTAL_SESSION_TTL_SECONDS } from '../../domain/checkout';
 import type { Language } from '../../i18n/languages';
 import { choosePageLanguage } from '../../i18n/pages';
-import { renderAccountPage, renderPortalOffPage, renderSignedOutPage, renderSignInConfirmPage, renderSignInInvalidPage } from './portal-views';
+import {
+  renderAccountPage,
+  renderPortalOffPage,
+  renderRenewalConfirmationPage,
+  renderSignedOutPage,
+  renderSignInConfirmPage,
+  renderSignInInvalidPage,
+  type RenewalConfirmationPageView,
+} from './portal-views';
+import { renderTooManyAttemptsPage } from './refusal-views';
+import { confirmRenewalPayment, renewalConfirmationView, type RenewalConfirmationDeps } from '../../services/renewal-confirmations';
+import { sweepRenewalConfirmations } from '../../store/renewal-confirmations';
 
 export const PORTAL_COOKIE = 'portal_session';
 const HTML = 'text/html; charset=utf-8';
@@ -57,6 +70,7 @@ const ActionForm = Type.Object({
   payment_method: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 128 })])),
 });
 const SignOutForm = Type.Object({ csrf: Type.String({ maxLength: 128 }) });
+const ConfirmQuery = Type.Object({ failed: Type.Optional(Type.String({ maxLength: 20 })) });
 const DoneQuery = Type.Object({
   done: Type.Optional(Type.String({ maxLength: 20 })),
   failed: Type.Optional(Type.String({ maxLength: 300 })),
@@ -111,6 +125,8 @@ interface PortalSite {
   https: boolean;
   /** Stripe.js's settings with a Stripe connection (the card change draws its field), else null. */
   stripe: StripeWebSettings | null;
+  /** A renewal's 3-D Secure confirmed by the buyer (the e-mailed link's page). */
+  confirmations: RenewalConfirmationDeps;
 }
 
 const portalPages: FastifyPluginAsyncTypebox = async (app) => {
@@ -121,9 +137,11 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
     path: portalRoutePath(config.portalUrl),
     https: new URL(config.portalUrl).protocol === 'https:',
     stripe: app.deps.stripe ?? null,
+    confirmations: { db, temporal, readRenewalPayment: app.deps.stripe?.readRenewalPayment ?? null },
   };
 
-  const sweeper = setInterval(() => sweepPortalDocs(db).catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
+  const sweep = () => Promise.all([sweepPortalDocs(db), sweepRenewalConfirmations(db)]);
+  const sweeper = setInterval(() => sweep().catch((err) => app.log.warn({ err }, 'portal sweep failed')), 60 * 60_000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
 
@@ -138,6 +156,15 @@ const portalPages: FastifyPluginAsyncTypebox = async (app) => {
       { config: { ...config, paymentSubmit: ({ action }) => action === 'card' }, schema: { hide: true, params: ActionParams, body: ActionForm } },
       act.bind(null, site),
     );
+    // The renewal confirmation link of a buyer's e-mail: each view and post may read the intent at Stripe, so
+    // both count in the page payment limit per address (and each link has its own bound of provider reads).
+    const confirmConfig = { ...config, paymentSubmit: true as const };
+    app.get(
+      `${prefix}/payments/:token`,
+      { config: confirmConfig, schema: { hide: true, params: TokenParams, querystring: ConfirmQuery } },
+      renewalPage.bind(null, site),
+    );
+    app.post(`${prefix}/payments/:token`, { config: confirmConfig, schema: { hide: true, params: TokenParams } }, renewalConfirm.bind(null, site));
     app.post(`${prefix}/account/sign-out`, { config, schema: { hide: true, params: SlugParams, body: SignOutForm } }, signOut.bind(null, site));
     // A bare /:slug (PORTAL_URL at a host's root) would catch every unknown top-level page.
     if (prefix && site.path) app.get(prefix, { config, schema: { hide: true, params: SlugParams } }, entry.bind(null, site));
@@ -307,3 +334,48 @@ async function entry(site: PortalSite, request: FastifyRequest<{ Params: { slug?
 }
 
 export default portalPages;
+
+/** A link's provider reads are spent: come back later (the link itself stays; its renewal is retried by dunning anyway). */
+const readsSpent = (reply: FastifyReply, lang: Language) =>
+  reply.status(429).header('Retry-After', '3600').type(HTML).send(renderTooManyAttemptsPage(lang, 3600));
+
+/** The page an e-mailed renewal confirmation link opens (never cached: it may carry the intent's client secret). */
+async function renewalPage(
+  site: PortalSite,
+  request: FastifyRequest<{ Params: { slug?: string; token: string }; Querystring: { failed?: string } }>,
+  reply: FastifyReply,
+) {
+  const { slug, token } = request.params;
+  const store = await storeAt(request, slug);
+  if (store && !store.portal_enabled) return portalOff(reply);
+  const view = store ? await renewalConfirmationView(site.confirmations, store, token) : null;
+  if (!store || !view) return invalidLink(reply);
+  const customer = view.link.customer ? await findCustomer(site.db, store._id, view.link.customer) : null;
+  const lang = portalLanguage(request, customer?.locale);
+  if (view.state === 'spent') return readsSpent(reply, lang);
+  const page: RenewalConfirmationPageView = {
+    state: view.state === 'open' && request.query.failed ? 'failed' : view.state,
+    storeName: store.name,
+    product: view.sub.product.name || view.sub.offer.name,
+    amount: view.order.amount_total,
+    currency: view.order.currency,
+    action: `${basePath(site, slug)}/payments/${encodeURIComponent(token)}`,
+  };
+  if (view.state === 'open' && site.stripe) {
+    const field = { publishableKey: site.stripe.publishableKey, account: store.stripe_account ?? null, jsUrl: site.stripe.jsUrl };
+    page.stripe = { ...field, clientSecret: view.clientSecret, paymentMethodId: view.paymentMethodId };
+  }
+  return reply.header('Cache-Control', 'no-store').type(HTML).send(renderRenewalConfirmationPage(lang, page));
+}
+
+/** What the page's Stripe.js completes with: our server reads the intent and, paid, tells the subscription. */
+async function renewalConfirm(site: PortalSite, request: FastifyRequest<{ Params: { slug?: string; token: string } }>, reply: FastifyReply) {
+  const { slug, token } = request.params;
+  const store = await storeAt(request, slug);
+  if (store && !store.portal_enabled) return portalOff(reply);
+  const outcome = store && !fromAnotherSite(request) ? await confirmRenewalPayment(site.confirmations, store, token) : null;
+  if (!store || !outcome) return invalidLink(reply);
+  if (outcome === 'spent') return readsSpent(reply, portalLanguage(request));
+  const page = `${basePath(site, slug)}/payments/${encodeURIComponent(token)}`;
+  return reply.redirect(outcome === 'not_confirmed' ? `${page}?failed=1` : page, 303);
+}

@@ -8,7 +8,7 @@ import { CHARGEABLE_STATUSES, type LifeEvent, type OfferTerms, type Subscription
 import type { PaymentProvider, ProviderNotice } from '../../adapters/provider/types';
 import { connectionFor } from '../../adapters/provider';
 import { findOffer, findProduct } from '../../store/offers';
-import { insertOrderOnce, markOrderRefunded, settlePendingOrder, type OrderDoc } from '../../store/orders';
+import { insertOrderOnce, markOrderRefunded, payConfirmedRenewalOrder, settlePendingOrder, type OrderDoc } from '../../store/orders';
 import { orderObject } from '../../resources/order';
 import { findSubscription, writeSubscriptionLife, type SubscriptionDoc } from '../../store/subscriptions';
 import type { EventRequest } from '../../store/events';
@@ -271,4 +271,34 @@ export async function refundSubscriptionCycle(
     object: orderObject(order),
     request: null,
   });
+}
+
+/** A renewal attempt the bank asked the buyer to confirm, as the workflow fences or credits it. */
+export interface RenewalAuthenticationRef extends CycleChargeRef {
+  transactionId: string;
+}
+
+/**
+ * Closes the attempt the buyer was asked to confirm before anything else is charged for its cycle (a dunning
+ * retry, an end): `succeeded` when the buyer confirmed it first, so the cycle is paid by it and nothing is
+ * charged again. A connection without buyer authentication is asked by key what its attempt became.
+ */
+export async function closeRenewalAuthentication(deps: SubscriptionLifeDeps, input: RenewalAuthenticationRef): Promise<'closed' | 'succeeded'> {
+  const provider = connectionFor(deps, Boolean(input.testClock));
+  if (provider.closeAuthentication) {
+    return provider.closeAuthentication({ storeId: input.storeId, chargeKey: input.idempotencyKey, transactionId: input.transactionId });
+  }
+  const found = await provider.lookupCharge({ storeId: input.storeId, idempotencyKey: input.idempotencyKey });
+  return found?.state === 'approved' || found?.state === 'paid' ? 'succeeded' : 'closed';
+}
+
+/** The renewal order of an attempt the buyer confirmed: failed -> paid, invoice.paid once; false when it is not paid. */
+export async function payConfirmedRenewal(
+  deps: UsageDeps,
+  input: { storeId: string; orderId: string; transactionId: string; paidAt: number },
+): Promise<boolean> {
+  const order = await payConfirmedRenewalOrder(deps.db, input.storeId, input.orderId, input.transactionId, input.paidAt);
+  if (!order) throw new Error(`order ${input.orderId} not found`);
+  if (order.status === 'paid') await emitOrderEvent(deps, order);
+  return order.status === 'paid';
 }

@@ -6,8 +6,11 @@
 // a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
 // (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
 // store_id); emulates PIX intents whole (next_action with pix_display_qr_code, a QR image, paid or
-// expired by the test or the fake bank route); and serves localstripe's fake Stripe.js with
-// createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
+// expired by the test or the fake bank route); answers an off-session confirm of a card that asks for
+// authentication (localstripe leaves it in requires_action, e.g. 4000 0027 6000 3184) as Stripe does: 402
+// card_error `authentication_required`, the intent in requires_payment_method with last_payment_error, until
+// the buyer's Stripe.js runs the bank's step (_authenticate) or it is cancelled; and serves localstripe's
+// fake Stripe.js with createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -134,6 +137,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
   const cancellations = new Map<string, string>();
+  /** Off-session intents localstripe left in requires_action: Stripe declines those `authentication_required`. */
+  const offSessionAuthentication = new Set<string>();
   const pix = new Map<string, Json>();
   let base = '';
 
@@ -157,10 +162,38 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       if (object?.object !== 'payment_intent') return;
       if (futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
       if (cancellations.has(object.id)) object.cancellation_reason = cancellations.get(object.id);
+      if (offSessionAuthentication.has(object.id) && object.status === 'requires_action') asAuthenticationRequired(object);
     };
     fill(json);
     if (Array.isArray(json.data)) json.data.forEach(fill);
     return JSON.stringify(json);
+  };
+
+  /** What Stripe shows of an off-session intent the bank wants the buyer to authenticate: a decline, the card kept aside. */
+  const asAuthenticationRequired = (intent: Json): Json => {
+    const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
+    return Object.assign(intent, {
+      status: 'requires_payment_method',
+      next_action: null,
+      payment_method: null,
+      last_payment_error: {
+        type: 'card_error',
+        code: 'authentication_required',
+        decline_code: 'authentication_required',
+        message: 'Your card was declined. This transaction requires authentication.',
+        payment_method: method ? { id: method, object: 'payment_method' } : null,
+      },
+    });
+  };
+
+  /** Stripe's 402 for an off-session confirm the bank wants authenticated (localstripe answers requires_action). */
+  const offSessionAnswer = (answer: { status: number; body: string }, form: URLSearchParams) => {
+    if (answer.status !== 200 || form.get('off_session') !== 'true') return answer;
+    const intent = JSON.parse(answer.body);
+    if (intent.status !== 'requires_action') return answer;
+    offSessionAuthentication.add(intent.id);
+    const error = { ...asAuthenticationRequired(intent).last_payment_error, payment_intent: intent };
+    return { status: 402, body: JSON.stringify({ error }) };
   };
 
   /** What Stripe does with setup_future_usage on a confirmed intent: the card is attached to the customer for later. */
@@ -223,7 +256,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const data = intents.filter((intent) => wanted.every(([field, value]) => intent.metadata?.[field] === value));
     return {
       status: 200,
-      body: JSON.stringify({ object: 'search_result', data, has_more: false, next_page: null, url: '/v1/payment_intents/search' }),
+      body: withFutureUsage(JSON.stringify({ object: 'search_result', data, has_more: false, next_page: null, url: '/v1/payment_intents/search' })),
     };
   };
 
@@ -279,9 +312,10 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
         ? { ...headers, authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}` }
         : headers;
     if (path === '/v1/payment_methods') form.delete('key');
-    const answer = await forward('POST', path, auth, stripRefused(form).toString());
+    let answer = await forward('POST', path, auth, stripRefused(form).toString());
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
+    if (path === '/v1/payment_intents') answer = offSessionAnswer(answer, form);
     const reason = form.get('cancellation_reason');
     if (reason && /\/cancel$/.test(path) && answer.status === 200) cancellations.set(JSON.parse(answer.body).id, reason);
     return { ...answer, body: withFutureUsage(answer.body) };
@@ -302,7 +336,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     settlePix: (id, outcome) => settle(id, outcome),
     async intent(id) {
       if (pix.has(id)) return pix.get(id)!;
-      return JSON.parse((await forward('GET', `/v1/payment_intents/${id}`, {})).body);
+      return JSON.parse(withFutureUsage((await forward('GET', `/v1/payment_intents/${id}`, {})).body));
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

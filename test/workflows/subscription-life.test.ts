@@ -163,7 +163,13 @@ describe('trial end', () => {
     const sub = await subscribe('trial', '4000000000000002');
     await env.sleep(7 * DAY_MS + 60_000);
     const after = await until(sub._id, (d) => d.status === 'past_due', 'past_due after trial');
-    expect(after.past_due_details).toEqual({ attempts: 1, since: expect.any(Number), next_retry_at: after.past_due_details!.since + 86_400 });
+    expect(after.past_due_details).toEqual({
+      attempts: 1,
+      since: expect.any(Number),
+      next_retry_at: after.past_due_details!.since + 86_400,
+      // The decline's own reason, for the merchant (issue 38).
+      failure_code: 'card_declined',
+    });
     const orders = await ordersOf(sub._id);
     expect(orders.map((o) => o.status)).toEqual(['failed']);
     expect(await eventTypesOf(sub._id)).toContain('invoice.payment_failed');

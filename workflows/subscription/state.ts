@@ -64,6 +64,12 @@ export const nowSeconds = clockNowSeconds;
 /** Runs before this kept nothing of the paused state and resumed active; their replay must too. */
 const restoresPausedState = () => patched('resume-restores-paused-state');
 
+/**
+ * Runs before this read an off-session `authentication_required` as any decline: no reason kept, no buyer
+ * e-mail, no fence before the next retry. Their replay must too (the patch is asked only where it changes something).
+ */
+const RENEWAL_AUTHENTICATION = 'renewal-authentication';
+
 function refused(reason: string): ApplicationFailure {
   return ApplicationFailure.create({ type: ACTION_REFUSED, message: reason, nonRetryable: true });
 }
@@ -105,6 +111,8 @@ export class LiveSubscription {
   private readonly workflowId = workflowInfo().workflowId;
   /** Buyer e-mails under way; continue-as-new waits for them. */
   private emailsInFlight = 0;
+  /** The provider's notice that the buyer confirmed the renewal attempt the bank asked about (settled by the main loop). */
+  private confirmation: ProviderNotice | null = null;
 
   constructor(private readonly input: SubscriptionWorkflowInput) {
     // Set before the handlers are registered, so a notice signalled to this run at once is taken.
@@ -148,11 +156,18 @@ export class LiveSubscription {
   }
 
   cancel({ reason, comment, source, request }: CancelInput) {
+    let asked: rules.RenewalAuthentication | null = null;
     return this.action(
-      () => rules.cancelNow(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' }),
+      () => {
+        asked = this.life.past_due_details?.authentication ?? null;
+        return rules.cancelNow(this.life, nowSeconds(), { reason: reason ?? null, comment: comment ?? null, source: source ?? 'dashboard' });
+      },
       request,
       reason ?? null,
-      () => this.emailCancellation(),
+      async () => {
+        this.emailCancellation();
+        if (asked) await this.closeEndedAuthentication(asked);
+      },
     );
   }
 
@@ -194,10 +209,80 @@ export class LiveSubscription {
     return this.mutex.runExclusive(() => this.reactivateNow(request ?? null));
   }
 
-  /** The provider's notice: taken if its charge is awaited, else kept for a charge whose result is still on its way. */
+  /**
+   * The provider's notice: taken if its charge is awaited; the buyer's confirmation of the renewal the bank
+   * asked about wakes the main loop; any other is kept for a charge whose result is still on its way.
+   */
   noticeArrived(settled: ProviderNotice): void {
     if (this.awaiting && settled.transactionId === this.awaiting.transactionId) this.notice = settled;
-    else this.keepEarlyNotice(settled);
+    else if (this.confirms(settled)) {
+      this.confirmation = settled;
+      this.changed = true;
+    } else this.keepEarlyNotice(settled);
+  }
+
+  /** A paid notice of the attempt the buyer was asked to confirm (runs from before never had one). */
+  private confirms(settled: ProviderNotice): boolean {
+    const asked = this.version >= 0 ? this.life.past_due_details?.authentication : null;
+    return Boolean(asked && settled.status === 'paid' && settled.transactionId === asked.transaction_id && patched(RENEWAL_AUTHENTICATION));
+  }
+
+  /** The buyer's confirmation arrived and waits for the main loop. */
+  confirmationArrived(): boolean {
+    return this.confirmation !== null;
+  }
+
+  /**
+   * The buyer confirmed the renewal the bank asked about: its order is paid and the cycle credited, unless the
+   * subscription moved on meanwhile (a retry fenced that attempt first: then the notice is stale).
+   */
+  async settleConfirmation(): Promise<boolean> {
+    const settled = this.confirmation!;
+    this.confirmation = null;
+    const asked = this.life.past_due_details?.authentication;
+    if (!asked || asked.transaction_id !== settled.transactionId) return false;
+    return this.confirmedRenewalPaid(asked, settled.settledAt);
+  }
+
+  /** The confirmed attempt's order becomes paid and pays the open cycle, once (the order moves failed -> paid once). */
+  private async confirmedRenewalPaid(asked: rules.RenewalAuthentication, paidAt: number): Promise<boolean> {
+    const { storeId } = this.input;
+    const paid = await records.payConfirmedRenewal({ storeId, orderId: asked.order_id, transactionId: asked.transaction_id, paidAt });
+    if (!paid) return false;
+    const periodStart = this.life.next_billing_at ?? nowSeconds();
+    return this.creditPaidReview({ transactionId: asked.transaction_id, orderId: asked.order_id, periodStart, reactivation: false, key: asked.key });
+  }
+
+  /**
+   * Closes the attempt the buyer was asked to confirm before anything else happens to its cycle: `none` when
+   * there is none or it is closed (a new attempt may charge); `paid` when the buyer had confirmed it (the cycle
+   * is paid by it), `failed` when its order was settled otherwise (not expected: the attempt counts as failed
+   * and dunning moves on). Either way nothing is charged beside a payment the buyer made.
+   */
+  private async fenceAuthentication(): Promise<'none' | 'paid' | 'failed'> {
+    const asked = this.life.past_due_details?.authentication;
+    if (!asked || !patched(RENEWAL_AUTHENTICATION)) return 'none';
+    if ((await this.closeAuthentication(asked)) !== 'succeeded') return 'none';
+    this.confirmation = null;
+    if (await this.confirmedRenewalPaid(asked, nowSeconds())) return 'paid';
+    await this.cycleFailed(rules.AUTHENTICATION_REQUIRED);
+    return 'failed';
+  }
+
+  /** A subscription ended while its buyer could still confirm a renewal: closed; confirmed meanwhile, paid and given back. */
+  private async closeEndedAuthentication(asked: rules.RenewalAuthentication): Promise<void> {
+    if (!patched(RENEWAL_AUTHENTICATION) || (await this.closeAuthentication(asked)) !== 'succeeded') return;
+    await this.confirmedRenewalPaid(asked, nowSeconds());
+  }
+
+  /** A provider call (up to three Stripe requests): under the provider charges' timeouts and retries. */
+  private closeAuthentication(asked: rules.RenewalAuthentication) {
+    return payments.closeRenewalAuthentication({
+      storeId: this.input.storeId,
+      idempotencyKey: asked.key,
+      transactionId: asked.transaction_id,
+      ...testClockRef(this.input.testClock),
+    });
   }
 
   // The timed steps (the main loop takes the mutex around each).
@@ -332,14 +417,14 @@ export class LiveSubscription {
     decide: () => rules.ActionResult | Promise<rules.ActionResult>,
     request: EventRequest | null | undefined,
     reason: string | null = null,
-    applied?: () => void,
+    applied?: () => void | Promise<void>,
   ) {
     return this.mutex.runExclusive(async () => {
       if (this.missing) throw refused('The subscription no longer exists.');
       const result = await decide();
       if (!result.ok) throw refused(result.reason);
       const object = await this.apply(result.change, result.events, { action: result.historyAction, reason }, request ?? null);
-      applied?.();
+      await applied?.();
       return object;
     });
   }
@@ -387,6 +472,9 @@ export class LiveSubscription {
 
   /** A due charge (renewal, trial end, dunning retry): true when a cycle was paid. */
   private async chargeDue(): Promise<boolean> {
+    // A retry never charges beside the attempt the buyer may be confirming: that one is closed first.
+    const fenced = await this.fenceAuthentication();
+    if (fenced !== 'none') return fenced === 'paid';
     const periodStart = this.life.next_billing_at ?? nowSeconds();
     const key = patched('renewal-keys-by-cycle') ? await this.renewalKey() : this.cycleKey('cycle');
     const result = await this.chargeCycle(key, true);
@@ -406,7 +494,7 @@ export class LiveSubscription {
       });
       return false;
     }
-    await this.cycleFailed(result.code);
+    await this.cycleFailed(result.code, { key, transactionId: result.transactionId, orderId: result.orderId });
     return false;
   }
 
@@ -538,11 +626,39 @@ export class LiveSubscription {
     await this.apply(rules.chargeApproved(this.life, periodStart), [{ type: 'customer.subscription.updated' }], { action: 'renewed', reason: null });
   }
 
-  private async cycleFailed(code: string | null): Promise<void> {
-    const declined = rules.chargeDeclined(this.life, nowSeconds());
+  /**
+   * A failed cycle charge: past_due (its decline code kept) or expired after the last retry. An attempt the bank
+   * wants the buyer to confirm (`authentication_required`) is kept while past_due, and the buyer is e-mailed a link
+   * to confirm that same payment in the portal.
+   */
+  private async cycleFailed(code: string | null, attempt?: { key: string; transactionId: string | null; orderId: string | null }): Promise<void> {
+    const failure = patched(RENEWAL_AUTHENTICATION) ? { code, authentication: authenticationOf(code, attempt) } : undefined;
+    const declined = rules.chargeDeclined(this.life, nowSeconds(), failure);
     await this.apply(declined.change, declined.events, {
       action: declined.change.status === 'expired' ? 'expired_unpaid' : 'charge_failed',
       reason: code,
     });
+    const asked = this.life.status === 'past_due' ? this.life.past_due_details?.authentication : null;
+    if (asked) this.askBuyerToConfirm(asked);
   }
+
+  /** The buyer's e-mail with the portal link where they confirm the renewal with 3-D Secure, keyed by its order. */
+  private askBuyerToConfirm(asked: rules.RenewalAuthentication): void {
+    if (!sendsBuyerEmails()) return;
+    const { storeId, subscriptionId } = this.input;
+    const key = buyerEmailKey('payment-authentication', asked.order_id);
+    this.emailBuyer((emails) => emails.sendRenewalAuthenticationRequest({ storeId, subscriptionId, orderId: asked.order_id, key }), {
+      key,
+      subscriptionId,
+    });
+  }
+}
+
+/** The attempt a decline asks the buyer to confirm: only `authentication_required` with its payment and order. */
+function authenticationOf(
+  code: string | null,
+  attempt?: { key: string; transactionId: string | null; orderId: string | null },
+): rules.RenewalAuthentication | null {
+  if (code !== rules.AUTHENTICATION_REQUIRED || !attempt?.transactionId || !attempt.orderId) return null;
+  return { key: attempt.key, transaction_id: attempt.transactionId, order_id: attempt.orderId };
 }

@@ -53,7 +53,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const turn = await takeTurn(subscription, full, () => carriesReview && full());
     // Once per paid cycle, or when the run grows long (a woken wait skipped this check before the patch).
     const startAfresh = turn === 'woke' ? full() : turn === 'paid' || workflowInfo().continueAsNewSuggested || full();
-    if (startAfresh) await continueAsNewDrained(subscription, run, input, carriesReview);
+    // A buyer's confirmation that just woke the loop is settled first: it lives in this run only.
+    if (startAfresh && !subscription.confirmationArrived()) await continueAsNewDrained(subscription, run, input, carriesReview);
   }
 }
 
@@ -63,6 +64,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
  */
 async function takeTurn(subscription: LiveSubscription, full: () => boolean, reviewStops: () => boolean): Promise<'paid' | 'stepped' | 'woke'> {
   const stepped = (paid: boolean) => (paid ? 'paid' : 'stepped');
+  // The buyer confirmed (3-D Secure, in the portal) the renewal the bank asked about: it pays the open cycle.
+  if (subscription.confirmationArrived()) return stepped(await subscription.mutex.runExclusive(() => subscription.settleConfirmation()));
   if (subscription.awaiting) {
     if (!(await subscription.awaitNotice(reviewStops))) return 'woke';
     return stepped(await subscription.mutex.runExclusive(() => subscription.settleAwaited()));

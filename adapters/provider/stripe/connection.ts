@@ -56,6 +56,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     getTransaction: (input) => getTransaction(ctx, input),
     lookupCharge: (input) => lookupCharge(ctx, input),
     refundCharge: (input) => refundCharge(ctx, input),
+    closeAuthentication: (input) => closeAuthentication(ctx, input),
   };
 }
 
@@ -286,4 +287,43 @@ async function refundCharge(ctx: StripeContext, input: { storeId: string; charge
     return { ok: true, status: 'refunded', transactionId: intent.id };
   }
   return { ok: false, reason: `transaction ${intent.id} is ${intent.status}: nothing to give back now` };
+}
+
+/** The intent of this store by id, or null (another store's, or unknown). */
+async function ownIntent(ctx: StripeContext, storeId: string, transactionId: string): Promise<Stripe.PaymentIntent | null> {
+  try {
+    const intent = await ctx.stripe.paymentIntents.retrieve(transactionId, {}, await requestOptions(ctx, storeId));
+    return intent.metadata?.store_id === storeId ? intent : null;
+  } catch (error) {
+    if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing') return null;
+    throw error;
+  }
+}
+
+/** Stripe's states from which the buyer could still confirm the intent (the off-session decline leaves requires_payment_method). */
+const CONFIRMABLE: readonly Stripe.PaymentIntent.Status[] = ['requires_payment_method', 'requires_confirmation', 'requires_action'];
+
+/**
+ * Fences a renewal the bank asked the buyer to confirm: cancelled (keyed `#close-authentication`) unless it
+ * succeeded; a cancel that loses the race to the buyer's confirmation reads the intent again and finds it paid.
+ */
+async function closeAuthentication(
+  ctx: StripeContext,
+  input: { storeId: string; chargeKey: string; transactionId: string },
+): Promise<'closed' | 'succeeded'> {
+  const intent = await ownIntent(ctx, input.storeId, input.transactionId);
+  if (!intent || intent.status === 'canceled') return 'closed';
+  if (intent.status === 'succeeded') return 'succeeded';
+  if (!CONFIRMABLE.includes(intent.status)) throw new Error(`payment ${intent.id} is ${intent.status}: its outcome is not known yet`);
+  try {
+    const options = await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.chargeKey, 'close-authentication'));
+    const canceled = await ctx.stripe.paymentIntents.cancel(intent.id, { cancellation_reason: 'abandoned' }, options);
+    if (canceled.status === 'canceled') return 'closed';
+  } catch (error) {
+    if (!(error instanceof Stripe.errors.StripeInvalidRequestError)) throw error;
+  }
+  const now = await ownIntent(ctx, input.storeId, input.transactionId);
+  if (now?.status === 'succeeded') return 'succeeded';
+  if (!now || now.status === 'canceled') return 'closed';
+  throw new Error(`payment ${intent.id} is ${now.status} after its cancel: asked again`);
 }

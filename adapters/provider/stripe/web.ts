@@ -16,6 +16,39 @@ export interface StripeWebSettings {
   readIntent: IntentReader;
   /** What the hosted page shows of a pending payment: a 3-D Secure client secret, a PIX QR code. */
   readPagePayment: PagePaymentReader;
+  /** The renewal a buyer confirms in the portal (3-D Secure); absent: the portal has nothing to confirm with. */
+  readRenewalPayment?: RenewalPaymentReader;
+}
+
+/** A renewal's PaymentIntent as the portal's confirmation page needs it; the client secret only while it can be confirmed. */
+export interface RenewalPayment {
+  status: Stripe.PaymentIntent.Status;
+  storeId: string | null;
+  clientSecret: string | null;
+  /** The saved card the renewal charged: the buyer confirms that card's payment. */
+  paymentMethodId: string | null;
+}
+export type RenewalPaymentReader = (intentId: string, account: string | null) => Promise<RenewalPayment | null>;
+
+const CONFIRMABLE_RENEWAL: readonly Stripe.PaymentIntent.Status[] = ['requires_payment_method', 'requires_confirmation', 'requires_action'];
+
+/** Reads a renewal's intent (one request); an unknown one reads as none. */
+export function renewalPaymentReader(client: Stripe): RenewalPaymentReader {
+  return async (intentId, account) => {
+    try {
+      const intent = await client.paymentIntents.retrieve(intentId, {}, account ? { stripeAccount: account } : {});
+      const method = intent.payment_method ?? intent.last_payment_error?.payment_method ?? null;
+      return {
+        status: intent.status,
+        storeId: intent.metadata?.store_id || null,
+        clientSecret: CONFIRMABLE_RENEWAL.includes(intent.status) ? intent.client_secret : null,
+        paymentMethodId: typeof method === 'string' ? method : (method?.id ?? null),
+      };
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing') return null;
+      throw error;
+    }
+  };
 }
 
 /** A pending PaymentIntent as the page needs it; the client secret only while the buyer must act. */
@@ -63,5 +96,6 @@ export function stripeWebSettings(env: NodeJS.ProcessEnv = process.env): StripeW
     jsUrl: config.jsUrl,
     readIntent: intentReader(client),
     readPagePayment: pagePaymentReader(client),
+    readRenewalPayment: renewalPaymentReader(client),
   };
 }

@@ -9,6 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
 import { LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
+import { createStripeClient } from '../../../adapters/provider/stripe/client';
+import { renewalPaymentReader } from '../../../adapters/provider/stripe/web';
 import { InjectedAnswer, startHttpRecorder, type HttpRecorder, type RecordedExchange } from '../../support/http-recorder';
 import { FAKE_STRIPE_SECRET_KEY, startStripeMock, type RunningStripeFake } from '../../support/stripe-fakes';
 import { waitFor } from '../../support/env';
@@ -510,5 +512,77 @@ describe('reading and giving back by key', () => {
     expect(await stripe.getTransaction({ storeId: PLATFORM_STORE, transactionId: 'pi_contract' })).toBeNull();
     accepted();
     expect(await stripe.settle({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', outcome: 'paid' })).toMatchObject({ ok: false });
+  });
+});
+
+describe('a renewal the bank asks the buyer to confirm (authentication_required off session)', () => {
+  type Rewrite = Parameters<HttpRecorder['setRewrite']>[0] & {};
+  /** The intent as Stripe answers GET /v1/payment_intents/{id}: `reads` in turn, the last repeated; `then` for the rest. */
+  const intentReads = (reads: Array<Record<string, unknown>>, then: Rewrite = (_sent, json) => json) => {
+    let read = 0;
+    recorder.setRewrite((sent, json) => {
+      if (sent.method !== 'GET' || !/^\/v1\/payment_intents\/pi_[^/]+$/.test(sent.path)) return then(sent, json);
+      const fields = reads[Math.min(read++, reads.length - 1)];
+      return { ...(json as object), metadata: { store_id: CONNECTED_STORE, charge_key: 'k', kind: 'saved_card' }, ...fields };
+    });
+  };
+  const close = (key: string) => stripe.closeAuthentication!({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: 'pi_renewal' });
+
+  it('closeAuthentication cancels the intent still waiting for the buyer, keyed #close-authentication, on the connected account', async () => {
+    intentReads([{ status: 'requires_payment_method' }], (sent, json) =>
+      sent.method === 'POST' && sent.path.endsWith('/cancel') ? { ...(json as object), status: 'canceled' } : json,
+    );
+    const key = `renewal/sub_contract/2/${++seq}`;
+    expect(await close(key)).toBe('closed');
+    const [cancel] = only('POST', '/v1/payment_intents/pi_renewal/cancel');
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#close-authentication`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('an intent the buyer confirmed first is succeeded: nothing is cancelled; a cancel that loses the race reads it again', async () => {
+    intentReads([{ status: 'succeeded' }]);
+    expect(await close(`renewal/sub_contract/2/${++seq}`)).toBe('succeeded');
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
+    recorder.clear();
+    intentReads([{ status: 'requires_action' }, { status: 'succeeded' }], (sent, json) =>
+      sent.method === 'POST' && sent.path.endsWith('/cancel')
+        ? new InjectedAnswer(400, { error: { type: 'invalid_request_error', code: 'payment_intent_unexpected_state', message: 'succeeded' } })
+        : json,
+    );
+    expect(await close(`renewal/sub_contract/2/${++seq}`)).toBe('succeeded');
+    expect(only('GET', '/v1/payment_intents/pi_renewal')).toHaveLength(2);
+  });
+
+  it("another store's intent is closed without a request to change it; one still processing throws (unknown)", async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.method === 'GET' ? { ...(json as object), status: 'requires_payment_method', metadata: { store_id: 'st_other' } } : json,
+    );
+    expect(await close(`renewal/sub_contract/2/${++seq}`)).toBe('closed');
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
+    intentReads([{ status: 'processing' }]);
+    await expect(close(`renewal/sub_contract/2/${++seq}`)).rejects.toThrow(/not known yet/);
+    accepted();
+  });
+
+  it("the portal's reader gives the client secret and the saved card of an intent waiting for the buyer, under the store's account", async () => {
+    const client = createStripeClient({ secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: recorder.url });
+    intentReads([
+      {
+        status: 'requires_payment_method',
+        client_secret: 'pi_renewal_secret_x',
+        payment_method: null,
+        last_payment_error: { type: 'card_error', code: 'authentication_required', payment_method: { id: 'pm_saved', object: 'payment_method' } },
+      },
+    ]);
+    expect(await renewalPaymentReader(client)('pi_renewal', ACCOUNT)).toEqual({
+      status: 'requires_payment_method',
+      storeId: CONNECTED_STORE,
+      clientSecret: 'pi_renewal_secret_x',
+      paymentMethodId: 'pm_saved',
+    });
+    intentReads([{ status: 'succeeded', client_secret: 'pi_renewal_secret_x' }]);
+    expect(await renewalPaymentReader(client)('pi_renewal', ACCOUNT)).toMatchObject({ status: 'succeeded', clientSecret: null });
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
   });
 });

@@ -175,7 +175,7 @@ describe('resume gives back the state that was paused', () => {
       past_due_details: { attempts: 1, since: t0 + 9 * DAY, next_retry_at: t0 + 10 * DAY },
     });
     const retried = await inStatus(dunned, 'past_due', (s) => s.past_due_details?.attempts === 2);
-    expect(retried.past_due_details).toEqual({ attempts: 2, since: t0 + 9 * DAY, next_retry_at: t0 + 12 * DAY });
+    expect(retried.past_due_details).toEqual({ attempts: 2, since: t0 + 9 * DAY, next_retry_at: t0 + 12 * DAY, failure_code: 'card_declined' });
 
     // Expired (dunning ran out) and canceled: nothing to pause; 400 provider_error, nothing changes, no event.
     const eventsBefore = await eventsOf(expiring);
