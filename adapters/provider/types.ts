@@ -145,7 +145,24 @@ export interface ProviderNotice {
   settledAt: number;
 }
 
-export type TransactionState = 'approved' | 'review' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired' | 'voided' | 'refunded';
+/** `action_required`: a card charged with the buyer present waits for their 3-D Secure (Stripe's requires_action). */
+export type TransactionState =
+  | 'approved'
+  | 'review'
+  | 'action_required'
+  | 'declined'
+  | 'pix_pending'
+  | 'paid'
+  | 'refused'
+  | 'expired'
+  | 'voided'
+  | 'refunded';
+
+/**
+ * A pending charge fenced before its session closes: `canceled` (the provider will never take it now) or
+ * `succeeded` (it took the money first: deliver it as paid). Thrown when the provider's answer is unknown.
+ */
+export type CancelPendingResult = 'canceled' | 'succeeded';
 
 /**
  * What the provider holds under an idempotency key: the first answer (what a repeat would get) and
@@ -216,4 +233,10 @@ export interface PaymentProvider {
    * it once captured. Idempotent: asking again answers the same; a declined or refused charge has nothing to give back.
    */
   refundCharge(input: { storeId: string; chargeKey: string }): Promise<RefundResult>;
+  /**
+   * Cancels the pending charge made under `chargeKey` (keyed): a 3-D Secure the buyer never finished at the
+   * session's expiry. Answers `succeeded` when the provider took the payment first; throws while unknown
+   * (no charge found under the key yet, the provider unreachable): the caller asks again.
+   */
+  cancelPending(input: { storeId: string; chargeKey: string }): Promise<CancelPendingResult>;
 }

@@ -2,7 +2,7 @@
 // (card by its provider token, PIX, or a trial's card saved), the provider asked by the attempt's key
 // (what became of it, before an expiry, during a review), and an approval given back. Every call is
 // under the attempt's key `checkout/<cs_id>/<n>`, so a retry never charges twice.
-import type { ChargeLookup, PaymentProvider, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
+import type { CancelPendingResult, ChargeLookup, PaymentProvider, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
 import { checkoutSessionWorkflowId, type AttemptResult, type PayInput, type PaymentAttemptOutcome } from '../../workflows/checkout-session/messages';
 
 export interface ChargeAttemptInput extends Omit<PayInput, 'newBuyer'> {
@@ -54,8 +54,8 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
     notifyRef: checkoutSessionWorkflowId(input.sessionId),
     signal,
   });
-  // 3-D Secure: pending until the provider's notice settles it, as a review is.
-  if (charged.status === 'action_required') return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard: null };
+  // 3-D Secure: the buyer authenticates in the page; the client secret stays out of the workflow (the page reads it once).
+  if (charged.status === 'action_required') return { outcome: { status: 'action_required', transactionId: charged.transactionId }, savedCard: null };
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
 
@@ -120,7 +120,15 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
         : { status: 'declined', code: 'pix_not_paid', message: `The PIX is ${found.state}.` };
     return { result: { outcome, savedCard: null }, state: found.state };
   }
+  if (found.state === 'action_required' && 'transactionId' in found.outcome && found.outcome.transactionId) {
+    return { result: { outcome: { status: 'action_required', transactionId: found.outcome.transactionId }, savedCard: null }, state: found.state };
+  }
   return { result: { outcome: cardOutcome(found.outcome), savedCard: savedCardRef(found.card) }, state: found.state };
+}
+
+/** The fence of a 3-D Secure left waiting when the session closes (or the buyer pays again): cancelled, or found paid. */
+export function cancelCheckoutAction(deps: Deps, input: { storeId: string; key: string }): Promise<CancelPendingResult> {
+  return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key });
 }
 
 /** Gives the attempt's money back: voided while pending, refunded once captured; asking again answers the same. */

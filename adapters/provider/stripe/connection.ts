@@ -6,6 +6,7 @@
 // refused before any card was tried is `refused`; a card Stripe declined is `declined` with its decline code.
 import Stripe from 'stripe';
 import type {
+  CancelPendingResult,
   ChargeCardInput,
   ChargeLookup,
   ChargeOutcome,
@@ -56,6 +57,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     getTransaction: (input) => getTransaction(ctx, input),
     lookupCharge: (input) => lookupCharge(ctx, input),
     refundCharge: (input) => refundCharge(ctx, input),
+    cancelPending: (input) => cancelPending(ctx, input),
   };
 }
 
@@ -286,4 +288,31 @@ async function refundCharge(ctx: StripeContext, input: { storeId: string; charge
     return { ok: true, status: 'refunded', transactionId: intent.id };
   }
   return { ok: false, reason: `transaction ${intent.id} is ${intent.status}: nothing to give back now` };
+}
+
+/** Intents a cancel still stops: the buyer has not (or not successfully) authenticated, nothing is captured. */
+const CANCELLABLE: Stripe.PaymentIntent.Status[] = ['requires_action', 'requires_payment_method', 'requires_confirmation', 'requires_capture'];
+
+/**
+ * The fence of a pending 3-D Secure at the session's end: cancelled at Stripe under `<key>#cancel`, unless
+ * it succeeded first. Not found yet (search lags) or still processing: thrown, asked again under the key.
+ */
+async function cancelPending(ctx: StripeContext, input: { storeId: string; chargeKey: string }): Promise<CancelPendingResult> {
+  const intent = await findIntentByKey(ctx, input.storeId, input.chargeKey);
+  if (!intent) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);
+  if (intent.status === 'succeeded') return 'succeeded';
+  if (intent.status === 'canceled') return 'canceled';
+  if (!CANCELLABLE.includes(intent.status)) throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: asked again later`);
+  const options = await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.chargeKey, 'cancel'));
+  try {
+    const canceled = await ctx.stripe.paymentIntents.cancel(intent.id, { cancellation_reason: 'abandoned' }, options);
+    return canceled.status === 'succeeded' ? 'succeeded' : 'canceled';
+  } catch (error) {
+    // Refused because it moved meanwhile (the buyer authenticated in the last second): what it is now decides.
+    if (!isRefusal(error)) throw error;
+    const now = await ctx.stripe.paymentIntents.retrieve(intent.id, {}, await requestOptions(ctx, input.storeId));
+    if (now.status === 'succeeded') return 'succeeded';
+    if (now.status === 'canceled') return 'canceled';
+    throw error;
+  }
 }
