@@ -39,8 +39,10 @@ export interface StripeGaps {
   pix: Map<string, Json>;
   /** A PIX paid (or expired) at the fake bank: its intent as Stripe's event would carry it. */
   settlePix(id: string, outcome: 'paid' | 'expired'): Json;
-  /** Reads an intent as Stripe holds it (through this layer). */
+  /** Reads an intent as Stripe holds it (through this layer; not counted in `requests`). */
   intent(id: string): Promise<Json>;
+  /** Requests the product (and the page's Stripe.js) made to this fake so far: what a page view must not add to. */
+  requests(): number;
   close(): Promise<void>;
 }
 
@@ -133,9 +135,12 @@ async function sendEvent(webhook: GapsWebhook, type: string, object: Json): Prom
 export async function startStripeGaps(localstripeUrl: string, options: { webhook?: GapsWebhook } = {}): Promise<StripeGaps> {
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
+  /** Cards kept for off-session use (setup_future_usage): Stripe charges them off session without asking the bank again. */
+  const setUpCards = new Set<string>();
   const cancellations = new Map<string, string>();
   const pix = new Map<string, Json>();
   let base = '';
+  let requests = 0;
 
   const forward = async (method: string, path: string, headers: IncomingMessage['headers'], body?: string) => {
     const pass: Record<string, string> = { authorization: String(headers.authorization ?? `Bearer ${FAKE_STRIPE_SECRET_KEY}`) };
@@ -168,7 +173,22 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     futureUsage.set(intent.id, usage);
     const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
     if (intent.status !== 'succeeded' || !method || !intent.customer) return;
+    if (usage === 'off_session') setUpCards.add(method);
     await forward('POST', `/v1/payment_methods/${method}/attach`, headers, new URLSearchParams({ customer: intent.customer }).toString());
+  };
+
+  /**
+   * An off-session charge of a card set up for it: Stripe does not ask the bank again (its 4000002500003155
+   * authenticates on session only); localstripe asks every time, so the layer completes that step for it.
+   */
+  const exemptSetUpCard = async (answer: { status: number; body: string }, headers: IncomingMessage['headers']) => {
+    const intent = JSON.parse(answer.body) as Json;
+    const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
+    if (intent.status !== 'requires_action' || !setUpCards.has(method)) return { ...answer, body: withFutureUsage(answer.body) };
+    const body = JSON.stringify({ key: 'pk_test_gaps', client_secret: intent.client_secret });
+    await fetch(`${localstripeUrl}/v1/payment_intents/${intent.id}/_authenticate?success=true`, { method: 'POST', body });
+    const now = await forward('GET', `/v1/payment_intents/${intent.id}`, headers);
+    return { ...now, body: withFutureUsage(now.body) };
   };
 
   const createPix = (form: URLSearchParams): Json => {
@@ -218,8 +238,9 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
 
   const search = async (query: string, headers: IncomingMessage['headers']) => {
     const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
-    const listed = await forward('GET', '/v1/payment_intents?limit=100', headers);
-    const intents: Json[] = [...(JSON.parse(listed.body).data ?? []), ...pix.values()];
+    // As Stripe's search honours expand: the card and charge read back with the intent, setup_future_usage echoed.
+    const listed = await forward('GET', '/v1/payment_intents?limit=100&expand[]=data.latest_charge&expand[]=data.payment_method', headers);
+    const intents: Json[] = [...(JSON.parse(withFutureUsage(listed.body)).data ?? []), ...pix.values()];
     const data = intents.filter((intent) => wanted.every(([field, value]) => intent.metadata?.[field] === value));
     return {
       status: 200,
@@ -261,7 +282,13 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     // The fake Stripe.js posts JSON to localstripe's own endpoints (_authenticate): passed on as sent.
     if (!String(request.headers['content-type'] ?? '').includes('x-www-form-urlencoded')) {
       const raw = await fetch(`${localstripeUrl}${path}${url.search}`, { method: 'POST', body: text });
-      return { status: raw.status, body: await raw.text() };
+      const answer = { status: raw.status, body: await raw.text() };
+      // A card kept for later (setup_future_usage) is attached once its 3-D Secure succeeds, as Stripe does.
+      const authenticated = /^\/v1\/payment_intents\/(pi_\w+)\/_authenticate$/.exec(path);
+      if (authenticated && answer.status === 200 && futureUsage.has(authenticated[1])) {
+        await keepForLater(JSON.parse(answer.body), futureUsage.get(authenticated[1])!, {});
+      }
+      return answer;
     }
     const key = request.headers['idempotency-key'];
     const remembered = key ? answered.get(`${request.headers['stripe-account'] ?? ''}:${key}`) : undefined;
@@ -280,6 +307,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
         : headers;
     if (path === '/v1/payment_methods') form.delete('key');
     const answer = await forward('POST', path, auth, stripRefused(form).toString());
+    if (path === '/v1/payment_intents' && form.get('off_session') === 'true' && answer.status === 200) return exemptSetUpCard(answer, headers);
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
     const reason = form.get('cancellation_reason');
@@ -288,6 +316,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   };
 
   const server: Server = createServer((request, response) => {
+    requests += 1;
     route(request).then(
       (answer) => send(response, answer.status, answer.body, answer.type),
       (error: Error) => send(response, 502, JSON.stringify({ error: { message: `stripe-gaps: ${error.message}` } })),
@@ -300,9 +329,10 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     jsUrl: `${base}/js.stripe.com/v3/`,
     pix,
     settlePix: (id, outcome) => settle(id, outcome),
+    requests: () => requests,
     async intent(id) {
       if (pix.has(id)) return pix.get(id)!;
-      return JSON.parse((await forward('GET', `/v1/payment_intents/${id}`, {})).body);
+      return JSON.parse(withFutureUsage((await forward('GET', `/v1/payment_intents/${id}`, {})).body));
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
