@@ -373,21 +373,29 @@ describe('in a browser (Chromium) through the fake Stripe.js', () => {
     await browser?.close();
   });
 
-  async function openAndFill(page: Page, card: string) {
-    const id = await newSession();
+  async function openAndFill(page: Page, card: string, offer = catalog.oneOff._id) {
+    const id = await newSession(offer);
     await page.goto(`${api.url}/c/${id}`);
+    await fillBuyer(page);
+    await typeCard(page, card);
+    return id;
+  }
+
+  async function fillBuyer(page: Page) {
     await page.getByLabel('E-mail').fill(`browser-${Date.now()}@example.com`);
     await page.getByLabel('Full name').fill('Beatriz Lima');
     await page.getByLabel('Phone').fill('+55 21 99876-5432');
     await page.getByLabel('Document', { exact: true }).fill('529.982.247-25');
-    // The fake Stripe.js's card field: its own inputs inside the mounted element.
+  }
+
+  /** The fake Stripe.js's card field: its own inputs inside the mounted element; then the pay button. */
+  async function typeCard(page: Page, card: string) {
     const field = page.getByTestId('card-element');
     await field.getByPlaceholder('number').fill(card);
     await field.getByPlaceholder('exp_month').fill('12');
     await field.getByPlaceholder('exp_year').fill('34');
     await field.getByPlaceholder('cvc').fill('123');
     await page.getByTestId('pay-card').click();
-    return id;
   }
 
   test('a card typed in Stripe.js’s field pays the session; the page never posts a card number', async () => {
@@ -433,6 +441,40 @@ describe('in a browser (Chromium) through the fake Stripe.js', () => {
     const saved = (await subscriptionsCollection(mongo.db).findOne({ _id: subscription }))!.default_payment_method;
     expect(saved).toMatchObject({ last4: '4242' });
     expect(saved!.id).toMatch(/^pm_/);
+    await page.close();
+  });
+
+  test('a recurring purchase with the 3-D Secure card: authentication completed in the page, the subscription shows the card', async () => {
+    const page = await browser.newPage();
+    const id = await openAndFill(page, '4000002500003155', catalog.monthly._id);
+    await page.getByTestId('action-required').waitFor({ timeout: 30_000 });
+    // Open and unpaid while the bank's step is on screen.
+    expect(await session(id)).toMatchObject({ status: 'open', payment_status: 'unpaid' });
+    await page.getByRole('button', { name: 'Complete authentication' }).click({ timeout: 30_000 });
+    await page.getByTestId('thank-you').waitFor({ timeout: 30_000 });
+    await screenshot(page, 'stripe-03-3ds-recurring-paid');
+    const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
+    const shown = await call(api, store.key, 'GET', `/v1/subscriptions/${subscription}`);
+    expect(shown.body.default_payment_method).toMatchObject({ id: expect.stringMatching(/^pm_/), type: 'card' });
+    expect((await subscriptionsCollection(mongo.db).findOne({ _id: subscription }))!.default_payment_method).toMatchObject({ last4: '3155' });
+    await page.close();
+  });
+
+  test('a failed authentication in the page shows the decline; a second card then pays the same session', async () => {
+    const page = await browser.newPage();
+    const id = await openAndFill(page, '4000002500003155');
+    await page.getByRole('button', { name: 'Fail authentication' }).click({ timeout: 30_000 });
+    const error = page.getByTestId('error');
+    await error.waitFor({ timeout: 30_000 });
+    expect(await error.textContent()).toContain('Your bank did not confirm the payment.');
+    await screenshot(page, 'stripe-04-3ds-failed');
+    expect(await session(id)).toMatchObject({ status: 'open', payment_status: 'unpaid' });
+    await fillBuyer(page);
+    await typeCard(page, '4242424242424242');
+    await page.getByTestId('thank-you').waitFor({ timeout: 30_000 });
+    const paid = (await session(id))!;
+    expect(paid.payment_status).toBe('paid');
+    expect(await gaps.intent(paid.payment!.transaction_id!)).toMatchObject({ status: 'succeeded' });
     await page.close();
   });
 
