@@ -495,6 +495,31 @@ describe('reading and giving back by key', () => {
     expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
   });
 
+  it('cancelPending fences a 3-D Secure still waiting: cancelled keyed by the charge; one that succeeded first answers succeeded, no cancel sent', async () => {
+    const key = newKey();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'requires_action' });
+    expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).toMatchObject({ state: 'action_required' });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('canceled');
+    const [cancel] = only('POST', /^\/v1\/payment_intents\/pi_[^/]+\/cancel$/);
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.clear();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded' });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('succeeded');
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
+    accepted();
+  });
+
+  it('cancelPending throws (unknown, asked again) when no intent is found under the key yet, or one is still processing', async () => {
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/payment_intents/search' ? { ...(json as object), data: [] } : json));
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: newKey() })).rejects.toThrow(/no PaymentIntent found/);
+    const key = newKey();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'processing' });
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).rejects.toThrow(/processing/);
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
+  });
+
   it("getTransaction reads the intent with its latest charge; another store's intent reads as none; settle is Stripe's own", async () => {
     recorder.setRewrite((sent, json) =>
       /^\/v1\/payment_intents\/pi_/.test(sent.path)
