@@ -10,6 +10,7 @@ import {
   cancelCheckoutAction,
   chargeCheckoutAttempt,
   lookupCheckoutAttempt,
+  readCheckoutSetup,
   refundCheckoutAttempt,
   type AttemptLookup,
   type ChargeAttemptInput,
@@ -49,8 +50,17 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
       return refundCheckoutAttempt(attemptDeps(input), input);
     },
     /** Cancels a 3-D Secure left waiting (keyed), or answers `succeeded` when the provider took it first; throws while unknown. */
-    async cancelCheckoutAction(input: { storeId: string; key: string; testClock?: string | null }): Promise<CancelPendingResult> {
+    async cancelCheckoutAction(input: {
+      storeId: string;
+      key: string;
+      transactionId?: string | null;
+      testClock?: string | null;
+    }): Promise<CancelPendingResult> {
       return cancelCheckoutAction(attemptDeps(input), input);
+    },
+    /** A trial's card setup after the buyer's 3-D Secure: the card it saved (or its decline); throws while unsettled. */
+    async readCheckoutSetup(input: { storeId: string; setupId: string; testClock?: string | null }): Promise<AttemptResult> {
+      return readCheckoutSetup(attemptDeps(input), input);
     },
     /** The attempt waits for the buyer's 3-D Secure: shown on the open session's page. */
     async recordCheckoutAction(input: { storeId: string; sessionId: string; transactionId: string; key: string }): Promise<void> {

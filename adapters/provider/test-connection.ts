@@ -54,6 +54,12 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),
+    // Its cards never ask for authentication: a setup is a save.
+    setupCard: async (input) => {
+      const saved = await saveCard(ledger, input);
+      return saved.ok ? { status: 'saved', card: saved.card } : { status: 'declined', code: saved.code, message: saved.message };
+    },
+    readSetup: async () => null,
     chargeSavedCard: (input) => chargeSavedCard(ledger, input),
     chargeCard: (input) => chargeCard(ledger, input),
     createPix: (input) => createPix(ledger, input),

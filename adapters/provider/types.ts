@@ -106,6 +106,26 @@ export type ActionRequiredOutcome = { status: 'action_required'; transactionId: 
 /** Charge with the buyer present (checkout): the outcome plus the saved card when one was kept. */
 export type CheckoutChargeOutcome = (ChargeOutcome | ActionRequiredOutcome) & { card: SavedCard | null };
 
+/** A card saved for later without a charge (a free trial), authenticated by the buyer when the bank asks. */
+export interface SetupCardInput extends Abortable {
+  storeId: string;
+  /** The attempt's key: asking again under it answers the first setup. */
+  idempotencyKey: string;
+  cardToken: string;
+  customerId: string | null;
+  providerCustomerId: string | null;
+  notifyRef?: string | null;
+}
+
+/**
+ * A card setup: saved (chargeable off session), declined, or waiting for the buyer's 3-D Secure in the page
+ * (`setupId`: the provider's setup, e.g. Stripe's seti_; its client secret only for the page).
+ */
+export type SetupCardOutcome =
+  | { status: 'saved'; card: SavedCard }
+  | { status: 'action_required'; setupId: string; clientSecret: string }
+  | { status: 'declined'; code: string; message: string };
+
 export interface CreatePixInput extends Abortable {
   storeId: string;
   idempotencyKey: string;
@@ -213,6 +233,13 @@ export interface PaymentProvider {
   saveCard(
     input: { storeId: string; customerId: string | null; providerCustomerId?: string | null } & ({ card: CardInput } | { cardToken: string }),
   ): Promise<SaveCardResult>;
+  /**
+   * Saves a card for off-session charges without charging it (a checkout's free trial), keyed: Stripe's
+   * SetupIntent, which may ask the buyer to authenticate first. The test connection saves it at once.
+   */
+  setupCard(input: SetupCardInput): Promise<SetupCardOutcome>;
+  /** What became of a setup that waited for authentication: saved (its card), declined, or still waiting. */
+  readSetup(input: { storeId: string; setupId: string }): Promise<SetupCardOutcome | null>;
   /** Charges a saved card without the buyer present (subscription, usage and renewal charges). */
   chargeSavedCard(input: ChargeSavedCardInput): Promise<ChargeOutcome>;
   /** Charges a card the buyer just typed (checkout), optionally keeping it. */
@@ -238,5 +265,5 @@ export interface PaymentProvider {
    * session's expiry. Answers `succeeded` when the provider took the payment first; throws while unknown
    * (no charge found under the key yet, the provider unreachable): the caller asks again.
    */
-  cancelPending(input: { storeId: string; chargeKey: string }): Promise<CancelPendingResult>;
+  cancelPending(input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult>;
 }

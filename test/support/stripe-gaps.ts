@@ -87,9 +87,33 @@ function metadataOf(form: URLSearchParams): Record<string, string> {
   return metadata;
 }
 
-/** localstripe's Stripe.js plus createPaymentMethod (POST /v1/payment_methods) and handleNextAction. */
+/** localstripe's Stripe.js plus createPaymentMethod (POST /v1/payment_methods) and handleNextAction (a SetupIntent's bank step too). */
 function augmentedStripeJs(original: string): string {
   return `${original}
+;function gapsSetupAction(key, secret) {
+  var seti = secret.match(/^(seti_\\w+)_secret_/)[1];
+  return new Promise(function (resolve) {
+    var box = document.createElement('div');
+    box.setAttribute('role', 'dialog');
+    box.setAttribute('aria-label', '3D Secure');
+    box.style.cssText = 'position:fixed;inset:0;background:#fff;z-index:9999;padding:2rem';
+    var ask = function (label, path) {
+      var button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = label;
+      button.addEventListener('click', function () {
+        box.remove();
+        fetch(LOCALSTRIPE_BASE_API + '/v1/setup_intents/' + seti + path, { method: 'POST', body: JSON.stringify({ key: key, client_secret: secret, use_stripe_sdk: true }) })
+          .then(function (r) { return r.json(); })
+          .then(function (body) { resolve(body.status === 'succeeded' ? { setupIntent: body } : { error: { message: 'authentication failed' } }); });
+      });
+      box.appendChild(button);
+    };
+    ask('Complete authentication', '/confirm');
+    ask('Fail authentication', '/cancel');
+    document.body.appendChild(box);
+  });
+}
 ;(function () {
   var Fake = Stripe;
   Stripe = function (key, options) {
@@ -101,7 +125,10 @@ function augmentedStripeJs(original: string): string {
       var json = await response.json();
       return response.ok ? { paymentMethod: json } : { error: json.error };
     };
-    stripe.handleNextAction = function (params) { return stripe.confirmCardPayment(params.clientSecret); };
+    stripe.handleNextAction = function (params) {
+      if (params.clientSecret.indexOf('seti_') !== 0) return stripe.confirmCardPayment(params.clientSecret);
+      return gapsSetupAction(key, params.clientSecret);
+    };
     return stripe;
   };
 })();
@@ -288,6 +315,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       if (authenticated && answer.status === 200 && futureUsage.has(authenticated[1])) {
         await keepForLater(JSON.parse(answer.body), futureUsage.get(authenticated[1])!, {});
       }
+      if (/^\/v1\/setup_intents\/seti_\w+\/confirm$/.test(path) && answer.status === 200) await attachSetUpCard(JSON.parse(answer.body), {});
       return answer;
     }
     const key = request.headers['idempotency-key'];
@@ -298,8 +326,32 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     return answer;
   };
 
+  /**
+   * A SetupIntent created with its card and confirmed in one call, as Stripe takes it: localstripe knows only
+   * create (customer, usage, metadata) then confirm with the card; a succeeded one's card is attached to the customer.
+   */
+  const createSetup = async (form: URLSearchParams, headers: IncomingMessage['headers']) => {
+    const create = new URLSearchParams();
+    for (const [key, value] of form) if (key === 'customer' || key === 'usage' || key.startsWith('metadata[')) create.append(key, value);
+    const created = await forward('POST', '/v1/setup_intents', headers, create.toString());
+    if (created.status !== 200) return created;
+    const id = JSON.parse(created.body).id as string;
+    const confirmed = await forward('POST', `/v1/setup_intents/${id}/confirm`, headers, new URLSearchParams({ payment_method: form.get('payment_method')! }).toString());
+    if (confirmed.status !== 200) return confirmed;
+    await attachSetUpCard(JSON.parse(confirmed.body), headers);
+    return forward('GET', `/v1/setup_intents/${id}?expand[]=payment_method`, headers);
+  };
+
+  /** What Stripe does with a succeeded off-session setup: its card attached to the customer, chargeable off session. */
+  const attachSetUpCard = async (setup: Json, headers: IncomingMessage['headers']) => {
+    if (setup.status !== 'succeeded' || !setup.customer || !setup.payment_method) return;
+    setUpCards.add(setup.payment_method);
+    await forward('POST', `/v1/payment_methods/${setup.payment_method}/attach`, headers, new URLSearchParams({ customer: setup.customer }).toString());
+  };
+
   const post = async (path: string, form: URLSearchParams, headers: IncomingMessage['headers']) => {
     if (path === '/v1/payment_intents' && methodTypeOf(form) === 'pix') return { status: 200, body: JSON.stringify(createPix(form)) };
+    if (path === '/v1/setup_intents' && form.get('confirm') === 'true') return createSetup(form, headers);
     // Stripe takes a publishable key for payment methods made in the page; localstripe only a secret one.
     const auth =
       path === '/v1/payment_methods' && form.get('key')?.startsWith('pk_')

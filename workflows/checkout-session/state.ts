@@ -276,8 +276,14 @@ export class LiveCheckoutSession {
 
   /** Paid: the provider's record under the key gives the card it kept (setup_future_usage), then the attempt lands as approved. */
   private async authenticated(attempt: CheckoutAttempt, input: PayInput): Promise<void> {
-    const found = await this.lookupUntilKnown(attempt);
     const transactionId = attempt.transaction_id!;
+    if (input.trial) {
+      // A trial's card setup: the card it saved, nothing charged.
+      const setup = await records.readCheckoutSetup({ storeId: this.storeId, setupId: transactionId, ...this.onClock });
+      attempt.status = 'charging';
+      return this.land(attempt, input, setup);
+    }
+    const found = await this.lookupUntilKnown(attempt);
     const result: AttemptResult =
       found && found.outcome.status === 'approved' ? found : { outcome: { status: 'approved', transactionId }, savedCard: found?.savedCard ?? null };
     attempt.status = 'charging';
@@ -297,7 +303,12 @@ export class LiveCheckoutSession {
    */
   private async fenceAuthentications(why: 'expiry' | 'abandoned'): Promise<void> {
     for (const attempt of this.authenticationsWaiting()) {
-      const fenced = await records.cancelCheckoutAction({ storeId: this.storeId, key: attempt.key, ...this.onClock });
+      const fenced = await records.cancelCheckoutAction({
+        storeId: this.storeId,
+        key: attempt.key,
+        transactionId: attempt.transaction_id,
+        ...this.onClock,
+      });
       if (attempt.status !== 'action_required') continue;
       const input = this.requests.get(attempt.n)!;
       if (fenced === 'succeeded') {

@@ -621,6 +621,51 @@ describe('a 3-D Secure recurring purchase through Stripe', () => {
   });
 });
 
+describe('a free trial through Stripe (SetupIntent)', () => {
+  const api_ = (method: string, path: string, json?: unknown) => call(api, store.key, method, path, json === undefined ? {} : { json });
+
+  test('the trial’s card is set up through a SetupIntent authenticated on the page; the first charge after the trial is off session', async () => {
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await api_('POST', '/v1/test_helpers/test_clocks', { frozen_time: t0 })).body.id as string;
+    const customer = await api_('POST', '/v1/customers', {
+      email: `trial-${Date.now()}@example.com`,
+      name: 'Ana Trial',
+      phone: '+5511999990000',
+      document: { type: 'cpf', number: '529.982.247-25' },
+      test_clock: clock,
+    });
+    const id = (await createSession(api, store, { offer: catalog.trial._id, customer: customer.body.id })).body.id as string;
+    const pm = await browserPaymentMethod('4000002500003155');
+    expect((await post(`/c/${id}/pay`, { payment_method: pm, method: 'card', currency: 'brl' })).location).toBe(`/c/${id}`);
+    const setupId = (await session(id))!.pending_action!.transaction_id;
+    expect(setupId).toMatch(/^seti_/);
+    expect(await session(id)).toMatchObject({ status: 'open', order: null });
+    const secret = /data-client-secret="([^"]+)"/.exec((await page(`/c/${id}`)).text)![1];
+    expect(secret).toMatch(new RegExp(`^${setupId}_secret_`));
+    // The bank's step as Stripe.js runs it for a SetupIntent.
+    const confirmed = await fetch(`${gaps.url}/v1/setup_intents/${setupId}/confirm`, {
+      method: 'POST',
+      body: JSON.stringify({ key: FAKE_STRIPE_PUBLISHABLE_KEY, client_secret: secret, use_stripe_sdk: true }),
+    });
+    expect(confirmed.status).toBe(200);
+    expect((await post(`/c/${id}/confirm`, {})).location).toBe(`/c/${id}`);
+    const subscription = await waitFor(async () => (await session(id))?.subscription ?? null, { timeoutMs: 30_000, description: 'the subscription' });
+    expect((await subscriptionsCollection(mongo.db).findOne({ _id: subscription }))!.default_payment_method).toMatchObject({ id: pm, last4: '3155' });
+    const providerCustomer = (await findCustomer(mongo.db, store.store._id, customer.body.id))!.provider_customer_id!;
+    const atStripe = (await (
+      await fetch(`${gaps.url}/v1/customers/${providerCustomer}`, { headers: { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}` } })
+    ).json()) as Record<string, any>;
+    expect(atStripe.invoice_settings?.default_payment_method).toBe(pm);
+
+    expect((await api_('POST', `/v1/test_helpers/test_clocks/${clock}/advance`, { frozen_time: t0 + 8 * 86_400 })).status).toBe(200);
+    const first = await waitFor(
+      async () => (await ordersCollection(mongo.db).findOne({ subscription, status: 'paid', provider_transaction_id: { $ne: null } })) ?? null,
+      { timeoutMs: 60_000, description: 'the first charge after the trial paid' },
+    );
+    expect(await gaps.intent(first.provider_transaction_id!)).toMatchObject({ status: 'succeeded', amount: 4990, payment_method: pm });
+  });
+});
+
 describe('money given back through Stripe', () => {
   test('a 3-D Secure still waiting when the session expires is cancelled at Stripe first (test clock): the session expires, nothing charged', async () => {
     const t0 = Math.floor(Date.now() / 1000);
