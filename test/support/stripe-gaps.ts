@@ -6,8 +6,12 @@
 // a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
 // (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
 // store_id); emulates PIX intents whole (next_action with pix_display_qr_code, a QR image, paid or
-// expired by the test or the fake bank route); and serves localstripe's fake Stripe.js with
-// createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
+// expired by the test or the fake bank route); creates a SetupIntent with its card and confirm in one call
+// (localstripe: create, then confirm); attaches a card kept for off-session use once its 3-D Secure or
+// setup succeeds, and lets an off-session charge of such a card through without asking the bank again (as
+// Stripe does); counts the requests it serves (page views must add none); and serves localstripe's fake
+// Stripe.js with createPaymentMethod and handleNextAction added (it has neither; a SetupIntent's step too),
+// calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

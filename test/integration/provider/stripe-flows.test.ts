@@ -3,13 +3,16 @@
 // it fills: refused parameters, Idempotency-Key, Search API, PIX). The "browser" makes the payment method
 // as Stripe.js does (POST /v1/payment_methods with the publishable key), so our server only ever sees pm_…:
 // a card approved (the intent holds our amount, currency and metadata.charge_key), declined (0341,
-// card_declined), 3-D Secure (3155: the page shows the next action, the bank's step succeeds, /confirm
-// settles it paid), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
+// card_declined), 3-D Secure (3155: the session stays open and unpaid, the page shows the next action, the
+// bank's step succeeds, /confirm pays it; a failed step is a decline and a second card pays; paying again
+// cancels the waiting intent; 500 page views ask Stripe nothing; the expiry fence; a recurring purchase's
+// 3-D Secure card kept and charged off session; a free trial's SetupIntent), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
 // recurring purchase, a one-off charge on its saved card and a renewal on a test clock; a payment in review
-// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: refused); a full
+// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: a decline); a full
 // refund made at Stripe marking the order refunded (charge.refunded; a partial one leaves it paid); the
 // portal's card change posting a pm_ (saved on the Stripe customer, charged after); and in Chromium (playwright-core, as test/e2e)
-// a card typed in the fake Stripe.js's field, 3-D Secure completed in the page, and the portal's card change typed in its field.
+// a card typed in the fake Stripe.js's field, 3-D Secure completed in the page (one-off and recurring), a failed
+// authentication then a second card, and the portal's card change typed in its field.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
 import type { Worker } from '@temporalio/worker';
