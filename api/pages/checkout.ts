@@ -282,7 +282,10 @@ function payRoute(app: RouteApp, secrets: PageSecrets): void {
         return reply.redirect(`/c/${session._id}`, 303);
       }
       if (result.kind === 'done') {
-        if (stripe && result.pix) await readPaymentOnce(app, secrets, session, stripe, result.pix, request.log);
+        // A PIX made now: its QR image is read once and kept, so the pending page never asks Stripe.
+        const made = stripe && method === 'pix' ? await findCheckoutSessionForPage(deps.db, session._id) : null;
+        const pix = made?.payment?.method === 'pix' ? made.payment.transaction_id : null;
+        if (stripe && pix) await readPaymentOnce(app, secrets, session, stripe, pix, request.log);
         return reply.redirect(`/c/${session._id}?done=1`, 303);
       }
       if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);

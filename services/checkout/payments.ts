@@ -75,8 +75,7 @@ export interface HostedPaymentInput {
 }
 
 export type HostedPaymentResult =
-  /** Taken (paid, or a PIX waiting to be paid: `pix` names its transaction, whose QR image the page reads once). */
-  | { kind: 'done'; pix?: string }
+  | { kind: 'done' }
   /** The card waits for the buyer's 3-D Secure: the session stays open; the page reads the client secret once. */
   | { kind: 'action'; transactionId: string }
   | { kind: 'closed' }
@@ -296,8 +295,7 @@ function pageAnswer(answer: PayAnswer): HostedPaymentResult {
   // No answer from the provider yet: money may have been taken, so the buyer waits instead of paying again.
   if (attempt.status === 'unknown') return answer.session === 'open' ? { kind: 'processing' } : { kind: 'closed' };
   // Taken and applied; or landed on a session that closed meanwhile (given back): the session shows which.
-  if (answer.session !== 'complete' || attempt.status === 'voided' || attempt.status === 'refunded') return { kind: 'closed' };
-  return attempt.status === 'pix_pending' && attempt.transaction_id ? { kind: 'done', pix: attempt.transaction_id } : { kind: 'done' };
+  return answer.session === 'complete' && attempt.status !== 'voided' && attempt.status !== 'refunded' ? { kind: 'done' } : { kind: 'closed' };
 }
 
 async function refusedAnswer(deps: CheckoutDeps, session: CheckoutSessionDoc, type: string, message: string): Promise<HostedPaymentResult> {
