@@ -45,8 +45,10 @@ export const de: Dictionary = {
     cycle_yearly: 'jährlich',
     cycle_custom: 'regelmäßig',
     error_title: 'Die Zahlung ist nicht durchgegangen',
-    err_payment_intent_authentication_failure: 'Ihre Bank hat die Zahlung nicht bestätigt. Versuchen Sie es erneut, mit einer anderen Karte oder per PIX.',
-    err_authentication_abandoned: 'Die Bestätigung bei Ihrer Bank wurde nicht abgeschlossen, daher wurde diese Zahlung storniert. Zahlen Sie erneut per Karte oder PIX.',
+    err_payment_intent_authentication_failure:
+      'Ihre Bank hat die Zahlung nicht bestätigt. Versuchen Sie es erneut, mit einer anderen Karte oder per PIX.',
+    err_authentication_abandoned:
+      'Die Bestätigung bei Ihrer Bank wurde nicht abgeschlossen, daher wurde diese Zahlung storniert. Zahlen Sie erneut per Karte oder PIX.',
     err_card_declined: 'Ihre Karte wurde abgelehnt. Bitte versuchen Sie es mit einer anderen Karte.',
     err_insufficient_funds: 'Ihre Karte ist nicht ausreichend gedeckt. Bitte versuchen Sie es mit einer anderen Karte.',
     err_invalid_number: 'Die Kartennummer ist ungültig.',

@@ -47,7 +47,8 @@ export const fr: Dictionary = {
     cycle_custom: 'périodiquement',
     error_title: 'Le paiement n’a pas abouti',
     err_payment_intent_authentication_failure: 'Votre banque n’a pas confirmé le paiement. Réessayez, utilisez une autre carte ou payez par PIX.',
-    err_authentication_abandoned: 'La confirmation auprès de votre banque n’a pas été terminée : ce paiement a été annulé. Payez à nouveau par carte ou par PIX.',
+    err_authentication_abandoned:
+      'La confirmation auprès de votre banque n’a pas été terminée : ce paiement a été annulé. Payez à nouveau par carte ou par PIX.',
     err_card_declined: 'Votre carte a été refusée. Essayez avec une autre carte.',
     err_insufficient_funds: 'Le solde de votre carte est insuffisant. Essayez avec une autre carte.',
     err_invalid_number: 'Le numéro de carte n’est pas valide.',

@@ -46,7 +46,8 @@ export const it: Dictionary = {
     cycle_custom: 'a cadenza periodica',
     error_title: 'Il pagamento non è andato a buon fine',
     err_payment_intent_authentication_failure: 'La tua banca non ha confermato il pagamento. Riprova, usa un’altra carta o paga con PIX.',
-    err_authentication_abandoned: 'La conferma con la tua banca non è stata completata, quindi quel pagamento è stato annullato. Paga di nuovo con carta o con PIX.',
+    err_authentication_abandoned:
+      'La conferma con la tua banca non è stata completata, quindi quel pagamento è stato annullato. Paga di nuovo con carta o con PIX.',
     err_card_declined: 'La tua carta è stata rifiutata. Prova con un’altra carta.',
     err_insufficient_funds: 'Fondi insufficienti sulla carta. Prova con un’altra carta.',
     err_invalid_number: 'Il numero della carta non è valido.',

@@ -45,7 +45,8 @@ export const ja: Dictionary = {
     cycle_yearly: '毎年',
     cycle_custom: '定期的に',
     error_title: 'お支払いを完了できませんでした',
-    err_payment_intent_authentication_failure: '銀行で支払いが確認されませんでした。もう一度お試しいただくか、別のカードまたは PIX でお支払いください。',
+    err_payment_intent_authentication_failure:
+      '銀行で支払いが確認されませんでした。もう一度お試しいただくか、別のカードまたは PIX でお支払いください。',
     err_authentication_abandoned: '銀行での確認が完了しなかったため、その支払いは取り消されました。カードまたは PIX でもう一度お支払いください。',
     err_card_declined: 'カードが承認されませんでした。別のカードをお試しください。',
     err_insufficient_funds: 'カードのご利用可能額が不足しています。別のカードをお試しください。',

@@ -46,7 +46,8 @@ export const pt: Dictionary = {
     cycle_custom: 'periódica',
     error_title: 'O pagamento não foi concluído',
     err_payment_intent_authentication_failure: 'Seu banco não confirmou o pagamento. Tente de novo, use outro cartão ou pague com PIX.',
-    err_authentication_abandoned: 'A confirmação com seu banco não foi concluída, então esse pagamento foi cancelado. Pague de novo com cartão ou PIX.',
+    err_authentication_abandoned:
+      'A confirmação com seu banco não foi concluída, então esse pagamento foi cancelado. Pague de novo com cartão ou PIX.',
     err_card_declined: 'Seu cartão foi recusado. Tente outro cartão.',
     err_insufficient_funds: 'Seu cartão não tem saldo suficiente. Tente outro cartão.',
     err_invalid_number: 'O número do cartão não é válido.',

@@ -226,7 +226,10 @@ export async function storeActionSecret(db: Db, id: string, transactionId: strin
 
 /** The PIX QR image the page shows, read once when the PIX was made (the page never asks the provider). */
 export async function storePixImage(db: Db, id: string, transactionId: string, imageUrl: string): Promise<void> {
-  await checkoutSessionsCollection(db).updateOne({ _id: id, 'payment.transaction_id': transactionId }, { $set: { 'payment.pix_image_url': imageUrl } });
+  await checkoutSessionsCollection(db).updateOne(
+    { _id: id, 'payment.transaction_id': transactionId },
+    { $set: { 'payment.pix_image_url': imageUrl } },
+  );
 }
 
 export async function setSessionSubscription(db: Db, storeId: string, id: string, subscriptionId: string): Promise<void> {

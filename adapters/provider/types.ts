@@ -167,16 +167,7 @@ export interface ProviderNotice {
 
 /** `action_required`: a card charged with the buyer present waits for their 3-D Secure (Stripe's requires_action). */
 export type TransactionState =
-  | 'approved'
-  | 'review'
-  | 'action_required'
-  | 'declined'
-  | 'pix_pending'
-  | 'paid'
-  | 'refused'
-  | 'expired'
-  | 'voided'
-  | 'refunded';
+  'approved' | 'review' | 'action_required' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired' | 'voided' | 'refunded';
 
 /**
  * A pending charge fenced before its session closes: `canceled` (the provider will never take it now) or

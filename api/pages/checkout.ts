@@ -126,14 +126,17 @@ function stripePendingView(
 function stripeActionView(field: StripeFieldView | null, session: CheckoutSessionDoc, sealer: Sealer): StripePendingView | null {
   const action = session.pending_action;
   if (!field || !action) return null;
-  let clientSecret: string | null = null;
+  return { ...field, clientSecret: openedSecret(action.client_secret, sealer), pixImageUrl: null };
+}
+
+/** A stored client secret opened; null when none yet or sealed under another SECRETS_KEY (rotated): the confirm button reads it again. */
+function openedSecret(sealed: string | null, sealer: Sealer): string | null {
+  if (!sealed) return null;
   try {
-    clientSecret = action.client_secret ? sealer.open(action.client_secret) : null;
+    return sealer.open(sealed);
   } catch {
-    // Sealed under another SECRETS_KEY (rotated): the confirm button reads it again.
-    clientSecret = null;
+    return null;
   }
-  return { ...field, clientSecret, pixImageUrl: null };
 }
 
 /**

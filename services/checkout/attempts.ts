@@ -2,7 +2,15 @@
 // (card by its provider token, PIX, or a trial's card saved), the provider asked by the attempt's key
 // (what became of it, before an expiry, during a review), and an approval given back. Every call is
 // under the attempt's key `checkout/<cs_id>/<n>`, so a retry never charges twice.
-import type { CancelPendingResult, ChargeLookup, PaymentProvider, SetupCardOutcome, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
+import type {
+  CancelPendingResult,
+  ChargeLookup,
+  PaymentProvider,
+  SetupCardOutcome,
+  RefundResult,
+  SavedCard,
+  TransactionState,
+} from '../../adapters/provider/types';
 import { checkoutSessionWorkflowId, type AttemptResult, type PayInput, type PaymentAttemptOutcome } from '../../workflows/checkout-session/messages';
 
 export interface ChargeAttemptInput extends Omit<PayInput, 'newBuyer'> {
@@ -145,7 +153,10 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
 }
 
 /** The fence of a 3-D Secure left waiting when the session closes (or the buyer pays again): cancelled, or found paid. */
-export function cancelCheckoutAction(deps: Deps, input: { storeId: string; key: string; transactionId?: string | null }): Promise<CancelPendingResult> {
+export function cancelCheckoutAction(
+  deps: Deps,
+  input: { storeId: string; key: string; transactionId?: string | null },
+): Promise<CancelPendingResult> {
   return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key, transactionId: input.transactionId ?? null });
 }
 

@@ -340,7 +340,12 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const created = await forward('POST', '/v1/setup_intents', headers, create.toString());
     if (created.status !== 200) return created;
     const id = JSON.parse(created.body).id as string;
-    const confirmed = await forward('POST', `/v1/setup_intents/${id}/confirm`, headers, new URLSearchParams({ payment_method: form.get('payment_method')! }).toString());
+    const confirmed = await forward(
+      'POST',
+      `/v1/setup_intents/${id}/confirm`,
+      headers,
+      new URLSearchParams({ payment_method: form.get('payment_method')! }).toString(),
+    );
     if (confirmed.status !== 200) return confirmed;
     await attachSetUpCard(JSON.parse(confirmed.body), headers);
     return forward('GET', `/v1/setup_intents/${id}?expand[]=payment_method`, headers);
@@ -350,7 +355,12 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   const attachSetUpCard = async (setup: Json, headers: IncomingMessage['headers']) => {
     if (setup.status !== 'succeeded' || !setup.customer || !setup.payment_method) return;
     setUpCards.add(setup.payment_method);
-    await forward('POST', `/v1/payment_methods/${setup.payment_method}/attach`, headers, new URLSearchParams({ customer: setup.customer }).toString());
+    await forward(
+      'POST',
+      `/v1/payment_methods/${setup.payment_method}/attach`,
+      headers,
+      new URLSearchParams({ customer: setup.customer }).toString(),
+    );
   };
 
   const post = async (path: string, form: URLSearchParams, headers: IncomingMessage['headers']) => {

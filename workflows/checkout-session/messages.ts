@@ -69,16 +69,7 @@ export const MAX_CARD_DECLINES = 5;
  * session closed, looked up on a schedule and given back if it was taken.
  */
 export type AttemptStatus =
-  | 'charging'
-  | 'unknown'
-  | 'approved'
-  | 'review'
-  | 'action_required'
-  | 'pix_pending'
-  | 'declined'
-  | 'failed'
-  | 'voided'
-  | 'refunded';
+  'charging' | 'unknown' | 'approved' | 'review' | 'action_required' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
 
 /** One payment attempt as the workflow ran it (no card data): what support looks up at the provider by `key`. */
 export interface CheckoutAttempt {

@@ -270,7 +270,12 @@ export class LiveCheckoutSession {
     await this.mutex.runExclusive(async () => {
       if (attempt.status !== 'action_required') return;
       if (notice.status === 'paid') return this.authenticated(attempt, input);
-      return this.authenticationFailed(attempt, input, notice.code ?? AUTHENTICATION_FAILED_CODE, notice.message ?? 'The bank did not confirm the payment.');
+      return this.authenticationFailed(
+        attempt,
+        input,
+        notice.code ?? AUTHENTICATION_FAILED_CODE,
+        notice.message ?? 'The bank did not confirm the payment.',
+      );
     });
   }
 
@@ -316,7 +321,12 @@ export class LiveCheckoutSession {
         continue;
       }
       if (why === 'abandoned') {
-        await this.authenticationFailed(attempt, input, AUTHENTICATION_ABANDONED_CODE, 'The bank step was left unfinished; that payment was cancelled.');
+        await this.authenticationFailed(
+          attempt,
+          input,
+          AUTHENTICATION_ABANDONED_CODE,
+          'The bank step was left unfinished; that payment was cancelled.',
+        );
         continue;
       }
       attempt.status = 'voided';

@@ -161,9 +161,13 @@ async function setupCard(ctx: StripeContext, input: SetupCardInput): Promise<Set
   };
   let setup: Stripe.SetupIntent;
   try {
-    setup = await ctx.stripe.setupIntents.create(params, await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.idempotencyKey)));
+    setup = await ctx.stripe.setupIntents.create(
+      params,
+      await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.idempotencyKey)),
+    );
   } catch (error) {
-    if (error instanceof Stripe.errors.StripeCardError) return { status: 'declined', code: declineCodeOf(error) ?? 'card_declined', message: error.message };
+    if (error instanceof Stripe.errors.StripeCardError)
+      return { status: 'declined', code: declineCodeOf(error) ?? 'card_declined', message: error.message };
     if (isRefusal(error)) return { status: 'declined', code: 'provider_error', message: `Stripe refused the card setup: ${error.message}` };
     throw error;
   }
@@ -172,7 +176,8 @@ async function setupCard(ctx: StripeContext, input: SetupCardInput): Promise<Set
 
 /** A SetupIntent read as a setup outcome; a succeeded one's card becomes the customer's default (keyed). */
 async function setupOutcome(ctx: StripeContext, storeId: string, key: string, setup: Stripe.SetupIntent): Promise<SetupCardOutcome> {
-  if (setup.status === 'requires_action' && setup.client_secret) return { status: 'action_required', setupId: setup.id, clientSecret: setup.client_secret };
+  if (setup.status === 'requires_action' && setup.client_secret)
+    return { status: 'action_required', setupId: setup.id, clientSecret: setup.client_secret };
   const method = setup.payment_method;
   if (setup.status === 'succeeded' && method && typeof method === 'object') {
     const customer = typeof setup.customer === 'string' ? setup.customer : setup.customer?.id;
@@ -396,7 +401,10 @@ const CANCELLABLE: Stripe.PaymentIntent.Status[] = ['requires_action', 'requires
  * The fence of a pending 3-D Secure at the session's end: cancelled at Stripe under `<key>#cancel`, unless
  * it succeeded first. Not found yet (search lags) or still processing: thrown, asked again under the key.
  */
-async function cancelPending(ctx: StripeContext, input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult> {
+async function cancelPending(
+  ctx: StripeContext,
+  input: { storeId: string; chargeKey: string; transactionId?: string | null },
+): Promise<CancelPendingResult> {
   if (input.transactionId?.startsWith('seti_')) return cancelSetup(ctx, input.storeId, input.chargeKey, input.transactionId);
   const intent = await findIntentByKey(ctx, input.storeId, input.chargeKey);
   if (!intent) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);

@@ -338,7 +338,11 @@ describe('a free trial’s card (SetupIntent)', () => {
   it('setupCard confirms a SetupIntent for off-session use, keyed; succeeded makes the card the customer’s default', async () => {
     recorder.setRewrite((sent, json) =>
       sent.path === '/v1/setup_intents'
-        ? { ...(json as object), status: 'succeeded', payment_method: { id: 'pm_from_stripe_js', object: 'payment_method', card: { brand: 'visa', last4: '3155' } } }
+        ? {
+            ...(json as object),
+            status: 'succeeded',
+            payment_method: { id: 'pm_from_stripe_js', object: 'payment_method', card: { brand: 'visa', last4: '3155' } },
+          }
         : json,
     );
     const key = newKey();
@@ -365,7 +369,12 @@ describe('a free trial’s card (SetupIntent)', () => {
   it('a bank that asks answers action_required with the SetupIntent’s client secret; readSetup and the fence read it by id', async () => {
     recorder.setRewrite((sent, json) =>
       sent.path.startsWith('/v1/setup_intents')
-        ? { ...(json as object), status: 'requires_action', client_secret: 'seti_x_secret_y', metadata: { store_id: CONNECTED_STORE, charge_key: 'k' } }
+        ? {
+            ...(json as object),
+            status: 'requires_action',
+            client_secret: 'seti_x_secret_y',
+            metadata: { store_id: CONNECTED_STORE, charge_key: 'k' },
+          }
         : json,
     );
     const key = newKey();
@@ -384,7 +393,9 @@ describe('a free trial’s card (SetupIntent)', () => {
   it('a card the bank declines at setup is a decline with its code', async () => {
     recorder.setRewrite((sent, json) =>
       sent.path === '/v1/setup_intents'
-        ? new InjectedAnswer(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' } })
+        ? new InjectedAnswer(402, {
+            error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+          })
         : json,
     );
     expect(await setup(newKey())).toMatchObject({ status: 'declined', code: 'insufficient_funds' });

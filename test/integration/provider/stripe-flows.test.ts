@@ -608,9 +608,14 @@ describe('a 3-D Secure recurring purchase through Stripe', () => {
     ).json()) as Record<string, any>;
     expect(method.customer).toBe(providerCustomer);
 
-    const charged = await api_('POST', `/v1/subscriptions/${subscription}/charges`, { amount: 1500, description: 'Extra lesson' }, {
-      'idempotency-key': `threeds-extra-${id}`,
-    });
+    const charged = await api_(
+      'POST',
+      `/v1/subscriptions/${subscription}/charges`,
+      { amount: 1500, description: 'Extra lesson' },
+      {
+        'idempotency-key': `threeds-extra-${id}`,
+      },
+    );
     expect(charged.body).toMatchObject({ status: 'succeeded' });
     expect(await gaps.intent(charged.body.transaction)).toMatchObject({ status: 'succeeded', amount: 1500, payment_method: pm });
 
