@@ -244,6 +244,35 @@ describe('cards through Stripe.js', () => {
     expect(await ordersCollection(mongo.db).findOne({ _id: paid.order! })).toMatchObject({ status: 'paid' });
   });
 
+  test('3-D Secure settled by Stripe’s event instead of the page: a signed payment_intent.succeeded pays the open session', async () => {
+    const id = await newSession();
+    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000002500003155')))).location).toBe(`/c/${id}`);
+    const intentId = (await session(id))!.pending_action!.transaction_id;
+    const secret = /data-client-secret="([^"]+)"/.exec((await page(`/c/${id}`)).text)![1];
+    expect((await authenticate(intentId, secret, true)).status).toBe(200);
+    // The buyer closed the tab before /confirm: the event alone settles it.
+    const payload = JSON.stringify({
+      id: `evt_3ds_${intentId}`,
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      data: { object: await gaps.intent(intentId) },
+    });
+    const sent = await fetch(`${api.url}/providers/stripe/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
+    });
+    expect(sent.status).toBe(200);
+    const paid = await paymentStatus(id, 'paid');
+    expect(paid).toMatchObject({ status: 'complete', pending_action: null });
+    expect(await completedEvents(id)).toHaveLength(1);
+  });
+
   test('a failed authentication is a decline shown in the buyer’s language; a second card then pays the same session', async () => {
     const id = await newSession();
     expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000002500003155')))).location).toBe(`/c/${id}`);
