@@ -244,7 +244,7 @@ ${summary(lang, session, price)}
  * The panel polls the session's status, so an outcome delivered by the provider's event shows too.
  */
 function actionPanel(lang: Language, session: CheckoutSessionDoc, action: StripePendingView): Markup {
-  return html`<div class="action" data-poll="/c/${session._id}/status" data-state="open/unpaid" data-testid="action-required">
+  return html`<div class="action" data-poll="/c/${session._id}/status" data-state="action_required/unpaid" data-testid="action-required">
   <h2 id="action-title">${t(lang, 'action_title')}</h2>
   ${nextActionPanel(lang, session, action)}
   </div>`;

@@ -313,7 +313,10 @@ function payRoute(app: RouteApp, secrets: PageSecrets): void {
   );
 }
 
-/** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
+/**
+ * GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is
+ * `processing`, one whose card waits for 3-D Secure `action_required`. Our own state only: never the provider.
+ */
 function statusRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
   app.get(
@@ -325,7 +328,9 @@ function statusRoute(app: RouteApp): void {
       const status = effectiveStatus(session, nowSeconds());
       const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
       const processing = status === 'open' && (await attemptInFlightRecently(deps, session._id)) !== false;
-      return { status: processing ? 'processing' : status, payment_status: session.payment_status, next };
+      // A card waiting for 3-D Secure: the page reloads once it lands (paid, or declined by the provider's event).
+      const action = status === 'open' && !processing && session.pending_action ? 'action_required' : null;
+      return { status: processing ? 'processing' : (action ?? status), payment_status: session.payment_status, next };
     },
   );
 }

@@ -277,6 +277,8 @@ describe('cards through Stripe.js', () => {
     const id = await newSession();
     expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000002500003155')))).location).toBe(`/c/${id}`);
     const first = (await session(id))!.pending_action!;
+    const polled = async () => JSON.parse((await page(`/c/${id}/status`)).text) as { status: string };
+    expect(await polled()).toMatchObject({ status: 'action_required' });
     const secret = /data-client-secret="([^"]+)"/.exec((await page(`/c/${id}`)).text)![1];
     expect((await authenticate(first.transaction_id, secret, false)).status).toBe(200);
     expect((await post(`/c/${id}/confirm`, {})).location).toBe(`/c/${id}`);
@@ -289,6 +291,8 @@ describe('cards through Stripe.js', () => {
     );
     expect(declined).toMatchObject({ status: 'open', payment_status: 'unpaid', pending_action: null });
     expect(declined.last_error!.code).toBe('payment_intent_authentication_failure');
+    // The waiting page's poll sees the change and reloads onto the form with the decline.
+    expect(await polled()).toMatchObject({ status: 'open' });
     const shown = await fetch(`${api.url}/c/${id}`, { headers: { 'accept-language': 'pt-BR' } });
     expect(await shown.text()).toContain('Seu banco não confirmou o pagamento.');
     const second = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')));
