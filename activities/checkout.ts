@@ -1,14 +1,16 @@
 // The checkout session workflow's activities: each one a call into services/checkout/attempts.ts (the
 // provider, under the attempt's key), services/checkout/completion.ts or services/checkout/subscriptions.ts.
 import { Context } from '@temporalio/activity';
-import type { RefundResult } from '../adapters/provider/types';
+import type { CancelPendingResult, RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import type { CheckoutSessionObject } from '../resources/checkout-session';
 import type { CustomerDoc } from '../store/collections';
 import type { AttemptResult } from '../workflows/checkout-session/messages';
 import {
+  cancelCheckoutAction,
   chargeCheckoutAttempt,
   lookupCheckoutAttempt,
+  readCheckoutSetup,
   refundCheckoutAttempt,
   type AttemptLookup,
   type ChargeAttemptInput,
@@ -19,6 +21,7 @@ import {
   emitCheckoutOrderEvent,
   emitCheckoutSessionEvent,
   markCheckoutSessionExpired,
+  recordCheckoutAction,
   recordCheckoutDecline,
   sessionOrFail,
   settleCheckoutSession,
@@ -45,6 +48,23 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
     /** Voids or refunds the attempt's payment (an approval on a closed session, a review past its window). */
     async refundCheckoutAttempt(input: { storeId: string; key: string; testClock?: string | null }): Promise<RefundResult> {
       return refundCheckoutAttempt(attemptDeps(input), input);
+    },
+    /** Cancels a 3-D Secure left waiting (keyed), or answers `succeeded` when the provider took it first; throws while unknown. */
+    async cancelCheckoutAction(input: {
+      storeId: string;
+      key: string;
+      transactionId?: string | null;
+      testClock?: string | null;
+    }): Promise<CancelPendingResult> {
+      return cancelCheckoutAction(attemptDeps(input), input);
+    },
+    /** A trial's card setup after the buyer's 3-D Secure: the card it saved (or its decline); throws while unsettled. */
+    async readCheckoutSetup(input: { storeId: string; setupId: string; testClock?: string | null }): Promise<AttemptResult> {
+      return readCheckoutSetup(attemptDeps(input), input);
+    },
+    /** The attempt waits for the buyer's 3-D Secure: shown on the open session's page. */
+    async recordCheckoutAction(input: { storeId: string; sessionId: string; transactionId: string; key: string }): Promise<void> {
+      return recordCheckoutAction(deps, input);
     },
     /** The new buyer's customer, written once the payment is taken (customer.created once). */
     async writeCheckoutBuyer(input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {

@@ -45,6 +45,10 @@ export const de: Dictionary = {
     cycle_yearly: 'jährlich',
     cycle_custom: 'regelmäßig',
     error_title: 'Die Zahlung ist nicht durchgegangen',
+    err_payment_intent_authentication_failure:
+      'Ihre Bank hat die Zahlung nicht bestätigt. Versuchen Sie es erneut, mit einer anderen Karte oder per PIX.',
+    err_authentication_abandoned:
+      'Die Bestätigung bei Ihrer Bank wurde nicht abgeschlossen, daher wurde diese Zahlung storniert. Zahlen Sie erneut per Karte oder PIX.',
     err_card_declined: 'Ihre Karte wurde abgelehnt. Bitte versuchen Sie es mit einer anderen Karte.',
     err_insufficient_funds: 'Ihre Karte ist nicht ausreichend gedeckt. Bitte versuchen Sie es mit einer anderen Karte.',
     err_invalid_number: 'Die Kartennummer ist ungültig.',
@@ -88,6 +92,7 @@ export const de: Dictionary = {
     action_title: 'Bei Ihrer Bank bestätigen',
     action_text:
       'Ihre Bank bittet Sie, diese Zahlung zu bestätigen. Folgen Sie den Schritten im sich öffnenden Fenster; diese Seite aktualisiert sich, sobald sie bestätigt ist.',
+    action_other_way: 'Oder anders bezahlen',
     action_retry: 'Bestätigung erneut öffnen',
     pix_qr: 'PIX-QR-Code',
     err_card_fields_required: 'Geben Sie Ihre Karte im Kartenfeld ein.',

@@ -46,6 +46,9 @@ export const fr: Dictionary = {
     cycle_yearly: 'tous les ans',
     cycle_custom: 'périodiquement',
     error_title: 'Le paiement n’a pas abouti',
+    err_payment_intent_authentication_failure: 'Votre banque n’a pas confirmé le paiement. Réessayez, utilisez une autre carte ou payez par PIX.',
+    err_authentication_abandoned:
+      'La confirmation auprès de votre banque n’a pas été terminée : ce paiement a été annulé. Payez à nouveau par carte ou par PIX.',
     err_card_declined: 'Votre carte a été refusée. Essayez avec une autre carte.',
     err_insufficient_funds: 'Le solde de votre carte est insuffisant. Essayez avec une autre carte.',
     err_invalid_number: 'Le numéro de carte n’est pas valide.',
@@ -89,6 +92,7 @@ export const fr: Dictionary = {
     action_title: 'Confirmez auprès de votre banque',
     action_text:
       'Votre banque vous demande de confirmer ce paiement. Suivez les étapes dans la fenêtre qui s’ouvre ; cette page se mettra à jour dès qu’il sera confirmé.',
+    action_other_way: 'Ou payez autrement',
     action_retry: 'Rouvrir la confirmation',
     pix_qr: 'QR code PIX',
     err_card_fields_required: 'Saisissez votre carte dans le champ de carte.',

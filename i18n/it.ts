@@ -45,6 +45,9 @@ export const it: Dictionary = {
     cycle_yearly: 'ogni anno',
     cycle_custom: 'a cadenza periodica',
     error_title: 'Il pagamento non è andato a buon fine',
+    err_payment_intent_authentication_failure: 'La tua banca non ha confermato il pagamento. Riprova, usa un’altra carta o paga con PIX.',
+    err_authentication_abandoned:
+      'La conferma con la tua banca non è stata completata, quindi quel pagamento è stato annullato. Paga di nuovo con carta o con PIX.',
     err_card_declined: 'La tua carta è stata rifiutata. Prova con un’altra carta.',
     err_insufficient_funds: 'Fondi insufficienti sulla carta. Prova con un’altra carta.',
     err_invalid_number: 'Il numero della carta non è valido.',
@@ -87,6 +90,7 @@ export const it: Dictionary = {
     action_title: 'Conferma con la tua banca',
     action_text:
       'La tua banca ti chiede di confermare questo pagamento. Segui i passaggi nella finestra che si apre; questa pagina si aggiornerà non appena sarà confermato.',
+    action_other_way: 'Oppure paga in un altro modo',
     action_retry: 'Apri di nuovo la conferma',
     pix_qr: 'Codice QR PIX',
     err_card_fields_required: 'Inserisci la tua carta nel campo della carta.',

@@ -45,6 +45,9 @@ export const ja: Dictionary = {
     cycle_yearly: '毎年',
     cycle_custom: '定期的に',
     error_title: 'お支払いを完了できませんでした',
+    err_payment_intent_authentication_failure:
+      '銀行で支払いが確認されませんでした。もう一度お試しいただくか、別のカードまたは PIX でお支払いください。',
+    err_authentication_abandoned: '銀行での確認が完了しなかったため、その支払いは取り消されました。カードまたは PIX でもう一度お支払いください。',
     err_card_declined: 'カードが承認されませんでした。別のカードをお試しください。',
     err_insufficient_funds: 'カードのご利用可能額が不足しています。別のカードをお試しください。',
     err_invalid_number: 'カード番号が正しくありません。',
@@ -86,6 +89,7 @@ export const ja: Dictionary = {
     action_title: '銀行で確認してください',
     action_text:
       'ご利用の銀行がこのお支払いの確認を求めています。開いたウィンドウの手順に従ってください。確認が完了すると、このページが更新されます。',
+    action_other_way: '別の方法で支払う',
     action_retry: '確認画面をもう一度開く',
     pix_qr: 'PIX QRコード',
     err_card_fields_required: 'カード欄にカード情報を入力してください。',

@@ -45,6 +45,9 @@ export const pt: Dictionary = {
     cycle_yearly: 'anual',
     cycle_custom: 'periódica',
     error_title: 'O pagamento não foi concluído',
+    err_payment_intent_authentication_failure: 'Seu banco não confirmou o pagamento. Tente de novo, use outro cartão ou pague com PIX.',
+    err_authentication_abandoned:
+      'A confirmação com seu banco não foi concluída, então esse pagamento foi cancelado. Pague de novo com cartão ou PIX.',
     err_card_declined: 'Seu cartão foi recusado. Tente outro cartão.',
     err_insufficient_funds: 'Seu cartão não tem saldo suficiente. Tente outro cartão.',
     err_invalid_number: 'O número do cartão não é válido.',
@@ -86,6 +89,7 @@ export const pt: Dictionary = {
     action_title: 'Confirme com seu banco',
     action_text:
       'Seu banco pede que você confirme este pagamento. Siga os passos na janela que abrir; esta página se atualiza quando ele for confirmado.',
+    action_other_way: 'Ou pague de outra forma',
     action_retry: 'Abrir a confirmação de novo',
     pix_qr: 'QR code do PIX',
     err_card_fields_required: 'Informe seu cartão no campo do cartão.',

@@ -38,8 +38,17 @@ export interface SessionPayment {
   /** PIX copy-paste code and its deadline (Unix seconds). */
   pix_code: string | null;
   pix_expires_at: number | null;
+  /** The PIX QR image URL at the provider (Stripe), read once when the PIX was made; absent on the test connection. */
+  pix_image_url?: string | null;
   /** The card kept at the provider for the subscription: pm_ id, brand, last4 only. */
   saved_card: { id: string; brand: string; last4: string; chargeable: boolean } | null;
+}
+
+export interface PendingAction {
+  transaction_id: string;
+  attempt_key: string;
+  /** Sealed (`sealed:v1:…`); null until the page's one read of it. */
+  client_secret: string | null;
 }
 
 export interface CheckoutSessionDoc {
@@ -78,6 +87,12 @@ export interface CheckoutSessionDoc {
   checkout_base: string;
   store_name: string;
   payment: SessionPayment | null;
+  /**
+   * A card attempt waiting for the buyer's 3-D Secure (the session stays open and unpaid): its PaymentIntent,
+   * and its client secret sealed (SECRETS_KEY) once the page read it from the provider, never in clear.
+   * Pages are served from here: a view never asks the provider. Cleared when the attempt lands or the session closes.
+   */
+  pending_action?: PendingAction | null;
   /** The last declined attempt, shown on the page; cleared by a successful one. */
   last_error: { code: string; message: string } | null;
   /** Too many cards declined (card testing): the page offers PIX only. */
@@ -159,7 +174,7 @@ export async function markSessionComplete(
 ): Promise<CheckoutSessionDoc | null> {
   return checkoutSessionsCollection(db).findOneAndUpdate(
     { _id: id, store_id: storeId, status: 'open' },
-    { $set: { ...set, status: 'complete', last_error: null } },
+    { $set: { ...set, status: 'complete', last_error: null, pending_action: null } },
     { returnDocument: 'after' },
   );
 }
@@ -168,7 +183,7 @@ export async function markSessionComplete(
 export async function markSessionExpired(db: Db, storeId: string, id: string): Promise<CheckoutSessionDoc | null> {
   return checkoutSessionsCollection(db).findOneAndUpdate(
     { _id: id, store_id: storeId, status: 'open' },
-    { $set: { status: 'expired' } },
+    { $set: { status: 'expired', pending_action: null } },
     { returnDocument: 'after' },
   );
 }
@@ -189,8 +204,32 @@ export async function recordSessionDecline(
   error: { code: string; message: string },
   cardLocked = false,
 ): Promise<void> {
-  const set = cardLocked ? { last_error: error, card_locked: true } : { last_error: error };
+  const set = cardLocked ? { last_error: error, card_locked: true, pending_action: null } : { last_error: error, pending_action: null };
   await checkoutSessionsCollection(db).updateOne({ _id: id, store_id: storeId, status: 'open' }, { $set: set });
+}
+
+/** An open session's card attempt now waits for 3-D Secure (the page shows the bank's step); the last decline is cleared. */
+export async function markSessionAction(db: Db, storeId: string, id: string, action: { transaction_id: string; attempt_key: string }): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne(
+    { _id: id, store_id: storeId, status: 'open' },
+    { $set: { pending_action: { ...action, client_secret: null }, last_error: null } },
+  );
+}
+
+/** The page's one read of the client secret, kept sealed on the action it belongs to (never another attempt's). */
+export async function storeActionSecret(db: Db, id: string, transactionId: string, sealedSecret: string): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne(
+    { _id: id, status: 'open', 'pending_action.transaction_id': transactionId },
+    { $set: { 'pending_action.client_secret': sealedSecret } },
+  );
+}
+
+/** The PIX QR image the page shows, read once when the PIX was made (the page never asks the provider). */
+export async function storePixImage(db: Db, id: string, transactionId: string, imageUrl: string): Promise<void> {
+  await checkoutSessionsCollection(db).updateOne(
+    { _id: id, 'payment.transaction_id': transactionId },
+    { $set: { 'payment.pix_image_url': imageUrl } },
+  );
 }
 
 export async function setSessionSubscription(db: Db, storeId: string, id: string, subscriptionId: string): Promise<void> {

@@ -9,6 +9,7 @@ import { newId } from '../../domain/ids';
 import { cardDecision, digitsOf, luhnValid, outcomeFor } from './test-cards';
 import { fingerprintOf, replayOf, TestLedger, traitsOf, type CardTraits, type TestChargeDoc } from './test-ledger';
 import type {
+  CancelPendingResult,
   ChargeCardInput,
   ChargeLookup,
   ChargeOutcome,
@@ -53,6 +54,12 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),
+    // Its cards never ask for authentication: a setup is a save.
+    setupCard: async (input) => {
+      const saved = await saveCard(ledger, input);
+      return saved.ok ? { status: 'saved', card: saved.card } : { status: 'declined', code: saved.code, message: saved.message };
+    },
+    readSetup: async () => null,
     chargeSavedCard: (input) => chargeSavedCard(ledger, input),
     chargeCard: (input) => chargeCard(ledger, input),
     createPix: (input) => createPix(ledger, input),
@@ -63,6 +70,7 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     },
     lookupCharge: (input) => lookupCharge(ledger, input),
     refundCharge: (input) => refundCharge(ledger, input),
+    cancelPending: (input) => cancelPending(ledger, input),
   };
 }
 
@@ -274,4 +282,19 @@ async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeI
     if (updated) return { ok: true, status: to, transactionId: doc.transaction_id };
   }
   return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };
+}
+
+/**
+ * The test connection never waits for a buyer's authentication; its pending charges (review, PIX) are
+ * voided, a captured one answers `succeeded`, a settled refusal `canceled`. No record under the key throws.
+ */
+async function cancelPending(ledger: TestLedger, input: { storeId: string; chargeKey: string }): Promise<CancelPendingResult> {
+  const doc = await ledger.findByKey(input.storeId, input.chargeKey);
+  if (!doc) throw new Error(`no charge under ${input.chargeKey} at the test connection`);
+  const state = ledger.stateOf(doc);
+  if (state === 'approved' || state === 'paid' || state === 'refunded') return 'succeeded';
+  if (state !== 'review' && state !== 'pix_pending') return 'canceled';
+  const voided = await refundCharge(ledger, { storeId: input.storeId, chargeKey: input.chargeKey });
+  if (voided.ok) return voided.status === 'voided' ? 'canceled' : 'succeeded';
+  throw new Error(voided.reason);
 }

@@ -106,6 +106,26 @@ export type ActionRequiredOutcome = { status: 'action_required'; transactionId: 
 /** Charge with the buyer present (checkout): the outcome plus the saved card when one was kept. */
 export type CheckoutChargeOutcome = (ChargeOutcome | ActionRequiredOutcome) & { card: SavedCard | null };
 
+/** A card saved for later without a charge (a free trial), authenticated by the buyer when the bank asks. */
+export interface SetupCardInput extends Abortable {
+  storeId: string;
+  /** The attempt's key: asking again under it answers the first setup. */
+  idempotencyKey: string;
+  cardToken: string;
+  customerId: string | null;
+  providerCustomerId: string | null;
+  notifyRef?: string | null;
+}
+
+/**
+ * A card setup: saved (chargeable off session), declined, or waiting for the buyer's 3-D Secure in the page
+ * (`setupId`: the provider's setup, e.g. Stripe's seti_; its client secret only for the page).
+ */
+export type SetupCardOutcome =
+  | { status: 'saved'; card: SavedCard }
+  | { status: 'action_required'; setupId: string; clientSecret: string }
+  | { status: 'declined'; code: string; message: string };
+
 export interface CreatePixInput extends Abortable {
   storeId: string;
   idempotencyKey: string;
@@ -145,7 +165,15 @@ export interface ProviderNotice {
   settledAt: number;
 }
 
-export type TransactionState = 'approved' | 'review' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired' | 'voided' | 'refunded';
+/** `action_required`: a card charged with the buyer present waits for their 3-D Secure (Stripe's requires_action). */
+export type TransactionState =
+  'approved' | 'review' | 'action_required' | 'declined' | 'pix_pending' | 'paid' | 'refused' | 'expired' | 'voided' | 'refunded';
+
+/**
+ * A pending charge fenced before its session closes: `canceled` (the provider will never take it now) or
+ * `succeeded` (it took the money first: deliver it as paid). Thrown when the provider's answer is unknown.
+ */
+export type CancelPendingResult = 'canceled' | 'succeeded';
 
 /**
  * What the provider holds under an idempotency key: the first answer (what a repeat would get) and
@@ -196,6 +224,13 @@ export interface PaymentProvider {
   saveCard(
     input: { storeId: string; customerId: string | null; providerCustomerId?: string | null } & ({ card: CardInput } | { cardToken: string }),
   ): Promise<SaveCardResult>;
+  /**
+   * Saves a card for off-session charges without charging it (a checkout's free trial), keyed: Stripe's
+   * SetupIntent, which may ask the buyer to authenticate first. The test connection saves it at once.
+   */
+  setupCard(input: SetupCardInput): Promise<SetupCardOutcome>;
+  /** What became of a setup that waited for authentication: saved (its card), declined, or still waiting. */
+  readSetup(input: { storeId: string; setupId: string }): Promise<SetupCardOutcome | null>;
   /** Charges a saved card without the buyer present (subscription, usage and renewal charges). */
   chargeSavedCard(input: ChargeSavedCardInput): Promise<ChargeOutcome>;
   /** Charges a card the buyer just typed (checkout), optionally keeping it. */
@@ -223,4 +258,10 @@ export interface PaymentProvider {
    * Connections without buyer authentication of saved cards leave it out (their charges never ask for it).
    */
   closeAuthentication?(input: { storeId: string; chargeKey: string; transactionId: string }): Promise<'closed' | 'succeeded'>;
+  /**
+   * Cancels the pending charge made under `chargeKey` (keyed): a 3-D Secure the buyer never finished at the
+   * session's expiry. Answers `succeeded` when the provider took the payment first; throws while unknown
+   * (no charge found under the key yet, the provider unreachable): the caller asks again.
+   */
+  cancelPending(input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult>;
 }

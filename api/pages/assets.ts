@@ -158,12 +158,13 @@ export const PAGES_JS = `
   });
   // 3-D Secure: Stripe.js runs the bank's step, then the server is asked to check at once (the event may come later).
   var nextAction = document.querySelector('[data-stripe-action]');
-  if (nextAction && window.Stripe) {
+  // Without a client secret yet, the button posts the confirm as it is (the server reads the secret once).
+  var actionSecret = nextAction && nextAction.getAttribute('data-client-secret');
+  if (nextAction && actionSecret && window.Stripe) {
     var actionStripe = stripeOf(nextAction);
     var confirmed = document.getElementById('stripe-confirmed');
     var runAction = function () {
-      var secret = nextAction.getAttribute('data-client-secret');
-      var step = actionStripe.handleNextAction ? actionStripe.handleNextAction({ clientSecret: secret }) : actionStripe.confirmCardPayment(secret);
+      var step = actionStripe.handleNextAction ? actionStripe.handleNextAction({ clientSecret: actionSecret }) : actionStripe.confirmCardPayment(actionSecret);
       return Promise.resolve(step).then(function () { confirmed.submit(); }, function () { confirmed.submit(); });
     };
     confirmed.addEventListener('submit', function (event) { event.preventDefault(); runAction(); });

@@ -90,6 +90,8 @@ function errorText(lang: Language, error: FormError): string {
     'customer_rejected',
     'card_payments_locked',
     'card_fields_required',
+    'payment_intent_authentication_failure',
+    'authentication_abandoned',
   ];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
@@ -135,7 +137,15 @@ function summary(lang: Language, session: CheckoutSessionDoc, price: Price): Mar
 export function renderCheckoutPage(
   lang: Language,
   session: CheckoutSessionDoc,
-  options: { currency?: string | null; error?: FormError | null; values?: FormValues; pixAvailable: boolean; stripe?: StripeFieldView | null },
+  options: {
+    currency?: string | null;
+    error?: FormError | null;
+    values?: FormValues;
+    pixAvailable: boolean;
+    stripe?: StripeFieldView | null;
+    /** A card of this session waits for 3-D Secure: the bank's step above the form (which still takes another card or PIX). */
+    action?: StripePendingView | null;
+  },
 ): string {
   const price = chosenPrice(session, options.currency);
   const amounts = chargeAmounts(price, session.pack, session.coupon);
@@ -156,7 +166,8 @@ export function renderCheckoutPage(
 <main class="wrap grid">
 ${summary(lang, session, price)}
 <section class="panel" aria-labelledby="pay-title">
-  <h2 id="pay-title">${t(lang, 'your_details')}</h2>
+  ${options.action ? actionPanel(lang, session, options.action) : ''}
+  <h2 id="pay-title">${options.action ? t(lang, 'action_other_way') : t(lang, 'your_details')}</h2>
   ${error ? html`<div class="alert" role="alert" id="form-error" data-testid="error">${errorText(lang, error)}</div>` : ''}
   <form method="post" action="/c/${session._id}/pay" data-once autocomplete="on">
     <input type="hidden" name="currency" value="${price.currency}">
@@ -218,7 +229,25 @@ ${summary(lang, session, price)}
   </form>
 </section>
 </main>`;
-  return layout({ lang, title: `${session.offer.name} · ${session.store_name}`, body, script: true, providerScript: options.stripe?.jsUrl });
+  return layout({
+    lang,
+    title: `${session.offer.name} · ${session.store_name}`,
+    body,
+    script: true,
+    providerScript: options.stripe?.jsUrl ?? options.action?.jsUrl,
+  });
+}
+
+/**
+ * An open session's card waiting for 3-D Secure: the page script runs Stripe.js's next action with the
+ * stored client secret, then posts /c/<id>/confirm; without a secret yet, the button posts it (one read).
+ * The panel polls the session's status, so an outcome delivered by the provider's event shows too.
+ */
+function actionPanel(lang: Language, session: CheckoutSessionDoc, action: StripePendingView): Markup {
+  return html`<div class="action" data-poll="/c/${session._id}/status" data-state="action_required/unpaid" data-testid="action-required">
+  <h2 id="action-title">${t(lang, 'action_title')}</h2>
+  ${nextActionPanel(lang, session, action)}
+  </div>`;
 }
 
 /** The test connection's card fields: the number reaches our server only to be tokenized in memory. */
@@ -351,7 +380,7 @@ export function renderPendingPage(
  */
 function nextActionPanel(lang: Language, session: CheckoutSessionDoc, action: StripePendingView): Markup {
   return html`<p>${t(lang, 'action_text')}</p>
-  <div data-stripe-action data-stripe-key="${action.publishableKey}" data-stripe-account="${action.account ?? ''}" data-client-secret="${action.clientSecret}" data-testid="next-action">
+  <div data-stripe-action data-stripe-key="${action.publishableKey}" data-stripe-account="${action.account ?? ''}" data-client-secret="${action.clientSecret ?? ''}" data-testid="next-action">
   <form method="post" action="/c/${session._id}/confirm" id="stripe-confirmed"><button type="submit" class="secondary" data-testid="action-retry">${t(lang, 'action_retry')}</button></form>
   </div>`;
 }

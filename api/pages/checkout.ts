@@ -8,12 +8,21 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
-import { payCheckoutSession, recheckPendingCard, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
+import {
+  awaitActionLanded,
+  payCheckoutSession,
+  recheckPendingCard,
+  settleFromHostedPage,
+  testButtonsShown,
+  transactionToRecheck,
+} from '../../services/checkout/payments';
 import { attemptInFlightRecently } from '../../services/checkout/attempt-probe';
 import { connectionFor } from '../../adapters/provider';
 import type { StripeWebSettings } from '../../adapters/provider/stripe/web';
 import type { StoreDoc } from '../../store/collections';
-import { findCheckoutSessionForPage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
+import { findCheckoutSessionForPage, storeActionSecret, storePixImage, type CheckoutSessionDoc } from '../../store/checkout-sessions';
+import { sealerFor, type Sealer } from '../sealing';
+import { PageProviderReads } from './provider-reads';
 import { findOrder } from '../../store/orders';
 import { findStore } from '../../store/stores';
 import { findCustomer } from '../../store/customers';
@@ -70,12 +79,19 @@ function parseExpiry(text: string | null | undefined): { exp_month?: number; exp
   return month >= 1 && month <= 12 ? { exp_month: month, exp_year: year } : {};
 }
 
+/** What the page routes share: the sealer of stored client secrets, and the bound on provider reads pages cause. */
+interface PageSecrets {
+  sealer: Sealer;
+  reads: PageProviderReads;
+}
+
 const checkoutPages: FastifyPluginAsyncTypebox = async (app) => {
-  sessionPageRoute(app);
-  payRoute(app);
+  const secrets: PageSecrets = { sealer: sealerFor(app.deps.config.secretsKey), reads: new PageProviderReads(app.deps.db) };
+  sessionPageRoute(app, secrets);
+  payRoute(app, secrets);
   statusRoute(app);
   testSettleRoute(app);
-  confirmRoute(app);
+  confirmRoute(app, secrets);
 };
 
 /** The store's connected Stripe account (Stripe Connect), when it names one. */
@@ -95,18 +111,55 @@ function stripeFieldFor(
   return { publishableKey: stripe.publishableKey, account: stripeAccountOf(store), jsUrl: stripe.jsUrl };
 }
 
-/** What a pending Stripe payment shows: the 3-D Secure step or the PIX QR image; null when Stripe cannot be read now. */
-async function stripePendingView(
+/** What a pending Stripe payment shows (the PIX QR image), from the session's own record: a page view never asks Stripe. */
+function stripePendingView(
   stripe: StripeWebSettings | null | undefined,
   deps: CheckoutDeps,
   session: CheckoutSessionDoc,
   store: StoreDoc | null,
-): Promise<StripePendingView | null> {
+): StripePendingView | null {
   const field = stripeFieldFor(stripe, deps, session, store);
-  const transactionId = session.payment?.transaction_id;
-  if (!field || !transactionId) return null;
-  const payment = await stripe!.readPagePayment(transactionId, field.account).catch(() => null);
-  return payment ? { ...field, clientSecret: payment.clientSecret, pixImageUrl: payment.pix?.imageUrl ?? null } : null;
+  return field ? { ...field, clientSecret: null, pixImageUrl: session.payment?.pix_image_url ?? null } : null;
+}
+
+/** An open session's card waiting for 3-D Secure: the bank's step with the stored client secret (opened here), or a button that reads it. */
+function stripeActionView(field: StripeFieldView | null, session: CheckoutSessionDoc, sealer: Sealer): StripePendingView | null {
+  const action = session.pending_action;
+  if (!field || !action) return null;
+  return { ...field, clientSecret: openedSecret(action.client_secret, sealer), pixImageUrl: null };
+}
+
+/** A stored client secret opened; null when none yet or sealed under another SECRETS_KEY (rotated): the confirm button reads it again. */
+function openedSecret(sealed: string | null, sealer: Sealer): string | null {
+  if (!sealed) return null;
+  try {
+    return sealer.open(sealed);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The one read of a payment's page data right after the attempt (the client secret of a 3-D Secure, a PIX's
+ * QR image), kept on the session (the secret sealed); bounded per session and store. Best effort: a page
+ * without it offers the confirm button (3-D Secure) or the copy-paste code (PIX).
+ */
+async function readPaymentOnce(
+  app: RouteApp,
+  secrets: PageSecrets,
+  session: CheckoutSessionDoc,
+  field: StripeFieldView,
+  transactionId: string,
+  log: FastifyRequest['log'],
+): Promise<void> {
+  try {
+    if (!(await secrets.reads.allow(session.store_id, session._id))) return;
+    const payment = await app.deps.stripe!.readPagePayment(transactionId, field.account);
+    if (payment?.clientSecret) await storeActionSecret(app.deps.db, session._id, transactionId, secrets.sealer.seal(payment.clientSecret));
+    if (payment?.pix?.imageUrl) await storePixImage(app.deps.db, session._id, transactionId, payment.pix.imageUrl);
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, 'the payment page data could not be read now');
+  }
 }
 
 const HTML = 'text/html; charset=utf-8';
@@ -144,7 +197,7 @@ async function renderSession(
   deps: CheckoutDeps,
   session: CheckoutSessionDoc,
   lang: Language,
-  options: { currency?: string; done?: boolean; processing?: boolean; stripe?: StripeWebSettings | null },
+  options: { currency?: string; done?: boolean; processing?: boolean; stripe?: StripeWebSettings | null; sealer: Sealer },
 ) {
   const status = effectiveStatus(session, nowSeconds());
   if (status === 'expired') {
@@ -158,13 +211,14 @@ async function renderSession(
     const unsettled = options.processing ? await attemptInFlightRecently(deps, session._id) : false;
     if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
     const stripe = options.stripe ? stripeFieldFor(options.stripe, deps, session, await findStore(deps.db, session.store_id)) : null;
-    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true, stripe }) };
+    const action = stripeActionView(stripe, session, options.sealer);
+    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true, stripe, action }) };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
   if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
   if (session.payment_status === 'pending') {
     const store = await findStore(deps.db, session.store_id);
-    const stripe = await stripePendingView(options.stripe, deps, session, store);
+    const stripe = stripePendingView(options.stripe, deps, session, store);
     return { status: 200, body: renderPendingPage(lang, session, order, testButtonsShown(deps, session), store?.timezone ?? 'UTC', stripe) };
   }
   return { status: 200, body: renderFailedPage(lang, session) };
@@ -179,21 +233,27 @@ function sendUnavailable(request: FastifyRequest, reply: FastifyReply) {
 }
 
 /** GET /c/:id: the session's page. */
-function sessionPageRoute(app: RouteApp): void {
+function sessionPageRoute(app: RouteApp, secrets: PageSecrets): void {
   const deps = checkoutDepsOf(app.deps);
   app.get('/c/:id', { config: { public: true }, schema: { hide: true, params: SessionParams, querystring: PageQuery } }, async (request, reply) => {
     const session = await sessionServedHere(deps, request, request.params.id);
     if (!session) return sendUnavailable(request, reply);
     const { currency, done, processing } = request.query;
     const lang = await sessionLanguage(deps, session, request);
-    const page = await renderSession(deps, session, lang, { currency, done: done === '1', processing: processing === '1', stripe: app.deps.stripe });
+    const page = await renderSession(deps, session, lang, {
+      currency,
+      done: done === '1',
+      processing: processing === '1',
+      stripe: app.deps.stripe,
+      sealer: secrets.sealer,
+    });
     if ('redirect' in page) return reply.redirect(page.redirect!, 303);
     return reply.status(page.status).type(HTML).send(page.body);
   });
 }
 
 /** POST /c/:id/pay: the pay button; a refusal shows the form again with its message. */
-function payRoute(app: RouteApp): void {
+function payRoute(app: RouteApp, secrets: PageSecrets): void {
   const deps = checkoutDepsOf(app.deps);
   app.post(
     '/c/:id/pay',
@@ -220,7 +280,17 @@ function payRoute(app: RouteApp): void {
         card: method === 'card' ? { number: form.card_number ?? '', cvc: form.card_cvc ?? undefined, ...parseExpiry(form.card_expiry) } : null,
       });
       if (result.kind === 'closed') return reply.redirect(`/c/${session._id}`, 303);
-      if (result.kind === 'done') return reply.redirect(`/c/${session._id}?done=1`, 303);
+      if (result.kind === 'action') {
+        if (stripe) await readPaymentOnce(app, secrets, session, stripe, result.transactionId, request.log);
+        return reply.redirect(`/c/${session._id}`, 303);
+      }
+      if (result.kind === 'done') {
+        // A PIX made now: its QR image is read once and kept, so the pending page never asks Stripe.
+        const made = stripe && method === 'pix' ? await findCheckoutSessionForPage(deps.db, session._id) : null;
+        const pix = made?.payment?.method === 'pix' ? made.payment.transaction_id : null;
+        if (stripe && pix) await readPaymentOnce(app, secrets, session, stripe, pix, request.log);
+        return reply.redirect(`/c/${session._id}?done=1`, 303);
+      }
       if (result.kind === 'processing') return reply.redirect(`/c/${session._id}?processing=1`, 303);
       // Declined or a field to fix: the same form again with the message; the card number is not echoed.
       const values: FormValues = {
@@ -243,7 +313,10 @@ function payRoute(app: RouteApp): void {
   );
 }
 
-/** GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is `processing`. */
+/**
+ * GET /c/:id/status: what the waiting pages poll; an open session with an attempt charging (or unknown) is
+ * `processing`, one whose card waits for 3-D Secure `action_required`. Our own state only: never the provider.
+ */
 function statusRoute(app: RouteApp): void {
   const deps = checkoutDepsOf(app.deps);
   app.get(
@@ -255,7 +328,9 @@ function statusRoute(app: RouteApp): void {
       const status = effectiveStatus(session, nowSeconds());
       const next = status === 'complete' && session.payment_status === 'paid' ? `/c/${session._id}?done=1` : `/c/${session._id}`;
       const processing = status === 'open' && (await attemptInFlightRecently(deps, session._id)) !== false;
-      return { status: processing ? 'processing' : status, payment_status: session.payment_status, next };
+      // A card waiting for 3-D Secure: the page reloads once it lands (paid, or declined by the provider's event).
+      const action = status === 'open' && !processing && session.pending_action ? 'action_required' : null;
+      return { status: processing ? 'processing' : (action ?? status), payment_status: session.payment_status, next };
     },
   );
 }
@@ -275,8 +350,15 @@ function testSettleRoute(app: RouteApp): void {
   );
 }
 
-/** POST /c/:id/confirm: the page finished Stripe's next action (3-D Secure); the provider is asked once, now. */
-function confirmRoute(app: RouteApp): void {
+/** How long a confirm waits for the 3-D Secure's outcome to land before showing the page again. */
+const CONFIRM_LANDING_WAIT_MS = 5_000;
+
+/**
+ * POST /c/:id/confirm: the page finished Stripe's next action (3-D Secure). The provider is asked once
+ * (the client secret, when the page has none yet; else what became of the payment), bounded per session
+ * and store beside the page payment limit; the outcome reaches the workflow as its event would.
+ */
+function confirmRoute(app: RouteApp, secrets: PageSecrets): void {
   const deps = checkoutDepsOf(app.deps);
   app.post(
     '/c/:id/confirm',
@@ -284,11 +366,31 @@ function confirmRoute(app: RouteApp): void {
     async (request, reply) => {
       const session = await sessionServedHere(deps, request, request.params.id);
       if (!session) return sendUnavailable(request, reply);
-      // The provider unreachable now: its event still comes, and the page keeps polling.
-      await recheckPendingCard(deps, session).catch((error: Error) => request.log.warn({ err: error.message }, 'pending card re-check failed'));
+      const transactionId = transactionToRecheck(session);
+      if (transactionId && (await secrets.reads.allow(session.store_id, session._id))) {
+        await confirmOnce(app, deps, secrets, session, transactionId).catch((error: Error) =>
+          // The provider unreachable now: its event still comes, and the page keeps polling.
+          request.log.warn({ err: error.message }, 'pending card re-check failed'),
+        );
+      }
       return reply.redirect(`/c/${session._id}`, 303);
     },
   );
+}
+
+/** One provider read: the missing client secret of an open session's 3-D Secure, else the payment's outcome (delivered as its notice). */
+async function confirmOnce(app: RouteApp, deps: CheckoutDeps, secrets: PageSecrets, session: CheckoutSessionDoc, transactionId: string) {
+  const action = session.status === 'open' ? session.pending_action : null;
+  const store = action && !action.client_secret ? await findStore(deps.db, session.store_id) : null;
+  const field = store ? stripeFieldFor(app.deps.stripe, deps, session, store) : null;
+  if (field) {
+    const payment = await app.deps.stripe!.readPagePayment(transactionId, field.account);
+    if (payment?.clientSecret) return storeActionSecret(app.deps.db, session._id, transactionId, secrets.sealer.seal(payment.clientSecret));
+    // No longer waiting for the buyer: its outcome is a second read, counted too.
+    if (!(await secrets.reads.allow(session.store_id, session._id))) return;
+  }
+  if (!(await recheckPendingCard(deps, session))) return;
+  if (action) await awaitActionLanded(deps, session, transactionId, CONFIRM_LANDING_WAIT_MS);
 }
 
 export default checkoutPages;

@@ -2,7 +2,15 @@
 // (card by its provider token, PIX, or a trial's card saved), the provider asked by the attempt's key
 // (what became of it, before an expiry, during a review), and an approval given back. Every call is
 // under the attempt's key `checkout/<cs_id>/<n>`, so a retry never charges twice.
-import type { ChargeLookup, PaymentProvider, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
+import type {
+  CancelPendingResult,
+  ChargeLookup,
+  PaymentProvider,
+  SetupCardOutcome,
+  RefundResult,
+  SavedCard,
+  TransactionState,
+} from '../../adapters/provider/types';
 import { checkoutSessionWorkflowId, type AttemptResult, type PayInput, type PaymentAttemptOutcome } from '../../workflows/checkout-session/messages';
 
 export interface ChargeAttemptInput extends Omit<PayInput, 'newBuyer'> {
@@ -39,7 +47,7 @@ const savedCardRef = (card: SavedCard | null) =>
 /** One attempt at the provider under its key; a repeat returns the first answer. `signal`: the activity gave up, so does the request. */
 export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInput, signal?: AbortSignal): Promise<AttemptResult> {
   if (input.method === 'pix') return createPix(deps, { ...input, amount: input.amounts.amount_total, currency: input.amounts.currency }, signal);
-  if (input.trial) return saveTrialCard(deps, input);
+  if (input.trial) return saveTrialCard(deps, input, signal);
   const charged = await deps.provider.chargeCard({
     storeId: input.storeId,
     idempotencyKey: input.key,
@@ -54,8 +62,8 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
     notifyRef: checkoutSessionWorkflowId(input.sessionId),
     signal,
   });
-  // 3-D Secure: pending until the provider's notice settles it, as a review is.
-  if (charged.status === 'action_required') return { outcome: { status: 'review', transactionId: charged.transactionId }, savedCard: null };
+  // 3-D Secure: the buyer authenticates in the page; the client secret stays out of the workflow (the page reads it once).
+  if (charged.status === 'action_required') return { outcome: { status: 'action_required', transactionId: charged.transactionId }, savedCard: null };
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
 
@@ -93,17 +101,35 @@ async function createPix(
   return { outcome, savedCard: null };
 }
 
-/** A trial charges nothing now: the card (by its token) is only saved for the first renewal. */
-async function saveTrialCard(deps: Deps, input: ChargeAttemptInput): Promise<AttemptResult> {
-  const saved = await deps.provider.saveCard({
+/**
+ * A trial charges nothing now: the card (by its token) is set up for off-session charges under the attempt's
+ * key (Stripe: a SetupIntent), so the first renewal can charge it; a bank that asks for 3-D Secure first
+ * makes the attempt wait for the buyer in the page, as a card payment does.
+ */
+async function saveTrialCard(deps: Deps, input: ChargeAttemptInput, signal?: AbortSignal): Promise<AttemptResult> {
+  const setup = await deps.provider.setupCard({
     storeId: input.storeId,
+    idempotencyKey: input.key,
     customerId: input.customerId,
     providerCustomerId: input.providerCustomerId,
     cardToken: input.cardToken!,
+    notifyRef: checkoutSessionWorkflowId(input.sessionId),
+    signal,
   });
-  return saved.ok
-    ? { outcome: { status: 'approved', transactionId: null }, savedCard: savedCardRef(saved.card) }
-    : { outcome: { status: 'declined', code: saved.code, message: saved.message }, savedCard: null };
+  return setupResult(setup);
+}
+
+function setupResult(setup: SetupCardOutcome): AttemptResult {
+  if (setup.status === 'saved') return { outcome: { status: 'approved', transactionId: null }, savedCard: savedCardRef(setup.card) };
+  if (setup.status === 'action_required') return { outcome: { status: 'action_required', transactionId: setup.setupId }, savedCard: null };
+  return { outcome: { status: 'declined', code: setup.code, message: setup.message }, savedCard: null };
+}
+
+/** A trial's setup after the buyer's 3-D Secure: its card once saved; thrown while the provider has no answer yet (retried). */
+export async function readCheckoutSetup(deps: Deps, input: { storeId: string; setupId: string }): Promise<AttemptResult> {
+  const setup = await deps.provider.readSetup({ storeId: input.storeId, setupId: input.setupId });
+  if (!setup || setup.status === 'action_required') throw new Error(`the card setup ${input.setupId} is not settled yet`);
+  return setupResult(setup);
 }
 
 /** What became of the attempt under its key; null when no request under it ever reached the provider. */
@@ -120,7 +146,18 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
         : { status: 'declined', code: 'pix_not_paid', message: `The PIX is ${found.state}.` };
     return { result: { outcome, savedCard: null }, state: found.state };
   }
+  if (found.state === 'action_required' && 'transactionId' in found.outcome && found.outcome.transactionId) {
+    return { result: { outcome: { status: 'action_required', transactionId: found.outcome.transactionId }, savedCard: null }, state: found.state };
+  }
   return { result: { outcome: cardOutcome(found.outcome), savedCard: savedCardRef(found.card) }, state: found.state };
+}
+
+/** The fence of a 3-D Secure left waiting when the session closes (or the buyer pays again): cancelled, or found paid. */
+export function cancelCheckoutAction(
+  deps: Deps,
+  input: { storeId: string; key: string; transactionId?: string | null },
+): Promise<CancelPendingResult> {
+  return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key, transactionId: input.transactionId ?? null });
 }
 
 /** Gives the attempt's money back: voided while pending, refunded once captured; asking again answers the same. */

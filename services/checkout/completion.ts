@@ -6,6 +6,7 @@ import type { Database } from '../../store/database';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   findCheckoutSession,
+  markSessionAction,
   markSessionComplete,
   markSessionExpired,
   markSessionSettled,
@@ -179,6 +180,14 @@ export async function recordCheckoutDecline(
 }
 
 /** complete/pending -> paid or unpaid, and its order with it; repeatable. */
+/** A card attempt waits for the buyer's 3-D Secure: the open session's page shows the bank's step. */
+export async function recordCheckoutAction(
+  deps: { db: Database },
+  input: { storeId: string; sessionId: string; transactionId: string; key: string },
+): Promise<void> {
+  await markSessionAction(deps.db, input.storeId, input.sessionId, { transaction_id: input.transactionId, attempt_key: input.key });
+}
+
 export async function settleCheckoutSession(deps: { db: Database }, input: SettleSessionInput): Promise<CheckoutSessionObject> {
   const { storeId, sessionId, outcome, settledAt } = input;
   const session = await sessionOrFail(deps, storeId, sessionId);

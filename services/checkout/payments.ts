@@ -76,6 +76,8 @@ export interface HostedPaymentInput {
 
 export type HostedPaymentResult =
   | { kind: 'done' }
+  /** The card waits for the buyer's 3-D Secure: the session stays open; the page reads the client secret once. */
+  | { kind: 'action'; transactionId: string }
   | { kind: 'closed' }
   /** The workflow has the attempt (or Temporal is away): the page shows "processing" and polls. */
   | { kind: 'processing' }
@@ -282,8 +284,13 @@ function payInput(session: CheckoutSessionDoc, input: HostedPaymentInput, terms:
 /** The attempt's outcome as the page shows it. */
 function pageAnswer(answer: PayAnswer): HostedPaymentResult {
   const { attempt } = answer;
+  // Never sent: an earlier card's 3-D Secure paid the session first.
+  if (attempt.status === 'failed' && answer.session !== 'open') return { kind: 'closed' };
   if (attempt.status === 'declined' || attempt.status === 'failed') {
     return { kind: 'error', code: attempt.code ?? 'declined', message: answer.message ?? '', field: 'payment' };
+  }
+  if (attempt.status === 'action_required' && attempt.transaction_id) {
+    return answer.session === 'open' ? { kind: 'action', transactionId: attempt.transaction_id } : { kind: 'closed' };
   }
   // No answer from the provider yet: money may have been taken, so the buyer waits instead of paying again.
   if (attempt.status === 'unknown') return answer.session === 'open' ? { kind: 'processing' } : { kind: 'closed' };
@@ -324,14 +331,24 @@ function settlementOf(state: TransactionState | null | undefined): SettlementSta
 }
 
 /**
+ * The transaction a page confirm re-checks: an open session's card waiting for 3-D Secure, or (runs begun
+ * before 3-D Secure kept sessions open) a completed card payment still pending.
+ */
+export function transactionToRecheck(session: CheckoutSessionDoc): string | null {
+  if (session.status === 'open') return session.pending_action?.transaction_id ?? null;
+  const transactionId = session.payment?.transaction_id;
+  return session.payment_status === 'pending' && session.payment?.method === 'card' && transactionId ? transactionId : null;
+}
+
+/**
  * The page finished the provider's next action (3-D Secure): the provider is asked once, now, and what it
- * decided reaches the session's workflow as the notice its event would carry, so a late event leaves no
- * buyer waiting. Nothing the page sends is believed: the notice is the provider's record. Bounded by the
- * page payment limit (the route is a payment submit).
+ * decided (paid; failed or cancelled authentication: refused with its code) reaches the session's workflow
+ * as the notice its event would carry, so a late event leaves no buyer waiting. Nothing the page sends is
+ * believed: the notice is the provider's record. The caller bounds it (page payment limit, page provider reads).
  */
 export async function recheckPendingCard(deps: CheckoutDeps, session: CheckoutSessionDoc): Promise<boolean> {
-  const transactionId = session.payment?.transaction_id;
-  if (session.payment_status !== 'pending' || session.payment?.method !== 'card' || !transactionId) return false;
+  const transactionId = transactionToRecheck(session);
+  if (!transactionId) return false;
   const connection = connectionFor(deps, Boolean(session.test_clock));
   const found = await connection.getTransaction({ storeId: session.store_id, transactionId });
   const status = settlementOf(found?.state);
@@ -339,6 +356,16 @@ export async function recheckPendingCard(deps: CheckoutDeps, session: CheckoutSe
   const notifyRef = checkoutSessionWorkflowId(session._id);
   const settledAt = found.settledAt ?? Math.floor(Date.now() / 1000);
   return deliverProviderNotice(deps, { transactionId, status, code: found.code, message: found.message, notifyRef, settledAt });
+}
+
+/** After a confirm delivered its notice: the session's 3-D Secure has landed (paid, or declined and cleared) within `waitMs`. */
+export async function awaitActionLanded(deps: CheckoutDeps, session: CheckoutSessionDoc, transactionId: string, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const now = await findCheckoutSession(deps.db, session.store_id, session._id);
+    if (!now || now.status !== 'open' || now.pending_action?.transaction_id !== transactionId) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** The test connection's buttons on the hosted page: settle the pending PIX or review now. */

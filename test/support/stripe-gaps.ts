@@ -9,8 +9,12 @@
 // expired by the test or the fake bank route); answers an off-session confirm of a card that asks for
 // authentication (localstripe leaves it in requires_action, e.g. 4000 0027 6000 3184) as Stripe does: 402
 // card_error `authentication_required`, the intent in requires_payment_method with last_payment_error, until
-// the buyer's Stripe.js runs the bank's step (_authenticate) or it is cancelled; and serves localstripe's
-// fake Stripe.js with createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
+// the buyer's Stripe.js runs the bank's step (_authenticate) or it is cancelled; creates a SetupIntent with
+// its card and confirm in one call (localstripe: create, then confirm); attaches a card kept for off-session
+// use once its 3-D Secure or setup succeeds, and lets an off-session charge of such a card through without
+// asking the bank again (as Stripe does); counts the requests it serves (page views must add none); and
+// serves localstripe's fake Stripe.js with createPaymentMethod and handleNextAction added (it has neither; a
+// SetupIntent's step too), calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,8 +46,10 @@ export interface StripeGaps {
   pix: Map<string, Json>;
   /** A PIX paid (or expired) at the fake bank: its intent as Stripe's event would carry it. */
   settlePix(id: string, outcome: 'paid' | 'expired'): Json;
-  /** Reads an intent as Stripe holds it (through this layer). */
+  /** Reads an intent as Stripe holds it (through this layer; not counted in `requests`). */
   intent(id: string): Promise<Json>;
+  /** Requests the product (and the page's Stripe.js) made to this fake so far: what a page view must not add to. */
+  requests(): number;
   close(): Promise<void>;
 }
 
@@ -88,9 +94,33 @@ function metadataOf(form: URLSearchParams): Record<string, string> {
   return metadata;
 }
 
-/** localstripe's Stripe.js plus createPaymentMethod (POST /v1/payment_methods) and handleNextAction. */
+/** localstripe's Stripe.js plus createPaymentMethod (POST /v1/payment_methods) and handleNextAction (a SetupIntent's bank step too). */
 function augmentedStripeJs(original: string): string {
   return `${original}
+;function gapsSetupAction(key, secret) {
+  var seti = secret.match(/^(seti_\\w+)_secret_/)[1];
+  return new Promise(function (resolve) {
+    var box = document.createElement('div');
+    box.setAttribute('role', 'dialog');
+    box.setAttribute('aria-label', '3D Secure');
+    box.style.cssText = 'position:fixed;inset:0;background:#fff;z-index:9999;padding:2rem';
+    var ask = function (label, path) {
+      var button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = label;
+      button.addEventListener('click', function () {
+        box.remove();
+        fetch(LOCALSTRIPE_BASE_API + '/v1/setup_intents/' + seti + path, { method: 'POST', body: JSON.stringify({ key: key, client_secret: secret, use_stripe_sdk: true }) })
+          .then(function (r) { return r.json(); })
+          .then(function (body) { resolve(body.status === 'succeeded' ? { setupIntent: body } : { error: { message: 'authentication failed' } }); });
+      });
+      box.appendChild(button);
+    };
+    ask('Complete authentication', '/confirm');
+    ask('Fail authentication', '/cancel');
+    document.body.appendChild(box);
+  });
+}
 ;(function () {
   var Fake = Stripe;
   Stripe = function (key, options) {
@@ -102,7 +132,10 @@ function augmentedStripeJs(original: string): string {
       var json = await response.json();
       return response.ok ? { paymentMethod: json } : { error: json.error };
     };
-    stripe.handleNextAction = function (params) { return stripe.confirmCardPayment(params.clientSecret); };
+    stripe.handleNextAction = function (params) {
+      if (params.clientSecret.indexOf('seti_') !== 0) return stripe.confirmCardPayment(params.clientSecret);
+      return gapsSetupAction(key, params.clientSecret);
+    };
     return stripe;
   };
 })();
@@ -136,11 +169,14 @@ async function sendEvent(webhook: GapsWebhook, type: string, object: Json): Prom
 export async function startStripeGaps(localstripeUrl: string, options: { webhook?: GapsWebhook } = {}): Promise<StripeGaps> {
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
+  /** Cards kept for off-session use (setup_future_usage): Stripe charges them off session without asking the bank again. */
+  const setUpCards = new Set<string>();
   const cancellations = new Map<string, string>();
   /** Off-session intents localstripe left in requires_action: Stripe declines those `authentication_required`. */
   const offSessionAuthentication = new Set<string>();
   const pix = new Map<string, Json>();
   let base = '';
+  let requests = 0;
 
   const forward = async (method: string, path: string, headers: IncomingMessage['headers'], body?: string) => {
     const pass: Record<string, string> = { authorization: String(headers.authorization ?? `Bearer ${FAKE_STRIPE_SECRET_KEY}`) };
@@ -201,7 +237,22 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     futureUsage.set(intent.id, usage);
     const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
     if (intent.status !== 'succeeded' || !method || !intent.customer) return;
+    if (usage === 'off_session') setUpCards.add(method);
     await forward('POST', `/v1/payment_methods/${method}/attach`, headers, new URLSearchParams({ customer: intent.customer }).toString());
+  };
+
+  /**
+   * An off-session charge of a card set up for it: Stripe does not ask the bank again (its 4000002500003155
+   * authenticates on session only); localstripe asks every time, so the layer completes that step for it.
+   */
+  const exemptSetUpCard = async (answer: { status: number; body: string }, headers: IncomingMessage['headers']) => {
+    const intent = JSON.parse(answer.body) as Json;
+    const method = typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
+    if (intent.status !== 'requires_action' || !setUpCards.has(method)) return null;
+    const body = JSON.stringify({ key: 'pk_test_gaps', client_secret: intent.client_secret });
+    await fetch(`${localstripeUrl}/v1/payment_intents/${intent.id}/_authenticate?success=true`, { method: 'POST', body });
+    const now = await forward('GET', `/v1/payment_intents/${intent.id}`, headers);
+    return { ...now, body: withFutureUsage(now.body) };
   };
 
   const createPix = (form: URLSearchParams): Json => {
@@ -251,8 +302,9 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
 
   const search = async (query: string, headers: IncomingMessage['headers']) => {
     const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
-    const listed = await forward('GET', '/v1/payment_intents?limit=100', headers);
-    const intents: Json[] = [...(JSON.parse(listed.body).data ?? []), ...pix.values()];
+    // As Stripe's search honours expand: the card and charge read back with the intent, setup_future_usage echoed.
+    const listed = await forward('GET', '/v1/payment_intents?limit=100&expand[]=data.latest_charge&expand[]=data.payment_method', headers);
+    const intents: Json[] = [...(JSON.parse(withFutureUsage(listed.body)).data ?? []), ...pix.values()];
     const data = intents.filter((intent) => wanted.every(([field, value]) => intent.metadata?.[field] === value));
     return {
       status: 200,
@@ -294,7 +346,14 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     // The fake Stripe.js posts JSON to localstripe's own endpoints (_authenticate): passed on as sent.
     if (!String(request.headers['content-type'] ?? '').includes('x-www-form-urlencoded')) {
       const raw = await fetch(`${localstripeUrl}${path}${url.search}`, { method: 'POST', body: text });
-      return { status: raw.status, body: await raw.text() };
+      const answer = { status: raw.status, body: await raw.text() };
+      // A card kept for later (setup_future_usage) is attached once its 3-D Secure succeeds, as Stripe does.
+      const authenticated = /^\/v1\/payment_intents\/(pi_\w+)\/_authenticate$/.exec(path);
+      if (authenticated && answer.status === 200 && futureUsage.has(authenticated[1])) {
+        await keepForLater(JSON.parse(answer.body), futureUsage.get(authenticated[1])!, {});
+      }
+      if (/^\/v1\/setup_intents\/seti_\w+\/confirm$/.test(path) && answer.status === 200) await attachSetUpCard(JSON.parse(answer.body), {});
+      return answer;
     }
     const key = request.headers['idempotency-key'];
     const remembered = key ? answered.get(`${request.headers['stripe-account'] ?? ''}:${key}`) : undefined;
@@ -304,8 +363,42 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     return answer;
   };
 
+  /**
+   * A SetupIntent created with its card and confirmed in one call, as Stripe takes it: localstripe knows only
+   * create (customer, usage, metadata) then confirm with the card; a succeeded one's card is attached to the customer.
+   */
+  const createSetup = async (form: URLSearchParams, headers: IncomingMessage['headers']) => {
+    const create = new URLSearchParams();
+    for (const [key, value] of form) if (key === 'customer' || key === 'usage' || key.startsWith('metadata[')) create.append(key, value);
+    const created = await forward('POST', '/v1/setup_intents', headers, create.toString());
+    if (created.status !== 200) return created;
+    const id = JSON.parse(created.body).id as string;
+    const confirmed = await forward(
+      'POST',
+      `/v1/setup_intents/${id}/confirm`,
+      headers,
+      new URLSearchParams({ payment_method: form.get('payment_method')! }).toString(),
+    );
+    if (confirmed.status !== 200) return confirmed;
+    await attachSetUpCard(JSON.parse(confirmed.body), headers);
+    return forward('GET', `/v1/setup_intents/${id}?expand[]=payment_method`, headers);
+  };
+
+  /** What Stripe does with a succeeded off-session setup: its card attached to the customer, chargeable off session. */
+  const attachSetUpCard = async (setup: Json, headers: IncomingMessage['headers']) => {
+    if (setup.status !== 'succeeded' || !setup.customer || !setup.payment_method) return;
+    setUpCards.add(setup.payment_method);
+    await forward(
+      'POST',
+      `/v1/payment_methods/${setup.payment_method}/attach`,
+      headers,
+      new URLSearchParams({ customer: setup.customer }).toString(),
+    );
+  };
+
   const post = async (path: string, form: URLSearchParams, headers: IncomingMessage['headers']) => {
     if (path === '/v1/payment_intents' && methodTypeOf(form) === 'pix') return { status: 200, body: JSON.stringify(createPix(form)) };
+    if (path === '/v1/setup_intents' && form.get('confirm') === 'true') return createSetup(form, headers);
     // Stripe takes a publishable key for payment methods made in the page; localstripe only a secret one.
     const auth =
       path === '/v1/payment_methods' && form.get('key')?.startsWith('pk_')
@@ -313,6 +406,10 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
         : headers;
     if (path === '/v1/payment_methods') form.delete('key');
     let answer = await forward('POST', path, auth, stripRefused(form).toString());
+    if (path === '/v1/payment_intents' && form.get('off_session') === 'true' && answer.status === 200) {
+      const exempt = await exemptSetUpCard(answer, headers);
+      if (exempt) return exempt;
+    }
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
     if (path === '/v1/payment_intents') answer = offSessionAnswer(answer, form);
@@ -322,6 +419,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   };
 
   const server: Server = createServer((request, response) => {
+    requests += 1;
     route(request).then(
       (answer) => send(response, answer.status, answer.body, answer.type),
       (error: Error) => send(response, 502, JSON.stringify({ error: { message: `stripe-gaps: ${error.message}` } })),
@@ -334,6 +432,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     jsUrl: `${base}/js.stripe.com/v3/`,
     pix,
     settlePix: (id, outcome) => settle(id, outcome),
+    requests: () => requests,
     async intent(id) {
       if (pix.has(id)) return pix.get(id)!;
       return JSON.parse(withFutureUsage((await forward('GET', `/v1/payment_intents/${id}`, {})).body));

@@ -8,7 +8,9 @@
 // records it 5 s later exactly one capture is kept, on an open session or an expired one; three updates at
 // once, even in one activation, make one attempt; a review is asked about by key daily (a lost notice
 // resolves by lookup) and counts as refused and voided at the window's end; lookups and the
-// subscription hand-off that fail past their retries are tried again later. Tests run serially.
+// subscription hand-off that fail past their retries are tried again later; a card waiting for 3-D Secure
+// keeps the session open and is fenced at the deadline (cancelled, or paid when the provider took it first).
+// Tests run serially.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -73,6 +75,8 @@ const faults = {
   lastTry: new Map<string, ChargeCardInput>(),
   /** How many unanswered tries per key were given up by their caller (signal aborted). */
   givenUp: new Map<string, number>(),
+  /** Card charges answered as waiting for the buyer's 3-D Secure (what Stripe's requires_action is), by key. */
+  actionRequired: new Set<string>(),
   /** The provider's clock, pinned to the test server's time where a test needs it (PIX validity). */
   now: null as number | null,
 };
@@ -108,6 +112,9 @@ function faultyProvider(): PaymentProvider {
       await faults.beforeCharge.get(input.idempotencyKey)?.promise;
       const outcome = await base.chargeCard(input);
       await faults.afterCharge.get(input.idempotencyKey)?.promise;
+      if (faults.actionRequired.has(input.idempotencyKey) && outcome.transactionId) {
+        return { status: 'action_required', transactionId: outcome.transactionId, clientSecret: `${outcome.transactionId}_secret`, card: null };
+      }
       return outcome;
     },
     async lookupCharge(input) {
@@ -227,6 +234,43 @@ describe.sequential('checkout session workflow', () => {
     expect((await findCheckoutSession(mongo.db, store._id, session._id))!.status).toBe('expired');
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
     await recordHistory(env.client, handle.workflowId, 'checkout-session-expired-at-deadline');
+  });
+
+  test('a 3-D Secure still waiting at the deadline is cancelled at the provider first: the session expires with no order, the charge voided', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
+    faults.actionRequired.add(key(1));
+    // The review card: the provider holds it pending, as a card waiting for the bank.
+    expect(await payCheckoutSession(deps(), session, CARD_REVIEW)).toMatchObject({ kind: 'action' });
+    const waiting = await handle.query(stateQuery);
+    expect(waiting).toMatchObject({ status: 'open', payment_status: 'unpaid', order: null });
+    expect(waiting.attempts[0]).toMatchObject({ status: 'action_required', transaction_id: expect.any(String) });
+    expect((await findCheckoutSession(mongo.db, store._id, session._id))!.pending_action).toMatchObject({ attempt_key: key(1), client_secret: null });
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(0);
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'expired', payment_status: 'unpaid', order: null });
+    expect(final.attempts[0]).toMatchObject({ status: 'voided', code: 'authentication_abandoned' });
+    expect(await ledger().findOne({ key: key(1) })).toMatchObject({ state: 'voided' });
+    expect(await ordersOf(session._id)).toBe(0);
+    expect((await findCheckoutSession(mongo.db, store._id, session._id))!.pending_action).toBeNull();
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-3ds-cancelled-at-deadline');
+  });
+
+  test('a 3-D Secure the provider says succeeded when the deadline fences it completes the session as paid, once', async () => {
+    const { session, handle, key } = await openSession(30 * MINUTE_MS);
+    faults.actionRequired.add(key(1));
+    // The approved card: the buyer authenticated in the last second and no notice came.
+    expect(await payCheckoutSession(deps(), session, CARD_OK)).toMatchObject({ kind: 'action' });
+    expect((await handle.query(stateQuery)).status).toBe('open');
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid' });
+    expect(final.attempts[0]).toMatchObject({ status: 'approved' });
+    expect(await ledger().findOne({ key: key(1) })).toMatchObject({ state: 'approved' });
+    expect(await ordersOf(session._id)).toBe(1);
+    expect(await eventCount(session._id, 'checkout.session.completed')).toBe(1);
+    expect(await eventCount(session._id, 'checkout.session.expired')).toBe(0);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-3ds-paid-at-fence');
   });
 
   test('a PIX stays pending for 30 minutes after it was generated, then the session is complete/unpaid with async_payment_failed and the order canceled', async () => {

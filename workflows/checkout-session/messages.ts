@@ -37,6 +37,10 @@ export const PIX_UNAVAILABLE_FAILURE = 'method_unavailable';
  * attempt of a run begun before unknown attempts, or one a closed session's last look-up still did not find.
  */
 export const PROVIDER_UNAVAILABLE_CODE = 'provider_unavailable';
+/** A 3-D Secure left unfinished when the buyer paid again (the intent was cancelled at the provider first). */
+export const AUTHENTICATION_ABANDONED_CODE = 'authentication_abandoned';
+/** A 3-D Secure that failed without the provider naming a code. */
+export const AUTHENTICATION_FAILED_CODE = 'payment_intent_authentication_failure';
 
 export interface CheckoutWorkflowInput extends VersionedInput {
   storeId: string;
@@ -58,11 +62,14 @@ export interface CheckoutWorkflowInput extends VersionedInput {
 export const MAX_CARD_DECLINES = 5;
 
 /**
+ * `action_required`: the card waits for the buyer's 3-D Secure in the page; the session stays open and
+ * unpaid until the provider says it succeeded (paid) or failed (a decline), or the session's end fences it.
  * `unknown`: the charge's tries ran out on a timeout, a 5xx or a lost connection, so money may have been
  * taken: asked again under its key until the provider answers (no new attempt meanwhile); after the
  * session closed, looked up on a schedule and given back if it was taken.
  */
-export type AttemptStatus = 'charging' | 'unknown' | 'approved' | 'review' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
+export type AttemptStatus =
+  'charging' | 'unknown' | 'approved' | 'review' | 'action_required' | 'pix_pending' | 'declined' | 'failed' | 'voided' | 'refunded';
 
 /** One payment attempt as the workflow ran it (no card data): what support looks up at the provider by `key`. */
 export interface CheckoutAttempt {
@@ -128,6 +135,8 @@ export interface PayInput {
 export type PaymentAttemptOutcome =
   | { status: 'approved'; transactionId: string | null }
   | { status: 'review'; transactionId: string }
+  /** The buyer must authenticate (3-D Secure) in the page; its client secret never enters the workflow. */
+  | { status: 'action_required'; transactionId: string }
   | { status: 'pix_pending'; transactionId: string; pixCode: string; pixExpiresAt: number }
   | { status: 'declined'; code: string; message: string }
   /** The provider never received the attempt (see PROVIDER_UNAVAILABLE_CODE): nothing was charged. */

@@ -16,6 +16,8 @@ import type { VersionedInput } from '../lib/input-version';
 import { clockNow, clockWait, onTestClock, refreshClock, testClockRef } from '../lib/clock';
 import {
   ATTEMPT_HOLD_MS,
+  AUTHENTICATION_ABANDONED_CODE,
+  AUTHENTICATION_FAILED_CODE,
   checkoutAttemptKey,
   CUSTOMER_ID_ATTRIBUTE,
   NOT_OPEN_FAILURE,
@@ -37,6 +39,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const MINUTE_MS = 60 * 1000;
 /** Runs begun before this took a charge's timeout and one "never received" look-up as nothing charged. */
 const UNKNOWN_ATTEMPTS_PATCH = 'checkout-unknown-attempts';
+/**
+ * Runs begun before this held a card awaiting 3-D Secure as a payment in review (session complete and
+ * pending); patched runs keep the session open while the buyer authenticates (awaitAuthentication).
+ */
+const AUTHENTICATION_PATCH = 'checkout-3ds-authentication';
 /** When a closed session looks an attempt still unknown up again, counted from the close. */
 export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
 
@@ -136,6 +143,8 @@ export class LiveCheckoutSession {
   private paidAtMs = 0;
   /** What each attempt was asked with (the lookup at expiry needs it to apply an approval). */
   private readonly requests = new Map<number, PayInput>();
+  /** 3-D Secure outcomes by transaction id, for attempts waiting for them (one per attempt, a handful per session). */
+  private readonly authentications = new Map<string, ProviderNotice>();
   /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
   private readonly resolutions: Promise<void>[] = [];
 
@@ -208,11 +217,122 @@ export class LiveCheckoutSession {
 
   /** Lands the attempt's outcome; an unknown one is answered as such and asked about again in the background. */
   private async runAttempt(attempt: CheckoutAttempt, input: PayInput): Promise<PayAnswer> {
+    // The buyer pays again while an earlier card waits for 3-D Secure: that one is cancelled first (or found paid).
+    if (this.authenticationsWaiting().length > 0) {
+      await this.mutex.runExclusive(() => this.fenceAuthentications('abandoned'));
+      if (this.state.status !== 'open') return this.neverCharged(attempt);
+    }
     const result = await this.chargeUntilKnown(attempt, input);
     if (result) await this.mutex.runExclusive(() => this.land(attempt, input, result));
     else this.becomeUnknown(attempt, input);
     const message = attempt.status === 'declined' || attempt.status === 'failed' ? (this.state.last_error?.message ?? null) : null;
     return { attempt: { ...attempt }, session: this.state.status, message };
+  }
+
+  /** The session was paid by an earlier attempt while this one waited to start: it never reached the provider. */
+  private neverCharged(attempt: CheckoutAttempt): PayAnswer {
+    attempt.status = 'failed';
+    attempt.code = PROVIDER_UNAVAILABLE_CODE;
+    return { attempt: { ...attempt }, session: this.state.status, message: null };
+  }
+
+  /** Attempts whose card waits for the buyer's 3-D Secure. */
+  authenticationsWaiting(): CheckoutAttempt[] {
+    return this.state.attempts.filter((attempt) => attempt.status === 'action_required');
+  }
+
+  private waitingAuthentication(transactionId: string): CheckoutAttempt | undefined {
+    return this.authenticationsWaiting().find((attempt) => attempt.transaction_id === transactionId);
+  }
+
+  /**
+   * The card waits for 3-D Secure: the session stays open and unpaid (no completion, no order), the page
+   * shows the bank's step, and the attempt lands once the provider's outcome arrives (awaitAuthentication).
+   */
+  private async beginAuthentication(attempt: CheckoutAttempt, input: PayInput, transactionId: string): Promise<void> {
+    attempt.status = 'action_required';
+    attempt.code = null;
+    attempt.transaction_id = transactionId;
+    this.state.last_error = null;
+    // Its event may have overtaken the charge's own answer.
+    const early = this.early.take(transactionId);
+    if (early) this.authentications.set(transactionId, early);
+    showProgress('open', `Attempt ${attempt.n} waiting for the buyer's 3-D Secure; open until ${at(this.deadlineMs)}`, this.started);
+    await records.recordCheckoutAction({ storeId: this.storeId, sessionId: this.sessionId, transactionId, key: attempt.key });
+    this.resolutions.push(this.awaitAuthentication(attempt, input, transactionId));
+  }
+
+  /** Until the 3-D Secure's outcome arrives (event or page confirm) or the attempt is fenced; bounded by the session's life. */
+  private async awaitAuthentication(attempt: CheckoutAttempt, input: PayInput, transactionId: string): Promise<void> {
+    await condition(() => this.authentications.has(transactionId) || attempt.status !== 'action_required');
+    const notice = this.authentications.get(transactionId);
+    if (!notice) return;
+    await this.mutex.runExclusive(async () => {
+      if (attempt.status !== 'action_required') return;
+      if (notice.status === 'paid') return this.authenticated(attempt, input);
+      return this.authenticationFailed(
+        attempt,
+        input,
+        notice.code ?? AUTHENTICATION_FAILED_CODE,
+        notice.message ?? 'The bank did not confirm the payment.',
+      );
+    });
+  }
+
+  /** Paid: the provider's record under the key gives the card it kept (setup_future_usage), then the attempt lands as approved. */
+  private async authenticated(attempt: CheckoutAttempt, input: PayInput): Promise<void> {
+    const transactionId = attempt.transaction_id!;
+    if (input.trial) {
+      // A trial's card setup: the card it saved, nothing charged.
+      const setup = await records.readCheckoutSetup({ storeId: this.storeId, setupId: transactionId, ...this.onClock });
+      attempt.status = 'charging';
+      return this.land(attempt, input, setup);
+    }
+    const found = await this.lookupUntilKnown(attempt);
+    const result: AttemptResult =
+      found && found.outcome.status === 'approved' ? found : { outcome: { status: 'approved', transactionId }, savedCard: found?.savedCard ?? null };
+    attempt.status = 'charging';
+    await this.land(attempt, input, result);
+  }
+
+  /** A failed, cancelled or abandoned 3-D Secure is a declined card: the buyer may pay again (within the decline limit). */
+  private async authenticationFailed(attempt: CheckoutAttempt, input: PayInput, code: string, message: string): Promise<void> {
+    attempt.status = 'charging';
+    await this.land(attempt, input, { outcome: { status: 'declined', code, message }, savedCard: null });
+  }
+
+  /**
+   * Fences every 3-D Secure still waiting (the session ends, or the buyer pays again): cancelled at the
+   * provider under the attempt's key first; one the provider already took is delivered as paid instead.
+   * Runs inside the mutex.
+   */
+  private async fenceAuthentications(why: 'expiry' | 'abandoned'): Promise<void> {
+    for (const attempt of this.authenticationsWaiting()) {
+      const fenced = await records.cancelCheckoutAction({
+        storeId: this.storeId,
+        key: attempt.key,
+        transactionId: attempt.transaction_id,
+        ...this.onClock,
+      });
+      if (attempt.status !== 'action_required') continue;
+      const input = this.requests.get(attempt.n)!;
+      if (fenced === 'succeeded') {
+        await this.authenticated(attempt, input);
+        continue;
+      }
+      if (why === 'abandoned') {
+        await this.authenticationFailed(
+          attempt,
+          input,
+          AUTHENTICATION_ABANDONED_CODE,
+          'The bank step was left unfinished; that payment was cancelled.',
+        );
+        continue;
+      }
+      attempt.status = 'voided';
+      attempt.code = AUTHENTICATION_ABANDONED_CODE;
+      log.info('3-D Secure unfinished at the session end: cancelled at the provider', { sessionId: this.sessionId, key: attempt.key });
+    }
   }
 
   /** The keyed charge request; the same request again answers what the provider did with the first. */
@@ -317,6 +437,10 @@ export class LiveCheckoutSession {
     if (attempt.status !== 'charging' && attempt.status !== 'unknown') return;
     const { outcome } = result;
     if (this.state.status !== 'open') return this.giveBack(attempt, outcome);
+    if (outcome.status === 'action_required') {
+      if (patched(AUTHENTICATION_PATCH)) return this.beginAuthentication(attempt, input, outcome.transactionId);
+      return this.land(attempt, input, { ...result, outcome: { status: 'review', transactionId: outcome.transactionId } });
+    }
     attempt.status = outcome.status;
     attempt.code = 'code' in outcome ? outcome.code : null;
     attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
@@ -337,7 +461,7 @@ export class LiveCheckoutSession {
     attempt.status = outcome.status;
     attempt.code = 'code' in outcome ? outcome.code : null;
     attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
-    if (!takesPayment(outcome)) return;
+    if (!takesPayment(outcome) && outcome.status !== 'action_required') return;
     log.error('a payment landed on a closed checkout session; giving it back', {
       sessionId: this.sessionId,
       key: attempt.key,
@@ -400,6 +524,7 @@ export class LiveCheckoutSession {
     this.closing = true;
     await this.settleAttemptInFlight();
     return this.mutex.runExclusive(async () => {
+      await this.fenceAuthentications('expiry');
       if (this.state.status !== 'open') throw notOpen(this.state);
       return this.expireNow();
     });
@@ -415,6 +540,7 @@ export class LiveCheckoutSession {
     this.closing = true;
     await this.settleAttemptInFlight();
     await this.mutex.runExclusive(async () => {
+      await this.fenceAuthentications('expiry');
       if (this.state.status === 'open') await this.expireNow();
     });
   }
@@ -480,6 +606,11 @@ export class LiveCheckoutSession {
   }
 
   noticeArrived(incoming: ProviderNotice): void {
+    // A 3-D Secure's outcome (its event, or the page's confirm re-check): the waiting attempt takes it.
+    if (this.waitingAuthentication(incoming.transactionId)) {
+      if (!this.authentications.has(incoming.transactionId)) this.authentications.set(incoming.transactionId, incoming);
+      return;
+    }
     if (this.notice !== null) return;
     if (this.state.transaction_id === null) {
       this.early.keepFirst(incoming);

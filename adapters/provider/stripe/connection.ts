@@ -6,6 +6,7 @@
 // refused before any card was tried is `refused`; a card Stripe declined is `declined` with its decline code.
 import Stripe from 'stripe';
 import type {
+  CancelPendingResult,
   ChargeCardInput,
   ChargeLookup,
   ChargeOutcome,
@@ -15,6 +16,8 @@ import type {
   PaymentProvider,
   PixOutcome,
   RefundResult,
+  SetupCardInput,
+  SetupCardOutcome,
   RegisterCustomerInput,
   RegisterCustomerResult,
   SaveCardResult,
@@ -48,6 +51,8 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     registerCustomer: (input) => registerCustomer(ctx, input),
     tokenizeCard: async () => CARD_FIELDS_ONLY,
     saveCard: (input) => saveCard(ctx, input),
+    setupCard: (input) => withSignal(input.signal, () => setupCard(ctx, input)),
+    readSetup: (input) => readSetup(ctx, input),
     chargeSavedCard: (input) => withSignal(input.signal, () => chargeSavedCard(ctx, input)),
     chargeCard: (input) => withSignal(input.signal, () => chargeCard(ctx, input)),
     createPix: (input) => withSignal(input.signal, () => createPix(ctx, input)),
@@ -57,6 +62,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     lookupCharge: (input) => lookupCharge(ctx, input),
     refundCharge: (input) => refundCharge(ctx, input),
     closeAuthentication: (input) => closeAuthentication(ctx, input),
+    cancelPending: (input) => cancelPending(ctx, input),
   };
 }
 
@@ -127,6 +133,84 @@ async function saveCard(ctx: StripeContext, input: SaveCardInput): Promise<SaveC
   } catch (error) {
     if (error instanceof Stripe.errors.StripeCardError) return { ok: false, code: declineCodeOf(error) ?? 'card_declined', message: error.message };
     if (isRefusal(error)) return { ok: false, code: error.code || 'provider_error', message: error.message };
+    throw error;
+  }
+}
+
+/**
+ * A free trial's card: a SetupIntent confirmed now for off-session use (Stripe.js finishes a 3-D Secure in
+ * the page), keyed by the attempt; once succeeded its card is the customer's default. Unknown answers throw.
+ */
+async function setupCard(ctx: StripeContext, input: SetupCardInput): Promise<SetupCardOutcome> {
+  const customer = input.providerCustomerId;
+  if (!customer) return { status: 'declined', code: 'customer_required', message: 'A card is saved on a Stripe customer: the buyer has none.' };
+  const params: Stripe.SetupIntentCreateParams = {
+    customer,
+    payment_method: input.cardToken,
+    allowed_payment_method_types: ['card'],
+    usage: 'off_session',
+    confirm: true,
+    use_stripe_sdk: true,
+    metadata: {
+      charge_key: input.idempotencyKey,
+      store_id: input.storeId,
+      kind: 'setup',
+      ...(input.notifyRef ? { notify_ref: input.notifyRef } : {}),
+      ...(input.customerId ? { customer_id: input.customerId } : {}),
+    },
+    expand: ['payment_method'],
+  };
+  let setup: Stripe.SetupIntent;
+  try {
+    setup = await ctx.stripe.setupIntents.create(
+      params,
+      await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.idempotencyKey)),
+    );
+  } catch (error) {
+    if (error instanceof Stripe.errors.StripeCardError)
+      return { status: 'declined', code: declineCodeOf(error) ?? 'card_declined', message: error.message };
+    if (isRefusal(error)) return { status: 'declined', code: 'provider_error', message: `Stripe refused the card setup: ${error.message}` };
+    throw error;
+  }
+  return setupOutcome(ctx, input.storeId, input.idempotencyKey, setup);
+}
+
+/** A SetupIntent read as a setup outcome; a succeeded one's card becomes the customer's default (keyed). */
+async function setupOutcome(ctx: StripeContext, storeId: string, key: string, setup: Stripe.SetupIntent): Promise<SetupCardOutcome> {
+  if (setup.status === 'requires_action' && setup.client_secret)
+    return { status: 'action_required', setupId: setup.id, clientSecret: setup.client_secret };
+  const method = setup.payment_method;
+  if (setup.status === 'succeeded' && method && typeof method === 'object') {
+    const customer = typeof setup.customer === 'string' ? setup.customer : setup.customer?.id;
+    if (customer) {
+      const options = await requestOptions(ctx, storeId, stripeIdempotencyKey(storeId, key, 'default-card'));
+      await ctx.stripe.customers.update(customer, { invoice_settings: { default_payment_method: method.id } }, options);
+    }
+    return { status: 'saved', card: cardOf(method) };
+  }
+  if (setup.status === 'succeeded') throw new Error(`SetupIntent ${setup.id} answered without its payment method`);
+  const failure = setup.last_setup_error;
+  return {
+    status: 'declined',
+    code: failure?.decline_code || failure?.code || 'setup_intent_authentication_failure',
+    message: failure?.message ?? `The card setup is ${setup.status}.`,
+  };
+}
+
+/** What became of a SetupIntent that waited for the buyer; another store's reads as none. */
+async function readSetup(ctx: StripeContext, input: { storeId: string; setupId: string }): Promise<SetupCardOutcome | null> {
+  const setup = await retrieveSetup(ctx, input.storeId, input.setupId);
+  if (!setup) return null;
+  if (setup.status === 'requires_action') return { status: 'action_required', setupId: setup.id, clientSecret: '' };
+  return setupOutcome(ctx, input.storeId, setup.metadata?.charge_key ?? setup.id, setup);
+}
+
+async function retrieveSetup(ctx: StripeContext, storeId: string, setupId: string): Promise<Stripe.SetupIntent | null> {
+  try {
+    const setup = await ctx.stripe.setupIntents.retrieve(setupId, { expand: ['payment_method'] }, await requestOptions(ctx, storeId));
+    return setup.metadata?.store_id === storeId ? setup : null;
+  } catch (error) {
+    if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing') return null;
     throw error;
   }
 }
@@ -260,6 +344,7 @@ async function lookupCharge(ctx: StripeContext, input: { storeId: string; idempo
 
 /** Another store's (or an unknown) intent reads as none. */
 async function getTransaction(ctx: StripeContext, input: { storeId: string; transactionId: string }): Promise<TransactionInfo | null> {
+  if (input.transactionId.startsWith('seti_')) return setupTransaction(ctx, input.storeId, input.transactionId);
   try {
     const options = await requestOptions(ctx, input.storeId);
     const intent = await ctx.stripe.paymentIntents.retrieve(input.transactionId, { expand: ['latest_charge'] }, options);
@@ -268,6 +353,27 @@ async function getTransaction(ctx: StripeContext, input: { storeId: string; tran
     if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing') return null;
     throw error;
   }
+}
+
+/** A trial's SetupIntent as a transaction (the page's confirm re-check reads it like an intent); nothing is charged. */
+async function setupTransaction(ctx: StripeContext, storeId: string, setupId: string): Promise<TransactionInfo | null> {
+  const setup = await retrieveSetup(ctx, storeId, setupId);
+  if (!setup) return null;
+  const failed = setup.status === 'requires_payment_method' || setup.status === 'canceled';
+  const state = setup.status === 'succeeded' ? 'approved' : failed ? 'declined' : 'action_required';
+  return {
+    transactionId: setup.id,
+    storeId,
+    idempotencyKey: setup.metadata?.charge_key ?? '',
+    kind: 'card',
+    state,
+    amount: 0,
+    currency: '',
+    notifyRef: setup.metadata?.notify_ref ?? null,
+    code: failed ? setup.last_setup_error?.code || 'setup_intent_authentication_failure' : null,
+    message: setup.last_setup_error?.message ?? null,
+    settledAt: state === 'action_required' ? null : setup.created,
+  };
 }
 
 /** Voids (cancels) a pending intent, refunds a captured one; both keyed, so asking again answers the same. */
@@ -300,6 +406,37 @@ async function ownIntent(ctx: StripeContext, storeId: string, transactionId: str
   }
 }
 
+/** Intents a cancel still stops: the buyer has not (or not successfully) authenticated, nothing is captured. */
+const CANCELLABLE: Stripe.PaymentIntent.Status[] = ['requires_action', 'requires_payment_method', 'requires_confirmation', 'requires_capture'];
+
+/**
+ * The fence of a pending 3-D Secure at the session's end: cancelled at Stripe under `<key>#cancel`, unless
+ * it succeeded first. Not found yet (search lags) or still processing: thrown, asked again under the key.
+ */
+async function cancelPending(
+  ctx: StripeContext,
+  input: { storeId: string; chargeKey: string; transactionId?: string | null },
+): Promise<CancelPendingResult> {
+  if (input.transactionId?.startsWith('seti_')) return cancelSetup(ctx, input.storeId, input.chargeKey, input.transactionId);
+  const intent = await findIntentByKey(ctx, input.storeId, input.chargeKey);
+  if (!intent) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);
+  if (intent.status === 'succeeded') return 'succeeded';
+  if (intent.status === 'canceled') return 'canceled';
+  if (!CANCELLABLE.includes(intent.status)) throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: asked again later`);
+  const options = await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.chargeKey, 'cancel'));
+  try {
+    const canceled = await ctx.stripe.paymentIntents.cancel(intent.id, { cancellation_reason: 'abandoned' }, options);
+    return canceled.status === 'succeeded' ? 'succeeded' : 'canceled';
+  } catch (error) {
+    // Refused because it moved meanwhile (the buyer authenticated in the last second): what it is now decides.
+    if (!isRefusal(error)) throw error;
+    const now = await ctx.stripe.paymentIntents.retrieve(intent.id, {}, await requestOptions(ctx, input.storeId));
+    if (now.status === 'succeeded') return 'succeeded';
+    if (now.status === 'canceled') return 'canceled';
+    throw error;
+  }
+}
+
 /** Stripe's states from which the buyer could still confirm the intent (the off-session decline leaves requires_payment_method). */
 const CONFIRMABLE: readonly Stripe.PaymentIntent.Status[] = ['requires_payment_method', 'requires_confirmation', 'requires_action'];
 
@@ -326,4 +463,23 @@ async function closeAuthentication(
   if (now?.status === 'succeeded') return 'succeeded';
   if (!now || now.status === 'canceled') return 'closed';
   throw new Error(`payment ${intent.id} is ${now.status} after its cancel: asked again`);
+}
+
+/** A trial's setup left waiting: cancelled keyed (nothing was charged either way); one that succeeded first answers succeeded. */
+async function cancelSetup(ctx: StripeContext, storeId: string, key: string, setupId: string): Promise<CancelPendingResult> {
+  const setup = await retrieveSetup(ctx, storeId, setupId);
+  if (!setup) throw new Error(`no SetupIntent ${setupId} for store ${storeId}`);
+  if (setup.status === 'succeeded') return 'succeeded';
+  if (setup.status === 'canceled') return 'canceled';
+  const options = await requestOptions(ctx, storeId, stripeIdempotencyKey(storeId, key, 'cancel'));
+  try {
+    await ctx.stripe.setupIntents.cancel(setup.id, { cancellation_reason: 'abandoned' }, options);
+    return 'canceled';
+  } catch (error) {
+    if (!isRefusal(error)) throw error;
+    const now = await retrieveSetup(ctx, storeId, setupId);
+    if (now?.status === 'succeeded') return 'succeeded';
+    if (now?.status === 'canceled') return 'canceled';
+    throw error;
+  }
 }

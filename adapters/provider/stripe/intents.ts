@@ -52,7 +52,7 @@ export function stateOf(intent: Stripe.PaymentIntent): TransactionState {
     case 'canceled':
       return pix && intent.cancellation_reason !== 'abandoned' ? 'expired' : 'voided';
     case 'requires_action':
-      return pix ? 'pix_pending' : 'review';
+      return pix ? 'pix_pending' : 'action_required';
     default:
       return 'review';
   }
@@ -61,7 +61,7 @@ export function stateOf(intent: Stripe.PaymentIntent): TransactionState {
 /** Unix seconds the intent settled (paid, refused, voided), null while pending. */
 export function settledAtOf(intent: Stripe.PaymentIntent): number | null {
   const state = stateOf(intent);
-  if (state === 'review' || state === 'pix_pending') return null;
+  if (state === 'review' || state === 'pix_pending' || state === 'action_required') return null;
   if (intent.status === 'canceled') return intent.canceled_at ?? intent.created;
   return latestCharge(intent)?.created ?? intent.created;
 }

@@ -63,6 +63,7 @@ export type PagePaymentReader = (intentId: string, account: string | null) => Pr
 export function pagePaymentReader(client: Stripe): PagePaymentReader {
   return async (intentId, account) => {
     try {
+      if (intentId.startsWith('seti_')) return await pageSetup(client, intentId, account);
       const intent = await client.paymentIntents.retrieve(intentId, {}, account ? { stripeAccount: account } : {});
       const qr = intent.next_action?.pix_display_qr_code;
       return {
@@ -75,6 +76,13 @@ export function pagePaymentReader(client: Stripe): PagePaymentReader {
       throw error;
     }
   };
+}
+
+/** A free trial's SetupIntent waiting for 3-D Secure: its client secret while the buyer must act. */
+async function pageSetup(client: Stripe, setupId: string, account: string | null): Promise<PagePayment> {
+  const setup = await client.setupIntents.retrieve(setupId, {}, account ? { stripeAccount: account } : {});
+  const waiting = setup.status === 'requires_action';
+  return { status: waiting ? 'requires_action' : 'processing', clientSecret: waiting ? setup.client_secret : null, pix: null };
 }
 
 /** Reads an intent under the connected account the event came from. */

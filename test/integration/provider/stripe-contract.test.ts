@@ -326,6 +326,84 @@ describe('the buyer present', () => {
   });
 });
 
+describe('a free trial’s card (SetupIntent)', () => {
+  const setup = (key: string) =>
+    stripe.setupCard({
+      storeId: CONNECTED_STORE,
+      idempotencyKey: key,
+      cardToken: 'pm_from_stripe_js',
+      customerId: 'cust_1',
+      providerCustomerId: 'cus_contract',
+      notifyRef: 'checkout-session/cs_1',
+    });
+
+  it('setupCard confirms a SetupIntent for off-session use, keyed; succeeded makes the card the customer’s default', async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/setup_intents'
+        ? {
+            ...(json as object),
+            status: 'succeeded',
+            payment_method: { id: 'pm_from_stripe_js', object: 'payment_method', card: { brand: 'visa', last4: '3155' } },
+          }
+        : json,
+    );
+    const key = newKey();
+    expect(await setup(key)).toMatchObject({ status: 'saved', card: { paymentMethodId: 'pm_from_stripe_js', last4: '3155', chargeable: true } });
+    const [created] = only('POST', '/v1/setup_intents');
+    expect(Object.fromEntries(created.form)).toMatchObject({
+      customer: 'cus_contract',
+      payment_method: 'pm_from_stripe_js',
+      'allowed_payment_method_types[0]': 'card',
+      usage: 'off_session',
+      confirm: 'true',
+      use_stripe_sdk: 'true',
+      'metadata[charge_key]': key,
+      'metadata[store_id]': CONNECTED_STORE,
+      'metadata[kind]': 'setup',
+      'expand[0]': 'payment_method',
+    });
+    expect(created.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}`);
+    const [defaulted] = only('POST', '/v1/customers/cus_contract');
+    expect(defaulted.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#default-card`);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('a bank that asks answers action_required with the SetupIntent’s client secret; readSetup and the fence read it by id', async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path.startsWith('/v1/setup_intents')
+        ? {
+            ...(json as object),
+            status: 'requires_action',
+            client_secret: 'seti_x_secret_y',
+            metadata: { store_id: CONNECTED_STORE, charge_key: 'k' },
+          }
+        : json,
+    );
+    const key = newKey();
+    const outcome = await setup(key);
+    expect(outcome).toMatchObject({ status: 'action_required', setupId: expect.stringMatching(/^seti_/), clientSecret: 'seti_x_secret_y' });
+    const setupId = (outcome as { setupId: string }).setupId;
+    expect(await stripe.readSetup({ storeId: CONNECTED_STORE, setupId })).toMatchObject({ status: 'action_required' });
+    expect(await stripe.getTransaction({ storeId: CONNECTED_STORE, transactionId: setupId })).toMatchObject({ state: 'action_required' });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: setupId })).toBe('canceled');
+    const [cancel] = only('POST', /^\/v1\/setup_intents\/seti_[^/]+\/cancel$/);
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('a card the bank declines at setup is a decline with its code', async () => {
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/setup_intents'
+        ? new InjectedAnswer(402, {
+            error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+          })
+        : json,
+    );
+    expect(await setup(newKey())).toMatchObject({ status: 'declined', code: 'insufficient_funds' });
+  });
+});
+
 describe("Stripe's answers read as outcomes", () => {
   /** Stripe's answer `status` with `error` to the first POST of `path`, after stripe-mock accepted the request. */
   const failWith = (path: string, status: number, error: Record<string, unknown>) =>
@@ -495,6 +573,31 @@ describe('reading and giving back by key', () => {
     expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
     expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
     expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+  });
+
+  it('cancelPending fences a 3-D Secure still waiting: cancelled keyed by the charge; one that succeeded first answers succeeded, no cancel sent', async () => {
+    const key = newKey();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'requires_action' });
+    expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).toMatchObject({ state: 'action_required' });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('canceled');
+    const [cancel] = only('POST', /^\/v1\/payment_intents\/pi_[^/]+\/cancel$/);
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.clear();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded' });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('succeeded');
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
+    accepted();
+  });
+
+  it('cancelPending throws (unknown, asked again) when no intent is found under the key yet, or one is still processing', async () => {
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/payment_intents/search' ? { ...(json as object), data: [] } : json));
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: newKey() })).rejects.toThrow(/no PaymentIntent found/);
+    const key = newKey();
+    intentsFoundAs(CONNECTED_STORE, key, { status: 'processing' });
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).rejects.toThrow(/processing/);
+    expect(only('POST', /\/cancel$/)).toHaveLength(0);
   });
 
   it("getTransaction reads the intent with its latest charge; another store's intent reads as none; settle is Stripe's own", async () => {
