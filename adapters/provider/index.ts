@@ -24,7 +24,8 @@ export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
 
 export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env, options: ConnectionOptions = {}): PaymentProvider {
   const name = env.PAYMENT_PROVIDER ?? 'test';
-  if (name === 'stripe') return createStripeConnection({
+  if (name === 'stripe')
+    return createStripeConnection({
       config: readStripeConfig(env),
       accountOf: options.stripeAccountOf,
       chargeAccounts: options.chargeAccounts,

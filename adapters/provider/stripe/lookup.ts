@@ -43,7 +43,10 @@ export async function findIntentByKey(ctx: StripeContext, storeId: string, key: 
   if (searched.intent) return searched.intent;
   const listed = await listByKey(ctx, storeId, key, options);
   if (listed.intent || listed.complete) return listed.intent;
-  if (!searched.available) throw new LookupIncompleteError(`Stripe's search is unavailable and the newest ${LOOKUP_LIST_PAGES * LOOKUP_PAGE_SIZE} intents do not hold ${key}: unknown`);
+  if (!searched.available)
+    throw new LookupIncompleteError(
+      `Stripe's search is unavailable and the newest ${LOOKUP_LIST_PAGES * LOOKUP_PAGE_SIZE} intents do not hold ${key}: unknown`,
+    );
   const pin = currentPin(storeId);
   if (pin && Date.now() - pin.pinnedAt.getTime() < SEARCH_LAG_ALLOWANCE_MS) {
     throw new LookupIncompleteError(`Stripe's search may not have indexed ${key} yet (pinned ${pin.pinnedAt.toISOString()}): unknown`);
