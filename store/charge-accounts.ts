@@ -1,5 +1,6 @@
 // The provider account each charge key's money was made under, pinned before the key's first request
-// reaches the provider (first writer wins, on the unique key {store_id, charge_key}): every later request
+// reaches the provider (first writer wins: an upsert on the unique key {store_id, charge_key}, which is the
+// document's _id, so the pin before every charge is one _id upsert): every later request
 // under the key (lookups, cancel, refund) goes to the same account, and the provider's events about it
 // are believed only from that account, whatever the store's setting is by then. Kept for good, as charge
 // keys are (one small document per charge).
@@ -7,6 +8,8 @@ import type { Db } from 'mongodb';
 import { retryOnDuplicateKey } from './insert-once';
 
 export interface ChargeAccountDoc {
+  /** `<store_id>:<charge_key>` (store ids have no colon): the unique key. */
+  _id: string;
   store_id: string;
   charge_key: string;
   /** The provider's account the key's requests go to (Stripe: acct_…), null for the platform account. */
@@ -25,13 +28,15 @@ function chargeAccountsCollection(db: Db) {
   return db.collection<ChargeAccountDoc>('charge_accounts');
 }
 
+const idOf = (storeId: string, chargeKey: string) => `${storeId}:${chargeKey}`;
+
 const pinOf = (doc: ChargeAccountDoc): ChargeAccountPin => ({ account: doc.account, pinnedAt: doc.pinned_at });
 
 /** Pins `account` for the key unless one is pinned already; returns the pin that holds (the first writer's). */
 export async function pinChargeAccount(db: Db, storeId: string, chargeKey: string, account: string | null): Promise<ChargeAccountPin> {
   const pin = () =>
     chargeAccountsCollection(db).findOneAndUpdate(
-      { store_id: storeId, charge_key: chargeKey },
+      { _id: idOf(storeId, chargeKey) },
       { $setOnInsert: { store_id: storeId, charge_key: chargeKey, account, pinned_at: new Date() } },
       { upsert: true, returnDocument: 'after' },
     );
@@ -40,7 +45,7 @@ export async function pinChargeAccount(db: Db, storeId: string, chargeKey: strin
 
 /** The key's pin, or null when no request under it was made since pins exist. */
 export async function findChargeAccount(db: Db, storeId: string, chargeKey: string): Promise<ChargeAccountPin | null> {
-  const doc = await chargeAccountsCollection(db).findOne({ store_id: storeId, charge_key: chargeKey });
+  const doc = await chargeAccountsCollection(db).findOne({ _id: idOf(storeId, chargeKey) });
   return doc ? pinOf(doc) : null;
 }
 
