@@ -120,8 +120,8 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
     reading = isHandledStripeEvent(event.type) ? await readStripeEvent(event, deps.readIntent) : null;
     otherAccount = await accountMismatch(deps.db, event, reading);
   } catch (error) {
-    // The intent could not be read at Stripe: nothing is recorded, so the event's next delivery reads it again.
-    return { status: 'unavailable', note: `the payment could not be read at the provider: ${(error as Error).message}` };
+    // The intent could not be read at Stripe (or its pin here): nothing is recorded, so the event's next delivery reads it again.
+    return { status: 'unavailable', note: `the payment could not be read: ${(error as Error).message}` };
   }
   if (otherAccount && reading?.kind === 'notice') return ignoreForeign(deps, event, otherAccount, reading.notice.transactionId, 'account');
   const record = known ?? (await recordProviderEvent(deps.db, eventRecord(event, reading)));
