@@ -1,7 +1,8 @@
 // Finding the PaymentIntent made under a charge key, so an outcome is never assumed (R3 1/7), under the
 // account the key is pinned to (context.ts): Stripe's Search API by metadata.charge_key and metadata.store_id
 // first; then the newest intents are listed, at most LOOKUP_LIST_PAGES pages of LOOKUP_PAGE_SIZE, and matched
-// by the same metadata (search unavailable, or its index not caught up yet: it lags writes). "Not found" is
+// by the same metadata (search unavailable, or its index not caught up yet: it lags writes); for a pinned key
+// only those created since its pin (less CLOCK_SKEW_ALLOWANCE_S), since none under the key can be older. "Not found" is
 // answered only when it is known: a listing that reached the account's oldest intent, or a search that
 // answered for a key pinned longer ago than its lag. Anything else cannot be complete and throws
 // LookupIncompleteError: unknown, asked again by the activity's retry (with backoff), never "nothing charged".
@@ -16,6 +17,9 @@ export const LOOKUP_LIST_PAGES = 3;
  * an incident): within it an empty search and an incomplete listing are unknown, not "not found".
  */
 export const SEARCH_LAG_ALLOWANCE_MS = 10 * 60 * 1000;
+
+/** Our clock against Stripe's `created`: a listing starts this long before the key's pin. */
+export const CLOCK_SKEW_ALLOWANCE_S = 10 * 60;
 
 const EXPAND = ['data.latest_charge', 'data.payment_method'];
 
@@ -72,7 +76,7 @@ async function searchByKey(
   }
 }
 
-/** Complete: the listing reached the account's oldest intent within its bound. */
+/** Complete: the listing reached the account's oldest intent (a pinned key's: the oldest since its pin) within its bound. */
 async function listByKey(
   ctx: StripeContext,
   storeId: string,
@@ -80,9 +84,11 @@ async function listByKey(
   options: Stripe.RequestOptions,
 ): Promise<{ intent: Stripe.PaymentIntent | null; complete: boolean }> {
   const matches: Stripe.PaymentIntent[] = [];
+  const pin = currentPin(storeId);
+  const since = pin ? { created: { gte: Math.floor(pin.pinnedAt.getTime() / 1000) - CLOCK_SKEW_ALLOWANCE_S } } : {};
   let after: string | undefined;
   for (let page = 0; page < LOOKUP_LIST_PAGES; page++) {
-    const params: Stripe.PaymentIntentListParams = { limit: LOOKUP_PAGE_SIZE, expand: EXPAND, ...(after ? { starting_after: after } : {}) };
+    const params: Stripe.PaymentIntentListParams = { limit: LOOKUP_PAGE_SIZE, expand: EXPAND, ...since, ...(after ? { starting_after: after } : {}) };
     const listed = await ctx.stripe.paymentIntents.list(params, options);
     matches.push(...listed.data.filter((intent) => belongs(intent, storeId, key)));
     if (!listed.has_more || listed.data.length === 0) return { intent: firstOf(matches), complete: true };

@@ -2,13 +2,13 @@
 // recording proxy, with the charge keys' accounts pinned in FerretDB (store/charge-accounts.ts). A lookup
 // that cannot be complete is unknown (it throws; the activity asks again), never "not found": search
 // unavailable and the newest intents without the key; an empty search for a key pinned moments ago (the
-// index lags). A retried unattended charge whose lookup is unknown does not charge again; once search
+// index lags); a pinned key's listing starts at its pin. A retried unattended charge whose lookup is unknown does not charge again; once search
 // answers, the key's intent is found. After the store's connected account changed, every request under a
 // key charged before (lookup, cancel, refund) still goes to the account the key was charged under.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
-import { LookupIncompleteError, LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
+import { CLOCK_SKEW_ALLOWANCE_S, LookupIncompleteError, LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
 import { chargeAccountPins, findChargeAccount } from '../../../store/charge-accounts';
 import { ensureIndexes } from '../../../store/indexes';
 import { chargeSavedCardOnce } from '../../../services/provider/charge-once';
@@ -126,7 +126,7 @@ describe('a lookup that cannot be complete is unknown', () => {
     expect(only('POST', '/v1/payment_intents')).toHaveLength(1);
   });
 
-  it('an empty search for a key pinned moments ago (the index lags) with an incomplete listing is unknown; a key never charged is not found', async () => {
+  it('an empty search for a key pinned moments ago (the index lags) with an incomplete listing is unknown; a key never charged is not found, nor one whose listing since its pin is complete', async () => {
     const stripe = connection();
     const key = newKey();
     recorder.setRewrite(answering(asIs, asIs));
@@ -140,7 +140,12 @@ describe('a lookup that cannot be complete is unknown', () => {
         (json) => ({ ...(json as object), has_more: false }),
       ),
     );
+    recorder.clear();
     expect(await stripe.lookupCharge({ storeId: STORE, idempotencyKey: key })).toBeNull();
+    // Only intents made since the pin (less the clock allowance) can be the key's: the listing starts there.
+    const pinnedAt = (await findChargeAccount(mongo.db, STORE, key))!.pinnedAt.getTime() / 1000;
+    const [listing] = only('GET', '/v1/payment_intents');
+    expect(Number(listing.query.get('created[gte]'))).toBe(Math.floor(pinnedAt) - CLOCK_SKEW_ALLOWANCE_S);
   });
 });
 
