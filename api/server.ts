@@ -7,6 +7,7 @@ import { connectDatabase } from '../store/database';
 import { slowCommandMsFrom } from '../store/slow-commands';
 import { ensureIndexes } from '../store/indexes';
 import { findStoreStripeAccount } from '../store/stores';
+import { chargeAccountPins } from '../store/charge-accounts';
 import { createPaymentConnections } from '../adapters/provider';
 import { stripeWebSettings } from '../adapters/provider/stripe/web';
 import { temporalConnectionOptions } from '../adapters/temporal-connection';
@@ -42,7 +43,10 @@ export async function startApiServer(config = loadApiConfig()) {
       db,
       config,
       temporal,
-      ...createPaymentConnections(db, process.env, { stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId) }),
+      ...createPaymentConnections(db, process.env, {
+        stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId),
+        chargeAccounts: chargeAccountPins(db),
+      }),
       stripe: stripeWebSettings(),
       httpDuration: metrics.httpDuration,
       traced: tracing !== null,

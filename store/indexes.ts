@@ -109,6 +109,7 @@ export const INDEXES: readonly IndexDeclaration[] = [
   // The test payment connection finds a charge by transaction (settle notices, the admin CLI).
   index('provider_test_charges', { store_id: 1, transaction_id: 1 }),
   index('provider_test_charges', { transaction_id: 1 }),
+  // charge_accounts: a charge key's pinned provider account is found by its _id `<store_id>:<charge_key>` (pinChargeAccount, findChargeAccount).
   // Provider events (Stripe's webhooks) are found by their id (_id), kept 30 days (Stripe re-sends for 3).
   index('provider_events', { received_at: 1 }, { expireAfterSeconds: 30 * DAY_S }),
   // The buyer e-mails about one order or subscription (support: "did the buyer get it?"); an e-mail itself is found by its key (_id).

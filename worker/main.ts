@@ -12,6 +12,7 @@ import { ensureRoutines } from '../services/operations/routines';
 import { temporalConnectionOptions, untilNamespaceAnswers } from '../adapters/temporal-connection';
 import { ensureIndexes } from '../store/indexes';
 import { findStoreStripeAccount } from '../store/stores';
+import { chargeAccountPins } from '../store/charge-accounts';
 import { isEntryPoint } from '../adapters/entry-point';
 import { heartbeatWhileRunning, type ActivityTimings } from './activity-interceptors';
 import { mailerFromEnv } from '../adapters/email/smtp';
@@ -82,7 +83,10 @@ export async function createBillingWorker({
     // The store's connection and, beside a real one, the test connection test clocks' money needs.
     activities: createActivities({
       db,
-      ...createPaymentConnections(db, process.env, { stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId) }),
+      ...createPaymentConnections(db, process.env, {
+        stripeAccountOf: (storeId) => findStoreStripeAccount(db, storeId),
+        chargeAccounts: chargeAccountPins(db),
+      }),
       temporal,
       taskQueue,
       ...activityDeps,

@@ -2,7 +2,7 @@
 // built-in test connection, or `stripe` with STRIPE_* keys) is the stores'; test objects (a test clock's
 // customers and what they buy) only ever use a test connection: the built-in one wherever it may run (a
 // production process only when ALLOW_TEST_PAYMENTS=1 says so on purpose), else a Stripe test-mode key's.
-import type { StripeAccountResolver } from './stripe/accounts';
+import type { ChargeAccountPins, StripeAccountResolver } from './stripe/accounts';
 import { readStripeConfig } from './stripe/config';
 import { createStripeConnection } from './stripe/connection';
 import { createTestConnection, type LedgerDatabase } from './test-connection';
@@ -13,6 +13,8 @@ export const PAYMENT_PROVIDERS = ['test', 'stripe'] as const;
 export interface ConnectionOptions {
   /** A store's connected Stripe account (stores set --stripe-account), read per call by the Stripe connection. */
   stripeAccountOf?: StripeAccountResolver;
+  /** Where each charge key's provider account is pinned (store/charge-accounts.ts): lookups and events follow the pin. */
+  chargeAccounts?: ChargeAccountPins;
 }
 
 /** Production unless NODE_ENV says development or test: a forgotten variable fails safe. */
@@ -22,7 +24,12 @@ export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
 
 export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv = process.env, options: ConnectionOptions = {}): PaymentProvider {
   const name = env.PAYMENT_PROVIDER ?? 'test';
-  if (name === 'stripe') return createStripeConnection({ config: readStripeConfig(env), accountOf: options.stripeAccountOf });
+  if (name === 'stripe')
+    return createStripeConnection({
+      config: readStripeConfig(env),
+      accountOf: options.stripeAccountOf,
+      chargeAccounts: options.chargeAccounts,
+    });
   if (name !== 'test') throw new Error(`PAYMENT_PROVIDER=${name}: no such payment connection (available: ${PAYMENT_PROVIDERS.join(', ')})`);
   if (isProduction(env) && env.ALLOW_TEST_PAYMENTS !== '1') {
     throw new Error(

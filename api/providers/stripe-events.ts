@@ -2,6 +2,7 @@
 // raw body is verified against STRIPE_WEBHOOK_SECRET before anything is read or recorded (400 otherwise);
 // a verified event is recorded once and its notice signaled to the waiting workflow (services/provider/
 // stripe-events.ts), answered 200 at once, or 503 when the workflow could not be reached (Stripe re-sends).
+// An event of the other mode or from another account than the payment's is answered 200, ignored and logged.
 // The route is always there: without a Stripe connection it answers 404 naming what is not configured.
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../domain/errors';
@@ -35,12 +36,25 @@ export default async function stripeEventRoutes(app: FastifyInstance): Promise<v
       throw new ApiError(code, error.message, { param: 'Stripe-Signature' });
     }
     const result = await receiveStripeEvent(
-      { db: app.deps.db, temporal: app.deps.temporal, readIntent: stripe.readIntent, config: app.deps.config },
+      {
+        db: app.deps.db,
+        temporal: app.deps.temporal,
+        readIntent: stripe.readIntent,
+        livemode: stripe.livemode ?? app.deps.provider.livemode,
+        config: app.deps.config,
+      },
       event,
     );
     if (result.status === 'unavailable') {
       request.log.warn({ event: event.id, type: event.type, note: result.note }, 'stripe event not delivered yet; Stripe will send it again');
       throw new ApiError('service_unavailable', 'The event could not be delivered yet; send it again.');
+    }
+    if (result.status === 'ignored' && result.foreign) {
+      // Acknowledged so Stripe stops sending it; logged, since it points at a misconfigured endpoint or a foreign account.
+      request.log.warn(
+        { event: event.id, type: event.type, account: event.account ?? null, livemode: event.livemode, note: result.note },
+        'stripe event ignored: not from where the payment was made',
+      );
     }
     return reply.status(200).send({ received: true, status: result.status });
   });

@@ -3,6 +3,10 @@
 // use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
 // sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
 // A full refund made at Stripe of a settled payment marks its order refunded (order.refunded once), signalling nothing.
+// An event is believed only from where the payment was made: an event of the other mode (test on a live
+// connection, or live on a test one) and an event from another account than the one the payment's charge
+// key is pinned to (store/charge-accounts.ts; absent `account`: the platform's) are acknowledged, recorded
+// as ignored with why, and change nothing.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import type { Database } from '../../store/database';
@@ -16,6 +20,8 @@ import {
 } from '../../adapters/provider/stripe/events';
 import type { ProviderNotice } from '../../adapters/provider/types';
 import { findOrderByTransaction, markOrderRefunded } from '../../store/orders';
+import { findChargeAccount } from '../../store/charge-accounts';
+import { findStoreStripeAccount } from '../../store/stores';
 import { orderObject } from '../../resources/order';
 import { emitEventOnce } from '../events/emit-once';
 import { deliverProviderNotice } from './notices';
@@ -28,13 +34,54 @@ export interface StripeEventDeps {
   temporal: Client;
   /** Reads a PaymentIntent's routing at Stripe (charge.refunded, review.closed carry no intent metadata). */
   readIntent: IntentReader;
+  /** The connection's mode: an event of the other mode is not ours to act on. */
+  livemode: boolean;
   deliveryWaitMs?: number;
   /** The task queue order.refunded's delivery starts on (without it the sweeper dispatches the event). */
   config?: { taskQueue?: string };
 }
 
-/** repeat: received before and already settled here; ignored: nothing to deliver; delivered: signaled now. */
-export type StripeEventResult = { status: 'repeat' | 'ignored' | 'delivered'; note: string | null } | { status: 'unavailable'; note: string };
+/**
+ * repeat: received before and already settled here; ignored: nothing to deliver (`foreign`: not from where
+ * the payment was made, worth a log line); delivered: signaled now.
+ */
+export type StripeEventResult =
+  { status: 'repeat' | 'ignored' | 'delivered'; note: string | null; foreign?: 'livemode' | 'account' } | { status: 'unavailable'; note: string };
+
+const modeOf = (livemode: boolean) => (livemode ? 'live' : 'test');
+const accountName = (account: string | null) => account ?? 'the platform account';
+
+/** Why an event of the other mode is ignored; null when its mode is the connection's. */
+function modeMismatch(deps: StripeEventDeps, event: Stripe.Event): string | null {
+  if (event.livemode === deps.livemode) return null;
+  return `a ${modeOf(event.livemode)}-mode event on a ${modeOf(deps.livemode)}-mode connection`;
+}
+
+/**
+ * Why a notice is not believed from the event's account; null when the account is the one the payment's
+ * charge key is pinned to (a key charged before pins existed: the store's account now).
+ */
+async function accountMismatch(db: Database, event: Stripe.Event, reading: EventReading | null): Promise<string | null> {
+  if (reading?.kind !== 'notice') return null;
+  const from = event.account ?? null;
+  if (!reading.storeId || !reading.chargeKey) return `the payment names no store or charge key of ours (event from ${accountName(from)})`;
+  const pin = await findChargeAccount(db, reading.storeId, reading.chargeKey);
+  const expected = pin ? pin.account : await findStoreStripeAccount(db, reading.storeId);
+  if (expected === from) return null;
+  return `the event comes from ${accountName(from)}, not from ${accountName(expected)} where the payment was made`;
+}
+
+/** An event recorded as ignored for `why` (a repeat answers the same). */
+async function ignoreForeign(
+  deps: StripeEventDeps,
+  event: Stripe.Event,
+  why: string,
+  intentId: string | null,
+  foreign: 'livemode' | 'account',
+): Promise<StripeEventResult> {
+  const record = await recordProviderEvent(deps.db, eventRecord(event, { kind: 'none', why, intentId }));
+  return { status: 'ignored', note: record.note, foreign };
+}
 
 function eventRecord(event: Stripe.Event, reading: EventReading | null): ProviderEventDoc {
   const deliver = reading?.kind === 'notice';
@@ -64,13 +111,19 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
   const id = `stripe:${event.id}`;
   const known = await findProviderEvent(deps.db, id);
   if (known && known.status !== 'delivering') return { status: 'repeat', note: known.note };
+  // Before any read: the other mode's intents cannot be read with this connection's key (that read's failure was a 503 forever).
+  const otherMode = modeMismatch(deps, event);
+  if (otherMode) return ignoreForeign(deps, event, otherMode, null, 'livemode');
   let reading: EventReading | null;
+  let otherAccount: string | null;
   try {
     reading = isHandledStripeEvent(event.type) ? await readStripeEvent(event, deps.readIntent) : null;
+    otherAccount = await accountMismatch(deps.db, event, reading);
   } catch (error) {
-    // The intent could not be read at Stripe: nothing is recorded, so the event's next delivery reads it again.
-    return { status: 'unavailable', note: `the payment could not be read at the provider: ${(error as Error).message}` };
+    // The intent could not be read at Stripe (or its pin here): nothing is recorded, so the event's next delivery reads it again.
+    return { status: 'unavailable', note: `the payment could not be read: ${(error as Error).message}` };
   }
+  if (otherAccount && reading?.kind === 'notice') return ignoreForeign(deps, event, otherAccount, reading.notice.transactionId, 'account');
   const record = known ?? (await recordProviderEvent(deps.db, eventRecord(event, reading)));
   if (record.status !== 'delivering') return { status: 'ignored', note: record.note };
   const notice = noticeOf(record, reading);

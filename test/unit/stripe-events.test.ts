@@ -5,7 +5,7 @@ import type Stripe from 'stripe';
 import { readStripeEvent, type IntentReader } from '../../adapters/provider/stripe/events';
 import { CONTENT_SECURITY_POLICY, contentSecurityPolicy } from '../../api/pages/content-security';
 
-const routing = { intentId: 'pi_1', notifyRef: 'checkout-session/cs_1', storeId: 'acct_store', pix: false };
+const routing = { intentId: 'pi_1', notifyRef: 'checkout-session/cs_1', storeId: 'acct_store', chargeKey: 'checkout/cs_1/1', pix: false };
 const reads: Array<[string, string | null]> = [];
 const reader: IntentReader = async (id, account) => {
   reads.push([id, account]);
@@ -27,6 +27,7 @@ describe('Stripe events as notices', () => {
     expect(await readStripeEvent(event('payment_intent.succeeded', intent()), reader)).toEqual({
       kind: 'notice',
       storeId: 'st_1',
+      chargeKey: 'checkout/cs_1/1',
       notice: { transactionId: 'pi_1', status: 'paid', code: null, message: null, notifyRef: 'checkout-session/cs_1', settledAt: 1_800_000_000 },
     });
   });

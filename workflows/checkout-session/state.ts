@@ -44,6 +44,8 @@ const UNKNOWN_ATTEMPTS_PATCH = 'checkout-unknown-attempts';
  * pending); patched runs keep the session open while the buyer authenticates (awaitAuthentication).
  */
 const AUTHENTICATION_PATCH = 'checkout-3ds-authentication';
+/** Runs begun before this asked again at once (a 1 ms timer) after a review end that had nothing to give back: a hot loop. */
+const REVIEW_END_BACKOFF_PATCH = 'checkout-review-end-backoff';
 /** When a closed session looks an attempt still unknown up again, counted from the close. */
 export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
 
@@ -145,6 +147,8 @@ export class LiveCheckoutSession {
   private readonly requests = new Map<number, PayInput>();
   /** 3-D Secure outcomes by transaction id, for attempts waiting for them (one per attempt, a handful per session). */
   private readonly authentications = new Map<string, ProviderNotice>();
+  /** Review ends that found nothing to give back yet (the payment still pending at the provider): the next waits longer. */
+  private reviewEndRounds = 0;
   /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
   private readonly resolutions: Promise<void>[] = [];
 
@@ -680,8 +684,7 @@ export class LiveCheckoutSession {
   /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */
   private async awaitReview(): Promise<Settlement | null> {
     const now = clockNow();
-    const wait =
-      this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : nextReviewCheckMs(this.paidAtMs, now) - now;
+    const wait = this.state.problem?.step === 'check_transaction' ? retryDelayMs(this.state.problem.failures) : this.nextReviewWaitMs(now);
     // Overdue on a test clock: asked now, since 1 ms past a clock that stopped here never comes (off a clock, as recorded).
     const arrived = await clockWait(() => this.notice !== null, Math.max(wait, onTestClock() ? 0 : 1));
     if (arrived && this.notice) return this.notice.status;
@@ -690,6 +693,16 @@ export class LiveCheckoutSession {
     const settled = settlementOf(found?.state ?? null);
     if (settled) return settled;
     return reviewWindowOver(this.paidAtMs, clockNow()) ? this.endReview() : null;
+  }
+
+  /**
+   * Daily, then at the window's end; past it, after an end that had nothing to give back, 5 minutes doubling
+   * up to a day (DESIGN.md principle 9: at most one look-up and one void a day from then on).
+   */
+  private nextReviewWaitMs(now: number): number {
+    const due = nextReviewCheckMs(this.paidAtMs, now) - now;
+    if (due > 0 || this.reviewEndRounds === 0 || !patched(REVIEW_END_BACKOFF_PATCH)) return due;
+    return retryDelayMs(this.reviewEndRounds);
   }
 
   /** The review window ran out: the payment counts as refused and is voided, unless the provider captured it meanwhile. */
@@ -703,7 +716,17 @@ export class LiveCheckoutSession {
     }
     // Nothing to give back: it settled just now; the provider's record says how.
     const found = await this.lookup(attempt);
-    return settlementOf(found?.state ?? null);
+    const settled = settlementOf(found?.state ?? null);
+    if (settled) return settled;
+    // Still pending (processing) or unknown at the provider: asked again after a growing wait, never at once.
+    this.reviewEndRounds++;
+    log.warn('review window over but nothing could be given back yet; asking again later', {
+      sessionId: this.sessionId,
+      key: attempt.key,
+      round: this.reviewEndRounds,
+      reason: back.reason,
+    });
+    return null;
   }
 
   private async settle(outcome: Settlement): Promise<void> {

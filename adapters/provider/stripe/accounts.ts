@@ -41,3 +41,20 @@ export class ConnectedAccounts {
 
 /** No connected accounts: every store's calls go to the platform account. */
 export const platformOnly: StripeAccountResolver = async () => null;
+
+/** The account a charge key is pinned to (kept by the process: store/charge-accounts.ts), and since when. */
+export interface PinnedAccount {
+  account: string | null;
+  pinnedAt: Date;
+}
+
+/**
+ * Where a charge key's account is pinned before its first request (first writer wins), so every later
+ * request under the key, and the events about its payment, go by the account the money was made under.
+ */
+export interface ChargeAccountPins {
+  /** Pins `account` unless the key has a pin; answers the pin that holds. */
+  pin(storeId: string, chargeKey: string, account: string | null): Promise<PinnedAccount>;
+  /** The key's pin; null when no request under it was made since pins exist. */
+  find(storeId: string, chargeKey: string): Promise<PinnedAccount | null>;
+}

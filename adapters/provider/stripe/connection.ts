@@ -23,10 +23,10 @@ import type {
   SaveCardResult,
   TransactionInfo,
 } from '../types';
-import { ConnectedAccounts, platformOnly, type StripeAccountResolver } from './accounts';
+import { ConnectedAccounts, platformOnly, type ChargeAccountPins, type StripeAccountResolver } from './accounts';
 import { createStripeClient, withSignal } from './client';
 import type { StripeConfig } from './config';
-import { isRefusal, requestOptions, stripeIdempotencyKey, type StripeContext } from './context';
+import { isRefusal, requestOptions, stripeIdempotencyKey, underChargeAccount, type StripeContext } from './context';
 import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, transactionOf, type IntentMetadata } from './intents';
 import { findIntentByKey } from './lookup';
 
@@ -34,6 +34,8 @@ export interface StripeConnectionOptions {
   config: Pick<StripeConfig, 'secretKey' | 'apiUrl' | 'livemode'>;
   /** The store's connected account (acct_…); without it every call is on the platform account. */
   accountOf?: StripeAccountResolver;
+  /** Where each charge key's account is pinned before its first request; without it a key follows the store's account of the moment. */
+  chargeAccounts?: ChargeAccountPins;
   /** A client of one's own (tests); by default one against config.apiUrl. */
   client?: Stripe;
 }
@@ -45,24 +47,30 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
   const ctx: StripeContext = {
     stripe: options.client ?? createStripeClient(options.config),
     accounts: new ConnectedAccounts(options.accountOf ?? platformOnly),
+    pins: options.chargeAccounts,
   };
+  // Requests that may create the key's payment pin its account first; the rest ask under the pin.
+  const charging = <T>(input: { storeId: string; idempotencyKey: string }, call: () => Promise<T>) =>
+    underChargeAccount(ctx, { storeId: input.storeId, chargeKey: input.idempotencyKey, pinFirst: true }, call);
+  const asking = <T>(storeId: string, chargeKey: string, call: () => Promise<T>) =>
+    underChargeAccount(ctx, { storeId, chargeKey, pinFirst: false }, call);
   return {
     livemode: options.config.livemode,
     registerCustomer: (input) => registerCustomer(ctx, input),
     tokenizeCard: async () => CARD_FIELDS_ONLY,
     saveCard: (input) => saveCard(ctx, input),
-    setupCard: (input) => withSignal(input.signal, () => setupCard(ctx, input)),
+    setupCard: (input) => withSignal(input.signal, () => charging(input, () => setupCard(ctx, input))),
     readSetup: (input) => readSetup(ctx, input),
-    chargeSavedCard: (input) => withSignal(input.signal, () => chargeSavedCard(ctx, input)),
-    chargeCard: (input) => withSignal(input.signal, () => chargeCard(ctx, input)),
-    createPix: (input) => withSignal(input.signal, () => createPix(ctx, input)),
+    chargeSavedCard: (input) => withSignal(input.signal, () => charging(input, () => chargeSavedCard(ctx, input))),
+    chargeCard: (input) => withSignal(input.signal, () => charging(input, () => chargeCard(ctx, input))),
+    createPix: (input) => withSignal(input.signal, () => charging(input, () => createPix(ctx, input))),
     // Stripe settles payments itself and tells us by its events; only the test connection's buttons settle.
     settle: async () => ({ ok: false, reason: 'Stripe settles payments itself: its events arrive at POST /providers/stripe/events' }),
     getTransaction: (input) => getTransaction(ctx, input),
-    lookupCharge: (input) => lookupCharge(ctx, input),
-    refundCharge: (input) => refundCharge(ctx, input),
-    closeAuthentication: (input) => closeAuthentication(ctx, input),
-    cancelPending: (input) => cancelPending(ctx, input),
+    lookupCharge: (input) => asking(input.storeId, input.idempotencyKey, () => lookupCharge(ctx, input)),
+    refundCharge: (input) => asking(input.storeId, input.chargeKey, () => refundCharge(ctx, input)),
+    closeAuthentication: (input) => asking(input.storeId, input.chargeKey, () => closeAuthentication(ctx, input)),
+    cancelPending: (input) => asking(input.storeId, input.chargeKey, () => cancelPending(ctx, input)),
   };
 }
 

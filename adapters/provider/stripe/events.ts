@@ -23,6 +23,8 @@ export interface IntentRouting {
   intentId: string;
   notifyRef: string | null;
   storeId: string | null;
+  /** The charge key the payment was made under: its pinned account is the only one whose events are believed. */
+  chargeKey: string | null;
   pix: boolean;
 }
 
@@ -59,13 +61,15 @@ export function routingOfIntent(intent: Pick<Stripe.PaymentIntent, 'id' | 'metad
     intentId: intent.id,
     notifyRef: metadata.notify_ref || null,
     storeId: metadata.store_id || null,
+    chargeKey: metadata.charge_key || null,
     pix: (intent.payment_method_types ?? []).includes('pix'),
   };
 }
 
 /** What an event means for a waiting workflow: a notice, or nothing to deliver (with why). */
 export type EventReading =
-  { kind: 'notice'; notice: ProviderNotice; storeId: string | null; refund?: ChargeRefund } | { kind: 'none'; why: string; intentId: string | null };
+  | { kind: 'notice'; notice: ProviderNotice; storeId: string | null; chargeKey: string | null; refund?: ChargeRefund }
+  | { kind: 'none'; why: string; intentId: string | null };
 
 /** What charge.refunded says of the money given back (minor units), so a settled order can be marked refunded. */
 export interface ChargeRefund {
@@ -78,7 +82,7 @@ const idOf = (value: string | { id: string } | null | undefined): string | null 
 function notice(routing: IntentRouting, status: SettlementStatus, code: string | null, message: string | null, at: number): EventReading {
   if (!routing.notifyRef) return { kind: 'none', why: 'the payment names no waiting workflow (metadata.notify_ref)', intentId: routing.intentId };
   const settled: ProviderNotice = { transactionId: routing.intentId, status, code, message, notifyRef: routing.notifyRef, settledAt: at };
-  return { kind: 'notice', notice: settled, storeId: routing.storeId };
+  return { kind: 'notice', notice: settled, storeId: routing.storeId, chargeKey: routing.chargeKey };
 }
 
 /** A failed intent: its decline code; a PIX that was not paid in time is expired rather than refused. */

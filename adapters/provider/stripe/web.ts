@@ -14,6 +14,8 @@ export interface StripeWebSettings {
   /** STRIPE_JS_URL: where the page loads Stripe.js from (its origin joins the page's CSP). */
   jsUrl: string;
   readIntent: IntentReader;
+  /** The connection's mode (its secret key's): events of the other mode are ignored. Absent: the store connection's. */
+  livemode?: boolean;
   /** What the hosted page shows of a pending payment: a 3-D Secure client secret, a PIX QR code. */
   readPagePayment: PagePaymentReader;
   /** The renewal a buyer confirms in the portal (3-D Secure); absent: the portal has nothing to confirm with. */
@@ -103,6 +105,7 @@ export function stripeWebSettings(env: NodeJS.ProcessEnv = process.env): StripeW
     publishableKey: config.publishableKey,
     jsUrl: config.jsUrl,
     readIntent: intentReader(client),
+    livemode: config.livemode,
     readPagePayment: pagePaymentReader(client),
     readRenewalPayment: renewalPaymentReader(client),
   };

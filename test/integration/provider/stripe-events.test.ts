@@ -3,7 +3,10 @@
 // recorded), a signed payment_intent.succeeded reaches the waiting checkout session as its provider
 // notice (a PIX pending at the test connection is paid by it), a repeated event id is recorded and
 // delivered once, unhandled types are acknowledged, an unreadable intent answers 503 and records nothing,
-// and a process without a Stripe connection answers 404.
+// and a process without a Stripe connection answers 404. Where an event comes from: one of the other mode
+// (live on this test connection) is 200 and ignored, even when its intent cannot be read here (it was
+// 503 on every retry); one from another connected account than the one the payment's charge key is
+// pinned to is 200 and ignored (the session stays pending), whatever the store's account is now.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
@@ -12,7 +15,9 @@ import { createTestConnection } from '../../../adapters/provider/test-connection
 import type { IntentReader } from '../../../adapters/provider/stripe/events';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { findProviderEvent } from '../../../store/provider-events';
-import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
+import { pinChargeAccount } from '../../../store/charge-accounts';
+import { collections } from '../../../store/collections';
+import { checkoutAttemptKey, checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
 import { freePort } from '../../../temporal-dev/servers';
 import type { TestStore } from '../../support/api';
 import {
@@ -222,5 +227,83 @@ describe('notices', () => {
     expect(res.status).toBe(503);
     expect(res.body.error).toMatchObject({ code: 'service_unavailable' });
     expect(await recorded(event.id)).toBeNull();
+  });
+});
+
+describe('where the event comes from', () => {
+  const sessionOf = (id: string) => findCheckoutSession(stack.mongo.db, store.store._id, id);
+  const setStoreAccount = (account: string | null) =>
+    collections(stack.mongo.db).stores.updateOne({ _id: store.store._id }, { $set: { stripe_account: account } });
+
+  test('a live-mode event on this test-mode connection is 200 and ignored: the pending PIX stays pending, and an unreadable intent is no 503', async () => {
+    const { id, transactionId } = await pendingPix();
+    const key = checkoutAttemptKey(id, 1);
+    const paid = stripeEvent(
+      'payment_intent.succeeded',
+      intent(transactionId, checkoutSessionWorkflowId(id), {
+        metadata: { notify_ref: checkoutSessionWorkflowId(id), store_id: store.store._id, charge_key: key },
+      }),
+      {
+        livemode: true,
+      },
+    );
+    expect(await sendSigned(paid)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    expect(await recorded(paid.id)).toMatchObject({ status: 'ignored', livemode: true });
+    expect((await recorded(paid.id))!.note).toContain('live-mode event on a test-mode connection');
+    // Stripe answers a read of the other mode's intent with "No such payment_intent": it was 503 on every retry.
+    readIntent = async (intentId) => {
+      throw new Error(`No such payment_intent: '${intentId}'; a similar object exists in live mode`);
+    };
+    const review = stripeEvent(
+      'review.closed',
+      { id: 'prv_live', object: 'review', reason: 'approved', payment_intent: transactionId },
+      { livemode: true },
+    );
+    expect(await sendSigned(review)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    expect(await sendSigned(review)).toMatchObject({ status: 200, body: { status: 'repeat' } });
+    expect((await sessionOf(id))!.payment_status).toBe('pending');
+  });
+
+  test("another connected account's signed event is 200 and ignored: no state change, the session stays pending", async () => {
+    const { id, transactionId } = await pendingPix();
+    const metadata = { notify_ref: checkoutSessionWorkflowId(id), store_id: store.store._id, charge_key: checkoutAttemptKey(id, 1) };
+    const foreign = stripeEvent('payment_intent.succeeded', intent(transactionId, metadata.notify_ref, { metadata }), {
+      account: 'acct_1Foreign0Account',
+    });
+    expect(await sendSigned(foreign)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    expect(await recorded(foreign.id)).toMatchObject({ status: 'ignored', account: 'acct_1Foreign0Account', notify_ref: null });
+    const refunded = stripeEvent(
+      'charge.refunded',
+      { id: 'ch_foreign', object: 'charge', amount: 19700, amount_refunded: 19700, payment_intent: transactionId, metadata },
+      { account: 'acct_1Foreign0Account' },
+    );
+    expect(await sendSigned(refunded)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+    expect((await sessionOf(id))!.payment_status).toBe('pending');
+  });
+
+  test("an event is believed from the account the charge key was pinned to, not the store's account now", async () => {
+    const { id, transactionId } = await pendingPix();
+    const metadata = { notify_ref: checkoutSessionWorkflowId(id), store_id: store.store._id, charge_key: checkoutAttemptKey(id, 1) };
+    await pinChargeAccount(stack.mongo.db, store.store._id, metadata.charge_key, 'acct_1Charged0Here');
+    await setStoreAccount('acct_1Moved0Since');
+    try {
+      const fromNow = stripeEvent('payment_intent.succeeded', intent(transactionId, metadata.notify_ref, { metadata }), {
+        account: 'acct_1Moved0Since',
+      });
+      expect(await sendSigned(fromNow)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+      const fromPlatform = stripeEvent('payment_intent.succeeded', intent(transactionId, metadata.notify_ref, { metadata }));
+      expect(await sendSigned(fromPlatform)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+      expect((await sessionOf(id))!.payment_status).toBe('pending');
+      const fromCharged = stripeEvent('payment_intent.succeeded', intent(transactionId, metadata.notify_ref, { metadata }), {
+        account: 'acct_1Charged0Here',
+      });
+      expect(await sendSigned(fromCharged)).toMatchObject({ status: 200, body: { status: 'delivered' } });
+      await waitFor(async () => ((await sessionOf(id))?.payment_status === 'paid' ? true : null), {
+        timeoutMs: 20_000,
+        description: 'the session paid by the event from the pinned account',
+      });
+    } finally {
+      await setStoreAccount(null);
+    }
   });
 });
