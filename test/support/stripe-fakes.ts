@@ -36,7 +36,9 @@ export interface StartStripeFakeOptions {
 export async function startStripeMock(options: StartStripeFakeOptions = {}): Promise<RunningStripeFake> {
   const port = options.port ?? (await freePort());
   const logFile = join(mkdtempSync(join(tmpdir(), 'stripe-mock-')), 'stripe-mock.log');
-  const group = spawnGroup('stripe-mock', toolPath('stripe-mock'), ['-http-addr', `127.0.0.1:${port}`], { logFile });
+  // Its HTTPS listener defaults to :12112: a port of the system's choosing lets two test files run one each.
+  const addresses = ['-http-addr', `127.0.0.1:${port}`, '-https-addr', '127.0.0.1:'];
+  const group = spawnGroup('stripe-mock', toolPath('stripe-mock'), addresses, { logFile });
   return running(group, port, logFile, options.readyTimeoutMs ?? 30_000);
 }
 
