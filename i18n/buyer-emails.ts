@@ -1,4 +1,4 @@
-// The buyer e-mails (purchase confirmation, cancellation e-mail) in the ten languages: the language a
+// The buyer e-mails (purchase confirmation, cancellation e-mail, refund e-mail) in the ten languages: the language a
 // buyer gets and the rendering of subject, plain text and HTML from the facts, in the words of
 // i18n/<language>.ts. Pure: services/buyer-emails.ts gathers the facts and sends.
 import type { BillingCycle } from '../domain/billing-periods';
@@ -89,6 +89,14 @@ export interface CancellationFacts extends MailFacts {
   subscriptionId: string;
 }
 
+export interface RefundFacts extends MailFacts {
+  product: string;
+  /** What this refund gave back (minor units). */
+  amount: number;
+  currency: string;
+  orderId: string;
+}
+
 export interface RenderedMail {
   subject: string;
   text: string;
@@ -157,4 +165,17 @@ export function renderCancellationEmail(facts: CancellationFacts): RenderedMail 
   if (facts.period) rows.push(['period', periodText(facts, facts.period, facts.canceledAt)]);
   rows.push(['subscription', facts.subscriptionId]);
   return compose(facts, subject, intro, rows);
+}
+
+/** The refund e-mail: what was given back of which order (a whole or a partial refund). */
+export function renderRefundEmail(facts: RefundFacts): RenderedMail {
+  const { language } = facts;
+  const amount = formatMoney(facts.amount, facts.currency, language);
+  const subject = emailText(language, 'refund_subject', { product: facts.product, amount });
+  const intro = emailText(language, 'intro_refund', { store: facts.storeName, amount });
+  return compose(facts, subject, intro, [
+    ['product', facts.product],
+    ['refunded', amount],
+    ['order', facts.orderId],
+  ]);
 }

@@ -26,6 +26,7 @@ import type { StripeConfig } from './config';
 import { isRefusal, requestOptions, stripeIdempotencyKey, type StripeContext } from './context';
 import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, transactionOf, type IntentMetadata } from './intents';
 import { findIntentByKey } from './lookup';
+import { createRefund, findRefundByKey } from './refunds';
 
 export interface StripeConnectionOptions {
   config: Pick<StripeConfig, 'secretKey' | 'apiUrl' | 'livemode'>;
@@ -56,6 +57,8 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     getTransaction: (input) => getTransaction(ctx, input),
     lookupCharge: (input) => lookupCharge(ctx, input),
     refundCharge: (input) => refundCharge(ctx, input),
+    refund: (input) => withSignal(input.signal, () => createRefund(ctx, input)),
+    lookupRefund: (input) => findRefundByKey(ctx, input),
   };
 }
 
