@@ -35,7 +35,13 @@ export default async function stripeEventRoutes(app: FastifyInstance): Promise<v
       throw new ApiError(code, error.message, { param: 'Stripe-Signature' });
     }
     const result = await receiveStripeEvent(
-      { db: app.deps.db, temporal: app.deps.temporal, readIntent: stripe.readIntent, config: app.deps.config },
+      {
+        db: app.deps.db,
+        temporal: app.deps.temporal,
+        readIntent: stripe.readIntent,
+        readChargeRefunds: stripe.readChargeRefunds,
+        config: app.deps.config,
+      },
       event,
     );
     if (result.status === 'unavailable') {
