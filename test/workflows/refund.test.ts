@@ -2,7 +2,7 @@
 // connection's ledger behind a provider that loses answers: a refund whose answer was lost (the provider
 // made it, the call failed as a timeout would) is looked up by its key on the retry and never made twice;
 // a refund the provider answers pending is asked again by key on a doubling wait (skipped here) until it
-// is refunded; a refund the provider refuses leaves the order as it was. Time skipping is global to the
+// is refunded, and past its bounded checks fails visibly; a refund the provider refuses leaves the order as it was. Time skipping is global to the
 // environment, so these run serially.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
@@ -13,6 +13,7 @@ import { newId } from '../../domain/ids';
 import { insertOrderOnce, ordersCollection, type OrderDoc } from '../../store/orders';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
+import { PENDING_REFUND_CHECKS } from '../../domain/refunds';
 import type { RefundWorkflowInput, RefundWorkflowResult } from '../../workflows/refund/messages';
 import { refundWorkflowId } from '../../workflows/refund/messages';
 import { INPUT_VERSION } from '../../workflows/lib/input-version';
@@ -170,4 +171,17 @@ test('a refund the provider refuses (more than the charge has left) fails and le
   expect(result).toMatchObject({ status: 'failed', code: 'amount_too_large' });
   expect(await ordersCollection(mongo.db).findOne({ _id: order._id })).toMatchObject({ status: 'paid' });
   expect((await ledgerCharge(transactionId))!.refunds ?? []).toHaveLength(0);
+});
+
+test(`a refund still pending after ${PENDING_REFUND_CHECKS} checks (about seven weeks) fails its workflow visibly, never left waiting forever`, async () => {
+  const { order, transactionId } = await paidOrder(3_000);
+  Object.assign(calls, { refund: 0, lookup: 0 });
+  behaviour = { loseFirstAnswer: false, pendingLookups: Number.MAX_SAFE_INTEGER };
+  const failure = await runRefund(order, transactionId, 3_000).catch((error: unknown) => error);
+  expect(String((failure as { cause?: { message?: string } }).cause?.message)).toContain(
+    `still pending at the provider after ${PENDING_REFUND_CHECKS} checks`,
+  );
+  expect(calls).toEqual({ refund: 1, lookup: PENDING_REFUND_CHECKS });
+  // Not counted on the order: the refund is not known to have reached the buyer.
+  expect(await ordersCollection(mongo.db).findOne({ _id: order._id })).toMatchObject({ status: 'paid' });
 });

@@ -593,7 +593,7 @@ describe('reading and giving back by key', () => {
     accepted();
   });
 
-  it('the events endpoint reads a charge’s refunds by GET /v1/refunds?charge= under the event’s account', async () => {
+  it(`the events endpoint reads a charge’s refunds by GET /v1/refunds?charge= under the event’s account, at most ${REFUND_LOOKUP_PAGES} pages`, async () => {
     const client = createStripeClient({ secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: recorder.url });
     const refunds = await chargeRefundsReader(client)('ch_contract', ACCOUNT);
     expect(refunds.length).toBeGreaterThan(0);
@@ -602,5 +602,10 @@ describe('reading and giving back by key', () => {
     expect(list.query.get('charge')).toBe('ch_contract');
     expect(list.headers['stripe-account']).toBe(ACCOUNT);
     accepted();
+    recorder.clear();
+    // Past its bound the list cannot be read whole: thrown (the event answers 503), never a short list.
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/refunds' && sent.method === 'GET' ? { ...(json as object), has_more: true } : json));
+    await expect(chargeRefundsReader(client)('ch_contract', null)).rejects.toThrow(/cannot be read whole/);
+    expect(only('GET', '/v1/refunds')).toHaveLength(REFUND_LOOKUP_PAGES);
   });
 });
