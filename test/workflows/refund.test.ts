@@ -19,6 +19,7 @@ import { refundWorkflowId } from '../../workflows/refund/messages';
 import { INPUT_VERSION } from '../../workflows/lib/input-version';
 import { testMongo, uniqueTaskQueue, type TestMongo } from '../support/env';
 import { registerSearchAttributes } from '../support/search-attributes';
+import { recordHistory } from '../support/histories';
 
 const STORE = 'st_refundwf';
 let env: TestWorkflowEnvironment;
@@ -108,7 +109,8 @@ async function paidOrder(amount: number): Promise<{ order: OrderDoc; transaction
   return { order, transactionId: charged.transactionId };
 }
 
-async function runRefund(order: OrderDoc, transactionId: string, amount: number): Promise<RefundWorkflowResult> {
+/** Runs the refund to its end; `record` names its history for test/workflows/histories (RECORD_HISTORIES=1). */
+async function runRefund(order: OrderDoc, transactionId: string, amount: number, record?: string): Promise<RefundWorkflowResult> {
   const taskQueue = uniqueTaskQueue('refund-wf');
   const worker: Worker = await createBillingWorker({
     connection: env.nativeConnection,
@@ -131,9 +133,10 @@ async function runRefund(order: OrderDoc, transactionId: string, amount: number)
     madeAtProvider: null,
     createdAt: Date.now(),
   };
-  return worker.runUntil(
-    env.client.workflow.execute('refundWorkflow', { taskQueue, workflowId: refundWorkflowId(STORE, input.refundId), args: [input] }),
-  );
+  const workflowId = refundWorkflowId(STORE, input.refundId);
+  const result = await worker.runUntil(env.client.workflow.execute('refundWorkflow', { taskQueue, workflowId, args: [input] }));
+  if (record) await recordHistory(env.client, workflowId, record);
+  return result;
 }
 
 const ledgerCharge = (transactionId: string) =>
@@ -143,7 +146,7 @@ test('an answer lost after the provider refunded is looked up by the refund key 
   const { order, transactionId } = await paidOrder(10_000);
   Object.assign(calls, { refund: 0, lookup: 0 });
   behaviour = { loseFirstAnswer: true, pendingLookups: 0 };
-  const result = await runRefund(order, transactionId, 2_500);
+  const result = await runRefund(order, transactionId, 2_500, 'refund-lost-answer-looked-up');
   expect(result).toMatchObject({ status: 'succeeded', amount: 2_500, eventType: 'order.partially_refunded' });
   // One refund request: the retry found it by its key instead of asking again.
   expect(calls).toEqual({ refund: 1, lookup: 1 });
@@ -157,7 +160,7 @@ test('a refund the provider answers pending is asked again by key, waiting longe
   const { order, transactionId } = await paidOrder(10_000);
   Object.assign(calls, { refund: 0, lookup: 0 });
   behaviour = { loseFirstAnswer: false, pendingLookups: 2 };
-  const result = await runRefund(order, transactionId, 10_000);
+  const result = await runRefund(order, transactionId, 10_000, 'refund-pending-asked-again');
   expect(result).toMatchObject({ status: 'succeeded', eventType: 'order.refunded', order: { status: 'refunded', amount_refunded: 10_000 } });
   expect(calls).toEqual({ refund: 1, lookup: 3 });
   expect((await ledgerCharge(transactionId))!.refunds).toHaveLength(1);
@@ -167,7 +170,7 @@ test('a refund the provider refuses (more than the charge has left) fails and le
   const { order, transactionId } = await paidOrder(1_000);
   Object.assign(calls, { refund: 0, lookup: 0 });
   behaviour = { loseFirstAnswer: false, pendingLookups: 0 };
-  const result = await runRefund(order, transactionId, 1_001);
+  const result = await runRefund(order, transactionId, 1_001, 'refund-refused-by-provider');
   expect(result).toMatchObject({ status: 'failed', code: 'amount_too_large' });
   expect(await ordersCollection(mongo.db).findOne({ _id: order._id })).toMatchObject({ status: 'paid' });
   expect((await ledgerCharge(transactionId))!.refunds ?? []).toHaveLength(0);
