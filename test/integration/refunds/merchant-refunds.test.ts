@@ -1,12 +1,13 @@
 // What this tests: refunds a merchant starts (`npm run admin -- orders refund`) through the real servers
 // (FerretDB, Temporal, a worker, the API, Mailpit) and the built-in test connection: a partial refund then
 // the rest (the order's amount_refunded and status, the test connection's ledger), an amount over what
-// remains refused with a typed error and nothing moved, order.partially_refunded and order.refunded each
+// remains refused with a typed error and nothing moved (by our check, and by the provider when a refund
+// was made there meanwhile), order.partially_refunded and order.refunded each
 // emitted once, one refund e-mail per refund at Mailpit, and a subscription's purchase refunded without
 // canceling the subscription unless --cancel asks.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { runAdmin } from '../../../admin/cli';
-import { TEST_CHARGES_COLLECTION, type TestChargeDoc } from '../../../adapters/provider/test-connection';
+import { createTestConnection, TEST_CHARGES_COLLECTION, type TestChargeDoc } from '../../../adapters/provider/test-connection';
 import { ordersCollection, type OrderDoc } from '../../../store/orders';
 import { checkoutSessionWorkflowId } from '../../../workflows/checkout-session/messages';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
@@ -23,6 +24,7 @@ import {
 } from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
 import { mailpitMessage, messagesTo } from '../../support/mailpit';
+import { formatMoney as emailMoney } from '../../../i18n/format';
 
 let stack: CheckoutStack;
 let store: TestStore;
@@ -141,8 +143,8 @@ describe('a refund the merchant starts, through the test connection', () => {
     );
     expect(mails).toHaveLength(2);
     const texts = await Promise.all(mails.map(async (mail) => (await mailpitMessage(mail.ID)).Text));
-    expect(texts.some((text) => text.includes('R$ 50,00') || text.includes('R$\u00a050,00'))).toBe(true);
-    expect(texts.every((text) => text.includes(`Pedido: ${order._id}`) || text.includes(order._id))).toBe(true);
+    for (const amount of [5_000, 14_700]) expect(texts.some((text) => text.includes(`Reembolsado: ${emailMoney(amount, 'brl', 'pt')}`))).toBe(true);
+    expect(texts.every((text) => text.includes(`Pedido: ${order._id}`) && text.includes('Photography Course'))).toBe(true);
   });
 
   test('an amount that is not a positive integer, and an unknown order, are refused typed before anything starts', async () => {
@@ -151,6 +153,25 @@ describe('a refund the merchant starts, through the test connection', () => {
     expect((await refund(order._id, '--amount', '12.5')).body).toMatchObject({ code: 'parameter_invalid', param: 'amount' });
     expect((await refund('ord_doesnotexist')).body).toMatchObject({ code: 'resource_missing' });
     expect(await getOrder(order._id)).toMatchObject({ status: 'paid', amount_refunded: 0 });
+  });
+  test('a refund the provider refuses (more than it has left, after a refund made there meanwhile) is refund_amount_too_large; the order is unchanged', async () => {
+    const { order } = await purchase();
+    const transactionId = order.external_order_id!;
+    // Given back at the provider behind our back: our order still shows 19,700 to refund, the provider 4,700.
+    const meanwhile = await createTestConnection({ db: stack.mongo.db }).refund({
+      storeId: store.store._id,
+      transactionId,
+      amount: 15_000,
+      refundKey: 'outside/1',
+      reason: null,
+    });
+    expect(meanwhile).toMatchObject({ status: 'refunded' });
+    const refused = await refund(order._id, '--amount', '5000');
+    expect(refused.code).toBe(1);
+    expect(refused.body).toMatchObject({ code: 'refund_amount_too_large', param: 'amount' });
+    expect(refused.body.error).toContain('The provider refused the refund');
+    expect(await getOrder(order._id)).toMatchObject({ status: 'paid', amount_refunded: 0 });
+    expect((await ledgerCharge(transactionId))!.amount_refunded).toBe(15_000);
   });
 });
 
