@@ -2,7 +2,7 @@
 // refunded otherwise), its event emitted once per refund (order.refunded or order.partially_refunded), and,
 // when the merchant asked, the order's subscription canceled. Called by the refund workflow's activities.
 import type { Client } from '@temporalio/client';
-import { orderObject, type OrderObject } from '../../resources/order';
+import { orderObject } from '../../resources/order';
 import { refundEventType } from '../../domain/refunds';
 import { applyOrderRefund } from '../../store/orders';
 import { findSubscription } from '../../store/subscriptions';
@@ -21,7 +21,9 @@ export interface RefundRecordDeps extends EventDeps {
 
 export interface RecordedRefund {
   eventType: 'order.refunded' | 'order.partially_refunded';
-  order: OrderObject;
+  /** The order after the refund: its status and amount_refunded (never the buyer's data: this goes to Temporal). */
+  orderStatus: string;
+  amountRefunded: number;
 }
 
 /** Counts the refund on its order (once per refund id) and emits its event once (keyed by the refund). */
@@ -39,7 +41,7 @@ export async function recordRefund(
   const eventType = refundEventType(applied.entry.amount_refunded_after, applied.order.amount_total);
   const order = orderObject(applied.order);
   await emitEventOnce(deps, `${input.refundId}:${eventType}`, { storeId: input.storeId, type: eventType, object: order, request: null });
-  return { eventType, order };
+  return { eventType, orderStatus: order.status, amountRefunded: order.amount_refunded };
 }
 
 /** The subscription the merchant asked to cancel with the refund: canceled now (false when it already ended or is gone). */

@@ -89,8 +89,8 @@ function refundObject(input: RefundWorkflowInput, result: RefundWorkflowResult |
     provider_refund: done?.providerRefundId ?? null,
     failure_code: failed?.code ?? null,
     failure_message: failed?.message ?? null,
-    order_status: done?.order.status ?? null,
-    order_amount_refunded: done?.order.amount_refunded ?? null,
+    order_status: done?.orderStatus ?? null,
+    order_amount_refunded: done?.amountRefunded ?? null,
     subscription_canceled: done?.subscriptionCanceled ?? false,
     created: Math.floor(input.createdAt / 1000),
   };

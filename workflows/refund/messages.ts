@@ -2,7 +2,6 @@
 // the provider key a refund is made under and the `state` query.
 import { defineQuery } from '@temporalio/workflow';
 import type { VersionedInput } from '../lib/input-version';
-import type { OrderObject } from '../../resources/order';
 
 export const refundWorkflowId = (storeId: string, refundId: string) => `refund/${storeId}/${refundId}`;
 
@@ -37,7 +36,9 @@ export type RefundWorkflowResult =
       providerRefundId: string | null;
       amount: number;
       eventType: 'order.refunded' | 'order.partially_refunded';
-      order: OrderObject;
+      /** The order after this refund (ids and amounts only: the buyer's data stays in MongoDB). */
+      orderStatus: string;
+      amountRefunded: number;
       subscriptionCanceled: boolean;
     }
   | { status: 'failed'; refundId: string; amount: number; code: string; message: string };

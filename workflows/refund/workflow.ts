@@ -83,6 +83,6 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
     subscriptionCanceled,
   };
   state.phase = 'done';
-  showProgress('succeeded', `Refunded ${money(input.amount, input.currency)}: order ${recorded.order.id} ${recorded.order.status}`, input);
+  showProgress('succeeded', `Refunded ${money(input.amount, input.currency)}: order ${input.orderId} ${recorded.orderStatus}`, input);
   return state.result;
 }
