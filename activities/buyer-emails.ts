@@ -5,10 +5,12 @@ import {
   sendPaymentConfirmation,
   sendRenewalAuthenticationRequest,
   type AuthenticationRequestInput,
+  sendRefundEmail,
   type BuyerEmailDeps,
   type BuyerEmailOutcome,
   type CancellationEmailInput,
   type PaymentConfirmationInput,
+  type RefundEmailInput,
 } from '../services/buyer-emails';
 
 export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
@@ -16,6 +18,10 @@ export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
     /** The store's purchase confirmation for a paid order (checkout purchase, subscription cycle, charge). */
     async sendPaymentConfirmation(input: PaymentConfirmationInput): Promise<BuyerEmailOutcome> {
       return sendPaymentConfirmation(deps, input);
+    },
+    /** The refund e-mail: what a refund gave back of an order (one per refund). */
+    async sendRefundEmail(input: RefundEmailInput): Promise<BuyerEmailOutcome> {
+      return sendRefundEmail(deps, input);
     },
     /** The cancellation e-mail of a subscription canceled by the store (dashboard, DELETE /v1/subscriptions/{id}). */
     // Registered under its old activity name: recorded histories and running workflows call it so.

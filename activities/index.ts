@@ -11,6 +11,7 @@ import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
 import { createBuyerEmailActivities } from './buyer-emails';
 import { createTestClockActivities } from './test-clocks';
+import { createRefundActivities } from './refunds';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 import { buyerEmailCapsFrom, portalUrlFromEnv, type BuyerEmailCaps } from '../services/buyer-emails';
@@ -52,6 +53,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createChargeActivities(deps),
     ...createUsageActivities(deps),
     ...createTestClockActivities(deps),
+    ...createRefundActivities(deps),
     ...createBuyerEmailActivities({
       db,
       mailer: deps.mailer ?? mailerFromEnv(),

@@ -5,6 +5,7 @@ import { connectDatabase, type DatabaseConnection } from '../store/database';
 import { ensureIndexes } from '../store/indexes';
 import { commands, type CommandContext } from './commands';
 import { isEntryPoint } from '../adapters/entry-point';
+import { ApiError } from '../domain/errors';
 import { LISTEN_USAGE, runListen } from './listen';
 
 function usage(): string {
@@ -56,7 +57,9 @@ export async function runAdmin(
     return { code: 0, output: json ? JSON.stringify(result, null, 2) : command.format(result) };
   } catch (error) {
     const message = (error as Error).message;
-    return { code: 1, output: json ? JSON.stringify({ error: message }) : `error: ${message}` };
+    // A refusal typed by a service (ApiError) keeps its code and param, as the API would answer it.
+    const typed = error instanceof ApiError ? { code: error.code, type: error.type, param: error.param } : {};
+    return { code: 1, output: json ? JSON.stringify({ error: message, ...typed }) : `error: ${message}` };
   } finally {
     await database?.close();
   }

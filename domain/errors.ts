@@ -59,6 +59,9 @@ const CODES = {
   test_clock_advancing: [400, 'invalid_request_error'],
   test_clock_limit: [400, 'invalid_request_error'],
   test_payments_unavailable: [400, 'invalid_request_error'],
+  order_not_refundable: [400, 'invalid_request_error'],
+  refund_amount_too_large: [400, 'invalid_request_error'],
+  refund_failed: [400, 'invalid_request_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof CODES;

@@ -28,7 +28,9 @@ export type IdPrefix =
   | 'acct'
   | 'cpn'
   | 'bpt'
-  | 'clock';
+  | 'clock'
+  | 'rf'
+  | 're';
 
 function encodeTime(ms: number): string {
   let out = '';

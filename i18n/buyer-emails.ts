@@ -1,4 +1,4 @@
-// The buyer e-mails (purchase confirmation, cancellation e-mail) in the ten languages: the language a
+// The buyer e-mails (purchase confirmation, cancellation e-mail, refund e-mail) in the ten languages: the language a
 // buyer gets and the rendering of subject, plain text and HTML from the facts, in the words of
 // i18n/<language>.ts. Pure: services/buyer-emails.ts gathers the facts and sends.
 import type { BillingCycle } from '../domain/billing-periods';
@@ -97,6 +97,14 @@ export interface AuthenticationRequestFacts extends MailFacts {
   orderId: string;
   /** The capability link to the portal's confirmation page. */
   link: string;
+}
+
+export interface RefundFacts extends MailFacts {
+  product: string;
+  /** What this refund gave back (minor units). */
+  amount: number;
+  currency: string;
+  orderId: string;
 }
 
 export interface RenderedMail {
@@ -201,4 +209,17 @@ export function renderAuthenticationRequest(facts: AuthenticationRequestFacts): 
     ['order', facts.orderId],
   ];
   return compose(facts, subject, intro, rows, { label: emailText(language, 'authenticate_action'), url: facts.link });
+}
+
+/** The refund e-mail: what was given back of which order (a whole or a partial refund). */
+export function renderRefundEmail(facts: RefundFacts): RenderedMail {
+  const { language } = facts;
+  const amount = formatMoney(facts.amount, facts.currency, language);
+  const subject = emailText(language, 'refund_subject', { product: facts.product, amount });
+  const intro = emailText(language, 'intro_refund', { store: facts.storeName, amount });
+  return compose(facts, subject, intro, [
+    ['product', facts.product],
+    ['refunded', amount],
+    ['order', facts.orderId],
+  ]);
 }

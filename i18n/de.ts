@@ -157,6 +157,7 @@ export const de: Dictionary = {
   email: {
     payment_subject: 'Zahlung bestätigt: {product}, {amount} ({period})',
     cancel_subject: 'Abonnement gekündigt: {product}',
+    refund_subject: 'Erstattung: {amount}, {product}',
     greeting: 'Hallo,',
     greeting_named: 'Hallo {name},',
     intro_purchase: 'Vielen Dank für Ihren Einkauf bei {store}. Ihre Zahlung wurde bestätigt.',
@@ -164,6 +165,9 @@ export const de: Dictionary = {
     intro_charge: 'Eine Belastung Ihrer gespeicherten Karte bei {store} wurde genehmigt.',
     intro_usage: 'Ihre Nutzung bei {store} im unten genannten Zeitraum wurde Ihrer gespeicherten Karte belastet.',
     intro_cancel: 'Ihr Abonnement bei {store} wurde am {date} gekündigt. Es wird Ihnen nicht mehr berechnet.',
+    intro_refund:
+      '{store} hat Ihnen {amount} Ihrer Zahlung erstattet. Es kann einige Tage dauern, bis die Erstattung auf Ihrer Abrechnung erscheint.',
+    refunded: 'Erstattet',
     product: 'Produkt',
     amount: 'Betrag',
     period: 'Zeitraum',

@@ -149,10 +149,11 @@ export const PAGE_KEYS = [
   'amount',
 ] as const;
 
-/** The words of the buyer e-mails: the purchase confirmation and the cancellation e-mail. */
+/** The words of the buyer e-mails: the purchase confirmation, the cancellation e-mail and the refund e-mail. */
 export const EMAIL_KEYS = [
   'payment_subject',
   'cancel_subject',
+  'refund_subject',
   'greeting',
   'greeting_named',
   'intro_purchase',
@@ -160,6 +161,8 @@ export const EMAIL_KEYS = [
   'intro_charge',
   'intro_usage',
   'intro_cancel',
+  'intro_refund',
+  'refunded',
   'product',
   'amount',
   'period',

@@ -155,6 +155,7 @@ export const en: Dictionary = {
   email: {
     payment_subject: 'Payment confirmed: {product}, {amount} ({period})',
     cancel_subject: 'Subscription canceled: {product}',
+    refund_subject: 'Refund: {amount}, {product}',
     greeting: 'Hello,',
     greeting_named: 'Hello {name},',
     intro_purchase: 'Thank you for your purchase at {store}. Your payment was confirmed.',
@@ -162,6 +163,8 @@ export const en: Dictionary = {
     intro_charge: 'A charge on your saved card at {store} was approved.',
     intro_usage: 'Your usage at {store} in the period below was charged to your saved card.',
     intro_cancel: 'Your subscription at {store} was canceled on {date}. You will not be charged for it again.',
+    intro_refund: '{store} refunded {amount} of your payment. It may take a few days to appear on your statement.',
+    refunded: 'Refunded',
     product: 'Product',
     amount: 'Amount',
     period: 'Period',

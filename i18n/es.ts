@@ -152,6 +152,7 @@ export const es: Dictionary = {
   email: {
     payment_subject: 'Pago confirmado: {product}, {amount} ({period})',
     cancel_subject: 'Suscripción cancelada: {product}',
+    refund_subject: 'Reembolso: {amount}, {product}',
     greeting: 'Hola:',
     greeting_named: 'Hola, {name}:',
     intro_purchase: 'Gracias por tu compra en {store}. Tu pago fue confirmado.',
@@ -159,6 +160,8 @@ export const es: Dictionary = {
     intro_charge: 'Se aprobó un cargo en tu tarjeta guardada en {store}.',
     intro_usage: 'Tu consumo en {store} en el período indicado se cobró en tu tarjeta guardada.',
     intro_cancel: 'Tu suscripción en {store} se canceló el {date}. No se te volverá a cobrar por ella.',
+    intro_refund: '{store} reembolsó {amount} de tu pago. Puede tardar unos días en aparecer en tu extracto.',
+    refunded: 'Reembolsado',
     product: 'Producto',
     amount: 'Importe',
     period: 'Período',

@@ -158,6 +158,7 @@ export const fr: Dictionary = {
   email: {
     payment_subject: 'Paiement confirmé : {product}, {amount} ({period})',
     cancel_subject: 'Abonnement résilié : {product}',
+    refund_subject: 'Remboursement : {amount}, {product}',
     greeting: 'Bonjour,',
     greeting_named: 'Bonjour {name},',
     intro_purchase: 'Merci pour votre achat chez {store}. Votre paiement a été confirmé.',
@@ -165,6 +166,9 @@ export const fr: Dictionary = {
     intro_charge: 'Un prélèvement sur votre carte enregistrée chez {store} a été approuvé.',
     intro_usage: 'Votre consommation chez {store} sur la période ci-dessous a été débitée sur votre carte enregistrée.',
     intro_cancel: 'Votre abonnement chez {store} a été résilié le {date}. Il ne vous sera plus facturé.',
+    intro_refund:
+      '{store} vous a remboursé {amount} de votre paiement. Le remboursement peut prendre quelques jours pour apparaître sur votre relevé.',
+    refunded: 'Remboursé',
     product: 'Produit',
     amount: 'Montant',
     period: 'Période',

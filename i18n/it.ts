@@ -156,6 +156,7 @@ export const it: Dictionary = {
   email: {
     payment_subject: 'Pagamento confermato: {product}, {amount} ({period})',
     cancel_subject: 'Abbonamento annullato: {product}',
+    refund_subject: 'Rimborso: {amount}, {product}',
     greeting: 'Ciao,',
     greeting_named: 'Ciao {name},',
     intro_purchase: 'Grazie per il tuo acquisto su {store}. Il tuo pagamento è stato confermato.',
@@ -163,6 +164,8 @@ export const it: Dictionary = {
     intro_charge: 'È stato approvato un addebito sulla tua carta salvata su {store}.',
     intro_usage: 'Il tuo consumo su {store} nel periodo indicato è stato addebitato sulla tua carta salvata.',
     intro_cancel: 'Il tuo abbonamento su {store} è stato annullato il {date}. Non ti verrà più addebitato.',
+    intro_refund: '{store} ti ha rimborsato {amount} del tuo pagamento. Potrebbero volerci alcuni giorni prima che compaia nel tuo estratto conto.',
+    refunded: 'Rimborsato',
     product: 'Prodotto',
     amount: 'Importo',
     period: 'Periodo',

@@ -155,6 +155,7 @@ export const ja: Dictionary = {
   email: {
     payment_subject: 'お支払い完了: {product}、{amount}（{period}）',
     cancel_subject: 'サブスクリプション解約: {product}',
+    refund_subject: '返金: {amount}、{product}',
     greeting: 'こんにちは。',
     greeting_named: '{name} 様',
     intro_purchase: '{store} でのご購入ありがとうございます。お支払いが確認されました。',
@@ -162,6 +163,8 @@ export const ja: Dictionary = {
     intro_charge: '{store} に登録済みのカードへの請求が承認されました。',
     intro_usage: '下記期間の {store} でのご利用分を、登録済みのカードに請求しました。',
     intro_cancel: '{store} のサブスクリプションは {date} に解約されました。今後、請求されることはありません。',
+    intro_refund: '{store} はお支払いのうち {amount} を返金しました。明細に反映されるまで数日かかる場合があります。',
+    refunded: '返金額',
     product: '商品',
     amount: '金額',
     period: '期間',

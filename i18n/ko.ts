@@ -151,6 +151,7 @@ export const ko: Dictionary = {
   email: {
     payment_subject: '결제 완료: {product}, {amount} ({period})',
     cancel_subject: '구독 해지: {product}',
+    refund_subject: '환불: {amount}, {product}',
     greeting: '안녕하세요.',
     greeting_named: '{name}님, 안녕하세요.',
     intro_purchase: '{store}에서 구매해 주셔서 감사합니다. 결제가 확인되었습니다.',
@@ -158,6 +159,8 @@ export const ko: Dictionary = {
     intro_charge: '{store}에 저장된 카드로 청구된 결제가 승인되었습니다.',
     intro_usage: '아래 기간의 {store} 사용량이 저장된 카드로 청구되었습니다.',
     intro_cancel: '{store} 구독이 {date}에 해지되었습니다. 더 이상 요금이 청구되지 않습니다.',
+    intro_refund: '{store}에서 결제 금액 중 {amount}을(를) 환불했습니다. 명세서에 반영되기까지 며칠이 걸릴 수 있습니다.',
+    refunded: '환불 금액',
     product: '상품',
     amount: '금액',
     period: '기간',

@@ -154,6 +154,7 @@ export const pt: Dictionary = {
   email: {
     payment_subject: 'Pagamento confirmado: {product}, {amount} ({period})',
     cancel_subject: 'Assinatura cancelada: {product}',
+    refund_subject: 'Reembolso: {amount}, {product}',
     greeting: 'Olá,',
     greeting_named: 'Olá, {name},',
     intro_purchase: 'Obrigado pela sua compra em {store}. Seu pagamento foi confirmado.',
@@ -161,6 +162,8 @@ export const pt: Dictionary = {
     intro_charge: 'Uma cobrança no seu cartão salvo em {store} foi aprovada.',
     intro_usage: 'O seu uso em {store} no período abaixo foi cobrado no seu cartão salvo.',
     intro_cancel: 'Sua assinatura em {store} foi cancelada em {date}. Você não será mais cobrado por ela.',
+    intro_refund: '{store} reembolsou {amount} do seu pagamento. Pode levar alguns dias para aparecer na sua fatura.',
+    refunded: 'Reembolsado',
     product: 'Produto',
     amount: 'Valor',
     period: 'Período',

@@ -153,6 +153,7 @@ export const ru: Dictionary = {
   email: {
     payment_subject: 'Оплата подтверждена: {product}, {amount} ({period})',
     cancel_subject: 'Подписка отменена: {product}',
+    refund_subject: 'Возврат: {amount}, {product}',
     greeting: 'Здравствуйте!',
     greeting_named: 'Здравствуйте, {name}!',
     intro_purchase: 'Спасибо за покупку в магазине {store}. Ваш платёж подтверждён.',
@@ -160,6 +161,8 @@ export const ru: Dictionary = {
     intro_charge: 'Списание с вашей сохранённой карты в магазине {store} одобрено.',
     intro_usage: 'Ваше потребление в магазине {store} за указанный ниже период списано с сохранённой карты.',
     intro_cancel: 'Ваша подписка в магазине {store} отменена {date}. Больше списаний по ней не будет.',
+    intro_refund: 'Магазин {store} вернул вам {amount} из вашего платежа. Возврат может появиться в выписке через несколько дней.',
+    refunded: 'Возвращено',
     product: 'Товар',
     amount: 'Сумма',
     period: 'Период',

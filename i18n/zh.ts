@@ -151,6 +151,7 @@ export const zh: Dictionary = {
   email: {
     payment_subject: '付款成功：{product}，{amount}（{period}）',
     cancel_subject: '订阅已取消：{product}',
+    refund_subject: '退款：{amount}，{product}',
     greeting: '您好：',
     greeting_named: '{name}，您好：',
     intro_purchase: '感谢您在 {store} 购买。您的付款已确认。',
@@ -158,6 +159,8 @@ export const zh: Dictionary = {
     intro_charge: '您在 {store} 保存的银行卡的一笔扣款已获批准。',
     intro_usage: '您在 {store} 于下列期间的用量已从您保存的银行卡扣款。',
     intro_cancel: '您在 {store} 的订阅已于 {date} 取消。今后不会再为此扣款。',
+    intro_refund: '{store} 已退还您付款中的 {amount}。退款可能需要几天才会显示在您的账单上。',
+    refunded: '退款金额',
     product: '商品',
     amount: '金额',
     period: '期间',

@@ -1,7 +1,7 @@
 // The order as the API shows it (read-only): its schema (OpenAPI component `Order`) and its builder.
 import { Type, type Static } from '@sinclair/typebox';
 import { decodeMetadata } from '../domain/metadata';
-import type { OrderDoc } from '../store/orders';
+import { amountRefundedOf, type OrderDoc } from '../store/orders';
 import { MetadataOutput, Nullable } from './common';
 
 const NullableText = Nullable(Type.String());
@@ -18,6 +18,8 @@ export const Order = Type.Object(
     amount_subtotal: Type.Integer(),
     amount_discount: Type.Integer(),
     amount_total: Type.Integer(),
+    /** Minor units given back so far (whole or partial refunds); amount_total when refunded whole. */
+    amount_refunded: Type.Integer(),
     billing_reason: Type.String(),
     order_type: Type.String(),
     recurrence: Type.String(),
@@ -36,6 +38,17 @@ export const Order = Type.Object(
     client_reference_id: NullableText,
     checkout_session: NullableText,
     metadata: MetadataOutput,
+    /** The chargeback opened against the payment (status charged_back): its outcome once closed (won, lost). */
+    dispute: Nullable(
+      Type.Object({
+        id: Type.String(),
+        status: Type.String(),
+        reason: NullableText,
+        amount: Type.Integer(),
+        currency: Type.String(),
+        closed_at: Nullable(Type.Integer()),
+      }),
+    ),
     livemode: Type.Boolean(),
     created: Type.Integer(),
   },
@@ -54,6 +67,7 @@ export function orderObject(doc: OrderDoc): OrderObject {
     amount_subtotal: doc.amount_subtotal,
     amount_discount: doc.amount_discount,
     amount_total: doc.amount_total,
+    amount_refunded: amountRefundedOf(doc),
     billing_reason: doc.billing_reason,
     order_type: doc.order_type,
     recurrence: doc.recurrence,
@@ -70,6 +84,16 @@ export function orderObject(doc: OrderDoc): OrderObject {
     client_reference_id: doc.client_reference_id,
     checkout_session: doc.checkout_session,
     metadata: decodeMetadata(doc.metadata),
+    dispute: doc.dispute
+      ? {
+          id: doc.dispute.id,
+          status: doc.dispute.status,
+          reason: doc.dispute.reason,
+          amount: doc.dispute.amount,
+          currency: doc.dispute.currency,
+          closed_at: doc.dispute.closed_at,
+        }
+      : null,
     livemode: doc.livemode,
     created: doc.created,
   };

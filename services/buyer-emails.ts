@@ -11,6 +11,7 @@ import {
   renderAuthenticationRequest,
   renderCancellationEmail,
   renderPaymentConfirmation,
+  renderRefundEmail,
   type PaymentKind,
   type Period,
   type RenderedMail,
@@ -79,6 +80,15 @@ export interface PaymentConfirmationInput {
   period?: Period | null;
 }
 
+export interface RefundEmailInput {
+  storeId: string;
+  orderId: string;
+  /** What this refund gave back (minor units, the order's currency). */
+  amount: number;
+  /** The e-mail's key, e.g. `refund/<store>/<refund id>/refund`: one e-mail per refund. */
+  key: string;
+}
+
 export interface CancellationEmailInput {
   storeId: string;
   subscriptionId: string;
@@ -124,6 +134,17 @@ export function sendPaymentConfirmation(deps: BuyerEmailDeps, input: PaymentConf
     const order = await findOrder(deps.db, input.storeId, input.orderId);
     if (!order) throw missing(`order ${input.orderId}`);
     return paymentDraft(deps.db, store, order, input.period ?? null);
+  });
+}
+
+/** The refund e-mail: the buyer told what was given back of an order, once per refund. */
+export function sendRefundEmail(deps: BuyerEmailDeps, input: RefundEmailInput): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'refund', subjectId: input.orderId };
+  return deliverOnce(deps, email, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const order = await findOrder(deps.db, input.storeId, input.orderId);
+    if (!order) throw missing(`order ${input.orderId}`);
+    return refundDraft(deps.db, store, order, input.amount);
   });
 }
 
@@ -287,6 +308,21 @@ async function visitorAddressOnTestPurchase(db: Database, store: StoreDoc, order
   const sessionId = order.checkout_session ?? sub?.checkout_session ?? null;
   const session = sessionId ? await findCheckoutSession(db, store._id, sessionId) : null;
   return session?.email_from_page === true;
+}
+
+async function refundDraft(db: Database, store: StoreDoc, order: OrderDoc, amount: number): Promise<Draft> {
+  const customer = order.customer ? await findCustomer(db, store._id, order.customer) : null;
+  const to = order.customer_email ?? customer?.email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  if (await visitorAddressOnTestPurchase(db, store, order)) return { skip: 'test_visitor_address', to };
+  const kind = paymentKind(order);
+  const sub = order.subscription ? await findSubscription(db, store._id, order.subscription) : await subscriptionOfCheckout(db, store._id, order);
+  const sessionLocale = await checkoutLocale(db, store._id, order.checkout_session ?? sub?.checkout_session ?? null);
+  const locales = kind === 'purchase' ? [sessionLocale, customer?.locale] : [customer?.locale, sessionLocale];
+  const language = emailLanguage(locales, store.country);
+  const product = await productLine(db, store._id, order, kind);
+  const mail = renderRefundEmail({ ...mailFacts(store, customer, language), product, amount, currency: order.currency, orderId: order._id });
+  return { to, language, mail, storeName: store.name };
 }
 
 async function cancellationDraft(db: Database, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {

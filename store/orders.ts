@@ -46,6 +46,35 @@ export interface OrderDoc {
   provider_transaction_id?: string | null;
   /** The test clock of the customer it was charged to: paid through a test connection, never in the plan quota. */
   test_clock?: string | null;
+  /** Minor units given back so far (absent: none, or the whole total on an order refunded whole before refunds were counted). */
+  amount_refunded?: number | null;
+  /** Each refund recorded on the order, once per refund (ours by rf_ id, Stripe's by its re_ id). */
+  refund_entries?: OrderRefundEntry[];
+  /** The chargeback opened against the payment, if any. */
+  dispute?: OrderDispute | null;
+}
+
+/** One refund as the order recorded it: what it gave back and what the order had been refunded after it. */
+export interface OrderRefundEntry {
+  /** rf_ id (the refund workflow's). */
+  id: string;
+  /** The provider's refund id (re_ at Stripe and the test connection). */
+  provider_refund_id: string | null;
+  amount: number;
+  /** The order's amount_refunded once this refund was counted: equal to amount_total means it completed the refund. */
+  amount_refunded_after: number;
+  created: number;
+}
+
+/** A chargeback: the provider's dispute id, its status (open ones, then won or lost), reason and amount. */
+export interface OrderDispute {
+  id: string;
+  status: string;
+  reason: string | null;
+  amount: number;
+  currency: string;
+  created: number;
+  closed_at: number | null;
 }
 
 export function ordersCollection(db: Db) {
@@ -162,4 +191,89 @@ export function ordersOfCustomer(db: Db, storeId: string, customerId: string, li
 /** An order by its id alone, whichever store it is in (the operator CLI names only the ord_ id). */
 export async function findOrderById(db: Db, id: string): Promise<OrderDoc | null> {
   return ordersCollection(db).findOne({ _id: id });
+}
+
+/** Statuses a refund or a chargeback can reach: the money was taken. */
+export const CAPTURED_ORDER_STATUSES: readonly OrderStatus[] = ['paid', 'partially_refunded', 'refunded', 'charged_back'];
+
+/** What an order has been refunded (an order refunded whole before refunds were counted: its total). */
+export const amountRefundedOf = (order: Pick<OrderDoc, 'amount_refunded' | 'status' | 'amount_total'>): number =>
+  order.amount_refunded ?? (order.status === 'refunded' ? order.amount_total : 0);
+
+/** The status a refund leaves: refunded when whole, partially refunded otherwise; a chargeback keeps its status. */
+function statusAfterRefund(order: OrderDoc, after: number): OrderStatus {
+  if (order.status === 'charged_back') return order.status;
+  return after >= order.amount_total ? 'refunded' : 'partially_refunded';
+}
+
+/** Tries of the compare-and-set before giving up to the caller's retry (another refund landed each time). */
+const REFUND_CAS_TRIES = 5;
+
+/**
+ * Counts one refund on the order, once per refund id (a retry finds its entry and changes nothing): a
+ * compare-and-set on what was refunded before, so concurrent refunds each count once and never past the total.
+ */
+export async function applyOrderRefund(
+  db: Db,
+  storeId: string,
+  orderId: string,
+  refund: { id: string; providerRefundId: string | null; amount: number; at: number },
+): Promise<{ order: OrderDoc; entry: OrderRefundEntry } | null> {
+  for (let attempt = 0; attempt < REFUND_CAS_TRIES; attempt++) {
+    const order = await findOrder(db, storeId, orderId);
+    if (!order) return null;
+    const known = order.refund_entries?.find((entry) => entry.id === refund.id);
+    if (known) return { order, entry: known };
+    if (!CAPTURED_ORDER_STATUSES.includes(order.status)) throw new Error(`order ${orderId} is ${order.status}: nothing was captured to refund`);
+    const after = Math.min(order.amount_total, amountRefundedOf(order) + refund.amount);
+    const entry: OrderRefundEntry = {
+      id: refund.id,
+      provider_refund_id: refund.providerRefundId,
+      amount: refund.amount,
+      amount_refunded_after: after,
+      created: refund.at,
+    };
+    const updated = await ordersCollection(db).findOneAndUpdate(
+      { _id: orderId, store_id: storeId, status: order.status, amount_refunded: order.amount_refunded ?? null },
+      { $set: { amount_refunded: after, status: statusAfterRefund(order, after) }, $push: { refund_entries: entry } },
+      { returnDocument: 'after' },
+    );
+    if (updated) return { order: updated, entry };
+  }
+  throw new Error(`order ${orderId} kept changing while a refund was counted; retry`);
+}
+
+/** A chargeback opened: the captured order becomes charged_back with its dispute; null when it was already (or is not captured). */
+export async function markOrderChargedBack(db: Db, storeId: string, orderId: string, dispute: OrderDispute): Promise<OrderDoc | null> {
+  const order = await findOrder(db, storeId, orderId);
+  if (!order || order.dispute?.id === dispute.id || !CAPTURED_ORDER_STATUSES.includes(order.status)) return null;
+  return ordersCollection(db).findOneAndUpdate(
+    { _id: orderId, store_id: storeId, status: order.status, ...(order.dispute ? { 'dispute.id': order.dispute.id } : { dispute: null }) },
+    { $set: { status: 'charged_back', dispute } },
+    { returnDocument: 'after' },
+  );
+}
+
+/** A chargeback closed: its outcome (won, lost) recorded on the order's dispute; the order as it now is. */
+export async function closeOrderDispute(
+  db: Db,
+  storeId: string,
+  orderId: string,
+  close: { id: string; status: string; reason: string | null; amount: number; at: number },
+): Promise<OrderDoc | null> {
+  const order = await findOrder(db, storeId, orderId);
+  if (!order?.dispute || order.dispute.id !== close.id) return order;
+  const dispute: OrderDispute = {
+    ...order.dispute,
+    status: close.status,
+    reason: close.reason ?? order.dispute.reason,
+    amount: close.amount,
+    closed_at: close.at,
+  };
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: orderId, store_id: storeId, 'dispute.id': close.id, 'dispute.status': order.dispute.status },
+    { $set: { dispute } },
+    { returnDocument: 'after' },
+  );
+  return updated ?? findOrder(db, storeId, orderId);
 }

@@ -7,7 +7,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { newId } from '../../domain/ids';
 import { cardDecision, digitsOf, luhnValid, outcomeFor } from './test-cards';
-import { fingerprintOf, replayOf, TestLedger, traitsOf, type CardTraits, type TestChargeDoc } from './test-ledger';
+import {
+  fingerprintOf,
+  MAX_TEST_REFUNDS,
+  replayOf,
+  TestLedger,
+  traitsOf,
+  type CardTraits,
+  type TestChargeDoc,
+  type TestRefundEntry,
+} from './test-ledger';
 import type {
   CancelPendingResult,
   ChargeCardInput,
@@ -19,6 +28,8 @@ import type {
   PaymentProvider,
   PixOutcome,
   ProviderNotice,
+  RefundInput,
+  RefundOutcome,
   RefundResult,
   RegisterCustomerResult,
   SaveCardResult,
@@ -71,6 +82,12 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     lookupCharge: (input) => lookupCharge(ledger, input),
     refundCharge: (input) => refundCharge(ledger, input),
     cancelPending: (input) => cancelPending(ledger, input),
+    refund: (input) => refund(ledger, input),
+    lookupRefund: async (input) => {
+      const doc = await ledger.findByTransaction(input.storeId, input.transactionId);
+      const entry = doc?.refunds?.find((r) => r.key === input.refundKey);
+      return entry ? refundedOutcome(entry) : null;
+    },
   };
 }
 
@@ -278,7 +295,10 @@ async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeI
     const at = ledger.seconds();
     const updated = await ledger
       .charges()
-      .findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, refunded_at: at, settled_at: doc.settled_at ?? at } });
+      .findOneAndUpdate(
+        { _id: doc._id, state: doc.state },
+        { $set: { state: to, refunded_at: at, settled_at: doc.settled_at ?? at, ...(to === 'refunded' ? { amount_refunded: doc.amount } : {}) } },
+      );
     if (updated) return { ok: true, status: to, transactionId: doc.transaction_id };
   }
   return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };
@@ -297,4 +317,62 @@ async function cancelPending(ledger: TestLedger, input: { storeId: string; charg
   const voided = await refundCharge(ledger, { storeId: input.storeId, chargeKey: input.chargeKey });
   if (voided.ok) return voided.status === 'voided' ? 'canceled' : 'succeeded';
   throw new Error(voided.reason);
+}
+
+const refundedOutcome = (entry: TestRefundEntry): RefundOutcome => ({ status: 'refunded', refundId: entry.id, amount: entry.amount });
+
+const refundFailed = (input: RefundInput, code: string, message: string): RefundOutcome => ({
+  status: 'failed',
+  refundId: null,
+  amount: input.amount,
+  code,
+  message,
+});
+
+/** Why a captured charge cannot take this refund now (null: it can). */
+function refundRefusal(ledger: TestLedger, doc: TestChargeDoc, input: RefundInput): RefundOutcome | null {
+  const state = ledger.stateOf(doc);
+  if (state === 'refunded') return refundFailed(input, 'charge_already_refunded', `transaction ${input.transactionId} is refunded whole`);
+  if (state !== 'approved' && state !== 'paid') return refundFailed(input, 'charge_not_refundable', `transaction ${input.transactionId} is ${state}`);
+  const remaining = doc.amount - (doc.amount_refunded ?? 0);
+  if (!Number.isInteger(input.amount) || input.amount <= 0 || input.amount > remaining) {
+    return refundFailed(input, 'amount_too_large', `${input.amount} is more than the ${remaining} left to refund on ${input.transactionId}`);
+  }
+  if ((doc.refunds?.length ?? 0) >= MAX_TEST_REFUNDS)
+    return refundFailed(input, 'too_many_refunds', `at most ${MAX_TEST_REFUNDS} refunds per charge`);
+  return null;
+}
+
+/**
+ * A whole or partial refund of a captured test charge, once per refund key: kept in the charge's own
+ * document by a compare-and-set on what was refunded before, so concurrent refunds never exceed the charge.
+ */
+async function refund(ledger: TestLedger, input: RefundInput): Promise<RefundOutcome> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const doc = await ledger.findByTransaction(input.storeId, input.transactionId);
+    if (!doc) return refundFailed(input, 'resource_missing', `no transaction ${input.transactionId} at the test connection`);
+    const known = doc.refunds?.find((r) => r.key === input.refundKey);
+    if (known) return refundedOutcome(known);
+    const refusal = refundRefusal(ledger, doc, input);
+    if (refusal) return refusal;
+    input.signal?.throwIfAborted();
+    const entry: TestRefundEntry = {
+      key: input.refundKey,
+      id: newId('re', ledger.now()),
+      amount: input.amount,
+      reason: input.reason,
+      created: ledger.seconds(),
+    };
+    const after = (doc.amount_refunded ?? 0) + input.amount;
+    const whole = after >= doc.amount;
+    const updated = await ledger.charges().findOneAndUpdate(
+      { _id: doc._id, state: doc.state, amount_refunded: doc.amount_refunded ?? null },
+      {
+        $set: { amount_refunded: after, ...(whole ? { state: 'refunded' as const, refunded_at: entry.created } : {}) },
+        $push: { refunds: entry },
+      },
+    );
+    if (updated) return refundedOutcome(entry);
+  }
+  throw new Error(`the charge ${input.transactionId} kept changing while refunding; retry`);
 }

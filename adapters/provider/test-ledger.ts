@@ -42,8 +42,24 @@ export interface TestChargeDoc {
   settled_at: number | null;
   /** Unix seconds the money was given back (voided while pending, refunded once captured). */
   refunded_at?: number | null;
+  /** Minor units refunded so far (partial refunds); the whole amount once refunded. */
+  amount_refunded?: number | null;
+  /** Each refund made (at most MAX_TEST_REFUNDS), once per refund key. */
+  refunds?: TestRefundEntry[];
   created: number;
 }
+
+/** One refund of a captured test charge, filed under the refund key it was asked with. */
+export interface TestRefundEntry {
+  key: string;
+  id: string;
+  amount: number;
+  reason: string | null;
+  created: number;
+}
+
+/** Refunds one test charge may have: the bound of its `refunds` list. */
+export const MAX_TEST_REFUNDS = 100;
 
 /** A card as the test connection's fields tokenized it: what the number told, never the number. */
 export interface TestTokenDoc {

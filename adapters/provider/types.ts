@@ -196,6 +196,32 @@ export interface ChargeLookup {
 /** Money given back: a pending transaction voided (never captured) or a captured one refunded. */
 export type RefundResult = { ok: true; status: 'voided' | 'refunded'; transactionId: string } | { ok: false; reason: string };
 
+/**
+ * One refund of a captured transaction, whole or partial, asked under our own key (`refundKey`): the
+ * provider refunds once per key, and lookupRefund finds it again by that key.
+ */
+export interface RefundInput extends Abortable {
+  storeId: string;
+  /** The captured transaction (pi_ at Stripe, tx_ at the test connection). */
+  transactionId: string;
+  /** Minor units, at most what remains unrefunded at the provider. */
+  amount: number;
+  /** Our key for this refund (the provider's idempotency key and metadata.refund_key). */
+  refundKey: string;
+  /** Why, in the merchant's words (kept with the refund at the provider). */
+  reason: string | null;
+}
+
+/**
+ * What the provider did with a refund:
+ *  - refunded: the money went back to the buyer.
+ *  - pending: accepted, on its way (asked again by key until it ends).
+ *  - failed: refused or failed; nothing went back (`code` says why).
+ */
+export type RefundOutcome =
+  | { status: 'refunded' | 'pending'; refundId: string; amount: number }
+  | { status: 'failed'; refundId: string | null; amount: number; code: string; message: string };
+
 export interface TransactionInfo {
   transactionId: string;
   storeId: string;
@@ -264,4 +290,8 @@ export interface PaymentProvider {
    * (no charge found under the key yet, the provider unreachable): the caller asks again.
    */
   cancelPending(input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult>;
+  /** Refunds `amount` of a captured transaction under `refundKey` (whole or partial); a repeat answers the same. */
+  refund(input: RefundInput): Promise<RefundOutcome>;
+  /** The refund made under `refundKey`, as it is now; null when none reached the provider. Throws when it cannot tell. */
+  lookupRefund(input: { storeId: string; transactionId: string; refundKey: string }): Promise<RefundOutcome | null>;
 }

@@ -3,6 +3,7 @@ import { catalogCommands } from './catalog';
 import { demoCommands } from './demo';
 import { keyCommands } from './keys';
 import { logCommands } from './logs';
+import { orderCommands } from './orders';
 import { storeCommands } from './stores';
 import { subscriptionCommands } from './subscriptions';
 import type { Command } from './types';
@@ -16,4 +17,5 @@ export const commands: Record<string, Command> = {
   ...logCommands,
   ...demoCommands,
   ...subscriptionCommands,
+  ...orderCommands,
 };

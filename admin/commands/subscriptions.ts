@@ -17,7 +17,8 @@ import { deliverProviderNotice } from '../../services/provider/notices';
 import { temporalConnectionOptions } from '../../adapters/temporal-connection';
 import { positional, str, type Command, type CommandContext } from './types';
 
-async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
+/** Runs `fn` with a Temporal client (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE). */
+export async function withTemporal<T>(ctx: CommandContext, fn: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
   const address = ctx.env.TEMPORAL_ADDRESS;
   if (!address) throw new Error('TEMPORAL_ADDRESS is not set (the command reaches the workflows through Temporal)');
   const connection = await Connection.connect(temporalConnectionOptions(ctx.env));

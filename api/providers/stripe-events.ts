@@ -41,6 +41,7 @@ export default async function stripeEventRoutes(app: FastifyInstance): Promise<v
         temporal: app.deps.temporal,
         readIntent: stripe.readIntent,
         livemode: stripe.livemode ?? app.deps.provider.livemode,
+        readChargeRefunds: stripe.readChargeRefunds,
         config: app.deps.config,
       },
       event,

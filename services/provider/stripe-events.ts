@@ -2,7 +2,9 @@
 // to the workflow its PaymentIntent names (the same providerSettled signal the test connection's notices
 // use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
 // sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
-// A full refund made at Stripe of a settled payment marks its order refunded (order.refunded once), signalling nothing.
+// A refund made at Stripe of a settled payment (whole or partial) is counted on its order once per refund
+// through a refund workflow (services/refunds/provider-made.ts), signalling nothing; a chargeback marks
+// its order charged_back (services/provider/disputes.ts).
 // An event is believed only from where the payment was made: an event of the other mode (test on a live
 // connection, or live on a test one) and an event from another account than the one the payment's charge
 // key is pinned to (store/charge-accounts.ts; absent `account`: the platform's) are acknowledged, recorded
@@ -15,16 +17,17 @@ import {
   isHandledStripeEvent,
   readStripeEvent,
   type ChargeRefund,
+  type ChargeRefundsReader,
   type EventReading,
   type IntentReader,
 } from '../../adapters/provider/stripe/events';
 import type { ProviderNotice } from '../../adapters/provider/types';
-import { findOrderByTransaction, markOrderRefunded } from '../../store/orders';
+import { CAPTURED_ORDER_STATUSES, findOrderByTransaction } from '../../store/orders';
+import { countProviderRefunds } from '../refunds/provider-made';
 import { findChargeAccount } from '../../store/charge-accounts';
 import { findStoreStripeAccount } from '../../store/stores';
-import { orderObject } from '../../resources/order';
-import { emitEventOnce } from '../events/emit-once';
 import { deliverProviderNotice } from './notices';
+import { recordDispute } from './disputes';
 
 /** How long the endpoint waits for the signal before answering 503 (Stripe expects an answer within seconds). */
 export const EVENT_DELIVERY_WAIT_MS = 800;
@@ -36,8 +39,10 @@ export interface StripeEventDeps {
   readIntent: IntentReader;
   /** The connection's mode: an event of the other mode is not ours to act on. */
   livemode: boolean;
+  /** Reads a charge's refunds when charge.refunded does not carry them whole. */
+  readChargeRefunds?: ChargeRefundsReader;
   deliveryWaitMs?: number;
-  /** The task queue order.refunded's delivery starts on (without it the sweeper dispatches the event). */
+  /** The task queue refund workflows and order events' deliveries start on. */
   config?: { taskQueue?: string };
 }
 
@@ -58,11 +63,11 @@ function modeMismatch(deps: StripeEventDeps, event: Stripe.Event): string | null
 }
 
 /**
- * Why a notice is not believed from the event's account; null when the account is the one the payment's
+ * Why a notice or a dispute is not believed from the event's account; null when the account is the one the payment's
  * charge key is pinned to (a key charged before pins existed: the store's account now).
  */
 async function accountMismatch(db: Database, event: Stripe.Event, reading: EventReading | null): Promise<string | null> {
-  if (reading?.kind !== 'notice') return null;
+  if (reading?.kind !== 'notice' && reading?.kind !== 'dispute') return null;
   const from = event.account ?? null;
   if (!reading.storeId || !reading.chargeKey) return `the payment names no store or charge key of ours (event from ${accountName(from)})`;
   const pin = await findChargeAccount(db, reading.storeId, reading.chargeKey);
@@ -84,12 +89,12 @@ async function ignoreForeign(
 }
 
 function eventRecord(event: Stripe.Event, reading: EventReading | null): ProviderEventDoc {
-  const deliver = reading?.kind === 'notice';
+  const deliver = reading?.kind === 'notice' || reading?.kind === 'dispute';
   return {
     _id: `stripe:${event.id}`,
     provider: 'stripe',
     type: event.type,
-    store_id: reading?.kind === 'notice' ? reading.storeId : null,
+    store_id: reading?.kind === 'notice' || reading?.kind === 'dispute' ? reading.storeId : null,
     account: event.account ?? null,
     livemode: event.livemode,
     transaction_id: reading?.kind === 'notice' ? reading.notice.transactionId : (reading?.intentId ?? null),
@@ -124,8 +129,10 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
     return { status: 'unavailable', note: `the payment could not be read: ${(error as Error).message}` };
   }
   if (otherAccount && reading?.kind === 'notice') return ignoreForeign(deps, event, otherAccount, reading.notice.transactionId, 'account');
+  if (otherAccount && reading?.kind === 'dispute') return ignoreForeign(deps, event, otherAccount, reading.intentId, 'account');
   const record = known ?? (await recordProviderEvent(deps.db, eventRecord(event, reading)));
   if (record.status !== 'delivering') return { status: 'ignored', note: record.note };
+  if (reading?.kind === 'dispute') return disputeOfOrder(deps, record, reading);
   const notice = noticeOf(record, reading);
   if (!notice) return { status: 'ignored', note: 'the event no longer reads as a notice' };
   if (reading?.kind === 'notice' && reading.refund) {
@@ -135,22 +142,46 @@ export async function receiveStripeEvent(deps: StripeEventDeps, event: Stripe.Ev
   return deliverWithin(deps, record, notice);
 }
 
+const taskQueueOf = (deps: StripeEventDeps) => deps.config?.taskQueue ?? 'billing';
+
+/** The charge's refunds: as the event carries them, else read from Stripe (a reader that cannot read throws). */
+async function refundsOfCharge(deps: StripeEventDeps, refund: ChargeRefund) {
+  if (refund.refunds) return refund.refunds;
+  if (!deps.readChargeRefunds) throw new Error(`the refunds of ${refund.chargeId} are not in the event and cannot be read here`);
+  return deps.readChargeRefunds(refund.chargeId, refund.account);
+}
+
 /**
- * A refund made at Stripe (its dashboard) of a payment settled here: the store's paid order of that intent
- * becomes refunded and order.refunded is emitted once per order; a partial refund changes nothing here (the
- * order keeps its total; Stripe's dashboard holds it). False when no settled order has the intent: the
- * payment is still pending here, and the refund reaches its workflow as the payment refused.
+ * A refund made at Stripe (its dashboard, whole or partial) of a payment settled here: each refund not yet on
+ * the store's order of that intent is counted by its own refund workflow (order refunded when whole, partially
+ * refunded otherwise, its event once per refund, the buyer's e-mail); refunds we made are counted by ours.
+ * False when no settled order has the intent: the payment is still pending here, and the refund reaches its
+ * workflow as the payment refused.
  */
 async function mirrorRefund(deps: StripeEventDeps, storeId: string | null, transactionId: string, refund: ChargeRefund): Promise<boolean> {
   if (!storeId) return false;
   const found = await findOrderByTransaction(deps.db, storeId, transactionId);
-  if (!found || (found.status !== 'paid' && found.status !== 'refunded')) return false;
-  if (refund.amountRefunded < refund.amount) return true;
-  const order = await markOrderRefunded(deps.db, storeId, found._id);
-  if (order?.status === 'refunded') {
-    await emitEventOnce(deps, `${order._id}:order.refunded`, { storeId, type: 'order.refunded', object: orderObject(order), request: null });
-  }
+  if (!found || !CAPTURED_ORDER_STATUSES.includes(found.status)) return false;
+  await countProviderRefunds({ temporal: deps.temporal, taskQueue: taskQueueOf(deps) }, found, transactionId, await refundsOfCharge(deps, refund));
   return true;
+}
+
+/** A chargeback opened or closed on a payment of the store: recorded on its order (see services/provider/disputes.ts). */
+async function disputeOfOrder(
+  deps: StripeEventDeps,
+  record: ProviderEventDoc,
+  reading: Extract<EventReading, { kind: 'dispute' }>,
+): Promise<StripeEventResult> {
+  try {
+    const order = reading.storeId
+      ? await recordDispute({ ...deps, taskQueue: taskQueueOf(deps) }, reading.storeId, reading.intentId, reading.dispute)
+      : null;
+    await markProviderEventDelivered(deps.db, record._id);
+    if (!order) return { status: 'ignored', note: 'no order of the store has the disputed payment' };
+    return { status: 'delivered', note: `order ${order._id} ${order.status}, dispute ${reading.dispute.status}` };
+  } catch (error) {
+    return { status: 'unavailable', note: `the dispute could not be recorded: ${(error as Error).message}` };
+  }
 }
 
 /**
@@ -168,7 +199,7 @@ async function refundOfSettledOrder(
   try {
     if (!(await mirrorRefund(deps, storeId, transactionId, refund))) return null;
     await markProviderEventDelivered(deps.db, record._id);
-    return { status: 'delivered', note: 'the refund is recorded on the order' };
+    return { status: 'delivered', note: 'the refunds are counted on the order' };
   } catch (error) {
     return { status: 'unavailable', note: `the refund could not be recorded: ${(error as Error).message}` };
   }

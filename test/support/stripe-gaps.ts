@@ -1,7 +1,7 @@
 // A thin stateful layer before localstripe that fills the gaps measured in it, so the product's requests
 // stay as Stripe takes them (never shaped to the fake): it strips the parameters localstripe refuses
 // (description, receipt_email, setup_future_usage, automatic_payment_methods, payment_method_data,
-// tax_id_data, use_stripe_sdk, cancellation_reason), renames allowed_payment_method_types to the older
+// tax_id_data, use_stripe_sdk, cancellation_reason, a refund's reason), renames allowed_payment_method_types to the older
 // payment_method_types, echoes setup_future_usage and cancellation_reason back on the intent and attaches
 // a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
 // (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
@@ -31,6 +31,8 @@ const REFUSED_BY_LOCALSTRIPE = [
   'tax_id_data',
   'use_stripe_sdk',
   'cancellation_reason',
+  // A refund's reason (duplicate, fraudulent, requested_by_customer): localstripe's Refund takes none.
+  'reason',
 ];
 /** A 1×1 PNG: the QR image the page shows (its content is the copy-paste code's business, not the fake's). */
 const QR_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==', 'base64');

@@ -29,6 +29,7 @@ import type { StripeConfig } from './config';
 import { isRefusal, requestOptions, stripeIdempotencyKey, underChargeAccount, type StripeContext } from './context';
 import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, transactionOf, type IntentMetadata } from './intents';
 import { findIntentByKey } from './lookup';
+import { createRefund, findRefundByKey } from './refunds';
 
 export interface StripeConnectionOptions {
   config: Pick<StripeConfig, 'secretKey' | 'apiUrl' | 'livemode'>;
@@ -71,6 +72,8 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     refundCharge: (input) => asking(input.storeId, input.chargeKey, () => refundCharge(ctx, input)),
     closeAuthentication: (input) => asking(input.storeId, input.chargeKey, () => closeAuthentication(ctx, input)),
     cancelPending: (input) => asking(input.storeId, input.chargeKey, () => cancelPending(ctx, input)),
+    refund: (input) => withSignal(input.signal, () => createRefund(ctx, input)),
+    lookupRefund: (input) => findRefundByKey(ctx, input),
   };
 }
 

@@ -1,6 +1,7 @@
 // Stripe's events (webhooks) read as the provider notices our workflows wait for: the signature checked
 // with the official package's constructEvent over the raw body, then each handled type turned into a
-// ProviderNotice (paid, refused, expired) addressed to the workflow named in the PaymentIntent's metadata.
+// ProviderNotice (paid, refused, expired) addressed to the workflow named in the PaymentIntent's metadata;
+// refunds carry the charge's refunds (each counted once on its order), disputes the chargeback.
 import Stripe from 'stripe';
 import type { ProviderNotice, SettlementStatus } from '../types';
 
@@ -15,6 +16,8 @@ export const HANDLED_STRIPE_EVENTS = [
   'payment_intent.canceled',
   'charge.refunded',
   'review.closed',
+  'charge.dispute.created',
+  'charge.dispute.closed',
 ] as const;
 export type HandledStripeEvent = (typeof HANDLED_STRIPE_EVENTS)[number];
 
@@ -66,15 +69,62 @@ export function routingOfIntent(intent: Pick<Stripe.PaymentIntent, 'id' | 'metad
   };
 }
 
-/** What an event means for a waiting workflow: a notice, or nothing to deliver (with why). */
+/** What an event means: a notice for a waiting workflow, a chargeback on a payment, or nothing to deliver (with why). */
 export type EventReading =
   | { kind: 'notice'; notice: ProviderNotice; storeId: string | null; chargeKey: string | null; refund?: ChargeRefund }
+  | { kind: 'dispute'; storeId: string | null; chargeKey: string | null; intentId: string; dispute: ChargeDispute }
   | { kind: 'none'; why: string; intentId: string | null };
 
-/** What charge.refunded says of the money given back (minor units), so a settled order can be marked refunded. */
+/** One refund of a charge as Stripe holds it: ours carry metadata.refund_key (our refund workflow counts them). */
+export interface StripeRefundRecord {
+  id: string;
+  amount: number;
+  status: string;
+  refundKey: string | null;
+  /** Unix seconds. */
+  created: number;
+}
+
+/** What charge.refunded says of the money given back (minor units), so a settled order counts each refund. */
 export interface ChargeRefund {
+  chargeId: string;
+  /** The event's connected account (refunds are read under it). */
+  account: string | null;
   amount: number;
   amountRefunded: number;
+  /** The charge's refunds when the event carries them whole; null when they must be read from Stripe. */
+  refunds: StripeRefundRecord[] | null;
+}
+
+/** Reads a charge's refunds at Stripe (bounded; throws when the list cannot be read whole). */
+export type ChargeRefundsReader = (chargeId: string, account: string | null) => Promise<StripeRefundRecord[]>;
+
+/** A chargeback as charge.dispute.created / .closed carry it. */
+export interface ChargeDispute {
+  id: string;
+  status: string;
+  reason: string | null;
+  amount: number;
+  currency: string;
+  /** Unix seconds. */
+  created: number;
+  /** True for charge.dispute.closed: the status is its outcome (won, lost). */
+  closed: boolean;
+}
+
+export const refundRecordOf = (refund: Stripe.Refund): StripeRefundRecord => ({
+  id: refund.id,
+  amount: refund.amount,
+  status: refund.status ?? 'pending',
+  refundKey: refund.metadata?.refund_key || null,
+  created: refund.created,
+});
+
+/** The refunds an event's charge carries, when the list is there whole (older API versions include it). */
+function refundsInEvent(charge: Stripe.Charge): StripeRefundRecord[] | null {
+  const list = charge.refunds;
+  if (!list || !Array.isArray(list.data) || list.has_more) return null;
+  return list.data.map(refundRecordOf);
 }
 
 const idOf = (value: string | { id: string } | null | undefined): string | null => (typeof value === 'string' ? value : (value?.id ?? null));
@@ -108,7 +158,33 @@ async function refundedCharge(charge: Stripe.Charge, account: string | null, rea
     ? { ...routingOfIntent({ id: intentId, metadata: charge.metadata, payment_method_types: [] }) }
     : await read(intentId, account);
   const reading = notice(routing, 'refused', 'refunded', 'The payment was refunded at the provider.', at);
-  return reading.kind === 'notice' ? { ...reading, refund: { amount: charge.amount, amountRefunded: charge.amount_refunded } } : reading;
+  if (reading.kind !== 'notice') return reading;
+  return {
+    ...reading,
+    refund: { chargeId: charge.id, account, amount: charge.amount, amountRefunded: charge.amount_refunded, refunds: refundsInEvent(charge) },
+  };
+}
+
+/** A chargeback opened or closed: the store is the one whose intent it is (read from Stripe: a dispute carries no metadata of ours). */
+async function disputeOf(dispute: Stripe.Dispute, closed: boolean, account: string | null, read: IntentReader): Promise<EventReading> {
+  const intentId = idOf(dispute.payment_intent);
+  if (!intentId) return { kind: 'none', why: 'the dispute names no PaymentIntent', intentId: null };
+  const routing = await read(intentId, account);
+  return {
+    kind: 'dispute',
+    storeId: routing.storeId,
+    chargeKey: routing.chargeKey,
+    intentId,
+    dispute: {
+      id: dispute.id,
+      status: dispute.status,
+      reason: dispute.reason || null,
+      amount: dispute.amount,
+      currency: dispute.currency,
+      created: dispute.created,
+      closed,
+    },
+  };
 }
 
 /** Radar closed a review: approved pays, any other reason (refunded, fraud, dispute) refuses. */
@@ -138,6 +214,10 @@ export async function readStripeEvent(event: Stripe.Event, read: IntentReader): 
       return refundedCharge(event.data.object, account, read, at);
     case 'review.closed':
       return closedReview(event.data.object, account, read, at);
+    case 'charge.dispute.created':
+      return disputeOf(event.data.object, false, account, read);
+    case 'charge.dispute.closed':
+      return disputeOf(event.data.object, true, account, read);
     default:
       return { kind: 'none', why: `${event.type} is not handled`, intentId: null };
   }

@@ -2,7 +2,8 @@
 // its events, the publishable key and Stripe.js address of the hosted page's card field, and a reader of a
 // PaymentIntent's routing (events about charges and reviews carry no intent metadata). Read from STRIPE_*.
 import Stripe from 'stripe';
-import { routingOfIntent, type IntentReader } from './events';
+import { refundRecordOf, routingOfIntent, type ChargeRefundsReader, type IntentReader, type StripeRefundRecord } from './events';
+import { REFUND_LOOKUP_PAGE_SIZE, REFUND_LOOKUP_PAGES } from './refunds';
 import { createStripeClient } from './client';
 import { readStripeConfig } from './config';
 
@@ -16,6 +17,8 @@ export interface StripeWebSettings {
   readIntent: IntentReader;
   /** The connection's mode (its secret key's): events of the other mode are ignored. Absent: the store connection's. */
   livemode?: boolean;
+  /** Reads a charge's refunds (charge.refunded carries them only in older API versions). */
+  readChargeRefunds?: ChargeRefundsReader;
   /** What the hosted page shows of a pending payment: a 3-D Secure client secret, a PIX QR code. */
   readPagePayment: PagePaymentReader;
   /** The renewal a buyer confirms in the portal (3-D Secure); absent: the portal has nothing to confirm with. */
@@ -95,6 +98,22 @@ export function intentReader(client: Stripe): IntentReader {
   };
 }
 
+/** Reads a charge's refunds under the event's account, at most REFUND_LOOKUP_PAGES pages; a longer list throws (cannot tell). */
+export function chargeRefundsReader(client: Stripe): ChargeRefundsReader {
+  return async (chargeId, account) => {
+    const found: StripeRefundRecord[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < REFUND_LOOKUP_PAGES; page++) {
+      const params: Stripe.RefundListParams = { charge: chargeId, limit: REFUND_LOOKUP_PAGE_SIZE, ...(after ? { starting_after: after } : {}) };
+      const listed = await client.refunds.list(params, account ? { stripeAccount: account } : {});
+      found.push(...listed.data.map(refundRecordOf));
+      if (!listed.has_more || listed.data.length === 0) return found;
+      after = listed.data[listed.data.length - 1].id;
+    }
+    throw new Error(`charge ${chargeId} has more than ${REFUND_LOOKUP_PAGES * REFUND_LOOKUP_PAGE_SIZE} refunds: they cannot be read whole`);
+  };
+}
+
 /** The settings when PAYMENT_PROVIDER=stripe (checked as the connection checks them); null for any other connection. */
 export function stripeWebSettings(env: NodeJS.ProcessEnv = process.env): StripeWebSettings | null {
   if (env.PAYMENT_PROVIDER !== 'stripe') return null;
@@ -106,6 +125,7 @@ export function stripeWebSettings(env: NodeJS.ProcessEnv = process.env): StripeW
     jsUrl: config.jsUrl,
     readIntent: intentReader(client),
     livemode: config.livemode,
+    readChargeRefunds: chargeRefundsReader(client),
     readPagePayment: pagePaymentReader(client),
     readRenewalPayment: renewalPaymentReader(client),
   };

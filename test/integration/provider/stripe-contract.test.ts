@@ -10,7 +10,8 @@ import type { PaymentProvider } from '../../../adapters/provider/types';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
 import { LOOKUP_LIST_PAGES } from '../../../adapters/provider/stripe/lookup';
 import { createStripeClient } from '../../../adapters/provider/stripe/client';
-import { renewalPaymentReader } from '../../../adapters/provider/stripe/web';
+import { REFUND_LOOKUP_PAGES } from '../../../adapters/provider/stripe/refunds';
+import { chargeRefundsReader, renewalPaymentReader } from '../../../adapters/provider/stripe/web';
 import { InjectedAnswer, startHttpRecorder, type HttpRecorder, type RecordedExchange } from '../../support/http-recorder';
 import { FAKE_STRIPE_SECRET_KEY, startStripeMock, type RunningStripeFake } from '../../support/stripe-fakes';
 import { waitFor } from '../../support/env';
@@ -615,6 +616,100 @@ describe('reading and giving back by key', () => {
     expect(await stripe.getTransaction({ storeId: PLATFORM_STORE, transactionId: 'pi_contract' })).toBeNull();
     accepted();
     expect(await stripe.settle({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', outcome: 'paid' })).toMatchObject({ ok: false });
+  });
+
+  it('refund asks POST /v1/refunds for the amount of the intent, keyed by the refund key, with metadata.refund_key and Stripe’s reason', async () => {
+    const refundKey = `refund/rf_contract${++seq}`;
+    const answered = await stripe.refund({
+      storeId: CONNECTED_STORE,
+      transactionId: 'pi_contract',
+      amount: 1500,
+      refundKey,
+      reason: 'requested_by_customer',
+    });
+    expect(answered).toMatchObject({ status: 'refunded', refundId: expect.stringMatching(/^re_/) });
+    const [create] = only('POST', '/v1/refunds');
+    expect(Object.fromEntries(create.form)).toMatchObject({
+      payment_intent: 'pi_contract',
+      amount: '1500',
+      reason: 'requested_by_customer',
+      'metadata[refund_key]': refundKey,
+      'metadata[store_id]': CONNECTED_STORE,
+      'metadata[reason]': 'requested_by_customer',
+    });
+    expect(create.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${refundKey}`);
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.clear();
+    // A reason of the merchant's own words travels in metadata only; Stripe's pending answer is pending, a refusal a failed refund.
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/refunds' ? { ...(json as object), status: 'pending' } : json));
+    expect(await stripe.refund({ storeId: PLATFORM_STORE, transactionId: 'pi_contract', amount: 10, refundKey, reason: 'damaged' })).toMatchObject({
+      status: 'pending',
+    });
+    expect(only('POST', '/v1/refunds')[0].form.get('reason')).toBeNull();
+    expect(only('POST', '/v1/refunds')[0].form.get('metadata[reason]')).toBe('damaged');
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/refunds'
+        ? new InjectedAnswer(400, {
+            error: { type: 'invalid_request_error', code: 'amount_too_large', message: 'Refund amount is greater than unrefunded amount' },
+          })
+        : json,
+    );
+    expect(await stripe.refund({ storeId: PLATFORM_STORE, transactionId: 'pi_contract', amount: 10, refundKey, reason: null })).toMatchObject({
+      status: 'failed',
+      refundId: null,
+      code: 'amount_too_large',
+    });
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/refunds' ? new InjectedAnswer(503, { error: { type: 'api_error', message: 'busy' } }) : json,
+    );
+    await expect(
+      stripe.refund({ storeId: PLATFORM_STORE, transactionId: 'pi_contract', amount: 10, refundKey, reason: null }),
+    ).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);
+  });
+
+  it(`lookupRefund lists the intent's refunds and matches metadata.refund_key; past ${REFUND_LOOKUP_PAGES} pages it cannot tell (throws), never "none"`, async () => {
+    const refundKey = `refund/rf_contract${++seq}`;
+    recorder.setRewrite((sent, json) => {
+      const page = json as { data: Record<string, unknown>[] };
+      if (sent.path !== '/v1/refunds' || sent.method !== 'GET') return json;
+      return {
+        ...page,
+        data: page.data.map((refund) => ({ ...refund, status: 'succeeded', metadata: { refund_key: refundKey, store_id: CONNECTED_STORE } })),
+      };
+    });
+    expect(await stripe.lookupRefund({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', refundKey })).toMatchObject({
+      status: 'refunded',
+      refundId: expect.stringMatching(/^re_/),
+    });
+    const [list] = only('GET', '/v1/refunds');
+    expect(list.query.get('payment_intent')).toBe('pi_contract');
+    expect(list.query.get('limit')).toBe('100');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+    recorder.clear();
+    recorder.setRewrite(null);
+    expect(await stripe.lookupRefund({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', refundKey })).toBeNull();
+    recorder.clear();
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/refunds' && sent.method === 'GET' ? { ...(json as object), has_more: true } : json));
+    await expect(stripe.lookupRefund({ storeId: CONNECTED_STORE, transactionId: 'pi_contract', refundKey })).rejects.toThrow(/cannot be told/);
+    expect(only('GET', '/v1/refunds')).toHaveLength(REFUND_LOOKUP_PAGES);
+    expect(only('GET', '/v1/refunds')[1].query.get('starting_after')).toMatch(/^re_/);
+    accepted();
+  });
+
+  it(`the events endpoint reads a charge’s refunds by GET /v1/refunds?charge= under the event’s account, at most ${REFUND_LOOKUP_PAGES} pages`, async () => {
+    const client = createStripeClient({ secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: recorder.url });
+    const refunds = await chargeRefundsReader(client)('ch_contract', ACCOUNT);
+    expect(refunds.length).toBeGreaterThan(0);
+    expect(refunds[0]).toMatchObject({ id: expect.stringMatching(/^re_/), amount: expect.any(Number) });
+    const [list] = only('GET', '/v1/refunds');
+    expect(list.query.get('charge')).toBe('ch_contract');
+    expect(list.headers['stripe-account']).toBe(ACCOUNT);
+    accepted();
+    recorder.clear();
+    // Past its bound the list cannot be read whole: thrown (the event answers 503), never a short list.
+    recorder.setRewrite((sent, json) => (sent.path === '/v1/refunds' && sent.method === 'GET' ? { ...(json as object), has_more: true } : json));
+    await expect(chargeRefundsReader(client)('ch_contract', null)).rejects.toThrow(/cannot be read whole/);
+    expect(only('GET', '/v1/refunds')).toHaveLength(REFUND_LOOKUP_PAGES);
   });
 });
 

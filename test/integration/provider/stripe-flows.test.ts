@@ -8,8 +8,9 @@
 // cancels the waiting intent; 500 page views ask Stripe nothing; the expiry fence; a recurring purchase's
 // 3-D Secure card kept and charged off session; a free trial's SetupIntent), a raw card number refused, a PIX shown with its QR and paid by a signed event, a
 // recurring purchase, a one-off charge on its saved card and a renewal on a test clock; a payment in review
-// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: a decline); a full
-// refund made at Stripe marking the order refunded (charge.refunded; a partial one leaves it paid); the
+// (3-D Secure pending) settled by a signed review.closed (approved: paid; refunded_as_fraud: a decline); refunds
+// started from our side (the refund service: partial, then the rest) and at Stripe's dashboard (charge.refunded,
+// partial and whole), each counted once on the order whichever side made it; a dispute opened then closed; the
 // portal's card change posting a pm_ (saved on the Stripe customer, charged after); and in Chromium (playwright-core, as test/e2e)
 // a card typed in the fake Stripe.js's field, 3-D Secure completed in the page (one-off and recurring), a failed
 // authentication then a second card, and the portal's card change typed in its field.
@@ -21,7 +22,8 @@ import { buildApp } from '../../../api/app';
 import { loadApiConfig } from '../../../api/config';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
 import { createStripeClient } from '../../../adapters/provider/stripe/client';
-import { intentReader, pagePaymentReader } from '../../../adapters/provider/stripe/web';
+import { chargeRefundsReader, intentReader, pagePaymentReader } from '../../../adapters/provider/stripe/web';
+import { refundOrder } from '../../../services/refunds/refunds';
 import { findCheckoutSession } from '../../../store/checkout-sessions';
 import { ensureIndexes } from '../../../store/indexes';
 import { ordersCollection } from '../../../store/orders';
@@ -52,6 +54,7 @@ let app: FastifyInstance;
 let api: TestApi;
 let store: TestStore;
 let catalog: CheckoutCatalog;
+let taskQueue: string;
 
 beforeAll(async () => {
   localstripe = await startLocalstripe();
@@ -61,7 +64,7 @@ beforeAll(async () => {
   await ensureIndexes(mongo.db);
   const config = { secretKey: FAKE_STRIPE_SECRET_KEY, apiUrl: gaps.url, livemode: false };
   const provider = createStripeConnection({ config });
-  const taskQueue = uniqueTaskQueue('stripe-flows');
+  taskQueue = uniqueTaskQueue('stripe-flows');
   worker = await createBillingWorker({
     connection: temporal.nativeConnection,
     namespace: temporal.namespace,
@@ -86,6 +89,7 @@ beforeAll(async () => {
         publishableKey: FAKE_STRIPE_PUBLISHABLE_KEY,
         jsUrl: gaps.jsUrl,
         readIntent: intentReader(client),
+        readChargeRefunds: chargeRefundsReader(client),
         readPagePayment: pagePaymentReader(client),
       },
     },
@@ -602,7 +606,7 @@ describe('a renewal through Stripe', () => {
     // Refunded later at Stripe: the order says so, and the subscription's workflow is not told its payment was refused.
     const signalsBefore = await settledSignals(subscription);
     expect(await chargeRefunded(await refundAtStripe(intent.id))).toMatchObject({ status: 200 });
-    expect(await ordersCollection(mongo.db).findOne({ _id: renewal._id })).toMatchObject({ status: 'refunded' });
+    await orderBecomes(renewal._id, 'refunded');
     expect(await settledSignals(subscription)).toBe(signalsBefore);
     expect((await api_('GET', `/v1/subscriptions/${subscription}`)).body.status).toBe('active');
   });
@@ -790,41 +794,165 @@ describe('a review settled by review.closed', () => {
   });
 });
 
+/** Waits for the order to reach `status` (refunds are counted by their workflow). */
+const orderBecomes = (orderId: string, status: string) =>
+  waitFor(
+    async () => {
+      const order = await ordersCollection(mongo.db).findOne({ _id: orderId });
+      return order?.status === status ? order : null;
+    },
+    { timeoutMs: 30_000, description: `order ${orderId} ${status}` },
+  );
+
+/** Events of `type` about the order, once the count settles at `count` (read a few times to see no extra one arrive). */
+async function orderEvents(orderId: string, type: string) {
+  const listed = await call(api, store.key, 'GET', `/v1/events?type=${type}&limit=100`);
+  return (listed.body.data as Array<{ data: { object: Record<string, any> } }>).filter((event) => event.data.object.id === orderId);
+}
+const eventsArrive = (orderId: string, type: string, count: number) =>
+  waitFor(async () => ((await orderEvents(orderId, type)).length >= count ? orderEvents(orderId, type) : null), {
+    timeoutMs: 20_000,
+    description: `${count} ${type} for ${orderId}`,
+  });
+
+/** A card purchase paid through localstripe: the session, its order and the intent. */
+async function paidPurchase() {
+  const id = await newSession();
+  expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')))).location).toBe(`/c/${id}?done=1`);
+  const paid = await paymentStatus(id, 'paid');
+  return { orderId: paid.order!, intentId: paid.payment!.transaction_id! };
+}
+
+/** The charge of an intent as Stripe's event would carry it. */
+async function chargeOf(intentId: string) {
+  const auth = { authorization: `Bearer ${FAKE_STRIPE_SECRET_KEY}` };
+  const intent = await gaps.intent(intentId);
+  const chargeId = typeof intent.latest_charge === 'string' ? intent.latest_charge : intent.latest_charge.id;
+  return (await (await fetch(`${gaps.url}/v1/charges/${chargeId}`, { headers: auth })).json()) as Record<string, any>;
+}
+
+const refundFromOurSide = (orderId: string, amount?: number) =>
+  refundOrder({ db: mongo.db, temporal: temporal.client, taskQueue }, { storeId: store.store._id, orderId, amount, reason: 'requested_by_customer' });
+
 describe('a refund made at Stripe (charge.refunded)', () => {
-  /** A card purchase paid through localstripe: the session, its order and the intent. */
-  async function paidPurchase() {
-    const id = await newSession();
-    expect((await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4242424242424242')))).location).toBe(`/c/${id}?done=1`);
-    const paid = await paymentStatus(id, 'paid');
-    return { orderId: paid.order!, intentId: paid.payment!.transaction_id! };
-  }
-
-  const refundEvents = async (orderId: string) => {
-    const listed = await call(api, store.key, 'GET', '/v1/events?type=order.refunded&limit=100');
-    return (listed.body.data as Array<{ data: { object: { id: string } } }>).filter((event) => event.data.object.id === orderId);
-  };
-
-  test('a full refund marks the paid order refunded and emits order.refunded once, also when the event comes again', async () => {
+  test('a whole refund marks the paid order refunded and emits order.refunded once, also when the event comes again', async () => {
     const { orderId, intentId } = await paidPurchase();
     const charge = await refundAtStripe(intentId);
     expect(charge).toMatchObject({ payment_intent: intentId, amount: 19700, amount_refunded: 19700 });
     expect(await chargeRefunded(charge)).toMatchObject({ status: 200 });
-    expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({ status: 'refunded' });
+    expect(await orderBecomes(orderId, 'refunded')).toMatchObject({ amount_refunded: 19700 });
     expect(await chargeRefunded(charge)).toMatchObject({ status: 200, body: { status: 'repeat' } });
-    const events = await waitFor(async () => ((await refundEvents(orderId)).length > 0 ? refundEvents(orderId) : null), {
-      timeoutMs: 20_000,
-      description: 'order.refunded for the order',
-    });
-    expect(events).toHaveLength(1);
+    expect(await eventsArrive(orderId, 'order.refunded', 1)).toHaveLength(1);
   });
 
-  test('a partial refund leaves the order paid (decided: only a full refund marks it refunded)', async () => {
+  test('a partial refund makes the order partially refunded, then the rest refunded; each refund counted once even when events repeat', async () => {
     const { orderId, intentId } = await paidPurchase();
-    const charge = await refundAtStripe(intentId, 5000);
-    expect(charge).toMatchObject({ amount: 19700, amount_refunded: 5000 });
-    expect(await chargeRefunded(charge)).toMatchObject({ status: 200 });
-    expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({ status: 'paid' });
-    expect(await refundEvents(orderId)).toHaveLength(0);
+    const first = await refundAtStripe(intentId, 5000);
+    expect(first).toMatchObject({ amount: 19700, amount_refunded: 5000 });
+    expect(await chargeRefunded(first)).toMatchObject({ status: 200 });
+    expect(await orderBecomes(orderId, 'partially_refunded')).toMatchObject({ amount_refunded: 5000 });
+    // The rest, its event without the refunds list (newer API versions): they are read from Stripe.
+    const second = await refundAtStripe(intentId, 14700);
+    delete second.refunds;
+    expect(await chargeRefunded(second)).toMatchObject({ status: 200 });
+    expect(await chargeRefunded({ ...first, id: first.id })).toMatchObject({ status: 200, body: { status: 'repeat' } });
+    expect(await orderBecomes(orderId, 'refunded')).toMatchObject({ amount_refunded: 19700 });
+    expect(await eventsArrive(orderId, 'order.partially_refunded', 1)).toHaveLength(1);
+    expect(await eventsArrive(orderId, 'order.refunded', 1)).toHaveLength(1);
+    expect((await ordersCollection(mongo.db).findOne({ _id: orderId }))!.refund_entries).toHaveLength(2);
+  });
+});
+
+describe('a refund started from our side through Stripe', () => {
+  test('partial then the rest: POST /v1/refunds keyed, counted once even when Stripe’s charge.refunded for them arrives; a dashboard refund after is counted too', async () => {
+    const { orderId, intentId } = await paidPurchase();
+    const partial = await refundFromOurSide(orderId, 4000);
+    expect(partial).toMatchObject({ status: 'succeeded', order_status: 'partially_refunded', order_amount_refunded: 4000 });
+    expect(partial.provider_refund).toMatch(/^re_/);
+    const atStripe = await chargeOf(intentId);
+    expect(atStripe.amount_refunded).toBe(4000);
+    const ours = (atStripe.refunds.data as Array<Record<string, any>>).find((refund) => refund.id === partial.provider_refund)!;
+    expect(ours.metadata).toMatchObject({ refund_key: `refund/${partial.id}`, store_id: store.store._id });
+    // Stripe tells us of our own refund: it is not counted a second time.
+    expect(await chargeRefunded(atStripe)).toMatchObject({ status: 200 });
+    // A partial refund at Stripe's dashboard after ours is counted once, by its own id.
+    const dashboard = await refundAtStripe(intentId, 1000);
+    expect(await chargeRefunded(dashboard)).toMatchObject({ status: 200 });
+    await waitFor(async () => ((await ordersCollection(mongo.db).findOne({ _id: orderId }))?.amount_refunded === 5000 ? true : null), {
+      description: 'the dashboard refund counted',
+    });
+    const rest = await refundFromOurSide(orderId);
+    expect(rest).toMatchObject({ status: 'succeeded', amount: 14700, order_status: 'refunded', order_amount_refunded: 19700 });
+    expect(await chargeRefunded(await chargeOf(intentId))).toMatchObject({ status: 200 });
+    const order = (await ordersCollection(mongo.db).findOne({ _id: orderId }))!;
+    expect(order).toMatchObject({ status: 'refunded', amount_refunded: 19700 });
+    expect(order.refund_entries).toHaveLength(3);
+    expect(await eventsArrive(orderId, 'order.partially_refunded', 2)).toHaveLength(2);
+    expect(await eventsArrive(orderId, 'order.refunded', 1)).toHaveLength(1);
+    expect((await chargeOf(intentId)).amount_refunded).toBe(19700);
+  });
+
+  test('a whole refund from our side: the intent refunded at Stripe, the order refunded', async () => {
+    const { orderId, intentId } = await paidPurchase();
+    expect(await refundFromOurSide(orderId)).toMatchObject({ status: 'succeeded', amount: 19700, order_status: 'refunded' });
+    expect(await chargeOf(intentId)).toMatchObject({ amount_refunded: 19700, refunded: true });
+    await expect(refundFromOurSide(orderId, 100)).rejects.toMatchObject({ code: 'order_not_refundable' });
+  });
+});
+
+describe('a chargeback (charge.dispute.created, then .closed)', () => {
+  async function disputeEvent(type: string, dispute: Record<string, unknown>, eventId: string) {
+    const payload = JSON.stringify({
+      id: eventId,
+      object: 'event',
+      type,
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      data: { object: dispute },
+    });
+    const res = await fetch(`${api.url}/providers/stripe/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      },
+      body: payload,
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
+  test('opened: the order is charged_back and order.charged_back goes out once; closed lost: the order records the outcome', async () => {
+    const { orderId, intentId } = await paidPurchase();
+    const charge = await chargeOf(intentId);
+    // localstripe has no disputes: the object is Stripe's, as its event carries it.
+    const dispute = {
+      id: `dp_${intentId.slice(3)}`,
+      object: 'dispute',
+      amount: 19700,
+      currency: 'brl',
+      charge: charge.id,
+      payment_intent: intentId,
+      reason: 'fraudulent',
+      status: 'needs_response',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+    };
+    expect(await disputeEvent('charge.dispute.created', dispute, `evt_dp_open_${intentId}`)).toMatchObject({
+      status: 200,
+      body: { status: 'delivered' },
+    });
+    expect(await ordersCollection(mongo.db).findOne({ _id: orderId })).toMatchObject({
+      status: 'charged_back',
+      dispute: { id: dispute.id, status: 'needs_response', reason: 'fraudulent', amount: 19700 },
+    });
+    // The same dispute again under another event id (Stripe's retries keep the id; this is a second event): no second charged_back.
+    expect(await disputeEvent('charge.dispute.created', dispute, `evt_dp_open2_${intentId}`)).toMatchObject({ status: 200 });
+    expect(await disputeEvent('charge.dispute.closed', { ...dispute, status: 'lost' }, `evt_dp_close_${intentId}`)).toMatchObject({ status: 200 });
+    const order = await call(api, store.key, 'GET', `/v1/orders/${orderId}`);
+    expect(order.body).toMatchObject({ status: 'charged_back', dispute: { id: dispute.id, status: 'lost', reason: 'fraudulent' } });
+    expect(order.body.dispute.closed_at).toBeGreaterThan(0);
+    expect(await eventsArrive(orderId, 'order.charged_back', 1)).toHaveLength(1);
+    await expect(refundFromOurSide(orderId, 100)).rejects.toMatchObject({ code: 'order_not_refundable' });
   });
 });
 
