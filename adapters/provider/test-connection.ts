@@ -9,6 +9,7 @@ import { newId } from '../../domain/ids';
 import { cardDecision, digitsOf, luhnValid, outcomeFor } from './test-cards';
 import { fingerprintOf, replayOf, TestLedger, traitsOf, type CardTraits, type TestChargeDoc } from './test-ledger';
 import type {
+  CancelPendingResult,
   ChargeCardInput,
   ChargeLookup,
   ChargeOutcome,
@@ -63,6 +64,7 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     },
     lookupCharge: (input) => lookupCharge(ledger, input),
     refundCharge: (input) => refundCharge(ledger, input),
+    cancelPending: (input) => cancelPending(ledger, input),
   };
 }
 
@@ -274,4 +276,32 @@ async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeI
     if (updated) return { ok: true, status: to, transactionId: doc.transaction_id };
   }
   return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };
+}
+
+/** States where the ledger's money is taken (a later refund does not undo that it was paid). */
+const CAPTURED: ReadonlySet<TransactionState> = new Set(['approved', 'paid', 'refunded']);
+
+/**
+ * The fence (CancelPendingResult): a pending review is voided and a pending PIX expired (compare-and-set on
+ * its state, so a settle racing it either wins, and the cancel answers succeeded, or finds it closed).
+ */
+async function cancelPending(ledger: TestLedger, { storeId, chargeKey }: { storeId: string; chargeKey: string }): Promise<CancelPendingResult> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const doc = await ledger.findByKey(storeId, chargeKey);
+    if (!doc?.transaction_id) throw new Error(`no transaction under ${chargeKey} at the test connection`);
+    const state = ledger.stateOf(doc);
+    const transactionId = doc.transaction_id;
+    if (state && CAPTURED.has(state)) {
+      return { status: 'succeeded', transactionId, amount: doc.amount, currency: doc.currency, settledAt: doc.settled_at };
+    }
+    if (state !== 'review' && state !== 'pix_pending') return { status: 'canceled', transactionId };
+    const to = doc.kind === 'pix' ? 'expired' : 'voided';
+    const message = doc.kind === 'pix' ? 'The PIX was canceled before it was paid.' : 'The payment was canceled before it settled.';
+    const at = ledger.seconds();
+    const updated = await ledger
+      .charges()
+      .findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, code: 'canceled', message, settled_at: at } });
+    if (updated) return { status: 'canceled', transactionId };
+  }
+  throw new Error(`the charge under ${chargeKey} kept changing; ask again`);
 }

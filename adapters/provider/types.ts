@@ -165,6 +165,17 @@ export interface ChargeLookup {
   settledAt: number | null;
 }
 
+/**
+ * A keyed cancel of a pending payment (a PIX at its expiry, a card waiting for 3-D Secure): the fence
+ * that decides it. `canceled`: the provider confirmed no money is or can be taken under the key (canceled
+ * now or before, or already refused/expired). `succeeded`: the buyer paid first; the payment is to be
+ * delivered as paid. Anything the provider did not answer (timeout, 5xx, a record not found yet) throws:
+ * unknown, asked again under the same key.
+ */
+export type CancelPendingResult =
+  | { status: 'canceled'; transactionId: string }
+  | { status: 'succeeded'; transactionId: string; amount: number; currency: string; settledAt: number | null };
+
 /** Money given back: a pending transaction voided (never captured) or a captured one refunded. */
 export type RefundResult = { ok: true; status: 'voided' | 'refunded'; transactionId: string } | { ok: false; reason: string };
 
@@ -216,4 +227,9 @@ export interface PaymentProvider {
    * it once captured. Idempotent: asking again answers the same; a declined or refused charge has nothing to give back.
    */
   refundCharge(input: { storeId: string; chargeKey: string }): Promise<RefundResult>;
+  /**
+   * Fences a pending payment (see CancelPendingResult): cancels the transaction charged under `chargeKey`
+   * (named by `transactionId` when known) keyed `<chargeKey>#cancel`; idempotent.
+   */
+  cancelPending(input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult>;
 }

@@ -11,6 +11,7 @@ import type {
   ChargeOutcome,
   ChargeSavedCardInput,
   CheckoutChargeOutcome,
+  CancelPendingResult,
   CreatePixInput,
   PaymentProvider,
   PixOutcome,
@@ -24,7 +25,7 @@ import { ConnectedAccounts, platformOnly, type StripeAccountResolver } from './a
 import { createStripeClient, withSignal } from './client';
 import type { StripeConfig } from './config';
 import { isRefusal, requestOptions, stripeIdempotencyKey, type StripeContext } from './context';
-import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, transactionOf, type IntentMetadata } from './intents';
+import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, settledAtOf, transactionOf, type IntentMetadata } from './intents';
 import { findIntentByKey } from './lookup';
 
 export interface StripeConnectionOptions {
@@ -56,6 +57,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     getTransaction: (input) => getTransaction(ctx, input),
     lookupCharge: (input) => lookupCharge(ctx, input),
     refundCharge: (input) => refundCharge(ctx, input),
+    cancelPending: (input) => cancelPending(ctx, input),
   };
 }
 
@@ -286,4 +288,44 @@ async function refundCharge(ctx: StripeContext, input: { storeId: string; charge
     return { ok: true, status: 'refunded', transactionId: intent.id };
   }
   return { ok: false, reason: `transaction ${intent.id} is ${intent.status}: nothing to give back now` };
+}
+
+/** The intent to cancel: the one named, else the one found under the charge key. */
+const cancelTarget = async (ctx: StripeContext, input: { storeId: string; chargeKey: string; transactionId?: string | null }) => {
+  if (input.transactionId) return input.transactionId;
+  const intent = await findIntentByKey(ctx, input.storeId, input.chargeKey);
+  // Search lags writes: not found yet is unknown, never "nothing to cancel".
+  if (!intent) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);
+  return intent.id;
+};
+
+/** The fence's answer from the intent as Stripe holds it after the cancel (or its refusal); unknown throws. */
+function fenceOf(intent: Stripe.PaymentIntent): CancelPendingResult {
+  if (intent.status === 'canceled') return { status: 'canceled', transactionId: intent.id };
+  if (intent.status === 'succeeded') {
+    return { status: 'succeeded', transactionId: intent.id, amount: intent.amount, currency: intent.currency, settledAt: settledAtOf(intent) };
+  }
+  throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: neither canceled nor succeeded yet`);
+}
+
+/**
+ * POST /v1/payment_intents/{id}/cancel keyed `<chargeKey>#cancel` (the same key and reason refundCharge's void
+ * uses, so either may come first). Stripe refuses to cancel a succeeded intent (payment_intent_unexpected_state):
+ * the intent is then read, and a succeeded one answers `succeeded`.
+ */
+async function cancelPending(
+  ctx: StripeContext,
+  input: { storeId: string; chargeKey: string; transactionId?: string | null },
+): Promise<CancelPendingResult> {
+  const id = await cancelTarget(ctx, input);
+  const options = await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.chargeKey, 'cancel'));
+  try {
+    const intent = await ctx.stripe.paymentIntents.cancel(id, { cancellation_reason: 'abandoned' }, options);
+    return fenceOf(intent);
+  } catch (error) {
+    if (!isRefusal(error)) throw error;
+    const intent = await ctx.stripe.paymentIntents.retrieve(id, { expand: ['latest_charge'] }, await requestOptions(ctx, input.storeId));
+    if (intent.metadata?.store_id !== input.storeId) throw new Error(`PaymentIntent ${id} is not this store's`, { cause: error });
+    return fenceOf(intent);
+  }
 }
