@@ -1,12 +1,13 @@
 // The checkout session workflow's activities: each one a call into services/checkout/attempts.ts (the
 // provider, under the attempt's key), services/checkout/completion.ts or services/checkout/subscriptions.ts.
 import { Context } from '@temporalio/activity';
-import type { RefundResult } from '../adapters/provider/types';
+import type { CancelPendingResult, RefundResult } from '../adapters/provider/types';
 import { connectionFor } from '../adapters/provider';
 import type { CheckoutSessionObject } from '../resources/checkout-session';
 import type { CustomerDoc } from '../store/collections';
 import type { AttemptResult } from '../workflows/checkout-session/messages';
 import {
+  cancelPendingAttempt,
   chargeCheckoutAttempt,
   lookupCheckoutAttempt,
   refundCheckoutAttempt,
@@ -45,6 +46,15 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
     /** Voids or refunds the attempt's payment (an approval on a closed session, a review past its window). */
     async refundCheckoutAttempt(input: { storeId: string; key: string; testClock?: string | null }): Promise<RefundResult> {
       return refundCheckoutAttempt(attemptDeps(input), input);
+    },
+    /** The fence of a pending PIX at its expiry: canceled at the provider (keyed), or found paid; a provider that did not answer fails it (retried). */
+    async cancelPendingCheckoutAttempt(input: {
+      storeId: string;
+      key: string;
+      transactionId: string | null;
+      testClock?: string | null;
+    }): Promise<CancelPendingResult> {
+      return cancelPendingAttempt(attemptDeps(input), input);
     },
     /** The new buyer's customer, written once the payment is taken (customer.created once). */
     async writeCheckoutBuyer(input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {

@@ -2,7 +2,7 @@
 // (card by its provider token, PIX, or a trial's card saved), the provider asked by the attempt's key
 // (what became of it, before an expiry, during a review), and an approval given back. Every call is
 // under the attempt's key `checkout/<cs_id>/<n>`, so a retry never charges twice.
-import type { ChargeLookup, PaymentProvider, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
+import type { CancelPendingResult, ChargeLookup, PaymentProvider, RefundResult, SavedCard, TransactionState } from '../../adapters/provider/types';
 import { checkoutSessionWorkflowId, type AttemptResult, type PayInput, type PaymentAttemptOutcome } from '../../workflows/checkout-session/messages';
 
 export interface ChargeAttemptInput extends Omit<PayInput, 'newBuyer'> {
@@ -126,4 +126,12 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
 /** Gives the attempt's money back: voided while pending, refunded once captured; asking again answers the same. */
 export function refundCheckoutAttempt(deps: Deps, input: { storeId: string; key: string }): Promise<RefundResult> {
   return deps.provider.refundCharge({ storeId: input.storeId, chargeKey: input.key });
+}
+
+/** The fence of a pending attempt (a PIX at its expiry): canceled at the provider under `<key>#cancel`, or found paid; unknown throws. */
+export function cancelPendingAttempt(
+  deps: Deps,
+  input: { storeId: string; key: string; transactionId: string | null },
+): Promise<CancelPendingResult> {
+  return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key, transactionId: input.transactionId });
 }

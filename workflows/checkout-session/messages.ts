@@ -96,7 +96,7 @@ export interface CheckoutWorkflowState {
    * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
    */
   problem: {
-    step: 'check_transaction' | 'create_subscription';
+    step: 'check_transaction' | 'create_subscription' | 'cancel_pending';
     type: string | null;
     message: string;
     nonRetryable: boolean;
