@@ -2,6 +2,7 @@
 // retried or replayed activity sends nothing twice.
 import {
   sendCancellationEmail,
+  sendLateRefundEmail,
   sendPaymentConfirmation,
   type BuyerEmailDeps,
   type BuyerEmailOutcome,
@@ -19,6 +20,10 @@ export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
     // Registered under its old activity name: recorded histories and running workflows call it so.
     async sendCancellationNotice(input: CancellationEmailInput): Promise<BuyerEmailOutcome> {
       return sendCancellationEmail(deps, input);
+    },
+    /** "Your payment arrived after the order closed and was given back" (give-back workflow). */
+    async sendLateRefundEmail(input: { storeId: string; orderId: string; key: string }): Promise<BuyerEmailOutcome> {
+      return sendLateRefundEmail(deps, input);
     },
   };
 }

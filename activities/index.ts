@@ -11,6 +11,7 @@ import { createChargeActivities } from './charges';
 import { createUsageActivities } from './usage';
 import { createBuyerEmailActivities } from './buyer-emails';
 import { createTestClockActivities } from './test-clocks';
+import { createGiveBackActivities } from './give-back';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 import { buyerEmailCapsFrom, type BuyerEmailCaps } from '../services/buyer-emails';
@@ -50,6 +51,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createChargeActivities(deps),
     ...createUsageActivities(deps),
     ...createTestClockActivities(deps),
+    ...createGiveBackActivities(deps),
     ...createBuyerEmailActivities({
       db,
       mailer: deps.mailer ?? mailerFromEnv(),

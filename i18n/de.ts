@@ -153,6 +153,9 @@ export const de: Dictionary = {
     intro_charge: 'Eine Belastung Ihrer gespeicherten Karte bei {store} wurde genehmigt.',
     intro_usage: 'Ihre Nutzung bei {store} im unten genannten Zeitraum wurde Ihrer gespeicherten Karte belastet.',
     intro_cancel: 'Ihr Abonnement bei {store} wurde am {date} gekündigt. Es wird Ihnen nicht mehr berechnet.',
+    late_refund_subject: 'Ihre Zahlung wurde zurückerstattet: {amount}',
+    intro_late_refund:
+      'Ihre Zahlung an {store} ist eingegangen, nachdem die Bestellung bereits geschlossen war, und wurde daher nicht verwendet. Der volle Betrag wurde Ihnen erstattet; es wurde keine Bestellung aufgegeben.',
     product: 'Produkt',
     amount: 'Betrag',
     period: 'Zeitraum',

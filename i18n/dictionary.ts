@@ -151,6 +151,8 @@ export const EMAIL_KEYS = [
   'intro_charge',
   'intro_usage',
   'intro_cancel',
+  'late_refund_subject',
+  'intro_late_refund',
   'product',
   'amount',
   'period',

@@ -152,6 +152,9 @@ export const en: Dictionary = {
     intro_charge: 'A charge on your saved card at {store} was approved.',
     intro_usage: 'Your usage at {store} in the period below was charged to your saved card.',
     intro_cancel: 'Your subscription at {store} was canceled on {date}. You will not be charged for it again.',
+    late_refund_subject: 'Your payment was given back: {amount}',
+    intro_late_refund:
+      'Your payment to {store} arrived after the order had closed, so it was not applied. The full amount was refunded to you; no order was placed.',
     product: 'Product',
     amount: 'Amount',
     period: 'Period',

@@ -150,6 +150,9 @@ export const es: Dictionary = {
     intro_charge: 'Se aprobó un cargo en tu tarjeta guardada en {store}.',
     intro_usage: 'Tu consumo en {store} en el período indicado se cobró en tu tarjeta guardada.',
     intro_cancel: 'Tu suscripción en {store} se canceló el {date}. No se te volverá a cobrar por ella.',
+    late_refund_subject: 'Tu pago fue devuelto: {amount}',
+    intro_late_refund:
+      'Tu pago a {store} llegó después de que el pedido se cerrara, por lo que no se aplicó. Se te reembolsó el importe completo; no se realizó ningún pedido.',
     product: 'Producto',
     amount: 'Importe',
     period: 'Período',

@@ -154,6 +154,9 @@ export const fr: Dictionary = {
     intro_charge: 'Un prélèvement sur votre carte enregistrée chez {store} a été approuvé.',
     intro_usage: 'Votre consommation chez {store} sur la période ci-dessous a été débitée sur votre carte enregistrée.',
     intro_cancel: 'Votre abonnement chez {store} a été résilié le {date}. Il ne vous sera plus facturé.',
+    late_refund_subject: 'Votre paiement a été restitué : {amount}',
+    intro_late_refund:
+      'Votre paiement à {store} est arrivé après la clôture de la commande : il n’a pas été appliqué. Le montant total vous a été remboursé ; aucune commande n’a été passée.',
     product: 'Produit',
     amount: 'Montant',
     period: 'Période',

@@ -152,6 +152,9 @@ export const it: Dictionary = {
     intro_charge: 'È stato approvato un addebito sulla tua carta salvata su {store}.',
     intro_usage: 'Il tuo consumo su {store} nel periodo indicato è stato addebitato sulla tua carta salvata.',
     intro_cancel: 'Il tuo abbonamento su {store} è stato annullato il {date}. Non ti verrà più addebitato.',
+    late_refund_subject: 'Il tuo pagamento è stato restituito: {amount}',
+    intro_late_refund:
+      'Il tuo pagamento a {store} è arrivato dopo la chiusura dell’ordine, quindi non è stato applicato. L’importo intero ti è stato rimborsato; nessun ordine è stato effettuato.',
     product: 'Prodotto',
     amount: 'Importo',
     period: 'Periodo',

@@ -151,6 +151,8 @@ export const ja: Dictionary = {
     intro_charge: '{store} に登録済みのカードへの請求が承認されました。',
     intro_usage: '下記期間の {store} でのご利用分を、登録済みのカードに請求しました。',
     intro_cancel: '{store} のサブスクリプションは {date} に解約されました。今後、請求されることはありません。',
+    late_refund_subject: 'お支払いを返金しました: {amount}',
+    intro_late_refund: '{store} へのお支払いは注文の締め切り後に届いたため、適用されませんでした。全額を返金しました。注文は成立していません。',
     product: '商品',
     amount: '金額',
     period: '期間',

@@ -149,6 +149,8 @@ export const ko: Dictionary = {
     intro_charge: '{store}에 저장된 카드로 청구된 결제가 승인되었습니다.',
     intro_usage: '아래 기간의 {store} 사용량이 저장된 카드로 청구되었습니다.',
     intro_cancel: '{store} 구독이 {date}에 해지되었습니다. 더 이상 요금이 청구되지 않습니다.',
+    late_refund_subject: '결제 금액이 환불되었습니다: {amount}',
+    intro_late_refund: '{store}에 대한 결제가 주문이 종료된 후에 도착하여 적용되지 않았습니다. 전액이 환불되었으며 주문은 이루어지지 않았습니다.',
     product: '상품',
     amount: '금액',
     period: '기간',

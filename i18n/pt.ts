@@ -151,6 +151,9 @@ export const pt: Dictionary = {
     intro_charge: 'Uma cobrança no seu cartão salvo em {store} foi aprovada.',
     intro_usage: 'O seu uso em {store} no período abaixo foi cobrado no seu cartão salvo.',
     intro_cancel: 'Sua assinatura em {store} foi cancelada em {date}. Você não será mais cobrado por ela.',
+    late_refund_subject: 'Seu pagamento foi devolvido: {amount}',
+    intro_late_refund:
+      'Seu pagamento para {store} chegou depois que o pedido foi encerrado, por isso não foi aplicado. O valor total foi reembolsado a você; nenhum pedido foi feito.',
     product: 'Produto',
     amount: 'Valor',
     period: 'Período',

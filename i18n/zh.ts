@@ -149,6 +149,8 @@ export const zh: Dictionary = {
     intro_charge: '您在 {store} 保存的银行卡的一笔扣款已获批准。',
     intro_usage: '您在 {store} 于下列期间的用量已从您保存的银行卡扣款。',
     intro_cancel: '您在 {store} 的订阅已于 {date} 取消。今后不会再为此扣款。',
+    late_refund_subject: '您的付款已退还：{amount}',
+    intro_late_refund: '您向 {store} 的付款在订单关闭后才到账，因此未被使用。全部金额已退还给您；订单未成立。',
     product: '商品',
     amount: '金额',
     period: '期间',

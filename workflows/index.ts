@@ -7,3 +7,4 @@ export * from './subscription/workflow';
 export * from './charge/workflow';
 export * from './usage-periods/workflow';
 export * from './test-clock/workflow';
+export * from './give-back/workflow';

@@ -7,6 +7,7 @@ import {
   chargeWorkflow,
   checkoutSessionWorkflow,
   eventSweeperWorkflow,
+  giveBackWorkflow,
   subscriptionWorkflow,
   testClockWorkflow,
   usagePeriodsWorkflow,
@@ -20,6 +21,7 @@ export * from './index';
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, checkoutSessionWorkflow);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, webhookDeliveryWorkflow);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, chargeWorkflow);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, giveBackWorkflow);
 // Long-lived: moves to the current build; its changes keep patched().
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, subscriptionWorkflow);
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, usagePeriodsWorkflow);

@@ -26,7 +26,7 @@ import { prepareCustomer } from '../customers';
 import { connectionFor, testPaymentsAvailable } from '../../adapters/provider';
 import type { SettlementStatus, TransactionState } from '../../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './sessions';
-import { deliverProviderNotice } from '../provider/notices';
+import { deliverOrGiveBack, deliverProviderNotice } from '../provider/notices';
 import { checkoutSessionClient, type UnsettledAttempt } from './client';
 import {
   checkoutSessionWorkflowId,
@@ -348,5 +348,5 @@ export async function settleFromHostedPage(deps: CheckoutDeps, session: Checkout
   if (session.payment_status !== 'pending' || !transactionId) return false;
   const settled = await connectionFor(deps, Boolean(session.test_clock)).settle({ storeId: session.store_id, transactionId, outcome });
   if (!settled.ok) return false;
-  return deliverProviderNotice(deps, settled.notice);
+  return deliverOrGiveBack(deps, settled.notice, session.store_id, Boolean(session.test_clock) || !deps.provider.livemode);
 }
