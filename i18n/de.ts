@@ -91,6 +91,8 @@ export const de: Dictionary = {
     action_retry: 'Bestätigung erneut öffnen',
     pix_qr: 'PIX-QR-Code',
     err_card_fields_required: 'Geben Sie Ihre Karte im Kartenfeld ein.',
+    err_installments_unavailable:
+      'Ratenzahlung ist in dieser Währung nicht verfügbar. Zahlen Sie den vollen Betrag oder wählen Sie eine andere Währung.',
     card_field_unavailable: 'Das Kartenfeld konnte nicht geladen werden. Laden Sie die Seite neu oder zahlen Sie mit PIX.',
     waiting: 'Zahlung wird erwartet …',
     failed_title: 'Zahlung nicht abgeschlossen',

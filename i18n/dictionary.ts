@@ -87,6 +87,7 @@ export const PAGE_KEYS = [
   'action_retry',
   'pix_qr',
   'err_card_fields_required',
+  'err_installments_unavailable',
   'card_field_unavailable',
   'waiting',
   'failed_title',

@@ -89,6 +89,7 @@ export const en: Dictionary = {
     action_retry: 'Open the confirmation again',
     pix_qr: 'PIX QR code',
     err_card_fields_required: 'Enter your card in the card field.',
+    err_installments_unavailable: 'Installments are not available in this currency. Pay in full or choose another currency.',
     card_field_unavailable: 'The card field could not load. Reload the page, or pay by PIX.',
     waiting: 'Waiting for the payment…',
     failed_title: 'Payment not completed',

@@ -88,6 +88,7 @@ export const es: Dictionary = {
     action_retry: 'Abrir la confirmación de nuevo',
     pix_qr: 'Código QR de PIX',
     err_card_fields_required: 'Introduce tu tarjeta en el campo de la tarjeta.',
+    err_installments_unavailable: 'Las cuotas no están disponibles en esta moneda. Paga el total o elige otra moneda.',
     card_field_unavailable: 'El campo de la tarjeta no se pudo cargar. Recarga la página o paga con PIX.',
     waiting: 'Esperando el pago…',
     failed_title: 'Pago no completado',

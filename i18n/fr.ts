@@ -92,6 +92,8 @@ export const fr: Dictionary = {
     action_retry: 'Rouvrir la confirmation',
     pix_qr: 'QR code PIX',
     err_card_fields_required: 'Saisissez votre carte dans le champ de carte.',
+    err_installments_unavailable:
+      'Le paiement en plusieurs fois n’est pas disponible dans cette devise. Payez en une fois ou choisissez une autre devise.',
     card_field_unavailable: 'Le champ de carte n’a pas pu se charger. Rechargez la page ou payez par PIX.',
     waiting: 'En attente du paiement…',
     failed_title: 'Paiement non finalisé',

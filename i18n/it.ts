@@ -90,6 +90,7 @@ export const it: Dictionary = {
     action_retry: 'Apri di nuovo la conferma',
     pix_qr: 'Codice QR PIX',
     err_card_fields_required: 'Inserisci la tua carta nel campo della carta.',
+    err_installments_unavailable: 'Il pagamento a rate non è disponibile in questa valuta. Paga l’intero importo o scegli un’altra valuta.',
     card_field_unavailable: 'Il campo della carta non si è caricato. Ricarica la pagina o paga con PIX.',
     waiting: 'In attesa del pagamento…',
     failed_title: 'Pagamento non completato',

@@ -89,6 +89,7 @@ export const ja: Dictionary = {
     action_retry: '確認画面をもう一度開く',
     pix_qr: 'PIX QRコード',
     err_card_fields_required: 'カード欄にカード情報を入力してください。',
+    err_installments_unavailable: 'この通貨では分割払いをご利用いただけません。一括でお支払いいただくか、別の通貨を選択してください。',
     card_field_unavailable: 'カード欄を読み込めませんでした。ページを再読み込みするか、PIXでお支払いください。',
     waiting: 'お支払いをお待ちしています…',
     failed_title: 'お支払いが完了しませんでした',

@@ -87,6 +87,7 @@ export const ko: Dictionary = {
     action_retry: '확인 창 다시 열기',
     pix_qr: 'PIX QR 코드',
     err_card_fields_required: '카드 입력란에 카드를 입력하세요.',
+    err_installments_unavailable: '이 통화에서는 할부를 이용할 수 없습니다. 일시불로 결제하거나 다른 통화를 선택하세요.',
     card_field_unavailable: '카드 입력란을 불러오지 못했습니다. 페이지를 새로 고치거나 PIX로 결제하세요.',
     waiting: '결제를 기다리는 중…',
     failed_title: '결제 미완료',

@@ -89,6 +89,7 @@ export const pt: Dictionary = {
     action_retry: 'Abrir a confirmação de novo',
     pix_qr: 'QR code do PIX',
     err_card_fields_required: 'Informe seu cartão no campo do cartão.',
+    err_installments_unavailable: 'O parcelamento não está disponível nesta moeda. Pague à vista ou escolha outra moeda.',
     card_field_unavailable: 'O campo do cartão não carregou. Recarregue a página ou pague com PIX.',
     waiting: 'Aguardando o pagamento…',
     failed_title: 'Pagamento não concluído',

@@ -89,6 +89,7 @@ export const ru: Dictionary = {
     action_retry: 'Открыть подтверждение снова',
     pix_qr: 'QR-код PIX',
     err_card_fields_required: 'Введите карту в поле карты.',
+    err_installments_unavailable: 'Оплата в рассрочку недоступна в этой валюте. Оплатите всю сумму или выберите другую валюту.',
     card_field_unavailable: 'Не удалось загрузить поле карты. Обновите страницу или оплатите через PIX.',
     waiting: 'Ожидаем оплату…',
     failed_title: 'Платёж не завершён',

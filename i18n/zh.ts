@@ -87,6 +87,7 @@ export const zh: Dictionary = {
     action_retry: '重新打开确认窗口',
     pix_qr: 'PIX 二维码',
     err_card_fields_required: '请在银行卡输入框中填写您的银行卡。',
+    err_installments_unavailable: '此币种不支持分期付款。请一次性付款或选择其他币种。',
     card_field_unavailable: '银行卡输入框无法加载。请刷新页面，或使用 PIX 付款。',
     waiting: '正在等待付款…',
     failed_title: '付款未完成',

@@ -45,17 +45,25 @@ export interface TestConnectionOptions {
   db?: LedgerDatabase | null;
   /** Milliseconds clock (PIX expiry, settlement times). */
   now?: () => number;
+  /** Currencies whose card charges it pays in installments (TEST_INSTALLMENT_CURRENCIES); BRL by default, as Stripe. */
+  installmentCurrencies?: readonly string[];
 }
+
+/** The test connection's installment currencies when none are configured: Stripe's. */
+export const DEFAULT_TEST_INSTALLMENT_CURRENCIES: readonly string[] = ['brl'];
 
 export function createTestConnection(options: TestConnectionOptions = {}): PaymentProvider {
   const ledger = new TestLedger(options.db, options.now ?? Date.now);
+  const installmentCurrencies = (options.installmentCurrencies ?? DEFAULT_TEST_INSTALLMENT_CURRENCIES).map((c) => c.toLowerCase());
+  const installmentsAvailable = (currency: string) => installmentCurrencies.includes(currency.toLowerCase());
   return {
     livemode: false,
+    installmentsAvailable,
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),
     chargeSavedCard: (input) => chargeSavedCard(ledger, input),
-    chargeCard: (input) => chargeCard(ledger, input),
+    chargeCard: (input) => chargeCard(ledger, input, installmentsAvailable(input.currency)),
     createPix: (input) => createPix(ledger, input),
     settle: (input) => settle(ledger, input),
     getTransaction: async ({ storeId, transactionId }) => {
@@ -139,7 +147,7 @@ async function chargeSavedCard(ledger: TestLedger, input: ChargeSavedCardInput):
   return replayOf(doc, fingerprint);
 }
 
-async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<CheckoutChargeOutcome> {
+async function chargeCard(ledger: TestLedger, input: ChargeCardInput, installments: boolean): Promise<CheckoutChargeOutcome> {
   input.signal?.throwIfAborted();
   const existing = await ledger.findByKey(input.storeId, input.idempotencyKey);
   const token = await ledger.findToken(input.storeId, input.cardToken);
@@ -148,6 +156,9 @@ async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<C
   if (existing) return { ...replayOf(existing, fingerprint), card: await ledger.cardOf(existing) };
 
   const { outcome, saved } = await chargeNewCard(ledger, input, token);
+  const plan = installments && input.installments && input.installments > 1 ? input.installments : null;
+  // The plan it confirms (what its answer says), as Stripe's payment_method_details does.
+  if (plan && (outcome.status === 'approved' || outcome.status === 'review')) outcome.installments = plan;
   input.signal?.throwIfAborted();
   const doc = await ledger.record(ledger.entry(input, 'card', fingerprint, outcome, { payment_method: saved?.paymentMethodId ?? null }));
   return { ...replayOf(doc, fingerprint), card: await ledger.cardOf(doc) };

@@ -47,7 +47,7 @@ export type TokenizeResult = { ok: true; token: string; brand: string; last4: st
 /**
  * The result of one charge attempt. The same idempotency key always yields the same outcome and
  * transaction: a provider never charges a key twice.
- *  - approved: money captured.
+ *  - approved: money captured. `installments`: the plan the provider confirmed (null or absent: paid in full).
  *  - review: left pending until the provider's notice settles it (paid or refused).
  *  - declined: the card was tried and refused; `code` is the provider's decline code (null when it
  *    reported none, shown as `declined`). The provider recorded a transaction.
@@ -55,8 +55,8 @@ export type TokenizeResult = { ok: true; token: string; brand: string; last4: st
  *    (e.g. amount 424242 on the test connection) or `payment_method_not_chargeable`.
  */
 export type ChargeOutcome =
-  | { status: 'approved'; transactionId: string }
-  | { status: 'review'; transactionId: string }
+  | { status: 'approved'; transactionId: string; installments?: number | null }
+  | { status: 'review'; transactionId: string; installments?: number | null }
   | { status: 'declined'; transactionId: string; code: string | null; message: string }
   | { status: 'refused'; transactionId: null; code: 'provider_error' | 'payment_method_not_chargeable'; message: string };
 
@@ -199,6 +199,11 @@ export type SettleResult = { ok: true; notice: ProviderNotice } | { ok: false; r
 export interface PaymentProvider {
   /** Orders paid through this provider carry this livemode (false on the test connection). */
   readonly livemode: boolean;
+  /**
+   * Whether a card charge in this currency can be paid in installments here (Stripe: BRL only; the test
+   * connection: its configured currencies). The page offers installments only then and refuses them otherwise.
+   */
+  installmentsAvailable(currency: string): boolean;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: RegisterCustomerInput): Promise<RegisterCustomerResult>;
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */

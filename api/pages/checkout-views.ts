@@ -90,6 +90,7 @@ function errorText(lang: Language, error: FormError): string {
     'customer_rejected',
     'card_payments_locked',
     'card_fields_required',
+    'installments_unavailable',
   ];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
@@ -135,7 +136,15 @@ function summary(lang: Language, session: CheckoutSessionDoc, price: Price): Mar
 export function renderCheckoutPage(
   lang: Language,
   session: CheckoutSessionDoc,
-  options: { currency?: string | null; error?: FormError | null; values?: FormValues; pixAvailable: boolean; stripe?: StripeFieldView | null },
+  options: {
+    currency?: string | null;
+    error?: FormError | null;
+    values?: FormValues;
+    pixAvailable: boolean;
+    /** Whether the connection pays a card in the currency in installments (absent: as the offer allows). */
+    installmentsIn?: (currency: string) => boolean;
+    stripe?: StripeFieldView | null;
+  },
 ): string {
   const price = chosenPrice(session, options.currency);
   const amounts = chargeAmounts(price, session.pack, session.coupon);
@@ -149,7 +158,9 @@ export function renderCheckoutPage(
   const cardLocked = session.card_locked === true;
   const method = pix && (values.method === 'pix' || cardLocked) ? 'pix' : 'card';
   const emailLocked = session.customer_email !== null;
-  const maxInstallments = !trial && session.offer.max_installments && session.offer.max_installments > 1 ? session.offer.max_installments : 1;
+  const honoured = options.installmentsIn?.(price.currency) ?? true;
+  const maxInstallments =
+    !trial && honoured && session.offer.max_installments && session.offer.max_installments > 1 ? session.offer.max_installments : 1;
   const invalid = (field: string) => (error?.field === field ? html` aria-invalid="true" aria-describedby="form-error"` : '');
 
   const body = html`${topBar(lang, session)}

@@ -8,7 +8,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
-import { payCheckoutSession, recheckPendingCard, settleFromHostedPage, testButtonsShown } from '../../services/checkout/payments';
+import {
+  installmentsOffered,
+  payCheckoutSession,
+  recheckPendingCard,
+  settleFromHostedPage,
+  testButtonsShown,
+} from '../../services/checkout/payments';
 import { attemptInFlightRecently } from '../../services/checkout/attempt-probe';
 import { connectionFor } from '../../adapters/provider';
 import type { StripeWebSettings } from '../../adapters/provider/stripe/web';
@@ -158,7 +164,15 @@ async function renderSession(
     const unsettled = options.processing ? await attemptInFlightRecently(deps, session._id) : false;
     if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
     const stripe = options.stripe ? stripeFieldFor(options.stripe, deps, session, await findStore(deps.db, session.store_id)) : null;
-    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true, stripe }) };
+    return {
+      status: 200,
+      body: renderCheckoutPage(lang, session, {
+        currency: options.currency,
+        pixAvailable: true,
+        installmentsIn: installmentsOffered(deps, session),
+        stripe,
+      }),
+    };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
   if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
@@ -238,7 +252,16 @@ function payRoute(app: RouteApp): void {
       return reply
         .status(status)
         .type(HTML)
-        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true, stripe }));
+        .send(
+          renderCheckoutPage(lang, fresh, {
+            currency: form.currency,
+            error: result,
+            values,
+            pixAvailable: true,
+            installmentsIn: installmentsOffered(deps, fresh),
+            stripe,
+          }),
+        );
     },
   );
 }

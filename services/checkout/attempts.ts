@@ -59,12 +59,16 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
 
+/** The installment plan the provider confirmed, carried to the order (never the plan the page asked for). */
+const planOf = (charged: { installments?: number | null }) =>
+  charged.installments && charged.installments > 1 ? { installments: charged.installments } : {};
+
 function cardOutcome(charged: ChargeLookup['outcome']): PaymentAttemptOutcome {
   switch (charged.status) {
     case 'approved':
-      return { status: 'approved', transactionId: charged.transactionId };
+      return { status: 'approved', transactionId: charged.transactionId, ...planOf(charged) };
     case 'review':
-      return { status: 'review', transactionId: charged.transactionId };
+      return { status: 'review', transactionId: charged.transactionId, ...planOf(charged) };
     case 'declined':
       return { status: 'declined', code: charged.code ?? 'declined', message: charged.message };
     case 'refused':

@@ -126,8 +126,9 @@ export interface PayInput {
 }
 
 export type PaymentAttemptOutcome =
-  | { status: 'approved'; transactionId: string | null }
-  | { status: 'review'; transactionId: string }
+  /** `installments`: the plan the provider confirmed (absent: paid in full, or a run from before it was carried). */
+  | { status: 'approved'; transactionId: string | null; installments?: number | null }
+  | { status: 'review'; transactionId: string; installments?: number | null }
   | { status: 'pix_pending'; transactionId: string; pixCode: string; pixExpiresAt: number }
   | { status: 'declined'; code: string; message: string }
   /** The provider never received the attempt (see PROVIDER_UNAVAILABLE_CODE): nothing was charged. */

@@ -46,6 +46,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
   };
   return {
     livemode: options.config.livemode,
+    installmentsAvailable: stripeInstallmentsAvailable,
     registerCustomer: (input) => registerCustomer(ctx, input),
     tokenizeCard: async () => CARD_FIELDS_ONLY,
     saveCard: (input) => saveCard(ctx, input),
@@ -174,9 +175,12 @@ async function chargeSavedCard(ctx: StripeContext, input: ChargeSavedCardInput):
   }
 }
 
-/** Installments through Stripe's card installment plans, for BRL only. */
+/** Stripe's card installment plans are for Brazilian cards in BRL (its Brazil installments; Mexico's are not offered here). */
+export const stripeInstallmentsAvailable = (currency: string): boolean => currency.toLowerCase() === 'brl';
+
+/** Installments through Stripe's card installment plans, for BRL only (the page refuses them elsewhere, never charging in full silently). */
 function installmentOptions(input: ChargeCardInput): Stripe.PaymentIntentCreateParams.PaymentMethodOptions | undefined {
-  if (!input.installments || input.installments < 2 || input.currency.toLowerCase() !== 'brl') return undefined;
+  if (!input.installments || input.installments < 2 || !stripeInstallmentsAvailable(input.currency)) return undefined;
   return { card: { installments: { enabled: true, plan: { count: input.installments, interval: 'month', type: 'fixed_count' } } } };
 }
 
