@@ -6,7 +6,8 @@
 // a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
 // (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
 // store_id); emulates PIX intents whole (next_action with pix_display_qr_code, a QR image, paid or
-// expired by the test or the fake bank route); and serves localstripe's fake Stripe.js with
+// expired by the test or the fake bank route; as at Stripe, a canceled PIX takes no payment and cancelling a
+// succeeded or canceled one answers 400 payment_intent_unexpected_state); and serves localstripe's fake Stripe.js with
 // createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -206,6 +207,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
 
   const settle = (id: string, outcome: 'paid' | 'expired'): Json => {
     const intent = pix.get(id)!;
+    // As at Stripe: a PIX that is no longer awaiting payment (canceled by the expiry fence, expired, paid) takes no payment.
+    if (intent.status !== 'requires_action') return { ...intent };
     if (outcome === 'paid') Object.assign(intent, { status: 'succeeded', next_action: null });
     else
       Object.assign(intent, {
@@ -215,6 +218,19 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       });
     return { ...intent };
   };
+
+  /** Stripe's refusal to cancel an intent that is past it, with the intent as its error carries it. */
+  const unexpectedState = (intent: Json) => ({
+    status: 400,
+    body: JSON.stringify({
+      error: {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot cancel this PaymentIntent because it has a status of ${intent.status}.`,
+        payment_intent: intent,
+      },
+    }),
+  });
 
   const search = async (query: string, headers: IncomingMessage['headers']) => {
     const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
@@ -249,8 +265,15 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const pixId = /^\/v1\/payment_intents\/(pi_pix\w+)(\/cancel)?$/.exec(path);
     if (pixId && pix.has(pixId[1])) {
       const intent = pix.get(pixId[1])!;
-      if (pixId[2] && intent.status === 'requires_action')
-        Object.assign(intent, { status: 'canceled', canceled_at: Math.floor(Date.now() / 1000), next_action: null });
+      // As at Stripe: a succeeded (or already canceled) intent cannot be canceled: 400 payment_intent_unexpected_state.
+      if (pixId[2] && (intent.status === 'succeeded' || intent.status === 'canceled')) return unexpectedState(intent);
+      if (pixId[2])
+        Object.assign(intent, {
+          status: 'canceled',
+          canceled_at: Math.floor(Date.now() / 1000),
+          cancellation_reason: 'abandoned',
+          next_action: null,
+        });
       return { status: 200, body: JSON.stringify(intent) };
     }
     const text = request.method === 'POST' ? await readBody(request) : undefined;
