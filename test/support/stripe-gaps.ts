@@ -6,7 +6,8 @@
 // a kept card to its customer as Stripe does; replays a POST's first answer for a repeated Idempotency-Key
 // (localstripe ignores it); answers the Search API for payment_intents by metadata (charge_key,
 // store_id); emulates PIX intents whole (next_action with pix_display_qr_code, a QR image, paid or
-// expired by the test or the fake bank route; as at Stripe, a canceled PIX takes no payment and cancelling a
+// expired by the test or the fake bank route; echoes a BRL card intent's installment plan as
+// payment_method_options.card.installments.plan (localstripe ignores payment_method_options); as at Stripe, a canceled PIX takes no payment and cancelling a
 // succeeded or canceled one answers 400 payment_intent_unexpected_state); and serves localstripe's fake Stripe.js with
 // createPaymentMethod and handleNextAction added (it has neither), calling back through this layer.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
@@ -75,6 +76,14 @@ function stripRefused(form: URLSearchParams): URLSearchParams {
   return kept;
 }
 
+/** The installment plan asked for, as Stripe confirms it on a BRL card intent (Brazil's installments; other currencies get none). */
+function planOf(form: URLSearchParams): Json | null {
+  const count = form.get('payment_method_options[card][installments][plan][count]');
+  if (!count || form.get('currency')?.toLowerCase() !== 'brl') return null;
+  const type = form.get('payment_method_options[card][installments][plan][type]') ?? 'fixed_count';
+  return { count: Number(count), interval: form.get('payment_method_options[card][installments][plan][interval]') ?? 'month', type };
+}
+
 const methodTypeOf = (form: URLSearchParams) => form.get('allowed_payment_method_types[0]') ?? form.get('payment_method_types[0]');
 
 function metadataOf(form: URLSearchParams): Record<string, string> {
@@ -135,6 +144,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   const answered = new Map<string, { status: number; body: string }>();
   const futureUsage = new Map<string, string>();
   const cancellations = new Map<string, string>();
+  /** The installment plan a card intent was confirmed with, by intent id: localstripe ignores payment_method_options. */
+  const plans = new Map<string, Json>();
   const pix = new Map<string, Json>();
   let base = '';
 
@@ -158,6 +169,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       if (object?.object !== 'payment_intent') return;
       if (futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
       if (cancellations.has(object.id)) object.cancellation_reason = cancellations.get(object.id);
+      if (plans.has(object.id)) object.payment_method_options = { card: { installments: { enabled: true, plan: plans.get(object.id) } } };
     };
     fill(json);
     if (Array.isArray(json.data)) json.data.forEach(fill);
@@ -305,6 +317,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const answer = await forward('POST', path, auth, stripRefused(form).toString());
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
+    const plan = planOf(form);
+    if (plan && path === '/v1/payment_intents' && answer.status === 200) plans.set(JSON.parse(answer.body).id, plan);
     const reason = form.get('cancellation_reason');
     if (reason && /\/cancel$/.test(path) && answer.status === 200) cancellations.set(JSON.parse(answer.body).id, reason);
     return { ...answer, body: withFutureUsage(answer.body) };

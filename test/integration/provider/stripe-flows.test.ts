@@ -185,6 +185,21 @@ describe('cards through Stripe.js', () => {
     });
   });
 
+  test('a BRL card paid in 3 installments: the order carries the plan Stripe confirmed; a USD purchase posting installments=3 is refused on the page, nothing sent to Stripe', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, { ...cardForm(await browserPaymentMethod('4242424242424242')), installments: '3' });
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    const paid = await paymentStatus(id, 'paid');
+    expect(await gaps.intent(paid.payment!.transaction_id!)).toMatchObject({ currency: 'brl' });
+    expect(await ordersCollection(mongo.db).findOne({ _id: paid.order! })).toMatchObject({ installments: 3, currency: 'brl' });
+
+    const usd = (await createSession(api, store, { offer: catalog.oneOff._id, currency: 'usd' })).body.id as string;
+    const refused = await post(`/c/${usd}/pay`, { ...cardForm(await browserPaymentMethod('4242424242424242')), installments: '3' });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('Installments are not available in this currency');
+    expect(await session(usd)).toMatchObject({ status: 'open', order: null, payment: null });
+  });
+
   test('a card declined at charge (4000000000000341) shows the decline and leaves the session open', async () => {
     const id = await newSession();
     const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000000000000341')));
