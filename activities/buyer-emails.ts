@@ -2,6 +2,7 @@
 // retried or replayed activity sends nothing twice.
 import {
   sendCancellationEmail,
+  sendLateRefundEmail,
   sendPaymentConfirmation,
   sendRenewalAuthenticationRequest,
   type AuthenticationRequestInput,
@@ -31,6 +32,10 @@ export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
     /** The renewal the buyer's bank asked them to confirm: the portal link where they confirm it (3-D Secure). */
     async sendRenewalAuthenticationRequest(input: AuthenticationRequestInput): Promise<BuyerEmailOutcome> {
       return sendRenewalAuthenticationRequest(deps, input);
+    },
+    /** "Your payment arrived after the order closed and was given back" (give-back workflow). */
+    async sendLateRefundEmail(input: { storeId: string; orderId: string; key: string }): Promise<BuyerEmailOutcome> {
+      return sendLateRefundEmail(deps, input);
     },
   };
 }

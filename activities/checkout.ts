@@ -7,7 +7,7 @@ import type { CheckoutSessionObject } from '../resources/checkout-session';
 import type { CustomerDoc } from '../store/collections';
 import type { AttemptResult } from '../workflows/checkout-session/messages';
 import {
-  cancelCheckoutAction,
+  cancelPendingAttempt,
   chargeCheckoutAttempt,
   lookupCheckoutAttempt,
   readCheckoutSetup,
@@ -49,14 +49,17 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
     async refundCheckoutAttempt(input: { storeId: string; key: string; testClock?: string | null }): Promise<RefundResult> {
       return refundCheckoutAttempt(attemptDeps(input), input);
     },
-    /** Cancels a 3-D Secure left waiting (keyed), or answers `succeeded` when the provider took it first; throws while unknown. */
+    /**
+     * Cancels a 3-D Secure left waiting (keyed), or answers `succeeded` when the provider took it first; throws
+     * while unknown. Answers the fence's status alone: the shape its recorded histories hold.
+     */
     async cancelCheckoutAction(input: {
       storeId: string;
       key: string;
       transactionId?: string | null;
       testClock?: string | null;
-    }): Promise<CancelPendingResult> {
-      return cancelCheckoutAction(attemptDeps(input), input);
+    }): Promise<CancelPendingResult['status']> {
+      return (await cancelPendingAttempt(attemptDeps(input), { ...input, transactionId: input.transactionId ?? null })).status;
     },
     /** A trial's card setup after the buyer's 3-D Secure: the card it saved (or its decline); throws while unsettled. */
     async readCheckoutSetup(input: { storeId: string; setupId: string; testClock?: string | null }): Promise<AttemptResult> {
@@ -65,6 +68,15 @@ export function createCheckoutActivities(deps: SubscriptionDeps) {
     /** The attempt waits for the buyer's 3-D Secure: shown on the open session's page. */
     async recordCheckoutAction(input: { storeId: string; sessionId: string; transactionId: string; key: string }): Promise<void> {
       return recordCheckoutAction(deps, input);
+    },
+    /** The fence of a pending PIX at its expiry: canceled at the provider (keyed), or found paid; a provider that did not answer fails it (retried). */
+    async cancelPendingCheckoutAttempt(input: {
+      storeId: string;
+      key: string;
+      transactionId: string | null;
+      testClock?: string | null;
+    }): Promise<CancelPendingResult> {
+      return cancelPendingAttempt(attemptDeps(input), input);
     },
     /** The new buyer's customer, written once the payment is taken (customer.created once). */
     async writeCheckoutBuyer(input: { storeId: string; customer: CustomerDoc }): Promise<{ customerId: string; customerEmail: string }> {

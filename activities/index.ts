@@ -12,6 +12,7 @@ import { createUsageActivities } from './usage';
 import { createBuyerEmailActivities } from './buyer-emails';
 import { createTestClockActivities } from './test-clocks';
 import { createRefundActivities } from './refunds';
+import { createGiveBackActivities } from './give-back';
 import type { WebhookNetwork } from '../adapters/webhooks/config';
 import { mailerFromEnv, mailFromEnv, type Mailer } from '../adapters/email/smtp';
 import { buyerEmailCapsFrom, portalUrlFromEnv, type BuyerEmailCaps } from '../services/buyer-emails';
@@ -54,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createUsageActivities(deps),
     ...createTestClockActivities(deps),
     ...createRefundActivities(deps),
+    ...createGiveBackActivities(deps),
     ...createBuyerEmailActivities({
       db,
       mailer: deps.mailer ?? mailerFromEnv(),

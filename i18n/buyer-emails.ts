@@ -107,6 +107,15 @@ export interface RefundFacts extends MailFacts {
   orderId: string;
 }
 
+/** A payment that arrived after its order closed and was given back in full. */
+export interface LateRefundFacts extends MailFacts {
+  product: string;
+  amount: number;
+  currency: string;
+  refundedAt: number;
+  orderId: string;
+}
+
 export interface RenderedMail {
   subject: string;
   text: string;
@@ -220,6 +229,20 @@ export function renderRefundEmail(facts: RefundFacts): RenderedMail {
   return compose(facts, subject, intro, [
     ['product', facts.product],
     ['refunded', amount],
+    ['order', facts.orderId],
+  ]);
+}
+
+/** "Your payment arrived after the order closed and was given back": the amount refunded, its date, the order. */
+export function renderLateRefundEmail(facts: LateRefundFacts): RenderedMail {
+  const { language } = facts;
+  const amount = formatMoney(facts.amount, facts.currency, language);
+  const subject = emailText(language, 'late_refund_subject', { amount });
+  const intro = emailText(language, 'intro_late_refund', { store: facts.storeName });
+  return compose(facts, subject, intro, [
+    ['product', facts.product],
+    ['amount', amount],
+    ['period', periodText(facts, null, facts.refundedAt)],
     ['order', facts.orderId],
   ]);
 }

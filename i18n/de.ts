@@ -96,6 +96,8 @@ export const de: Dictionary = {
     action_retry: 'Bestätigung erneut öffnen',
     pix_qr: 'PIX-QR-Code',
     err_card_fields_required: 'Geben Sie Ihre Karte im Kartenfeld ein.',
+    err_installments_unavailable:
+      'Ratenzahlung ist in dieser Währung nicht verfügbar. Zahlen Sie den vollen Betrag oder wählen Sie eine andere Währung.',
     card_field_unavailable: 'Das Kartenfeld konnte nicht geladen werden. Laden Sie die Seite neu oder zahlen Sie mit PIX.',
     waiting: 'Zahlung wird erwartet …',
     failed_title: 'Zahlung nicht abgeschlossen',
@@ -168,6 +170,9 @@ export const de: Dictionary = {
     intro_refund:
       '{store} hat Ihnen {amount} Ihrer Zahlung erstattet. Es kann einige Tage dauern, bis die Erstattung auf Ihrer Abrechnung erscheint.',
     refunded: 'Erstattet',
+    late_refund_subject: 'Ihre Zahlung wurde zurückerstattet: {amount}',
+    intro_late_refund:
+      'Ihre Zahlung an {store} ist eingegangen, nachdem die Bestellung bereits geschlossen war, und wurde daher nicht verwendet. Der volle Betrag wurde Ihnen erstattet; es wurde keine Bestellung aufgegeben.',
     product: 'Produkt',
     amount: 'Betrag',
     period: 'Zeitraum',

@@ -92,6 +92,7 @@ export const en: Dictionary = {
     action_retry: 'Open the confirmation again',
     pix_qr: 'PIX QR code',
     err_card_fields_required: 'Enter your card in the card field.',
+    err_installments_unavailable: 'Installments are not available in this currency. Pay in full or choose another currency.',
     card_field_unavailable: 'The card field could not load. Reload the page, or pay by PIX.',
     waiting: 'Waiting for the payment…',
     failed_title: 'Payment not completed',
@@ -165,6 +166,9 @@ export const en: Dictionary = {
     intro_cancel: 'Your subscription at {store} was canceled on {date}. You will not be charged for it again.',
     intro_refund: '{store} refunded {amount} of your payment. It may take a few days to appear on your statement.',
     refunded: 'Refunded',
+    late_refund_subject: 'Your payment was given back: {amount}',
+    intro_late_refund:
+      'Your payment to {store} arrived after the order had closed, so it was not applied. The full amount was refunded to you; no order was placed.',
     product: 'Product',
     amount: 'Amount',
     period: 'Period',

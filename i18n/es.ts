@@ -91,6 +91,7 @@ export const es: Dictionary = {
     action_retry: 'Abrir la confirmación de nuevo',
     pix_qr: 'Código QR de PIX',
     err_card_fields_required: 'Introduce tu tarjeta en el campo de la tarjeta.',
+    err_installments_unavailable: 'Las cuotas no están disponibles en esta moneda. Paga el total o elige otra moneda.',
     card_field_unavailable: 'El campo de la tarjeta no se pudo cargar. Recarga la página o paga con PIX.',
     waiting: 'Esperando el pago…',
     failed_title: 'Pago no completado',
@@ -162,6 +163,9 @@ export const es: Dictionary = {
     intro_cancel: 'Tu suscripción en {store} se canceló el {date}. No se te volverá a cobrar por ella.',
     intro_refund: '{store} reembolsó {amount} de tu pago. Puede tardar unos días en aparecer en tu extracto.',
     refunded: 'Reembolsado',
+    late_refund_subject: 'Tu pago fue devuelto: {amount}',
+    intro_late_refund:
+      'Tu pago a {store} llegó después de que el pedido se cerrara, por lo que no se aplicó. Se te reembolsó el importe completo; no se realizó ningún pedido.',
     product: 'Producto',
     amount: 'Importe',
     period: 'Período',

@@ -96,6 +96,8 @@ export const fr: Dictionary = {
     action_retry: 'Rouvrir la confirmation',
     pix_qr: 'QR code PIX',
     err_card_fields_required: 'Saisissez votre carte dans le champ de carte.',
+    err_installments_unavailable:
+      'Le paiement en plusieurs fois n’est pas disponible dans cette devise. Payez en une fois ou choisissez une autre devise.',
     card_field_unavailable: 'Le champ de carte n’a pas pu se charger. Rechargez la page ou payez par PIX.',
     waiting: 'En attente du paiement…',
     failed_title: 'Paiement non finalisé',
@@ -169,6 +171,9 @@ export const fr: Dictionary = {
     intro_refund:
       '{store} vous a remboursé {amount} de votre paiement. Le remboursement peut prendre quelques jours pour apparaître sur votre relevé.',
     refunded: 'Remboursé',
+    late_refund_subject: 'Votre paiement a été restitué : {amount}',
+    intro_late_refund:
+      'Votre paiement à {store} est arrivé après la clôture de la commande : il n’a pas été appliqué. Le montant total vous a été remboursé ; aucune commande n’a été passée.',
     product: 'Produit',
     amount: 'Montant',
     period: 'Période',

@@ -94,6 +94,7 @@ export const it: Dictionary = {
     action_retry: 'Apri di nuovo la conferma',
     pix_qr: 'Codice QR PIX',
     err_card_fields_required: 'Inserisci la tua carta nel campo della carta.',
+    err_installments_unavailable: 'Il pagamento a rate non è disponibile in questa valuta. Paga l’intero importo o scegli un’altra valuta.',
     card_field_unavailable: 'Il campo della carta non si è caricato. Ricarica la pagina o paga con PIX.',
     waiting: 'In attesa del pagamento…',
     failed_title: 'Pagamento non completato',
@@ -166,6 +167,9 @@ export const it: Dictionary = {
     intro_cancel: 'Il tuo abbonamento su {store} è stato annullato il {date}. Non ti verrà più addebitato.',
     intro_refund: '{store} ti ha rimborsato {amount} del tuo pagamento. Potrebbero volerci alcuni giorni prima che compaia nel tuo estratto conto.',
     refunded: 'Rimborsato',
+    late_refund_subject: 'Il tuo pagamento è stato restituito: {amount}',
+    intro_late_refund:
+      'Il tuo pagamento a {store} è arrivato dopo la chiusura dell’ordine, quindi non è stato applicato. L’importo intero ti è stato rimborsato; nessun ordine è stato effettuato.',
     product: 'Prodotto',
     amount: 'Importo',
     period: 'Periodo',

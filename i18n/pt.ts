@@ -93,6 +93,7 @@ export const pt: Dictionary = {
     action_retry: 'Abrir a confirmação de novo',
     pix_qr: 'QR code do PIX',
     err_card_fields_required: 'Informe seu cartão no campo do cartão.',
+    err_installments_unavailable: 'O parcelamento não está disponível nesta moeda. Pague à vista ou escolha outra moeda.',
     card_field_unavailable: 'O campo do cartão não carregou. Recarregue a página ou pague com PIX.',
     waiting: 'Aguardando o pagamento…',
     failed_title: 'Pagamento não concluído',
@@ -164,6 +165,9 @@ export const pt: Dictionary = {
     intro_cancel: 'Sua assinatura em {store} foi cancelada em {date}. Você não será mais cobrado por ela.',
     intro_refund: '{store} reembolsou {amount} do seu pagamento. Pode levar alguns dias para aparecer na sua fatura.',
     refunded: 'Reembolsado',
+    late_refund_subject: 'Seu pagamento foi devolvido: {amount}',
+    intro_late_refund:
+      'Seu pagamento para {store} chegou depois que o pedido foi encerrado, por isso não foi aplicado. O valor total foi reembolsado a você; nenhum pedido foi feito.',
     product: 'Produto',
     amount: 'Valor',
     period: 'Período',

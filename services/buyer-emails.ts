@@ -10,6 +10,7 @@ import {
   emailLanguage,
   renderAuthenticationRequest,
   renderCancellationEmail,
+  renderLateRefundEmail,
   renderPaymentConfirmation,
   renderRefundEmail,
   type PaymentKind,
@@ -174,6 +175,36 @@ export function sendRenewalAuthenticationRequest(deps: BuyerEmailDeps, input: Au
     if (!order) throw missing(`order ${input.orderId}`);
     return authenticationDraft(deps, store, sub, order, input.key);
   });
+}
+
+/** A payment captured after its order closed, refunded (give-back workflow): the buyer is told, once. */
+export function sendLateRefundEmail(deps: BuyerEmailDeps, input: { storeId: string; orderId: string; key: string }): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'late_payment_refund', subjectId: input.orderId };
+  return deliverOnce(deps, email, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const order = await findOrder(deps.db, input.storeId, input.orderId);
+    if (!order) throw missing(`order ${input.orderId}`);
+    return lateRefundDraft(deps.db, store, order);
+  });
+}
+
+/** Sent whatever the store's purchase confirmation setting (the buyer's money moved), except to a page visitor's address on a test purchase. */
+async function lateRefundDraft(db: Database, store: StoreDoc, order: OrderDoc): Promise<Draft> {
+  const customer = order.customer ? await findCustomer(db, store._id, order.customer) : null;
+  const to = order.customer_email ?? customer?.email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  if (await visitorAddressOnTestPurchase(db, store, order)) return { skip: 'test_visitor_address', to };
+  if (order.status !== 'refunded') return { skip: 'not_refunded', to };
+  const language = emailLanguage([await checkoutLocale(db, store._id, order.checkout_session), customer?.locale], store.country);
+  const mail = renderLateRefundEmail({
+    ...mailFacts(store, customer, language),
+    product: await productLine(db, store._id, order, paymentKind(order)),
+    amount: order.amount_total,
+    currency: order.currency,
+    refundedAt: Math.floor(Date.now() / 1000),
+    orderId: order._id,
+  });
+  return { to, language, mail, storeName: store.name };
 }
 
 async function storeOrFail(db: Database, storeId: string): Promise<StoreDoc> {

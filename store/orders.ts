@@ -173,6 +173,19 @@ export async function markOrderRefunded(db: Db, storeId: string, id: string): Pr
   return updated ?? findOrder(db, storeId, id);
 }
 
+/**
+ * A payment captured after its order closed (canceled, failed, or pending with its workflow gone) and given
+ * back: the order becomes refunded (compare-and-set); the order as it is when it was already refunded or paid.
+ */
+export async function markLateCaptureRefunded(db: Db, storeId: string, id: string): Promise<OrderDoc | null> {
+  const updated = await ordersCollection(db).findOneAndUpdate(
+    { _id: id, store_id: storeId, status: { $in: ['pending', 'failed', 'canceled'] } },
+    { $set: { status: 'refunded' } },
+    { returnDocument: 'after' },
+  );
+  return updated ?? findOrder(db, storeId, id);
+}
+
 /** The store's order paid by a provider transaction: a checkout's (external_order_id) or a charge's or renewal's. */
 export function findOrderByTransaction(db: Db, storeId: string, transactionId: string): Promise<OrderDoc | null> {
   return ordersCollection(db).findOne({ store_id: storeId, $or: [{ provider_transaction_id: transactionId }, { external_order_id: transactionId }] });

@@ -4,7 +4,7 @@
 import type { Db } from 'mongodb';
 import { insertOnce } from './insert-once';
 
-export type SentMailPurpose = 'payment_confirmation' | 'cancellation' | 'payment_authentication' | 'refund';
+export type SentMailPurpose = 'payment_confirmation' | 'cancellation' | 'payment_authentication' | 'refund' | 'late_payment_refund';
 
 /**
  * sending: handed to the SMTP server, not yet known to be accepted (a retry sends again, same Message-ID);

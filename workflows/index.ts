@@ -8,3 +8,4 @@ export * from './charge/workflow';
 export * from './usage-periods/workflow';
 export * from './test-clock/workflow';
 export * from './refund/workflow';
+export * from './give-back/workflow';

@@ -8,6 +8,7 @@ import {
   checkoutSessionWorkflow,
   eventSweeperWorkflow,
   refundWorkflow,
+  giveBackWorkflow,
   subscriptionWorkflow,
   testClockWorkflow,
   usagePeriodsWorkflow,
@@ -22,6 +23,7 @@ setWorkflowOptions({ versioningBehavior: 'PINNED' }, checkoutSessionWorkflow);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, webhookDeliveryWorkflow);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, chargeWorkflow);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, refundWorkflow);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, giveBackWorkflow);
 // Long-lived: moves to the current build; its changes keep patched().
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, subscriptionWorkflow);
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, usagePeriodsWorkflow);

@@ -36,7 +36,16 @@ export function createPaymentProvider(db: LedgerDatabase, env: NodeJS.ProcessEnv
       'The test payment connection refuses to run in production (NODE_ENV is not development or test): configure a real PAYMENT_PROVIDER, or set ALLOW_TEST_PAYMENTS=1 to run it on purpose.',
     );
   }
-  return createTestConnection({ db });
+  return createTestConnection({ db, installmentCurrencies: installmentCurrenciesOf(env) });
+}
+
+/** TEST_INSTALLMENT_CURRENCIES (comma-separated, e.g. `brl,mxn`): where the test connection pays cards in installments; BRL when unset. */
+function installmentCurrenciesOf(env: NodeJS.ProcessEnv): string[] | undefined {
+  const listed = (env.TEST_INSTALLMENT_CURRENCIES ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter(Boolean);
+  return listed.length > 0 ? listed : undefined;
 }
 
 /** What a process charges through: the store's connection, and the test one when that is a real one. */
@@ -60,7 +69,8 @@ export function createPaymentConnections(
 ): PaymentConnections {
   const provider = createPaymentProvider(db, env, options);
   const builtIn = (env.PAYMENT_PROVIDER ?? 'test') === 'test';
-  const testProvider = !builtIn && testPaymentsAllowed(env) ? createTestConnection({ db }) : null;
+  const testProvider =
+    !builtIn && testPaymentsAllowed(env) ? createTestConnection({ db, installmentCurrencies: installmentCurrenciesOf(env) }) : null;
   return { provider, testProvider };
 }
 

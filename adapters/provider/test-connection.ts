@@ -56,12 +56,20 @@ export interface TestConnectionOptions {
   db?: LedgerDatabase | null;
   /** Milliseconds clock (PIX expiry, settlement times). */
   now?: () => number;
+  /** Currencies whose card charges it pays in installments (TEST_INSTALLMENT_CURRENCIES); BRL by default, as Stripe. */
+  installmentCurrencies?: readonly string[];
 }
+
+/** The test connection's installment currencies when none are configured: Stripe's. */
+export const DEFAULT_TEST_INSTALLMENT_CURRENCIES: readonly string[] = ['brl'];
 
 export function createTestConnection(options: TestConnectionOptions = {}): PaymentProvider {
   const ledger = new TestLedger(options.db, options.now ?? Date.now);
+  const installmentCurrencies = (options.installmentCurrencies ?? DEFAULT_TEST_INSTALLMENT_CURRENCIES).map((c) => c.toLowerCase());
+  const installmentsAvailable = (currency: string) => installmentCurrencies.includes(currency.toLowerCase());
   return {
     livemode: false,
+    installmentsAvailable,
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),
@@ -72,7 +80,7 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
     },
     readSetup: async () => null,
     chargeSavedCard: (input) => chargeSavedCard(ledger, input),
-    chargeCard: (input) => chargeCard(ledger, input),
+    chargeCard: (input) => chargeCard(ledger, input, installmentsAvailable(input.currency)),
     createPix: (input) => createPix(ledger, input),
     settle: (input) => settle(ledger, input),
     getTransaction: async ({ storeId, transactionId }) => {
@@ -162,7 +170,7 @@ async function chargeSavedCard(ledger: TestLedger, input: ChargeSavedCardInput):
   return replayOf(doc, fingerprint);
 }
 
-async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<CheckoutChargeOutcome> {
+async function chargeCard(ledger: TestLedger, input: ChargeCardInput, installments: boolean): Promise<CheckoutChargeOutcome> {
   input.signal?.throwIfAborted();
   const existing = await ledger.findByKey(input.storeId, input.idempotencyKey);
   const token = await ledger.findToken(input.storeId, input.cardToken);
@@ -171,6 +179,9 @@ async function chargeCard(ledger: TestLedger, input: ChargeCardInput): Promise<C
   if (existing) return { ...replayOf(existing, fingerprint), card: await ledger.cardOf(existing) };
 
   const { outcome, saved } = await chargeNewCard(ledger, input, token);
+  const plan = installments && input.installments && input.installments > 1 ? input.installments : null;
+  // The plan it confirms (what its answer says), as Stripe's payment_method_details does.
+  if (plan && (outcome.status === 'approved' || outcome.status === 'review')) outcome.installments = plan;
   input.signal?.throwIfAborted();
   const doc = await ledger.record(ledger.entry(input, 'card', fingerprint, outcome, { payment_method: saved?.paymentMethodId ?? null }));
   return { ...replayOf(doc, fingerprint), card: await ledger.cardOf(doc) };
@@ -304,19 +315,32 @@ async function refundCharge(ledger: TestLedger, { storeId, chargeKey }: { storeI
   return { ok: false, reason: `the charge under ${chargeKey} kept changing; retry` };
 }
 
+/** States where the ledger's money is taken (a later refund does not undo that it was paid). */
+const CAPTURED: ReadonlySet<TransactionState> = new Set(['approved', 'paid', 'refunded']);
+
 /**
- * The test connection never waits for a buyer's authentication; its pending charges (review, PIX) are
- * voided, a captured one answers `succeeded`, a settled refusal `canceled`. No record under the key throws.
+ * The fence (CancelPendingResult): a pending review is voided and a pending PIX expired (compare-and-set on
+ * its state, so a settle racing it either wins, and the cancel answers succeeded, or finds it closed).
  */
-async function cancelPending(ledger: TestLedger, input: { storeId: string; chargeKey: string }): Promise<CancelPendingResult> {
-  const doc = await ledger.findByKey(input.storeId, input.chargeKey);
-  if (!doc) throw new Error(`no charge under ${input.chargeKey} at the test connection`);
-  const state = ledger.stateOf(doc);
-  if (state === 'approved' || state === 'paid' || state === 'refunded') return 'succeeded';
-  if (state !== 'review' && state !== 'pix_pending') return 'canceled';
-  const voided = await refundCharge(ledger, { storeId: input.storeId, chargeKey: input.chargeKey });
-  if (voided.ok) return voided.status === 'voided' ? 'canceled' : 'succeeded';
-  throw new Error(voided.reason);
+async function cancelPending(ledger: TestLedger, { storeId, chargeKey }: { storeId: string; chargeKey: string }): Promise<CancelPendingResult> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const doc = await ledger.findByKey(storeId, chargeKey);
+    if (!doc?.transaction_id) throw new Error(`no transaction under ${chargeKey} at the test connection`);
+    const state = ledger.stateOf(doc);
+    const transactionId = doc.transaction_id;
+    if (state && CAPTURED.has(state)) {
+      return { status: 'succeeded', transactionId, amount: doc.amount, currency: doc.currency, settledAt: doc.settled_at };
+    }
+    if (state !== 'review' && state !== 'pix_pending') return { status: 'canceled', transactionId };
+    const to = doc.kind === 'pix' ? 'expired' : 'voided';
+    const message = doc.kind === 'pix' ? 'The PIX was canceled before it was paid.' : 'The payment was canceled before it settled.';
+    const at = ledger.seconds();
+    const updated = await ledger
+      .charges()
+      .findOneAndUpdate({ _id: doc._id, state: doc.state }, { $set: { state: to, code: 'canceled', message, settled_at: at } });
+    if (updated) return { status: 'canceled', transactionId };
+  }
+  throw new Error(`the charge under ${chargeKey} kept changing; ask again`);
 }
 
 const refundedOutcome = (entry: TestRefundEntry): RefundOutcome => ({ status: 'refunded', refundId: entry.id, amount: entry.amount });

@@ -47,7 +47,7 @@ export type TokenizeResult = { ok: true; token: string; brand: string; last4: st
 /**
  * The result of one charge attempt. The same idempotency key always yields the same outcome and
  * transaction: a provider never charges a key twice.
- *  - approved: money captured.
+ *  - approved: money captured. `installments`: the plan the provider confirmed (null or absent: paid in full).
  *  - review: left pending until the provider's notice settles it (paid or refused).
  *  - declined: the card was tried and refused; `code` is the provider's decline code (null when it
  *    reported none, shown as `declined`). The provider recorded a transaction.
@@ -55,8 +55,8 @@ export type TokenizeResult = { ok: true; token: string; brand: string; last4: st
  *    (e.g. amount 424242 on the test connection) or `payment_method_not_chargeable`.
  */
 export type ChargeOutcome =
-  | { status: 'approved'; transactionId: string }
-  | { status: 'review'; transactionId: string }
+  | { status: 'approved'; transactionId: string; installments?: number | null }
+  | { status: 'review'; transactionId: string; installments?: number | null }
   | { status: 'declined'; transactionId: string; code: string | null; message: string }
   | { status: 'refused'; transactionId: null; code: 'provider_error' | 'payment_method_not_chargeable'; message: string };
 
@@ -173,8 +173,6 @@ export type TransactionState =
  * A pending charge fenced before its session closes: `canceled` (the provider will never take it now) or
  * `succeeded` (it took the money first: deliver it as paid). Thrown when the provider's answer is unknown.
  */
-export type CancelPendingResult = 'canceled' | 'succeeded';
-
 /**
  * What the provider holds under an idempotency key: the first answer (what a repeat would get) and
  * the transaction's state now. Null from lookupCharge means no request under the key ever reached it.
@@ -192,6 +190,17 @@ export interface ChargeLookup {
   /** Unix seconds when settled; null while pending. */
   settledAt: number | null;
 }
+
+/**
+ * A keyed cancel of a pending payment (a PIX at its expiry, a card waiting for 3-D Secure): the fence
+ * that decides it. `canceled`: the provider confirmed no money is or can be taken under the key (canceled
+ * now or before, or already refused/expired). `succeeded`: the buyer paid first; the payment is to be
+ * delivered as paid. Anything the provider did not answer (timeout, 5xx, a record not found yet) throws:
+ * unknown, asked again under the same key.
+ */
+export type CancelPendingResult =
+  | { status: 'canceled'; transactionId: string }
+  | { status: 'succeeded'; transactionId: string; amount: number; currency: string; settledAt: number | null };
 
 /** Money given back: a pending transaction voided (never captured) or a captured one refunded. */
 export type RefundResult = { ok: true; status: 'voided' | 'refunded'; transactionId: string } | { ok: false; reason: string };
@@ -242,6 +251,11 @@ export type SettleResult = { ok: true; notice: ProviderNotice } | { ok: false; r
 export interface PaymentProvider {
   /** Orders paid through this provider carry this livemode (false on the test connection). */
   readonly livemode: boolean;
+  /**
+   * Whether a card charge in this currency can be paid in installments here (Stripe: BRL only; the test
+   * connection: its configured currencies). The page offers installments only then and refuses them otherwise.
+   */
+  installmentsAvailable(currency: string): boolean;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: RegisterCustomerInput): Promise<RegisterCustomerResult>;
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */
@@ -285,9 +299,10 @@ export interface PaymentProvider {
    */
   closeAuthentication?(input: { storeId: string; chargeKey: string; transactionId: string }): Promise<'closed' | 'succeeded'>;
   /**
-   * Cancels the pending charge made under `chargeKey` (keyed): a 3-D Secure the buyer never finished at the
-   * session's expiry. Answers `succeeded` when the provider took the payment first; throws while unknown
-   * (no charge found under the key yet, the provider unreachable): the caller asks again.
+   * Fences a pending payment (see CancelPendingResult): cancels the transaction charged under `chargeKey`
+   * (named by `transactionId` when known; a `seti_` setup too) keyed `<chargeKey>#cancel`; idempotent. A PIX at
+   * its expiry, a 3-D Secure the buyer never finished. Throws while unknown (nothing found under the key yet,
+   * the provider unreachable): the caller asks again.
    */
   cancelPending(input: { storeId: string; chargeKey: string; transactionId?: string | null }): Promise<CancelPendingResult>;
   /** Refunds `amount` of a captured transaction under `refundKey` (whole or partial); a repeat answers the same. */

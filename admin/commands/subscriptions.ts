@@ -13,7 +13,7 @@ import { findOrderById } from '../../store/orders';
 import { findChargeById } from '../../store/subscription-charges';
 import { subscriptionObject } from '../../resources/subscription';
 import { createSubscription } from '../../services/subscriptions/subscriptions';
-import { deliverProviderNotice } from '../../services/provider/notices';
+import { deliverOrGiveBack } from '../../services/provider/notices';
 import { temporalConnectionOptions } from '../../adapters/temporal-connection';
 import { positional, str, type Command, type CommandContext } from './types';
 
@@ -129,7 +129,8 @@ export const subscriptionCommands: Record<string, Command> = {
       const { notice } = settled;
       // The notice reaches the waiting workflow (its notifyRef) as the providerSettled signal.
       if (notice.notifyRef) {
-        await withTemporal(ctx, (temporal) => deliverProviderNotice({ temporal }, notice));
+        // A workflow that has ended: a paid notice is given back by the give-back workflow, never dropped.
+        await withTemporal(ctx, (temporal, taskQueue) => deliverOrGiveBack({ temporal, taskQueue }, notice, storeId, true));
       }
       return { ref, store: storeId, notice, signaled: notice.notifyRef };
     },

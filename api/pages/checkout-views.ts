@@ -92,6 +92,7 @@ function errorText(lang: Language, error: FormError): string {
     'card_fields_required',
     'payment_intent_authentication_failure',
     'authentication_abandoned',
+    'installments_unavailable',
   ];
   if (known.includes(error.code)) return t(lang, specific);
   if (error.field && error.field !== 'payment') return `${t(lang, 'err_field', { field: error.field })} ${error.message}`;
@@ -142,6 +143,8 @@ export function renderCheckoutPage(
     error?: FormError | null;
     values?: FormValues;
     pixAvailable: boolean;
+    /** Whether the connection pays a card in the currency in installments (absent: as the offer allows). */
+    installmentsIn?: (currency: string) => boolean;
     stripe?: StripeFieldView | null;
     /** A card of this session waits for 3-D Secure: the bank's step above the form (which still takes another card or PIX). */
     action?: StripePendingView | null;
@@ -159,7 +162,9 @@ export function renderCheckoutPage(
   const cardLocked = session.card_locked === true;
   const method = pix && (values.method === 'pix' || cardLocked) ? 'pix' : 'card';
   const emailLocked = session.customer_email !== null;
-  const maxInstallments = !trial && session.offer.max_installments && session.offer.max_installments > 1 ? session.offer.max_installments : 1;
+  const honoured = options.installmentsIn?.(price.currency) ?? true;
+  const maxInstallments =
+    !trial && honoured && session.offer.max_installments && session.offer.max_installments > 1 ? session.offer.max_installments : 1;
   const invalid = (field: string) => (error?.field === field ? html` aria-invalid="true" aria-describedby="form-error"` : '');
 
   const body = html`${topBar(lang, session)}

@@ -10,6 +10,7 @@ import { checkoutDepsOf, type RouteApp } from '../context';
 import { requestOverdueExpiry, type CheckoutDeps } from '../../services/checkout/sessions';
 import {
   awaitActionLanded,
+  installmentsOffered,
   payCheckoutSession,
   recheckPendingCard,
   settleFromHostedPage,
@@ -212,7 +213,16 @@ async function renderSession(
     if (unsettled !== false) return { status: 200, body: renderProcessingPage(lang, session, unsettled === 'unknown') };
     const stripe = options.stripe ? stripeFieldFor(options.stripe, deps, session, await findStore(deps.db, session.store_id)) : null;
     const action = stripeActionView(stripe, session, options.sealer);
-    return { status: 200, body: renderCheckoutPage(lang, session, { currency: options.currency, pixAvailable: true, stripe, action }) };
+    return {
+      status: 200,
+      body: renderCheckoutPage(lang, session, {
+        currency: options.currency,
+        pixAvailable: true,
+        installmentsIn: installmentsOffered(deps, session),
+        stripe,
+        action,
+      }),
+    };
   }
   const order = session.order ? await findOrder(deps.db, session.store_id, session.order) : null;
   if (session.payment_status === 'paid') return { status: 200, body: renderThankYouPage(lang, session, order, Boolean(options.done)) };
@@ -308,7 +318,16 @@ function payRoute(app: RouteApp, secrets: PageSecrets): void {
       return reply
         .status(status)
         .type(HTML)
-        .send(renderCheckoutPage(lang, fresh, { currency: form.currency, error: result, values, pixAvailable: true, stripe }));
+        .send(
+          renderCheckoutPage(lang, fresh, {
+            currency: form.currency,
+            error: result,
+            values,
+            pixAvailable: true,
+            installmentsIn: installmentsOffered(deps, fresh),
+            stripe,
+          }),
+        );
     },
   );
 }

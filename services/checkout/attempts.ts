@@ -67,12 +67,16 @@ export async function chargeCheckoutAttempt(deps: Deps, input: ChargeAttemptInpu
   return { outcome: cardOutcome(charged), savedCard: savedCardRef(charged.card) };
 }
 
+/** The installment plan the provider confirmed, carried to the order (never the plan the page asked for). */
+const planOf = (charged: { installments?: number | null }) =>
+  charged.installments && charged.installments > 1 ? { installments: charged.installments } : {};
+
 function cardOutcome(charged: ChargeLookup['outcome']): PaymentAttemptOutcome {
   switch (charged.status) {
     case 'approved':
-      return { status: 'approved', transactionId: charged.transactionId };
+      return { status: 'approved', transactionId: charged.transactionId, ...planOf(charged) };
     case 'review':
-      return { status: 'review', transactionId: charged.transactionId };
+      return { status: 'review', transactionId: charged.transactionId, ...planOf(charged) };
     case 'declined':
       return { status: 'declined', code: charged.code ?? 'declined', message: charged.message };
     case 'refused':
@@ -152,15 +156,15 @@ export async function lookupCheckoutAttempt(deps: Deps, input: LookupAttemptInpu
   return { result: { outcome: cardOutcome(found.outcome), savedCard: savedCardRef(found.card) }, state: found.state };
 }
 
-/** The fence of a 3-D Secure left waiting when the session closes (or the buyer pays again): cancelled, or found paid. */
-export function cancelCheckoutAction(
-  deps: Deps,
-  input: { storeId: string; key: string; transactionId?: string | null },
-): Promise<CancelPendingResult> {
-  return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key, transactionId: input.transactionId ?? null });
-}
-
 /** Gives the attempt's money back: voided while pending, refunded once captured; asking again answers the same. */
 export function refundCheckoutAttempt(deps: Deps, input: { storeId: string; key: string }): Promise<RefundResult> {
   return deps.provider.refundCharge({ storeId: input.storeId, chargeKey: input.key });
+}
+
+/** The fence of a pending attempt (a PIX at its expiry): canceled at the provider under `<key>#cancel`, or found paid; unknown throws. */
+export function cancelPendingAttempt(
+  deps: Deps,
+  input: { storeId: string; key: string; transactionId: string | null },
+): Promise<CancelPendingResult> {
+  return deps.provider.cancelPending({ storeId: input.storeId, chargeKey: input.key, transactionId: input.transactionId });
 }

@@ -55,6 +55,11 @@ export async function sessionOrFail(deps: { db: Database }, storeId: string, ses
 }
 
 /** The order of the attempt that completed the session: a retried completion inserts the same id. */
+/** A card's installments as the provider confirmed them: its plan, else 1 (charged in full). */
+function confirmedPlan(outcome: PaymentResultInput['outcome']): number {
+  return (outcome.status === 'approved' || outcome.status === 'review') && outcome.installments ? outcome.installments : 1;
+}
+
 export function checkoutOrderId(storeId: string, attemptKey: string, completedAt: number): string {
   return derivedId('ord', completedAt * 1000, `checkout-order:${storeId}:${attemptKey}`);
 }
@@ -95,7 +100,7 @@ export function checkoutOrderDoc(
       },
     ],
     payment_method_type: result.method,
-    installments: result.method === 'card' ? result.installments : null,
+    installments: result.method === 'card' ? confirmedPlan(result.outcome) : null,
     external_order_id: transactionId,
     status_source: 'provider',
     client_reference_id: session.client_reference_id,
@@ -113,7 +118,7 @@ function paymentOf(result: PaymentResultInput) {
   return {
     method: result.method,
     transaction_id: 'transactionId' in outcome ? outcome.transactionId : null,
-    installments: result.method === 'card' ? result.installments : null,
+    installments: result.method === 'card' ? confirmedPlan(result.outcome) : null,
     currency: result.amounts.currency,
     amount_total: result.amounts.amount_total,
     pix_code: outcome.status === 'pix_pending' ? outcome.pixCode : null,

@@ -26,7 +26,7 @@ import { prepareCustomer } from '../customers';
 import { connectionFor, testPaymentsAvailable } from '../../adapters/provider';
 import type { SettlementStatus, TransactionState } from '../../adapters/provider/types';
 import { requestOverdueExpiry, type CheckoutDeps } from './sessions';
-import { deliverProviderNotice } from '../provider/notices';
+import { deliverOrGiveBack, deliverProviderNotice } from '../provider/notices';
 import { checkoutSessionClient, type UnsettledAttempt } from './client';
 import {
   checkoutSessionWorkflowId,
@@ -51,6 +51,20 @@ const pixUnavailable = (): HostedPaymentResult => ({
   message: 'PIX is only available for payments in BRL without a free trial.',
   field: 'method',
 });
+
+/** The page's error for installments the connection cannot honour in this currency: refused, never charged in full silently. */
+export const INSTALLMENTS_UNAVAILABLE_CODE = 'installments_unavailable';
+const installmentsUnavailable = (currency: string): HostedPaymentResult => ({
+  kind: 'error',
+  code: INSTALLMENTS_UNAVAILABLE_CODE,
+  message: `Installments are not available for payments in ${currency.toUpperCase()}; pay in full.`,
+  field: 'installments',
+});
+
+/** Whether the session's connection pays a card in this currency in installments: the page offers them only then. */
+export function installmentsOffered(deps: CheckoutDeps, session: Pick<CheckoutSessionDoc, 'test_clock'>): (currency: string) => boolean {
+  return (currency) => connectionFor(deps, Boolean(session.test_clock)).installmentsAvailable(currency);
+}
 
 /** How long the page waits for the workflow's answer before telling the buyer "processing". */
 export const PAY_WAIT_MS = 20_000;
@@ -131,7 +145,7 @@ export async function payCheckoutSession(
 
   const store = await findStore(deps.db, session.store_id);
   if (!store) return { kind: 'closed' };
-  const terms = chargeTermsFor(session, input, trial);
+  const terms = chargeTermsFor(session, input, trial, installmentsOffered(deps, session));
   if ('stop' in terms) return terms.stop;
   const buyer = await resolveBuyer(deps, store, session, input, now);
   if ('stop' in buyer) return buyer.stop;
@@ -147,7 +161,12 @@ export async function payCheckoutSession(
 }
 
 /** What is charged: the session's currency, else the buyer's choice among the offer's prices; a card's number and installments. */
-function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, trial: boolean): Step<ChargeTerms> {
+function chargeTermsFor(
+  session: CheckoutSessionDoc,
+  input: HostedPaymentInput,
+  trial: boolean,
+  installmentsHere: (currency: string) => boolean,
+): Step<ChargeTerms> {
   let price;
   try {
     const currency = session.currency ?? (input.currency ? checkCurrency(session.offer.prices, input.currency) : null);
@@ -169,6 +188,8 @@ function chargeTermsFor(session: CheckoutSessionDoc, input: HostedPaymentInput, 
   } catch (error) {
     return { stop: fieldError(error) };
   }
+  // Offered only where the connection honours them (the page's select); a posted plan elsewhere is refused.
+  if (installments !== null && installments > 1 && !installmentsHere(amounts.currency)) return { stop: installmentsUnavailable(amounts.currency) };
   if (input.providerCardField) return providerCardTerms(input, { trial, amounts, installments });
   const cardNumber = input.card ? cardDigits(input.card.number) : null;
   if (!cardNumber) return { stop: { kind: 'error', code: 'invalid_number', message: 'Enter a valid card number.', field: 'card_number' } };
@@ -375,5 +396,5 @@ export async function settleFromHostedPage(deps: CheckoutDeps, session: Checkout
   if (session.payment_status !== 'pending' || !transactionId) return false;
   const settled = await connectionFor(deps, Boolean(session.test_clock)).settle({ storeId: session.store_id, transactionId, outcome });
   if (!settled.ok) return false;
-  return deliverProviderNotice(deps, settled.notice);
+  return deliverOrGiveBack(deps, settled.notice, session.store_id, Boolean(session.test_clock) || !deps.provider.livemode);
 }

@@ -1,7 +1,8 @@
 // Stripe's events in: a verified event is recorded once by its id, read as a provider notice, and signaled
 // to the workflow its PaymentIntent names (the same providerSettled signal the test connection's notices
 // use). Delivery is bounded in time: past it (or when Temporal refuses) the caller answers 503 and Stripe
-// sends the event again, which delivers the recorded notice; a workflow that already ended needs nothing.
+// sends the event again, which delivers the recorded notice; a payment whose workflow already ended is
+// handed to the give-back workflow (services/provider/give-back.ts), never dropped.
 // A refund made at Stripe of a settled payment (whole or partial) is counted on its order once per refund
 // through a refund workflow (services/refunds/provider-made.ts), signalling nothing; a chargeback marks
 // its order charged_back (services/provider/disputes.ts).
@@ -28,6 +29,7 @@ import { findChargeAccount } from '../../store/charge-accounts';
 import { findStoreStripeAccount } from '../../store/stores';
 import { deliverProviderNotice } from './notices';
 import { recordDispute } from './disputes';
+import { startGiveBack } from './give-back';
 
 /** How long the endpoint waits for the signal before answering 503 (Stripe expects an answer within seconds). */
 export const EVENT_DELIVERY_WAIT_MS = 800;
@@ -210,7 +212,7 @@ async function deliverWithin(deps: StripeEventDeps, record: ProviderEventDoc, no
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), wait)));
   try {
-    const outcome = await Promise.race([signalNotice(deps, notice), late]);
+    const outcome = await Promise.race([signalNotice(deps, notice, record.store_id), late]);
     if (outcome === 'late') return { status: 'unavailable', note: `the workflow was not reached within ${wait} ms` };
     await markProviderEventDelivered(deps.db, record._id);
     return { status: 'delivered', note: outcome };
@@ -221,13 +223,21 @@ async function deliverWithin(deps: StripeEventDeps, record: ProviderEventDoc, no
   }
 }
 
-/** Signals the notice; a workflow that is gone (ended, or never existed) has nothing waiting. */
-async function signalNotice(deps: StripeEventDeps, notice: ProviderNotice): Promise<string | null> {
+/**
+ * Signals the notice. A workflow that is gone (ended, or never existed) waits for nothing: a paid notice
+ * then starts the give-back workflow for its transaction (money moves only there), which keeps it if an
+ * order here holds it and refunds it otherwise. Never acknowledged and dropped.
+ */
+async function signalNotice(deps: StripeEventDeps, notice: ProviderNotice, storeId: string | null): Promise<string | null> {
   try {
     await deliverProviderNotice(deps, notice);
     return null;
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return 'the workflow has ended: nothing waits for the notice';
-    throw error;
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    if (notice.status !== 'paid' || !storeId) return 'the workflow has ended: nothing waits for the notice, and it took no money';
+    const taskQueue = deps.config?.taskQueue;
+    if (!taskQueue) throw new Error('no task queue to start the give-back of a late payment on', { cause: error });
+    const started = await startGiveBack({ temporal: deps.temporal, taskQueue }, notice, storeId, false);
+    return `the workflow has ended: the payment is given back unless an order holds it (${started})`;
   }
 }

@@ -68,7 +68,7 @@ export interface CycleChargeResult {
 
 export type OfferTermsResult = { ok: true; terms: OfferTerms; active: boolean } | { ok: false; reason: string };
 
-function renewalOrderDoc(
+export function renewalOrderDoc(
   sub: SubscriptionDoc,
   input: CycleChargeInput,
   status: OrderDoc['status'],
@@ -94,7 +94,8 @@ function renewalOrderDoc(
     product: sub.product.id,
     items: [{ kind: 'subscription', description: sub.offer.name, quantity: 1, unit_amount: sub.amount, amount: sub.amount }],
     payment_method_type: sub.default_payment_method ? 'card' : null,
-    installments: sub.installments,
+    // A renewal is charged off session in full (no installment plan per renewal: docs/stripe.md), so its order says 1.
+    installments: sub.default_payment_method ? 1 : null,
     external_order_id: null,
     status_source: 'provider',
     client_reference_id: sub.client_reference_id,

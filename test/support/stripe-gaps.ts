@@ -14,7 +14,10 @@
 // use once its 3-D Secure or setup succeeds, and lets an off-session charge of such a card through without
 // asking the bank again (as Stripe does); counts the requests it serves (page views must add none); and
 // serves localstripe's fake Stripe.js with createPaymentMethod and handleNextAction added (it has neither; a
-// SetupIntent's step too), calling back through this layer.
+// SetupIntent's step too), calling back through this layer. It also echoes a BRL card intent's installment plan
+// as payment_method_options.card.installments.plan (localstripe ignores payment_method_options); as at Stripe, a
+// canceled PIX takes no payment and cancelling a succeeded or canceled one answers 400
+// payment_intent_unexpected_state.
 // Bounds: remembered answers and PIX intents are kept for one test file (a few hundred at most).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -83,6 +86,14 @@ function stripRefused(form: URLSearchParams): URLSearchParams {
     kept.append(key.replace(/^allowed_payment_method_types\[/, 'payment_method_types['), value);
   }
   return kept;
+}
+
+/** The installment plan asked for, as Stripe confirms it on a BRL card intent (Brazil's installments; other currencies get none). */
+function planOf(form: URLSearchParams): Json | null {
+  const count = form.get('payment_method_options[card][installments][plan][count]');
+  if (!count || form.get('currency')?.toLowerCase() !== 'brl') return null;
+  const type = form.get('payment_method_options[card][installments][plan][type]') ?? 'fixed_count';
+  return { count: Number(count), interval: form.get('payment_method_options[card][installments][plan][interval]') ?? 'month', type };
 }
 
 const methodTypeOf = (form: URLSearchParams) => form.get('allowed_payment_method_types[0]') ?? form.get('payment_method_types[0]');
@@ -176,6 +187,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
   const cancellations = new Map<string, string>();
   /** Off-session intents localstripe left in requires_action: Stripe declines those `authentication_required`. */
   const offSessionAuthentication = new Set<string>();
+  /** The installment plan a card intent was confirmed with, by intent id: localstripe ignores payment_method_options. */
+  const plans = new Map<string, Json>();
   const pix = new Map<string, Json>();
   let base = '';
   let requests = 0;
@@ -201,6 +214,7 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       if (futureUsage.has(object.id)) object.setup_future_usage = futureUsage.get(object.id);
       if (cancellations.has(object.id)) object.cancellation_reason = cancellations.get(object.id);
       if (offSessionAuthentication.has(object.id) && object.status === 'requires_action') asAuthenticationRequired(object);
+      if (plans.has(object.id)) object.payment_method_options = { card: { installments: { enabled: true, plan: plans.get(object.id) } } };
     };
     fill(json);
     if (Array.isArray(json.data)) json.data.forEach(fill);
@@ -292,6 +306,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
 
   const settle = (id: string, outcome: 'paid' | 'expired'): Json => {
     const intent = pix.get(id)!;
+    // As at Stripe: a PIX that is no longer awaiting payment (canceled by the expiry fence, expired, paid) takes no payment.
+    if (intent.status !== 'requires_action') return { ...intent };
     if (outcome === 'paid') Object.assign(intent, { status: 'succeeded', next_action: null });
     else
       Object.assign(intent, {
@@ -301,6 +317,19 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
       });
     return { ...intent };
   };
+
+  /** Stripe's refusal to cancel an intent that is past it, with the intent as its error carries it. */
+  const unexpectedState = (intent: Json) => ({
+    status: 400,
+    body: JSON.stringify({
+      error: {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot cancel this PaymentIntent because it has a status of ${intent.status}.`,
+        payment_intent: intent,
+      },
+    }),
+  });
 
   const search = async (query: string, headers: IncomingMessage['headers']) => {
     const wanted = [...query.matchAll(/metadata\['(\w+)'\]:'((?:[^'\\]|\\.)*)'/g)].map(([, field, value]) => [field, value.replace(/\\(.)/g, '$1')]);
@@ -336,8 +365,15 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const pixId = /^\/v1\/payment_intents\/(pi_pix\w+)(\/cancel)?$/.exec(path);
     if (pixId && pix.has(pixId[1])) {
       const intent = pix.get(pixId[1])!;
-      if (pixId[2] && intent.status === 'requires_action')
-        Object.assign(intent, { status: 'canceled', canceled_at: Math.floor(Date.now() / 1000), next_action: null });
+      // As at Stripe: a succeeded (or already canceled) intent cannot be canceled: 400 payment_intent_unexpected_state.
+      if (pixId[2] && (intent.status === 'succeeded' || intent.status === 'canceled')) return unexpectedState(intent);
+      if (pixId[2])
+        Object.assign(intent, {
+          status: 'canceled',
+          canceled_at: Math.floor(Date.now() / 1000),
+          cancellation_reason: 'abandoned',
+          next_action: null,
+        });
       return { status: 200, body: JSON.stringify(intent) };
     }
     const text = request.method === 'POST' ? await readBody(request) : undefined;
@@ -415,6 +451,8 @@ export async function startStripeGaps(localstripeUrl: string, options: { webhook
     const usage = form.get('setup_future_usage');
     if (usage && path === '/v1/payment_intents' && answer.status === 200) await keepForLater(JSON.parse(answer.body), usage, headers);
     if (path === '/v1/payment_intents') answer = offSessionAnswer(answer, form);
+    const plan = planOf(form);
+    if (plan && path === '/v1/payment_intents' && answer.status === 200) plans.set(JSON.parse(answer.body).id, plan);
     const reason = form.get('cancellation_reason');
     if (reason && /\/cancel$/.test(path) && answer.status === 200) cancellations.set(JSON.parse(answer.body).id, reason);
     return { ...answer, body: withFutureUsage(answer.body) };

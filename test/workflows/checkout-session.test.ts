@@ -77,6 +77,12 @@ const faults = {
   givenUp: new Map<string, number>(),
   /** Card charges answered as waiting for the buyer's 3-D Secure (what Stripe's requires_action is), by key. */
   actionRequired: new Set<string>(),
+  /** How many more cancels (the PIX expiry's fence) under the key fail (the provider unreachable). */
+  failingCancels: new Map<string, number>(),
+  /** Runs just before the provider receives a cancel under the key (the buyer paying in the last second). */
+  beforeCancel: new Map<string, () => Promise<unknown>>(),
+  /** Cancels the provider received, by key. */
+  cancels: new Map<string, number>(),
   /** The provider's clock, pinned to the test server's time where a test needs it (PIX validity). */
   now: null as number | null,
 };
@@ -116,6 +122,12 @@ function faultyProvider(): PaymentProvider {
         return { status: 'action_required', transactionId: outcome.transactionId, clientSecret: `${outcome.transactionId}_secret`, card: null };
       }
       return outcome;
+    },
+    async cancelPending(input) {
+      if (countDown(faults.failingCancels, input.chargeKey)) throw new Error('test provider unreachable');
+      await faults.beforeCancel.get(input.chargeKey)?.();
+      faults.cancels.set(input.chargeKey, (faults.cancels.get(input.chargeKey) ?? 0) + 1);
+      return base.cancelPending(input);
     },
     async lookupCharge(input) {
       if (countDown(faults.failingLookups, input.idempotencyKey)) throw new Error('test provider unreachable');
@@ -217,6 +229,19 @@ async function expectCapturesKept(sessionId: string, kept: number): Promise<void
   ).map((doc) => doc.state as string);
   expect(states.filter((state) => state === 'approved' || state === 'paid')).toHaveLength(kept);
   expect(states.every((state) => ['approved', 'paid', 'refunded', 'voided'].includes(state))).toBe(true);
+}
+
+/** A session paid by PIX, its code dated by the test server's clock (as by the wall clock in production). */
+async function payPix() {
+  const opened = await openSession(2 * 60 * MINUTE_MS);
+  const generatedAt = await env.currentTimeMs();
+  faults.now = generatedAt;
+  try {
+    expect(await payCheckoutSession(deps(), opened.session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
+  } finally {
+    faults.now = null;
+  }
+  return opened;
 }
 
 describe.sequential('checkout session workflow', () => {
@@ -554,22 +579,44 @@ describe.sequential('checkout session workflow', () => {
     expect(await ordersOf(session._id)).toBe(1);
   });
 
-  test('a PIX lookup failing past its retry policy (12 failures) is tried again later: the workflow does not fail and the PIX expires once', async () => {
-    const { session, handle, key } = await openSession(2 * 60 * MINUTE_MS);
-    const generatedAt = await env.currentTimeMs();
-    faults.now = generatedAt;
-    try {
-      expect(await payCheckoutSession(deps(), session, { method: 'pix' }, generatedAt)).toEqual({ kind: 'done' });
-    } finally {
-      faults.now = null;
-    }
+  test('a PIX cancel at its expiry failing past its retry policy (12 failures) is asked again later, never assumed: the PIX expires once', async () => {
+    const { session, handle, key } = await payPix();
     // The activity tries 10 times: the first round fails, the workflow waits, the second round succeeds.
-    faults.failingLookups.set(key(1), 12);
+    faults.failingCancels.set(key(1), 12);
 
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'expired', problem: null });
-    expect(faults.failingLookups.get(key(1))).toBe(0);
+    expect(faults.failingCancels.get(key(1))).toBe(0);
+    expect(faults.cancels.get(key(1))).toBe(1);
     expect(await eventCount(session._id, 'checkout.session.async_payment_failed')).toBe(1);
+  });
+
+  test('at a PIX expiry the provider confirms the cancel first: the order is canceled and a payment after it is refused by the provider (no capture)', async () => {
+    const { session, handle, key } = await payPix();
+    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'unpaid', settlement: 'expired' });
+    expect(faults.cancels.get(key(1))).toBe(1);
+    // The buyer pays a second after the cancel: the provider no longer takes it.
+    const late = await createTestConnection({ db: mongo.db }).settle({ storeId: store._id, transactionId, outcome: 'paid' });
+    expect(late.ok).toBe(false);
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('canceled');
+    expect((await ledger().findOne({ key: key(1) }))!.state).toBe('expired');
+  });
+
+  test('a PIX paid in the last second before the cancel: the cancel answers it succeeded and the order is paid, nothing given back', async () => {
+    const { session, handle, key } = await payPix();
+    const transactionId = (await handle.query(stateQuery)).transaction_id!;
+    // Paid just before the cancel reaches the provider; its notice is lost.
+    faults.beforeCancel.set(key(1), () => createTestConnection({ db: mongo.db }).settle({ storeId: store._id, transactionId, outcome: 'paid' }));
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'complete', payment_status: 'paid', settlement: 'paid' });
+    const doc = (await findCheckoutSession(mongo.db, store._id, session._id))!;
+    expect((await findOrder(mongo.db, store._id, doc.order!))!.status).toBe('paid');
+    expect(await eventCount(session._id, 'checkout.session.async_payment_succeeded')).toBe(1);
+    await expectCapturesKept(session._id, 1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-pix-paid-before-fence');
   });
 
   test('a review whose daily lookup keeps failing stays pending and waiting: the provider notice still settles it as paid', async () => {

@@ -103,7 +103,7 @@ export interface CheckoutWorkflowState {
    * again later (nonRetryable: a data problem for an operator to fix); null once it succeeds.
    */
   problem: {
-    step: 'check_transaction' | 'create_subscription';
+    step: 'check_transaction' | 'create_subscription' | 'cancel_pending';
     type: string | null;
     message: string;
     nonRetryable: boolean;
@@ -133,8 +133,9 @@ export interface PayInput {
 }
 
 export type PaymentAttemptOutcome =
-  | { status: 'approved'; transactionId: string | null }
-  | { status: 'review'; transactionId: string }
+  /** `installments`: the plan the provider confirmed (absent: paid in full, or a run from before it was carried). */
+  | { status: 'approved'; transactionId: string | null; installments?: number | null }
+  | { status: 'review'; transactionId: string; installments?: number | null }
   /** The buyer must authenticate (3-D Secure) in the page; its client secret never enters the workflow. */
   | { status: 'action_required'; transactionId: string }
   | { status: 'pix_pending'; transactionId: string; pixCode: string; pixExpiresAt: number }

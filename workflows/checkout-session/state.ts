@@ -46,6 +46,8 @@ const UNKNOWN_ATTEMPTS_PATCH = 'checkout-unknown-attempts';
 const AUTHENTICATION_PATCH = 'checkout-3ds-authentication';
 /** Runs begun before this asked again at once (a 1 ms timer) after a review end that had nothing to give back: a hot loop. */
 const REVIEW_END_BACKOFF_PATCH = 'checkout-review-end-backoff';
+/** Runs begun before this took a PIX still pending at its expiry as expired without cancelling it at the provider. */
+const PIX_FENCE_PATCH = 'checkout-pix-fence';
 /** When a closed session looks an attempt still unknown up again, counted from the close. */
 export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
 
@@ -638,7 +640,7 @@ export class LiveCheckoutSession {
    * One outside step; undefined when it failed after its retry policy (or at once, nonRetryable):
    * logged and kept in state.problem (queryable) for the caller to try again later.
    */
-  async outsideStep<T>(step: 'check_transaction' | 'create_subscription', call: () => Promise<T>): Promise<T | undefined> {
+  async outsideStep<T>(step: NonNullable<CheckoutWorkflowState['problem']>['step'], call: () => Promise<T>): Promise<T | undefined> {
     try {
       const value = await call();
       if (this.state.problem?.step === step) this.state.problem = null;
@@ -673,12 +675,30 @@ export class LiveCheckoutSession {
   private async awaitPix(pixExpiresAt: number): Promise<Settlement | null> {
     const left = pixExpiresAt * 1000 - clockNow();
     if (left > 0) await clockWait(() => this.notice !== null, left);
+    if (this.notice?.status !== 'paid' && patched(PIX_FENCE_PATCH)) return this.fencePix();
     if (this.notice) return this.notice.status;
     const found = await this.lookup(this.paying!);
     if (found !== undefined) return found?.state === 'paid' ? 'paid' : found?.state === 'refused' ? 'refused' : 'expired';
     // The provider's answer or its notice, whichever comes first, decides.
     await condition(() => this.notice !== null, retryDelayMs(this.state.problem!.failures));
     return null;
+  }
+
+  /**
+   * The PIX's expiry fence: the intent is cancelled at the provider under `<key>#cancel` first. Only a
+   * cancel it confirms expires the PIX (refused when its notice said so); a payment it already took is
+   * paid. No answer (timeout, 5xx) is unknown: asked again on retryDelayMs (5 minutes doubling, at most a
+   * day), never assumed; a paid notice meanwhile decides.
+   */
+  private async fencePix(): Promise<Settlement | null> {
+    const attempt = this.paying!;
+    const fenced = await this.outsideStep('cancel_pending', () =>
+      outside.cancelPendingCheckoutAttempt({ storeId: this.storeId, key: attempt.key, transactionId: attempt.transaction_id, ...this.onClock }),
+    );
+    if (fenced?.status === 'succeeded') return 'paid';
+    if (fenced) return this.notice?.status === 'refused' ? 'refused' : 'expired';
+    await condition(() => this.notice?.status === 'paid', retryDelayMs(this.state.problem!.failures));
+    return this.notice?.status === 'paid' ? 'paid' : null;
   }
 
   /** A review: its notice, or the provider asked by key daily (sooner after a failed lookup); at the window's end it is refused and voided. */

@@ -27,7 +27,7 @@ import { ConnectedAccounts, platformOnly, type ChargeAccountPins, type StripeAcc
 import { createStripeClient, withSignal } from './client';
 import type { StripeConfig } from './config';
 import { isRefusal, requestOptions, stripeIdempotencyKey, underChargeAccount, type StripeContext } from './context';
-import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, transactionOf, type IntentMetadata } from './intents';
+import { cardOf, cardOutcomeOf, declineCodeOf, lookupOf, savedCardOf, settledAtOf, transactionOf, type IntentMetadata } from './intents';
 import { findIntentByKey } from './lookup';
 import { createRefund, findRefundByKey } from './refunds';
 
@@ -57,6 +57,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     underChargeAccount(ctx, { storeId, chargeKey, pinFirst: false }, call);
   return {
     livemode: options.config.livemode,
+    installmentsAvailable: stripeInstallmentsAvailable,
     registerCustomer: (input) => registerCustomer(ctx, input),
     tokenizeCard: async () => CARD_FIELDS_ONLY,
     saveCard: (input) => saveCard(ctx, input),
@@ -268,9 +269,12 @@ async function chargeSavedCard(ctx: StripeContext, input: ChargeSavedCardInput):
   }
 }
 
-/** Installments through Stripe's card installment plans, for BRL only. */
+/** Stripe's card installment plans are for Brazilian cards in BRL (its Brazil installments; Mexico's are not offered here). */
+export const stripeInstallmentsAvailable = (currency: string): boolean => currency.toLowerCase() === 'brl';
+
+/** Installments through Stripe's card installment plans, for BRL only (the page refuses them elsewhere, never charging in full silently). */
 function installmentOptions(input: ChargeCardInput): Stripe.PaymentIntentCreateParams.PaymentMethodOptions | undefined {
-  if (!input.installments || input.installments < 2 || input.currency.toLowerCase() !== 'brl') return undefined;
+  if (!input.installments || input.installments < 2 || !stripeInstallmentsAvailable(input.currency)) return undefined;
   return { card: { installments: { enabled: true, plan: { count: input.installments, interval: 'month', type: 'fixed_count' } } } };
 }
 
@@ -429,23 +433,32 @@ async function cancelPending(
   input: { storeId: string; chargeKey: string; transactionId?: string | null },
 ): Promise<CancelPendingResult> {
   if (input.transactionId?.startsWith('seti_')) return cancelSetup(ctx, input.storeId, input.chargeKey, input.transactionId);
-  const intent = await findIntentByKey(ctx, input.storeId, input.chargeKey);
-  if (!intent) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);
-  if (intent.status === 'succeeded') return 'succeeded';
-  if (intent.status === 'canceled') return 'canceled';
-  if (!CANCELLABLE.includes(intent.status)) throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: asked again later`);
+  const found = input.transactionId ? null : await findIntentByKey(ctx, input.storeId, input.chargeKey);
+  // Search lags writes: not found yet is unknown, never "nothing to cancel".
+  if (!input.transactionId && !found) throw new Error(`no PaymentIntent found under ${input.chargeKey} yet`);
+  // Already decided: answered as it stands, no cancel sent.
+  if (found && (found.status === 'succeeded' || found.status === 'canceled')) return fenceOf(found);
+  if (found && !CANCELLABLE.includes(found.status)) throw new Error(`PaymentIntent ${found.id} is ${found.status}: asked again later`);
+  const id = input.transactionId ?? found!.id;
   const options = await requestOptions(ctx, input.storeId, stripeIdempotencyKey(input.storeId, input.chargeKey, 'cancel'));
   try {
-    const canceled = await ctx.stripe.paymentIntents.cancel(intent.id, { cancellation_reason: 'abandoned' }, options);
-    return canceled.status === 'succeeded' ? 'succeeded' : 'canceled';
+    return fenceOf(await ctx.stripe.paymentIntents.cancel(id, { cancellation_reason: 'abandoned' }, options));
   } catch (error) {
-    // Refused because it moved meanwhile (the buyer authenticated in the last second): what it is now decides.
+    // Refused because it moved meanwhile (the buyer paid or authenticated in the last second): what it is now decides.
     if (!isRefusal(error)) throw error;
-    const now = await ctx.stripe.paymentIntents.retrieve(intent.id, {}, await requestOptions(ctx, input.storeId));
-    if (now.status === 'succeeded') return 'succeeded';
-    if (now.status === 'canceled') return 'canceled';
-    throw error;
+    const intent = await ctx.stripe.paymentIntents.retrieve(id, { expand: ['latest_charge'] }, await requestOptions(ctx, input.storeId));
+    if (intent.metadata?.store_id !== input.storeId) throw new Error(`PaymentIntent ${id} is not this store's`, { cause: error });
+    return fenceOf(intent);
   }
+}
+
+/** The fence's answer from the intent as Stripe holds it (after the cancel, or its refusal); anything else is unknown. */
+function fenceOf(intent: Stripe.PaymentIntent): CancelPendingResult {
+  if (intent.status === 'canceled') return { status: 'canceled', transactionId: intent.id };
+  if (intent.status === 'succeeded') {
+    return { status: 'succeeded', transactionId: intent.id, amount: intent.amount, currency: intent.currency, settledAt: settledAtOf(intent) };
+  }
+  throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: neither canceled nor succeeded yet`);
 }
 
 /** Stripe's states from which the buyer could still confirm the intent (the off-session decline leaves requires_payment_method). */
@@ -476,21 +489,28 @@ async function closeAuthentication(
   throw new Error(`payment ${intent.id} is ${now.status} after its cancel: asked again`);
 }
 
+/** A setup's fence: nothing is charged either way, so a succeeded one answers with no amount. */
+function setupFenceOf(setup: Stripe.SetupIntent): CancelPendingResult | null {
+  if (setup.status === 'canceled') return { status: 'canceled', transactionId: setup.id };
+  if (setup.status === 'succeeded') return { status: 'succeeded', transactionId: setup.id, amount: 0, currency: '', settledAt: null };
+  return null;
+}
+
 /** A trial's setup left waiting: cancelled keyed (nothing was charged either way); one that succeeded first answers succeeded. */
 async function cancelSetup(ctx: StripeContext, storeId: string, key: string, setupId: string): Promise<CancelPendingResult> {
   const setup = await retrieveSetup(ctx, storeId, setupId);
   if (!setup) throw new Error(`no SetupIntent ${setupId} for store ${storeId}`);
-  if (setup.status === 'succeeded') return 'succeeded';
-  if (setup.status === 'canceled') return 'canceled';
+  const decided = setupFenceOf(setup);
+  if (decided) return decided;
   const options = await requestOptions(ctx, storeId, stripeIdempotencyKey(storeId, key, 'cancel'));
   try {
     await ctx.stripe.setupIntents.cancel(setup.id, { cancellation_reason: 'abandoned' }, options);
-    return 'canceled';
+    return { status: 'canceled', transactionId: setup.id };
   } catch (error) {
     if (!isRefusal(error)) throw error;
     const now = await retrieveSetup(ctx, storeId, setupId);
-    if (now?.status === 'succeeded') return 'succeeded';
-    if (now?.status === 'canceled') return 'canceled';
+    const after = now && setupFenceOf(now);
+    if (after) return after;
     throw error;
   }
 }

@@ -26,18 +26,30 @@ export const declineCodeOf = (error: { decline_code?: string | null; code?: stri
 const latestCharge = (intent: Stripe.PaymentIntent): Stripe.Charge | null =>
   intent.latest_charge && typeof intent.latest_charge === 'object' ? intent.latest_charge : null;
 
+/**
+ * The installment plan Stripe confirmed for the payment: the charge's payment_method_details (when the
+ * latest charge is expanded), else the intent's selected plan; null when paid in full.
+ */
+export function confirmedInstallments(intent: Stripe.PaymentIntent): number | null {
+  const charged = latestCharge(intent)?.payment_method_details?.card?.installments?.plan;
+  const selected = intent.payment_method_options?.card?.installments?.plan;
+  const plan = charged ?? selected ?? null;
+  return plan?.type === 'fixed_count' && plan.count && plan.count > 1 ? plan.count : null;
+}
+
 /** A card intent confirmed on the server: succeeded is approved, pending ones are a review, a failed one a decline. */
 export function cardOutcomeOf(intent: Stripe.PaymentIntent): ChargeOutcome {
+  const installments = confirmedInstallments(intent);
   switch (intent.status) {
     case 'succeeded':
-      return { status: 'approved', transactionId: intent.id };
+      return { status: 'approved', transactionId: intent.id, ...(installments ? { installments } : {}) };
     case 'requires_payment_method': {
       const failure = failureOf(intent);
       return { status: 'declined', transactionId: intent.id, code: declineCodeOf(failure), message: failure?.message ?? 'The card was declined.' };
     }
     default:
       // requires_capture, processing, requires_action (settled by a notice), canceled (a voided review).
-      return { status: 'review', transactionId: intent.id };
+      return { status: 'review', transactionId: intent.id, ...(installments ? { installments } : {}) };
   }
 }
 

@@ -236,6 +236,24 @@ describe('card payments', () => {
     expect(again.location).toBe(`/c/${s.id}`);
   });
 
+  test('a USD card purchase posting installments=3 is refused with the installments page error (nothing charged, no order); the USD page offers no installments, the BRL page does', async () => {
+    const s = await newSession({ offer: catalog.oneOff._id });
+    expect((await page(`/c/${s.id}`)).text).toContain('id="installments"');
+    expect((await page(`/c/${s.id}?currency=usd`)).text).not.toContain('id="installments"');
+    const form = buyer({ card_number: CARD_OK, card_expiry: '12/30', card_cvc: '123', installments: '3', method: 'card', currency: 'usd' });
+    const refused = await post(`/c/${s.id}/pay`, form);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('data-testid="error"');
+    expect(refused.text).toContain('Installments are not available in this currency');
+    expect(await stack.mongo.db.collection('provider_test_charges').countDocuments({ key: { $regex: s.id } })).toBe(0);
+    expect(await session(s.id)).toMatchObject({ status: 'open', order: null });
+    // Paying the same in full goes through, and the order says so.
+    const paid = await post(`/c/${s.id}/pay`, { ...form, installments: '1' });
+    expect(paid.location).toBe(`/c/${s.id}?done=1`);
+    const done = await session(s.id);
+    expect((await findOrder(stack.mongo.db, store.store._id, done.order!))!).toMatchObject({ currency: 'usd', installments: 1 });
+  });
+
   test('five declined cards lock card payments on the session (card testing): the sixth card is refused before the provider, the page says so and offers PIX, which still pays', async () => {
     const s = await newSession({ offer: catalog.oneOff._id });
     const form = buyer({ method: 'card' });

@@ -249,6 +249,44 @@ describe('the buyer present', () => {
     expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
   });
 
+  it('the installment plan an approved BRL charge carries is the one Stripe confirmed: read from its answer, absent when Stripe confirmed none', async () => {
+    const plan = { count: 3, interval: 'month', type: 'fixed_count' };
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents'
+        ? { ...(json as object), status: 'succeeded', payment_method_options: { card: { installments: { enabled: true, plan } } } }
+        : json,
+    );
+    const confirmed = await charge(newKey());
+    expect(confirmed).toMatchObject({ status: 'approved', installments: 3 });
+    expect(only('POST', '/v1/payment_intents')[0].form.get('payment_method_options[card][installments][plan][count]')).toBe('3');
+    // Asked for 3, but Stripe's answer holds no plan (the card or account cannot): charged in full, and the outcome says so.
+    recorder.setRewrite((sent, json) =>
+      sent.path === '/v1/payment_intents'
+        ? { ...(json as object), status: 'succeeded', payment_method_options: { card: { installments: null } } }
+        : json,
+    );
+    const inFull = await charge(newKey());
+    expect(inFull.status).toBe('approved');
+    expect(inFull).not.toHaveProperty('installments');
+  });
+
+  it('a USD charge never asks Stripe for an installment plan, and its connection offers none', async () => {
+    const key = newKey();
+    await stripe.chargeCard({
+      storeId: CONNECTED_STORE,
+      idempotencyKey: key,
+      cardToken: 'pm_from_stripe_js',
+      amount: 3900,
+      currency: 'usd',
+      description: null,
+      installments: 3,
+    });
+    const [create] = only('POST', '/v1/payment_intents');
+    expect([...create.form.keys()].some((name) => name.includes('installments'))).toBe(false);
+    expect(stripe.installmentsAvailable('usd')).toBe(false);
+    expect(stripe.installmentsAvailable('BRL')).toBe(true);
+  });
+
   it('createPix asks for a PIX intent and shows its QR code, copy-paste code and expiry; an answer without a code is never read as refused', async () => {
     recorder.setRewrite((sent, json) =>
       sent.path === '/v1/payment_intents'
@@ -580,14 +618,14 @@ describe('reading and giving back by key', () => {
     const key = newKey();
     intentsFoundAs(CONNECTED_STORE, key, { status: 'requires_action' });
     expect(await stripe.lookupCharge({ storeId: CONNECTED_STORE, idempotencyKey: key })).toMatchObject({ state: 'action_required' });
-    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('canceled');
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toMatchObject({ status: 'canceled' });
     const [cancel] = only('POST', /^\/v1\/payment_intents\/pi_[^/]+\/cancel$/);
     expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
     expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
     expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
     recorder.clear();
     intentsFoundAs(CONNECTED_STORE, key, { status: 'succeeded' });
-    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toBe('succeeded');
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).toMatchObject({ status: 'succeeded' });
     expect(only('POST', /\/cancel$/)).toHaveLength(0);
     accepted();
   });
@@ -599,6 +637,60 @@ describe('reading and giving back by key', () => {
     intentsFoundAs(CONNECTED_STORE, key, { status: 'processing' });
     await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key })).rejects.toThrow(/processing/);
     expect(only('POST', /\/cancel$/)).toHaveLength(0);
+  });
+
+  it('cancelPending (the expiry fence) cancels the intent keyed <store>/<key>#cancel: canceled, or already succeeded read from the intent; anything else is unknown', async () => {
+    const key = newKey();
+    const cancelPath = /^\/v1\/payment_intents\/pi_fence\/cancel$/;
+    recorder.setRewrite((sent, json) => (cancelPath.test(sent.path) ? { ...(json as object), id: 'pi_fence', status: 'canceled' } : json));
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: 'pi_fence' })).toEqual({
+      status: 'canceled',
+      transactionId: 'pi_fence',
+    });
+    const [cancel] = only('POST', cancelPath);
+    expect(cancel.headers['idempotency-key']).toBe(`${CONNECTED_STORE}/${key}#cancel`);
+    expect(cancel.form.get('cancellation_reason')).toBe('abandoned');
+    expectKeyedOnAccount(CONNECTED_STORE, ACCOUNT);
+
+    // The buyer paid first: Stripe refuses the cancel (payment_intent_unexpected_state) and the intent reads succeeded.
+    recorder.clear();
+    recorder.setRewrite((sent, json) => {
+      if (sent.method === 'POST' && cancelPath.test(sent.path)) {
+        return new InjectedAnswer(400, { error: { type: 'invalid_request_error', code: 'payment_intent_unexpected_state', message: 'succeeded' } });
+      }
+      if (sent.method === 'GET' && sent.path === '/v1/payment_intents/pi_fence') {
+        return {
+          ...(json as object),
+          id: 'pi_fence',
+          status: 'succeeded',
+          amount: 19700,
+          currency: 'brl',
+          metadata: { store_id: CONNECTED_STORE, charge_key: key, kind: 'pix' },
+        };
+      }
+      return json;
+    });
+    expect(await stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: 'pi_fence' })).toMatchObject({
+      status: 'succeeded',
+      transactionId: 'pi_fence',
+      amount: 19700,
+    });
+
+    // Still processing after the refused cancel: neither answer, so it throws (asked again later).
+    recorder.setRewrite((sent, json) => {
+      if (sent.method === 'POST' && cancelPath.test(sent.path)) {
+        return new InjectedAnswer(400, { error: { type: 'invalid_request_error', code: 'payment_intent_unexpected_state', message: 'processing' } });
+      }
+      return sent.method === 'GET' ? { ...(json as object), id: 'pi_fence', status: 'processing', metadata: { store_id: CONNECTED_STORE } } : json;
+    });
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: 'pi_fence' })).rejects.toThrow(/processing/);
+    // A 5xx is unknown too.
+    recorder.setRewrite((sent, json) =>
+      sent.method === 'POST' && cancelPath.test(sent.path) ? new InjectedAnswer(500, { error: { type: 'api_error', message: 'boom' } }) : json,
+    );
+    await expect(stripe.cancelPending({ storeId: CONNECTED_STORE, chargeKey: key, transactionId: 'pi_fence' })).rejects.toBeInstanceOf(
+      Stripe.errors.StripeError,
+    );
   });
 
   it("getTransaction reads the intent with its latest charge; another store's intent reads as none; settle is Stripe's own", async () => {

@@ -30,6 +30,9 @@ import {
   type CheckoutStack,
 } from '../../support/checkout-fixtures';
 import { waitFor } from '../../support/env';
+import { messagesTo } from '../../support/mailpit';
+import { findOrder } from '../../../store/orders';
+import { giveBackWorkflowId } from '../../../workflows/give-back/messages';
 
 const SECRET = 'whsec_test_events_endpoint';
 let stack: CheckoutStack;
@@ -202,6 +205,79 @@ describe('notices', () => {
       { timeoutMs: 20_000, description: 'the PIX expired by the event' },
     );
     expect(ended.status).toBe('complete');
+  });
+
+  test('a PIX captured after its session ended (expired, order canceled) is given back: refunded at the provider, order refunded with order.refunded once, the buyer e-mailed', async () => {
+    await stack.mongo.db.collection<{ _id: string }>('stores').updateOne({ _id: store.store._id }, { $set: { test_buyer_emails: true } });
+    const { id, transactionId } = await pendingPix();
+    const failed = intent(transactionId, checkoutSessionWorkflowId(id), {
+      status: 'requires_payment_method',
+      last_payment_error: { message: 'expired' },
+    });
+    expect((await sendSigned(stripeEvent('payment_intent.payment_failed', failed))).status).toBe(200);
+    await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(id)).result();
+    const session = (await findCheckoutSession(stack.mongo.db, store.store._id, id))!;
+    expect((await findOrder(stack.mongo.db, store.store._id, session.order!))!.status).toBe('canceled');
+    // The provider took the buyer's money all the same (a capture the fence did not stop: a run from before it).
+    await stack.mongo.db
+      .collection('provider_test_charges')
+      .updateOne({ transaction_id: transactionId }, { $set: { state: 'paid', settled_at: Math.floor(Date.now() / 1000) } });
+
+    const late = await sendSigned(stripeEvent('payment_intent.succeeded', intent(transactionId, checkoutSessionWorkflowId(id))));
+    expect(late).toMatchObject({ status: 200, body: { status: 'delivered' } });
+    const outcome = await stack.temporal.client.workflow.getHandle(giveBackWorkflowId(store.store._id, transactionId)).result();
+    expect(outcome).toEqual({ status: 'given_back', orderId: session.order, refund: 'refunded' });
+    expect((await stack.mongo.db.collection('provider_test_charges').findOne({ transaction_id: transactionId }))!.state).toBe('refunded');
+    expect((await findOrder(stack.mongo.db, store.store._id, session.order!))!.status).toBe('refunded');
+    const refundedEvents = () =>
+      stack.mongo.db
+        .collection('events')
+        .countDocuments({ store_id: store.store._id, type: 'order.refunded', data_json: { $regex: session.order! } });
+    expect(await refundedEvents()).toBe(1);
+    const sent = await waitFor(
+      () => stack.mongo.db.collection('sent_mail').findOne({ store_id: store.store._id, purpose: 'late_payment_refund', subject_id: session.order }),
+      {
+        timeoutMs: 20_000,
+        description: 'the late refund e-mail recorded',
+      },
+    );
+    expect(sent).toMatchObject({ status: 'sent' });
+    const mail = await waitFor(async () => (await messagesTo(sent.to as string)).find((m) => m.Subject === sent.subject) ?? null, {
+      timeoutMs: 20_000,
+      description: 'the late refund e-mail',
+    });
+    // The store is in Brazil: the buyer reads it in Portuguese.
+    expect(mail.Subject).toContain('Seu pagamento foi devolvido');
+
+    // The same event again (Stripe re-sends) gives nothing back twice.
+    expect((await sendSigned(stripeEvent('payment_intent.succeeded', intent(transactionId, checkoutSessionWorkflowId(id))))).status).toBe(200);
+    const again = await stack.temporal.client.workflow.getHandle(giveBackWorkflowId(store.store._id, transactionId)).result();
+    expect(again).toMatchObject({ status: 'kept' });
+    expect(await refundedEvents()).toBe(1);
+  });
+
+  test('a card paid here whose workflow ended and whose succeeded event arrives late is kept: nothing given back', async () => {
+    const created = await createSession(stack.api, store, { offer: catalog.oneOff._id });
+    const id = created.body.id as string;
+    const res = await fetch(`${stack.api.url}/c/${id}/pay`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(buyerForm({ method: 'card', card_number: '4242 4242 4242 4242' })).toString(),
+    });
+    expect(res.status).toBe(303);
+    await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(id)).result();
+    const session = (await findCheckoutSession(stack.mongo.db, store.store._id, id))!;
+    expect(session.payment_status).toBe('paid');
+    const transactionId = session.payment!.transaction_id!;
+    const late = await sendSigned(
+      stripeEvent('payment_intent.succeeded', intent(transactionId, checkoutSessionWorkflowId(id), { payment_method_types: ['card'] })),
+    );
+    expect(late.status).toBe(200);
+    expect(await stack.temporal.client.workflow.getHandle(giveBackWorkflowId(store.store._id, transactionId)).result()).toMatchObject({
+      status: 'kept',
+    });
+    expect((await findOrder(stack.mongo.db, store.store._id, session.order!))!.status).toBe('paid');
   });
 
   test('unhandled types and processing are acknowledged and recorded as ignored', async () => {

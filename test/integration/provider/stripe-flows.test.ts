@@ -207,6 +207,21 @@ describe('cards through Stripe.js', () => {
     });
   });
 
+  test('a BRL card paid in 3 installments: the order carries the plan Stripe confirmed; a USD purchase posting installments=3 is refused on the page, nothing sent to Stripe', async () => {
+    const id = await newSession();
+    const res = await post(`/c/${id}/pay`, { ...cardForm(await browserPaymentMethod('4242424242424242')), installments: '3' });
+    expect(res.location).toBe(`/c/${id}?done=1`);
+    const paid = await paymentStatus(id, 'paid');
+    expect(await gaps.intent(paid.payment!.transaction_id!)).toMatchObject({ currency: 'brl' });
+    expect(await ordersCollection(mongo.db).findOne({ _id: paid.order! })).toMatchObject({ installments: 3, currency: 'brl' });
+
+    const usd = (await createSession(api, store, { offer: catalog.oneOff._id, currency: 'usd' })).body.id as string;
+    const refused = await post(`/c/${usd}/pay`, { ...cardForm(await browserPaymentMethod('4242424242424242')), installments: '3' });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('Installments are not available in this currency');
+    expect(await session(usd)).toMatchObject({ status: 'open', order: null, payment: null });
+  });
+
   test('a card declined at charge (4000000000000341) shows the decline and leaves the session open', async () => {
     const id = await newSession();
     const res = await post(`/c/${id}/pay`, cardForm(await browserPaymentMethod('4000000000000341')));
@@ -377,6 +392,60 @@ describe('PIX through Stripe', () => {
     });
     expect(sent.status).toBe(200);
     await paymentStatus(id, 'paid');
+  });
+});
+
+describe('a PIX paid in the last second, fenced at its expiry (test clock)', () => {
+  /** A PIX on a test clock's session; the clock is advanced past the code's 30 minutes by `expire()`. */
+  async function pixOnClock() {
+    const t0 = Math.floor(Date.now() / 1000);
+    const clock = (await call(api, store.key, 'POST', '/v1/test_helpers/test_clocks', { json: { frozen_time: t0 } })).body.id as string;
+    const customer = await call(api, store.key, 'POST', '/v1/customers', {
+      json: {
+        email: `pix-fence-${Date.now()}@example.com`,
+        name: 'Ana Pix',
+        phone: '+5511999990000',
+        document: { type: 'cpf', number: '529.982.247-25' },
+        test_clock: clock,
+      },
+    });
+    const created = await createSession(api, store, { offer: catalog.oneOff._id, customer: customer.body.id, currency: 'brl' });
+    const id = created.body.id as string;
+    expect((await post(`/c/${id}/pay`, buyerForm({ method: 'pix' }))).location).toBe(`/c/${id}?done=1`);
+    const intentId = (await paymentStatus(id, 'pending')).payment!.transaction_id!;
+    const expire = async () => {
+      const advanced = await call(api, store.key, 'POST', `/v1/test_helpers/test_clocks/${clock}/advance`, { json: { frozen_time: t0 + 3600 } });
+      expect(advanced.status).toBe(200);
+    };
+    return { id, intentId, expire };
+  }
+
+  const orderOf = async (id: string) => (await ordersCollection(mongo.db).findOne({ _id: (await session(id))!.order! }))!;
+
+  test('paid a moment before the cancel (its event lost): the cancel is refused as succeeded and the order is paid, nothing given back', async () => {
+    const { id, intentId, expire } = await pixOnClock();
+    gaps.settlePix(intentId, 'paid');
+    await expire();
+    const ended = await waitFor(async () => ((await session(id))?.payment_status !== 'pending' ? session(id) : null), {
+      timeoutMs: 60_000,
+      description: 'the fence to settle the PIX',
+    });
+    expect(ended!.payment_status).toBe('paid');
+    expect(await orderOf(id)).toMatchObject({ status: 'paid' });
+    expect(await gaps.intent(intentId)).toMatchObject({ status: 'succeeded' });
+  });
+
+  test('paid a moment after the cancel: Stripe takes no payment (the intent is canceled), the order is canceled; never a capture without its order', async () => {
+    const { id, intentId, expire } = await pixOnClock();
+    await expire();
+    const ended = await waitFor(async () => ((await session(id))?.payment_status !== 'pending' ? session(id) : null), {
+      timeoutMs: 60_000,
+      description: 'the fence to settle the PIX',
+    });
+    expect(ended!.payment_status).toBe('unpaid');
+    expect(await gaps.intent(intentId)).toMatchObject({ status: 'canceled' });
+    expect(gaps.settlePix(intentId, 'paid')).toMatchObject({ status: 'canceled' });
+    expect(await orderOf(id)).toMatchObject({ status: 'canceled' });
   });
 });
 

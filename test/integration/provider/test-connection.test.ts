@@ -329,6 +329,36 @@ describe('charges with the buyer present (checkout) and PIX', () => {
     expect(await timed.settle({ storeId, transactionId: tx, outcome: 'paid' })).toMatchObject({ ok: false });
   });
 
+  it('cancelPending fences a pending PIX: canceled (a later payment refused, asking again answers the same); a PIX paid first answers succeeded', async () => {
+    const pixKey = key();
+    const pix = await provider.createPix({ storeId, idempotencyKey: pixKey, amount: 3000, currency: 'brl', description: null });
+    const tx = (pix as { transactionId: string }).transactionId;
+    expect(await provider.cancelPending({ storeId, chargeKey: pixKey })).toEqual({ status: 'canceled', transactionId: tx });
+    expect(await provider.settle({ storeId, transactionId: tx, outcome: 'paid' })).toMatchObject({ ok: false });
+    expect(await provider.cancelPending({ storeId, chargeKey: pixKey })).toEqual({ status: 'canceled', transactionId: tx });
+    expect((await provider.getTransaction({ storeId, transactionId: tx }))?.state).toBe('expired');
+
+    const paidKey = key();
+    const paid = await provider.createPix({ storeId, idempotencyKey: paidKey, amount: 3000, currency: 'brl', description: null });
+    const paidTx = (paid as { transactionId: string }).transactionId;
+    expect((await provider.settle({ storeId, transactionId: paidTx, outcome: 'paid' })).ok).toBe(true);
+    expect(await provider.cancelPending({ storeId, chargeKey: paidKey })).toMatchObject({ status: 'succeeded', transactionId: paidTx, amount: 3000 });
+    await expect(provider.cancelPending({ storeId, chargeKey: key() })).rejects.toThrow(/no transaction/);
+  });
+
+  it('installments: BRL by default, the configured currencies otherwise; the approved outcome carries the plan only where honoured', async () => {
+    expect(provider.installmentsAvailable('BRL')).toBe(true);
+    expect(provider.installmentsAvailable('usd')).toBe(false);
+    const configured = createTestConnection({ db: mongo.db, installmentCurrencies: ['usd'] });
+    expect(configured.installmentsAvailable('usd')).toBe(true);
+    const card = { storeId, amount: 9000, description: null, installments: 3 };
+    const brl = await provider.chargeCard({ ...card, idempotencyKey: key(), currency: 'brl', cardToken: await tokenOf('4242424242424242') });
+    expect(brl).toMatchObject({ status: 'approved', installments: 3 });
+    const usd = await provider.chargeCard({ ...card, idempotencyKey: key(), currency: 'usd', cardToken: await tokenOf('4242424242424242') });
+    expect(usd.status).toBe('approved');
+    expect(usd).not.toHaveProperty('installments');
+  });
+
   it('a PIX paid notice settles it as paid', async () => {
     const pix = await provider.createPix({ storeId, idempotencyKey: key(), amount: 3000, currency: 'brl', description: null });
     const tx = (pix as { transactionId: string }).transactionId;
