@@ -50,6 +50,8 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
   const ledger = new TestLedger(options.db, options.now ?? Date.now);
   return {
     livemode: false,
+    // The simulator takes any amount: the bound it is held to is the store's or the currency's default.
+    maxChargeAmount: () => null,
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),

@@ -188,6 +188,11 @@ export type SettleResult = { ok: true; notice: ProviderNotice } | { ok: false; r
 export interface PaymentProvider {
   /** Orders paid through this provider carry this livemode (false on the test connection). */
   readonly livemode: boolean;
+  /**
+   * The largest amount (minor units) this connection takes in one charge in `currency`; null when it has
+   * no maximum of its own. Charges above it are refused by us first (domain/charge-bounds.ts), never sent.
+   */
+  maxChargeAmount(currency: string): number | null;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: RegisterCustomerInput): Promise<RegisterCustomerResult>;
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */
