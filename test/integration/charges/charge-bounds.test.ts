@@ -1,16 +1,17 @@
 // What this tests: the bound of one charge per currency (issue 38 point 8) over real HTTP with the real
 // worker and the test payment connection: an ordinary VND charge the old bound (a million units) refused
 // succeeds; above the currency's default it is 400 parameter_invalid on amount with nothing charged; a
-// store's own bound (admin CLI) still overrides the default; a usage period above the bound closes with a
-// failed charge (failure_code amount_too_large, no order, nothing at the provider) through the usage workflow.
+// store's own bound (admin CLI) still overrides the default; a usage period above the bound (the default, or
+// the store's own) closes with a failed charge (failure_code amount_too_large, no order, nothing at the
+// provider) through the usage workflow, and one within the store's bound is charged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSubscriptionStack, type SubscriptionStack } from '../../support/subscription-stack';
 import { TEST_CHARGES_COLLECTION } from '../../../adapters/provider/test-connection';
 import { runAdmin } from '../../../admin/cli';
 import { merchantChargeKey, usageChargeKey } from '../../../domain/charges';
 import { defaultChargeBound } from '../../../domain/charge-bounds';
-import { createOffer } from '../../../store/catalog';
-import type { OfferDoc } from '../../../store/collections';
+import { createOffer, createProduct } from '../../../store/catalog';
+import { collections, type OfferDoc } from '../../../store/collections';
 import type { SubscriptionDoc } from '../../../store/subscriptions';
 import { waitFor } from '../../support/env';
 import { call, createTestStore, type TestStore } from '../../support/api';
@@ -101,39 +102,46 @@ describe('one-off charges in VND', () => {
   });
 });
 
+interface ClosedPeriod {
+  id: string;
+  close_reason: string;
+  amount_total: number;
+  charge: string;
+}
+
+/**
+ * A usage period of `units` at `unitAmount` on a new subscription of `owner`, closed at its threshold by
+ * the usage workflow and charged; the period and its charge as the API shows them.
+ */
+async function chargedUsagePeriod(owner: TestStore, offer: OfferDoc, currency: string, unitAmount: number, units: number) {
+  const { mongo, taskQueue } = stack;
+  const post = (path: string, json: unknown) => call(stack.api, owner.key, 'POST', path, { json });
+  const { subscription: sub, customer } = await seedUsageSubscription({ db: mongo.db, taskQueue }, { store: owner.store, offer, currency });
+  const periods = async () => (await call(stack.api, owner.key, 'GET', `/v1/subscriptions/${sub._id}/usage`)).body.data;
+  const meter = (await post('/v1/billing/meters', { display_name: 'Renders', event_name: `bound.render.${seq++}` })).body;
+  // A threshold of one minor unit: the workflow closes the period a few seconds after the events.
+  const item = await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: meter.id, unit_amount: unitAmount, billing_threshold: 1 });
+  expect(item.status).toBeLessThan(300);
+  await waitFor(async () => ((await periods()).length > 0 ? true : null), { timeoutMs: 20_000, description: 'period open' });
+  const event = await post('/v1/billing/meter_events', { event_name: meter.event_name, payload: { customer_id: customer._id, value: units } });
+  expect(event.status).toBe(201);
+  const period: ClosedPeriod = await waitFor(
+    async () => {
+      const [last] = await periods();
+      return last?.status === 'closed' && last.charge ? last : null;
+    },
+    { timeoutMs: 60_000, description: 'period closed and charged at the threshold' },
+  );
+  const charge = (await call(stack.api, owner.key, 'GET', `/v1/subscription_charges/${period.charge}`)).body;
+  return { period, charge };
+}
+
 describe('usage charges', () => {
   it('a usage period above the bound closes with a failed charge amount_too_large: no order, nothing at the provider', async () => {
-    const { mongo, taskQueue, store } = stack;
-    const post = (path: string, json: unknown) => call(stack.api, store.key, 'POST', path, { json });
-    const { subscription: sub, customer } = await seedUsageSubscription(
-      { db: mongo.db, taskQueue },
-      { store: store.store, offer: vndMonthly, currency: 'vnd' },
-    );
-    const meter = (await post('/v1/billing/meters', { display_name: 'Renders', event_name: `bound.render.${seq++}` })).body as {
-      id: string;
-      event_name: string;
-    };
-    // 101 units at 10^9 VND: 1.01 x 10^11, above the VND bound; the threshold closes the period at once.
-    expect(
-      (await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: meter.id, unit_amount: 1_000_000_000, billing_threshold: 1 })).status,
-    ).toBeLessThan(300);
-    await waitFor(async () => ((await call(stack.api, store.key, 'GET', `/v1/subscriptions/${sub._id}/usage`)).body.data.length > 0 ? true : null), {
-      timeoutMs: 20_000,
-      description: 'period open',
-    });
-    expect(
-      (await post('/v1/billing/meter_events', { event_name: meter.event_name, payload: { customer_id: customer._id, value: 101 } })).status,
-    ).toBe(201);
-    const closed = await waitFor(
-      async () => {
-        const [period] = (await call(stack.api, store.key, 'GET', `/v1/subscriptions/${sub._id}/usage`)).body.data;
-        return period?.status === 'closed' && period.charge ? period : null;
-      },
-      { timeoutMs: 60_000, description: 'period closed and charged at the threshold' },
-    );
-    expect(closed).toMatchObject({ close_reason: 'threshold', amount_total: 101_000_000_000 });
-    const failed = (await call(stack.api, store.key, 'GET', `/v1/subscription_charges/${closed.charge}`)).body;
-    expect(failed).toMatchObject({
+    // 101 units at 10^9 VND: 1.01 x 10^11, above the VND default of 10^11.
+    const { period, charge } = await chargedUsagePeriod(stack.store, vndMonthly, 'vnd', 1_000_000_000, 101);
+    expect(period).toMatchObject({ close_reason: 'threshold', amount_total: 101_000_000_000 });
+    expect(charge).toMatchObject({
       status: 'failed',
       source: 'usage',
       amount: 101_000_000_000,
@@ -141,7 +149,25 @@ describe('usage charges', () => {
       order: null,
       transaction: null,
     });
-    expect(failed.failure_message).toContain(`above the bound of one charge in vnd, ${defaultChargeBound('vnd')}`);
-    expect(await ledgerCount(store.store._id, usageChargeKey(closed.id))).toBe(0);
+    expect(charge.failure_message).toContain(`above the bound of one charge in vnd, ${defaultChargeBound('vnd')}`);
+    expect(await ledgerCount(stack.store.store._id, usageChargeKey(period.id))).toBe(0);
   }, 90_000);
+
+  it("a store's own bound holds usage charges too: above it failed amount_too_large, within it charged", async () => {
+    const own = await createTestStore(stack.mongo.db);
+    await collections(stack.mongo.db).stores.updateOne({ _id: own.store._id }, { $set: { max_charge_amount: 5_000_000 } });
+    const offer = await createOffer(stack.mongo.db, {
+      storeId: own.store._id,
+      productId: (await createProduct(stack.mongo.db, { storeId: own.store._id, name: 'Renders', family: 'platform' }))._id,
+      name: 'Renders VND monthly',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      prices: [{ currency: 'vnd', amount: 250_000, default: true }],
+    });
+    const over = await chargedUsagePeriod(own, offer, 'vnd', 1_000_000, 6);
+    expect(over.charge).toMatchObject({ status: 'failed', amount: 6_000_000, failure_code: 'amount_too_large', order: null });
+    expect(over.charge.failure_message).toContain('above the bound of one charge in vnd, 5000000');
+    const within = await chargedUsagePeriod(own, offer, 'vnd', 1_000_000, 5);
+    expect(within.charge).toMatchObject({ status: 'succeeded', amount: 5_000_000, failure_code: null });
+  }, 120_000);
 });
