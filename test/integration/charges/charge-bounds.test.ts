@@ -13,6 +13,7 @@ import { defaultChargeBound } from '../../../domain/charge-bounds';
 import { createOffer, createProduct } from '../../../store/catalog';
 import { collections, type OfferDoc } from '../../../store/collections';
 import type { SubscriptionDoc } from '../../../store/subscriptions';
+import { findUsageState } from '../../../store/usage';
 import { waitFor } from '../../support/env';
 import { call, createTestStore, type TestStore } from '../../support/api';
 import { seedSubscription } from '../../support/subscriptions';
@@ -122,14 +123,17 @@ async function chargedUsagePeriod(owner: TestStore, offer: OfferDoc, currency: s
   // A threshold of one minor unit: the workflow closes the period a few seconds after the events.
   const item = await post(`/v1/subscriptions/${sub._id}/usage_items`, { meter: meter.id, unit_amount: unitAmount, billing_threshold: 1 });
   expect(item.status).toBeLessThan(300);
-  await waitFor(async () => ((await periods()).length > 0 ? true : null), { timeoutMs: 20_000, description: 'period open' });
+  // Ingestion signals the workflow only once it has priced the item (the state knows the threshold);
+  // an event before that waits for the 10-minute recompute.
+  await waitFor(async () => (await findUsageState(mongo.db, owner.store._id, sub._id))?.threshold ?? null, {
+    timeoutMs: 30_000,
+    description: 'period open with its threshold',
+  });
   const event = await post('/v1/billing/meter_events', { event_name: meter.event_name, payload: { customer_id: customer._id, value: units } });
   expect(event.status).toBe(201);
   const period: ClosedPeriod = await waitFor(
-    async () => {
-      const [last] = await periods();
-      return last?.status === 'closed' && last.charge ? last : null;
-    },
+    // The next period opens at once: the closed one is the one with a charge.
+    async () => (await periods()).find((p: { status: string; charge: string | null }) => p.status === 'closed' && p.charge) ?? null,
     { timeoutMs: 60_000, description: 'period closed and charged at the threshold' },
   );
   const charge = (await call(stack.api, owner.key, 'GET', `/v1/subscription_charges/${period.charge}`)).body;
