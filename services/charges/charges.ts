@@ -113,10 +113,20 @@ export interface StartChargeDeps {
   testProvider?: PaymentProvider | null;
 }
 
+/** The maximum of the connection the subscription's money goes through; null when unknown here. */
+function connectionMaxOf(deps: StartChargeDeps, sub: SubscriptionDoc): number | null {
+  if (!deps.provider) return null;
+  try {
+    return connectionFor({ provider: deps.provider, testProvider: deps.testProvider }, Boolean(sub.test_clock)).maxChargeAmount(sub.currency);
+  } catch {
+    // A test object where no test connection runs: the charge's activity waits for one and holds its maximum.
+    return null;
+  }
+}
+
 /** The bound of this charge: the store's or the currency's default, never above its connection's maximum. */
 function boundOf(deps: StartChargeDeps, store: StoreDoc | null, sub: SubscriptionDoc): number {
-  const connection = deps.provider ? connectionFor({ provider: deps.provider, testProvider: deps.testProvider }, Boolean(sub.test_clock)) : null;
-  return chargeBound({ storeMax: store?.max_charge_amount, currency: sub.currency, connectionMax: connection?.maxChargeAmount(sub.currency) });
+  return chargeBound({ storeMax: store?.max_charge_amount, currency: sub.currency, connectionMax: connectionMaxOf(deps, sub) });
 }
 
 /**
