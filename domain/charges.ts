@@ -2,6 +2,7 @@
 // minimum of one currency unit, the store's upper bound, lines adding up to the amount, and the order items it becomes.
 import { ApiError, invalid } from './errors';
 import { boundedKey, ID_LENGTH_MAX } from './bounded-keys';
+import { minimumCharge } from './charge-bounds';
 
 export interface ChargeLineInput {
   description: string;
@@ -22,34 +23,8 @@ export const CHARGE_LINES_MAX = 50;
 export const CHARGE_LINE_QUANTITY_MAX = 100_000;
 export const CHARGE_LINE_UNIT_AMOUNT_MAX = 1_000_000_000;
 
-/** ISO 4217 currencies without minor units: their smallest charge is 1. */
-const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
-const THREE_DECIMAL = new Set(['bhd', 'jod', 'kwd', 'omr', 'tnd']);
-
-/** Decimals of the currency's minor unit as amounts count it: 0 for jpy, 3 for kwd, else 2 (usd, brl, huf, isk...). */
-export function currencyDecimals(currency: string): number {
-  const code = currency.toLowerCase();
-  if (ZERO_DECIMAL.has(code)) return 0;
-  if (THREE_DECIMAL.has(code)) return 3;
-  return 2;
-}
-
-/** One unit of the currency in its minor unit (100 for brl or usd). */
-export function minimumCharge(currency: string): number {
-  if (ZERO_DECIMAL.has(currency)) return 1;
-  if (THREE_DECIMAL.has(currency)) return 1000;
-  return 100;
-}
-
-/** The bound of one charge unless the store sets its own: a million units of the currency (100,000,000 in brl or usd). */
-export function defaultMaxCharge(currency: string): number {
-  return 1_000_000 * 10 ** currencyDecimals(currency);
-}
-
-/** The largest amount one charge may take: the store's `max_charge_amount` (minor units), else the default. */
-export function maxChargeOf(store: { max_charge_amount?: number | null }, currency: string): number {
-  return store.max_charge_amount ?? defaultMaxCharge(currency);
-}
+// The currency's minor unit and minimum live with the bounds (one module for a currency's magnitudes).
+export { currencyDecimals, minimumCharge } from './charge-bounds';
 
 export interface NormalizedCharge {
   amount: number;
@@ -86,7 +61,7 @@ export function normalizeCharge(
     // A typo of a few digits must not take a fortune from a saved card.
     throw invalid(
       'amount',
-      `The amount must be at most ${maxAmount} (the store's bound for one charge, in the minor unit of ${currency}); received ${input.amount}.`,
+      `The amount must be at most ${maxAmount} in the minor unit of ${currency} (the bound of one charge: the store's max_charge_amount, else the currency's default, never above the payment connection's own maximum); received ${input.amount}.`,
     );
   }
   const lines = (input.lines ?? []).map((line) => {

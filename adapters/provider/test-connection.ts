@@ -70,6 +70,8 @@ export function createTestConnection(options: TestConnectionOptions = {}): Payme
   return {
     livemode: false,
     installmentsAvailable,
+    // The simulator takes any amount: the bound it is held to is the store's or the currency's default.
+    maxChargeAmount: () => null,
     registerCustomer: async (input) => registerCustomer(input),
     tokenizeCard: (input) => tokenizeCard(ledger, input),
     saveCard: (input) => saveCard(ledger, input),

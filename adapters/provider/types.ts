@@ -256,6 +256,11 @@ export interface PaymentProvider {
    * connection: its configured currencies). The page offers installments only then and refuses them otherwise.
    */
   installmentsAvailable(currency: string): boolean;
+  /**
+   * The largest amount (minor units) this connection takes in one charge in `currency`; null when it has
+   * no maximum of its own. Charges above it are refused by us first (domain/charge-bounds.ts), never sent.
+   */
+  maxChargeAmount(currency: string): number | null;
   /** Registers a buyer at the provider; a refusal becomes 400 customer_rejected with its reason. */
   registerCustomer(input: RegisterCustomerInput): Promise<RegisterCustomerResult>;
   /** The provider's card fields: a number becomes a token to charge or save (invalid_number refused here). */

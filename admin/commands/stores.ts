@@ -22,7 +22,7 @@ function stripeAccountOption(ctx: CommandContext): string | null | undefined {
   return value;
 }
 
-/** --max-charge-amount: a positive integer of minor units, or `default` (a million units of the charge's currency). */
+/** --max-charge-amount: a positive integer of minor units, or `default` (the currency's default bound, domain/charge-bounds.ts). */
 function maxChargeOption(ctx: CommandContext): number | null | undefined {
   const value = str(ctx, 'max-charge-amount', false);
   if (value === undefined) return undefined;
@@ -41,7 +41,7 @@ const formatStore = (result: unknown) => {
     `  default success URL ${s.default_success_url ?? '-'}`,
     `  purchase confirmation e-mail ${s.purchase_confirmation_email !== false}`,
     `  buyer e-mails of test purchases to visitor-typed addresses ${s.test_buyer_emails === true}`,
-    `  max charge amount ${s.max_charge_amount ?? 'default (1,000,000 units of the currency)'}`,
+    `  max charge amount ${s.max_charge_amount ?? "default (the currency's, docs/limits.md)"}`,
     `  stripe account ${s.stripe_account ?? '- (the platform account)'}`,
     `  CPF/CNPJ check digits verified ${s.verify_document_digits === true}`,
   ].join('\n');

@@ -88,7 +88,7 @@ const subscriptionChargeRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 /** POST a charge of the saved card under the caller's Idempotency-Key (required). */
 function createChargeRoute(app: RouteApp): void {
-  const { db, config, temporal } = app.deps;
+  const { db, config, temporal, provider, testProvider } = app.deps;
   app.post(
     '/subscriptions/:id/charges',
     {
@@ -114,7 +114,8 @@ function createChargeRoute(app: RouteApp): void {
       const key = readIdempotencyKey(request.headers)!;
       const body = request.body;
       const result = await startCharge(
-        { db, temporal, taskQueue: config.taskQueue },
+        // The connections: an amount above the connection's own maximum is refused here, before any request.
+        { db, temporal, taskQueue: config.taskQueue, provider, testProvider },
         {
           storeId: store._id,
           subscriptionId: request.params.id,

@@ -5,7 +5,10 @@ import type { Database } from '../../store/database';
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from '../../domain/errors';
-import { maxChargeOf, normalizeCharge, type ChargeLineInput } from '../../domain/charges';
+import { normalizeCharge, type ChargeLineInput } from '../../domain/charges';
+import { chargeBound } from '../../domain/charge-bounds';
+import { connectionFor } from '../../adapters/provider';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { newId } from '../../domain/ids';
 import { normalizeMetadata } from '../../domain/metadata';
 import { stableStringify } from '../../domain/stable-json';
@@ -97,16 +100,44 @@ function requireActiveStore(store: StoreDoc | null): void {
   }
 }
 
-/** One-off charges are bounded by the store's maximum; usage charges are computed from metered use, not typed. */
-function maxAmountOf(store: StoreDoc | null, input: StartChargeInput, sub: SubscriptionDoc): number | null {
-  return input.source === 'usage' ? null : maxChargeOf(store ?? {}, sub.currency);
+/**
+ * What a charge may start from: with the payment connections (the API's and the worker's), a charge above
+ * the connection's own maximum is refused here, before any request; without them only the store's bound
+ * applies here and the charge's activity holds the connection's maximum (services/charges/settlement.ts).
+ */
+export interface StartChargeDeps {
+  db: Database;
+  temporal: Client;
+  taskQueue: string;
+  provider?: PaymentProvider;
+  testProvider?: PaymentProvider | null;
 }
 
-function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string, maxAmount: number | null): ChargeWorkflowInput {
+/** The maximum of the connection the subscription's money goes through; null when unknown here. */
+function connectionMaxOf(deps: StartChargeDeps, sub: SubscriptionDoc): number | null {
+  if (!deps.provider) return null;
+  try {
+    return connectionFor({ provider: deps.provider, testProvider: deps.testProvider }, Boolean(sub.test_clock)).maxChargeAmount(sub.currency);
+  } catch {
+    // A test object where no test connection runs: the charge's activity waits for one and holds its maximum.
+    return null;
+  }
+}
+
+/** The bound of this charge: the store's or the currency's default, never above its connection's maximum. */
+function boundOf(deps: StartChargeDeps, store: StoreDoc | null, sub: SubscriptionDoc): number {
+  return chargeBound({ storeMax: store?.max_charge_amount, currency: sub.currency, connectionMax: connectionMaxOf(deps, sub) });
+}
+
+/**
+ * A one-off charge above its bound is refused here (400 parameter_invalid on amount); a usage charge is
+ * computed, not typed: it carries the bound, and its activity records it failed (`amount_too_large`).
+ */
+function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fingerprint: string, maxAmount: number): ChargeWorkflowInput {
   const charge = normalizeCharge(
     { amount: input.amount, currency: input.currency, description: input.description, lines: input.lines },
     sub.currency,
-    maxAmount,
+    input.source === 'usage' ? null : maxAmount,
   );
   const metadata = normalizeMetadata(input.metadata);
   return {
@@ -133,6 +164,7 @@ function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fing
     createdAt: Date.now(),
     requestId: input.request?.id ?? null,
     idempotencyKey: input.request?.idempotency_key ?? null,
+    maxAmount,
     ...(sub.test_clock ? { testClock: sub.test_clock } : {}),
   };
 }
@@ -142,7 +174,7 @@ function chargeWorkflowInput(input: StartChargeInput, sub: SubscriptionDoc, fing
  * provider (in the spec's order); returns the charge (new, attached to a running one, or replayed)
  * otherwise, declines and provider refusals included: the caller maps the outcome to HTTP.
  */
-export async function startCharge(deps: { db: Database; temporal: Client; taskQueue: string }, input: StartChargeInput): Promise<StartChargeResult> {
+export async function startCharge(deps: StartChargeDeps, input: StartChargeInput): Promise<StartChargeResult> {
   const { db } = deps;
   const fingerprint = fingerprintOf(input);
   // A key is permanent: whatever happened since, it answers with its charge.
@@ -153,7 +185,7 @@ export async function startCharge(deps: { db: Database; temporal: Client; taskQu
   if (existing) return replayOf(existing, fingerprint);
   checkChargeable(sub, input);
   const store = input.store ?? (await findStore(db, input.storeId));
-  const workflowInput = chargeWorkflowInput(input, sub, fingerprint, maxAmountOf(store, input, sub));
+  const workflowInput = chargeWorkflowInput(input, sub, fingerprint, boundOf(deps, store, sub));
   requireActiveStore(store);
 
   const charges = chargeClient(deps.temporal, deps.taskQueue);

@@ -4,6 +4,7 @@
 // charge is keyed by the charge key, the order id derives from the charge id and is inserted once,
 // the charge document is unique per (store, key), events are emitted once per fact.
 import { chargeOrderItems } from '../../domain/charges';
+import { chargeBound } from '../../domain/charge-bounds';
 import { derivedId } from '../../domain/ids';
 import { encodeMetadata } from '../../domain/metadata';
 import type { ChargeOutcome, PaymentProvider, ProviderNotice } from '../../adapters/provider/types';
@@ -64,9 +65,24 @@ const decisionOf = (doc: SubscriptionChargeDoc): ChargeDecision => ({ charge: su
 
 type ProviderOutcome = ChargeOutcome | { status: 'refused'; transactionId: null; code: string; message: string };
 
+/**
+ * An amount above the charge's bound or its connection's own maximum fails here, before any request
+ * (a usage charge is computed, so it can reach this; a typed one was refused with 400 before its start).
+ */
+function overBound(provider: PaymentProvider, input: ChargeWorkflowInput): ProviderOutcome | null {
+  const bound = chargeBound({ storeMax: input.maxAmount, currency: input.currency, connectionMax: provider.maxChargeAmount(input.currency) });
+  if (input.amount <= bound) return null;
+  const message =
+    `The amount ${input.amount} is above the bound of one charge in ${input.currency}, ${bound} in its minor unit ` +
+    "(the store's max_charge_amount, else the currency's default, never above the payment connection's own maximum): nothing was charged.";
+  return { status: 'refused', transactionId: null, code: 'amount_too_large', message };
+}
+
 async function askProvider(provider: PaymentProvider, input: ChargeWorkflowInput, call: ProviderCall): Promise<ProviderOutcome> {
   const paymentMethodId = input.subscription.paymentMethodId;
   if (!paymentMethodId) return { status: 'refused', transactionId: null, code: 'no_payment_method', message: 'The subscription has no saved card.' };
+  const refused = overBound(provider, input);
+  if (refused) return refused;
   const charge = {
     storeId: input.storeId,
     idempotencyKey: input.key,

@@ -3,6 +3,7 @@
 // reads, and the subscription's items and usage state.
 import type { Database } from '../../store/database';
 import type { Client } from '@temporalio/client';
+import type { PaymentProvider } from '../../adapters/provider/types';
 import { notFound } from '../../domain/errors';
 import { cycleOf } from '../../domain/usage-periods';
 import { CHARGEABLE_STATUSES } from '../../domain/subscriptions';
@@ -20,6 +21,9 @@ export interface UsageDeps extends EventDeps {
   db: Database;
   temporal: Client;
   taskQueue: string;
+  /** The worker's connections: a usage charge above its connection's maximum fails before any request. */
+  provider?: PaymentProvider;
+  testProvider?: PaymentProvider | null;
   /** How often the workflow recomputes an open period (default RECOMPUTE_INTERVAL_SECONDS). */
   usageRecomputeSeconds?: number;
   /** History events after which a usage workflow run continues as new (default USAGE_HISTORY_EVENTS_LIMIT). */

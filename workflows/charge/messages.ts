@@ -40,6 +40,12 @@ export interface ChargeWorkflowInput extends VersionedInput {
   requestId: string | null;
   idempotencyKey: string | null;
   /**
+   * The bound of this charge (minor units: the store's or the currency's default, within the connection's
+   * maximum when the starter knew it); the charge's activity refuses an amount above it, or above its
+   * connection's maximum, before any provider request. Absent in runs started before it existed.
+   */
+  maxAmount?: number;
+  /**
    * The test clock of the subscription's customer, kept here because the subscription may be deleted
    * with its clock before a review settles: the charge and its lookups go only to a test connection.
    */

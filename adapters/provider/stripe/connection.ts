@@ -5,6 +5,7 @@
 // lost connection or a 5xx throws (unknown: the activity asks again under the same key); a request Stripe
 // refused before any card was tried is `refused`; a card Stripe declined is `declined` with its decline code.
 import Stripe from 'stripe';
+import { stripeMaxCharge } from '../../../domain/charge-bounds';
 import type {
   CancelPendingResult,
   ChargeCardInput,
@@ -58,6 +59,7 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
   return {
     livemode: options.config.livemode,
     installmentsAvailable: stripeInstallmentsAvailable,
+    maxChargeAmount: stripeMaxCharge,
     registerCustomer: (input) => registerCustomer(ctx, input),
     tokenizeCard: async () => CARD_FIELDS_ONLY,
     saveCard: (input) => saveCard(ctx, input),

@@ -127,17 +127,17 @@ describe('the error table, in its order of checks', () => {
     expectError(await charge(await subscription(), { amount: 99 }), 400, 'invalid_request_error', 'amount_too_small', 'amount');
   });
 
-  it('above the bound of one charge (default a million units of the currency): 400 parameter_invalid on amount, nothing at the provider', async () => {
+  it("above the bound of one charge (the currency's default: 10^7 reais in brl): 400 parameter_invalid on amount, nothing at the provider", async () => {
     const sub = await subscription();
     const key = newKey();
     const res = await charge(sub, { amount: 900_000_000_000 }, key);
     expectError(res, 400, 'invalid_request_error', 'parameter_invalid', 'amount');
-    expect(res.body.error.message).toContain('100000000');
+    expect(res.body.error.message).toContain('at most 1000000000 in the minor unit of brl');
     expect(await mongo.db.collection(TEST_CHARGES_COLLECTION).countDocuments({ store_id: store.store._id, key: merchantChargeKey(key) })).toBe(0);
     expect((await charge(sub, { amount: 100_000_000 })).body).toMatchObject({ status: 'succeeded', amount: 100_000_000 });
   });
 
-  it("a store's own bound (admin CLI stores set --max-charge-amount) applies on the next requests; default restores a million units", async () => {
+  it("a store's own bound (admin CLI stores set --max-charge-amount) applies on the next requests; default restores the currency's", async () => {
     const own = await createTestStore(mongo.db);
     const sub = await subscription('4242424242424242', own);
     const env = { ...process.env, MONGODB_DB: mongo.db.databaseName };
