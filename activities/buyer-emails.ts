@@ -5,7 +5,9 @@ import {
   sendLateRefundEmail,
   sendPaymentConfirmation,
   sendRenewalAuthenticationRequest,
+  sendSessionLateRefundEmail,
   type AuthenticationRequestInput,
+  type SessionLateRefundEmailInput,
   sendRefundEmail,
   type BuyerEmailDeps,
   type BuyerEmailOutcome,
@@ -36,6 +38,10 @@ export function createBuyerEmailActivities(deps: BuyerEmailDeps) {
     /** "Your payment arrived after the order closed and was given back" (give-back workflow). */
     async sendLateRefundEmail(input: { storeId: string; orderId: string; key: string }): Promise<BuyerEmailOutcome> {
       return sendLateRefundEmail(deps, input);
+    },
+    /** The same for an approval given back by a closed checkout session, which has no order (ids only: the address is read here). */
+    async sendSessionLateRefundEmail(input: SessionLateRefundEmailInput): Promise<BuyerEmailOutcome> {
+      return sendSessionLateRefundEmail(deps, input);
     },
   };
 }

@@ -113,7 +113,8 @@ export interface LateRefundFacts extends MailFacts {
   amount: number;
   currency: string;
   refundedAt: number;
-  orderId: string;
+  /** Null when no order was ever made (an approval that reached an expired checkout session). */
+  orderId: string | null;
 }
 
 export interface RenderedMail {
@@ -239,10 +240,11 @@ export function renderLateRefundEmail(facts: LateRefundFacts): RenderedMail {
   const amount = formatMoney(facts.amount, facts.currency, language);
   const subject = emailText(language, 'late_refund_subject', { amount });
   const intro = emailText(language, 'intro_late_refund', { store: facts.storeName });
-  return compose(facts, subject, intro, [
+  const rows: Array<[EmailKey, string]> = [
     ['product', facts.product],
     ['amount', amount],
     ['period', periodText(facts, null, facts.refundedAt)],
-    ['order', facts.orderId],
-  ]);
+  ];
+  if (facts.orderId) rows.push(['order', facts.orderId]);
+  return compose(facts, subject, intro, rows);
 }

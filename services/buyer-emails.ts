@@ -1,6 +1,7 @@
 // The buyer e-mails, each sent at most once under its deterministic key (DESIGN principle 3): the
 // store's purchase confirmation when an order is paid (checkout purchase, subscription cycle, one-off
-// or usage charge) and the cancellation e-mail when the store cancels (dashboard, DELETE /v1/subscriptions/{id}).
+// or usage charge), the cancellation e-mail when the store cancels (dashboard, DELETE /v1/subscriptions/{id}),
+// and the late-payment refund (a capture given back: of a closed order, or of a closed checkout session).
 // Each is recorded in `sent_mail` before and after the SMTP hand-off; a retry finds the record and sends nothing.
 import { createHash } from 'node:crypto';
 import type { Database } from '../store/database';
@@ -20,7 +21,7 @@ import {
 import type { Language } from '../i18n/languages';
 import { decodeMetadata } from '../domain/metadata';
 import type { CustomerDoc, StoreDoc } from '../store/collections';
-import { findCheckoutSession } from '../store/checkout-sessions';
+import { findCheckoutSession, type CheckoutSessionDoc } from '../store/checkout-sessions';
 import { findCustomer } from '../store/customers';
 import { findOrder, type OrderDoc } from '../store/orders';
 import { findProduct } from '../store/offers';
@@ -186,6 +187,55 @@ export function sendLateRefundEmail(deps: BuyerEmailDeps, input: { storeId: stri
     if (!order) throw missing(`order ${input.orderId}`);
     return lateRefundDraft(deps.db, store, order);
   });
+}
+
+export interface SessionLateRefundEmailInput {
+  storeId: string;
+  sessionId: string;
+  /** The buyer who paid (the attempt's customer, written once its payment was taken): the address is read from their record. */
+  customerId: string;
+  /** What the attempt took and was given back (minor units). */
+  amount: number;
+  currency: string;
+  /** `checkout-session/<cs_id>/late-payment-refund/<n>`: one e-mail per attempt. */
+  key: string;
+}
+
+/**
+ * An approval that reached a checkout session already closed (expired, or paid by another attempt) and was
+ * given back: no order exists, so the buyer is told from the session and their customer record, once per attempt.
+ */
+export function sendSessionLateRefundEmail(deps: BuyerEmailDeps, input: SessionLateRefundEmailInput): Promise<BuyerEmailOutcome> {
+  const email: BuyerEmail = { storeId: input.storeId, key: input.key, purpose: 'late_payment_refund', subjectId: input.sessionId };
+  return deliverOnce(deps, email, async () => {
+    const store = await storeOrFail(deps.db, input.storeId);
+    const session = await findCheckoutSession(deps.db, input.storeId, input.sessionId);
+    if (!session) throw missing(`checkout session ${input.sessionId}`);
+    return sessionLateRefundDraft(deps.db, store, session, input);
+  });
+}
+
+/** As lateRefundDraft, from the session: its offer names the product; a test session's page-typed address gets nothing unless opted in. */
+async function sessionLateRefundDraft(
+  db: Database,
+  store: StoreDoc,
+  session: CheckoutSessionDoc,
+  input: SessionLateRefundEmailInput,
+): Promise<Draft> {
+  const customer = await findCustomer(db, store._id, input.customerId);
+  const to = customer?.email ?? session.customer_email ?? null;
+  if (!to) return { skip: 'no_recipient', to };
+  if (session.livemode === false && session.email_from_page === true && store.test_buyer_emails !== true) return { skip: 'test_visitor_address', to };
+  const language = emailLanguage([session.locale, customer?.locale], store.country);
+  const mail = renderLateRefundEmail({
+    ...mailFacts(store, customer, language),
+    product: session.offer.product_name ?? session.offer.name,
+    amount: input.amount,
+    currency: input.currency,
+    refundedAt: Math.floor(Date.now() / 1000),
+    orderId: null,
+  });
+  return { to, language, mail, storeName: store.name };
 }
 
 /** Sent whatever the store's purchase confirmation setting (the buyer's money moved), except to a page visitor's address on a test purchase. */

@@ -1,8 +1,9 @@
 // What this tests: the buyer e-mails' words and rendering (i18n/buyer-emails.ts): every one of the ten
 // languages renders both e-mails with product, amount and period and no placeholder left; the buyer's
-// language is the first known locale, then the store country's, then English; store text is escaped in HTML.
+// language is the first known locale, then the store country's, then English; store text is escaped in HTML;
+// a late-payment refund names its order only when there is one (a closed checkout session's has none).
 import { describe, expect, test } from 'vitest';
-import { emailLanguage, renderCancellationEmail, renderPaymentConfirmation } from '../../i18n/buyer-emails';
+import { emailLanguage, renderCancellationEmail, renderLateRefundEmail, renderPaymentConfirmation } from '../../i18n/buyer-emails';
 import { formatMoney as emailMoney } from '../../i18n/format';
 import { LANGUAGES as EMAIL_LANGUAGES } from '../../i18n/languages';
 
@@ -94,4 +95,22 @@ test('store and buyer text is escaped in the HTML body, kept as is in the text b
   expect(mail.html).toContain('&lt;b&gt;Ana&lt;/b&gt;');
   expect(mail.html).not.toContain('<b>Ana</b>');
   expect(mail.text).toContain('Hello <b>Ana</b>,');
+});
+
+describe('the late-payment refund e-mail', () => {
+  const late = { ...facts, language: 'en' as const, product: 'Photo Club', amount: 4990, currency: 'brl', refundedAt: NOV_24 };
+
+  test('names the order it refunded', () => {
+    const mail = renderLateRefundEmail({ ...late, orderId: 'ord_1' });
+    expect(mail.subject).toBe(`Your payment was given back: ${emailMoney(4990, 'brl', 'en')}`);
+    expect(mail.text).toContain('Order: ord_1');
+  });
+
+  test('given back by a checkout session that never made an order: no order row, the rest the same', () => {
+    const mail = renderLateRefundEmail({ ...late, orderId: null });
+    expect(mail.text).toContain('Photo Club');
+    expect(mail.text).toContain(emailMoney(4990, 'brl', 'en'));
+    expect(mail.text).not.toMatch(/Order:/);
+    expect(mail.html).not.toContain('null');
+  });
 });

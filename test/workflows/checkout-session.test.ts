@@ -35,6 +35,7 @@ import {
   NOT_OPEN_FAILURE,
   PAYMENT_IN_PROGRESS_FAILURE,
   payUpdate,
+  providerSettledSignal,
   stateQuery,
   type PayInput,
 } from '../../workflows/checkout-session/messages';
@@ -44,6 +45,8 @@ import { seedCheckoutCatalog, type CheckoutCatalog } from '../support/checkout-f
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { patchesIn, recordHistory } from '../support/histories';
 import { gate, type Gate } from '../support/gate';
+import { messagesTo } from '../support/mailpit';
+import { sentMailCollection } from '../../store/sent-mail';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 60 * MINUTE_MS;
@@ -180,12 +183,12 @@ function deps(options: { payWaitMs?: number; attemptHoldMs?: number } = {}): Che
 }
 
 /** A session created the API's way, dated in the test server's time (it runs ahead as tests skip). */
-async function openSession(expiresInMs: number, options: { offer?: string; attemptHoldMs?: number } = {}) {
+async function openSession(expiresInMs: number, options: { offer?: string; attemptHoldMs?: number; customer?: string } = {}) {
   const now = await env.currentTimeMs();
   const session = await createCheckoutSession(
     deps({ attemptHoldMs: options.attemptHoldMs }),
     store,
-    { offer: options.offer ?? catalog.oneOff._id, customer: customerId, expires_at: Math.floor((now + expiresInMs) / 1000) },
+    { offer: options.offer ?? catalog.oneOff._id, customer: options.customer ?? customerId, expires_at: Math.floor((now + expiresInMs) / 1000) },
     now,
   );
   return {
@@ -230,6 +233,28 @@ async function expectCapturesKept(sessionId: string, kept: number): Promise<void
   expect(states.filter((state) => state === 'approved' || state === 'paid')).toHaveLength(kept);
   expect(states.every((state) => ['approved', 'paid', 'refunded', 'voided'].includes(state))).toBe(true);
 }
+
+/** A buyer of their own, with an address no other test mails (their inbox at Mailpit is this test's). */
+async function lonelyBuyer(label: string): Promise<{ id: string; email: string }> {
+  const email = `${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+  const customer = newCustomerDoc(store._id, { email, name: 'Late Buyer' }, {});
+  await insertCustomer(mongo.db, customer);
+  return { id: customer._id, email };
+}
+
+/** The late-payment refund e-mails recorded for the session (each is recorded before it is handed to SMTP). */
+const lateRefundMails = (sessionId: string) =>
+  sentMailCollection(mongo.db).find({ store_id: store._id, purpose: 'late_payment_refund', subject_id: sessionId }).toArray();
+
+/** The buyer's inbox at Mailpit once something arrived there. */
+const inboxOf = (email: string) =>
+  waitFor(
+    async () => {
+      const found = await messagesTo(email);
+      return found.length > 0 ? found : null;
+    },
+    { description: `mail to ${email}` },
+  );
 
 /** A session paid by PIX, its code dated by the test server's clock (as by the wall clock in production). */
 async function payPix() {
@@ -428,6 +453,64 @@ describe.sequential('checkout session workflow', () => {
     expect(await eventCount(session._id, 'checkout.session.completed')).toBe(0);
     expect(await eventCount(session._id, 'checkout.session.expired')).toBe(1);
     await recordHistory(env.client, handle.workflowId, 'checkout-session-late-approval-refunded');
+  });
+
+  test('an approval that lands after POST expire closed the session is refunded and its buyer told once by e-mail, though no order exists', async () => {
+    const buyer = await lonelyBuyer('late-approval');
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { attemptHoldMs: 10_000, customer: buyer.id });
+    const slow = gate();
+    faults.beforeCharge.set(key(1), slow);
+    expect(await payCheckoutSession(deps({ payWaitMs: 300 }), session, CARD_OK, await env.currentTimeMs())).toEqual({ kind: 'processing' });
+    const expiring = handle.executeUpdate(expireUpdate);
+    await env.sleep(12_000);
+    expect((await expiring).status).toBe('expired');
+    slow.open();
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'expired', order: null, attempts: [expect.objectContaining({ key: key(1), status: 'refunded' })] });
+    expect(await ledger().findOne({ key: key(1) })).toMatchObject({ state: 'refunded' });
+    expect(await ordersOf(session._id)).toBe(0);
+    // One e-mail, keyed by the attempt, to the address the buyer's record holds (not one the workflow carried).
+    const mails = await lateRefundMails(session._id);
+    expect(mails).toHaveLength(1);
+    expect(mails[0]).toMatchObject({ _id: `${handle.workflowId}/late-payment-refund/1`, status: 'sent', to: buyer.email, language: 'pt' });
+    const inbox = await inboxOf(buyer.email);
+    expect(inbox).toHaveLength(1);
+    expect(inbox[0].Subject).toMatch(/^Seu pagamento foi devolvido: R\$/);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-late-approval-refunded-buyer-told');
+  });
+
+  test('a paid notice for a 3-D Secure the session had declined (confirmed again after it failed) is given back under its key, its buyer told once; the session stays open', async () => {
+    const buyer = await lonelyBuyer('paid-decline');
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { customer: buyer.id });
+    faults.actionRequired.add(key(1));
+    // The approved card: the provider holds the money, as Stripe does once the buyer confirms the intent again.
+    expect(await payCheckoutSession(deps(), session, CARD_OK)).toMatchObject({ kind: 'action' });
+    const transactionId = (await handle.query(stateQuery)).attempts[0].transaction_id!;
+    const notice = {
+      transactionId,
+      code: null,
+      message: null,
+      notifyRef: handle.workflowId,
+      settledAt: Math.floor((await env.currentTimeMs()) / 1000),
+    };
+    await handle.signal(providerSettledSignal, { ...notice, status: 'refused', code: 'payment_intent_authentication_failure', message: 'Failed.' });
+    await waitFor(async () => (await handle.query(stateQuery)).attempts[0].status === 'declined', { description: 'the 3-D Secure declined' });
+
+    // Its paid notice, twice (the event and the page's re-check): given back once, the session still open.
+    await handle.signal(providerSettledSignal, { ...notice, status: 'paid' });
+    await handle.signal(providerSettledSignal, { ...notice, status: 'paid' });
+    await waitFor(async () => (await handle.query(stateQuery)).attempts[0].status === 'refunded', { description: 'the paid decline given back' });
+    expect(await ledger().findOne({ key: key(1) })).toMatchObject({ state: 'refunded' });
+    expect((await handle.query(stateQuery)).status).toBe('open');
+
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'expired', payment_status: 'unpaid', order: null });
+    expect(await ordersOf(session._id)).toBe(0);
+    const mails = await lateRefundMails(session._id);
+    expect(mails).toHaveLength(1);
+    expect(mails[0]).toMatchObject({ _id: `${handle.workflowId}/late-payment-refund/1`, status: 'sent', to: buyer.email });
+    expect(await inboxOf(buyer.email)).toHaveLength(1);
+    await recordHistory(env.client, handle.workflowId, 'checkout-session-paid-decline-given-back');
   });
 
   test('a charge whose tries all fail to reach the provider is unknown, not failed: a second pay is refused meanwhile, and the same keyed request, asked again, pays once', async () => {

@@ -14,6 +14,7 @@ import { Mutex } from '../lib/mutex';
 import { at, money, showProgress } from '../lib/business-view';
 import type { VersionedInput } from '../lib/input-version';
 import { clockNow, clockWait, onTestClock, refreshClock, testClockRef } from '../lib/clock';
+import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import {
   ATTEMPT_HOLD_MS,
   AUTHENTICATION_ABANDONED_CODE,
@@ -48,6 +49,13 @@ const AUTHENTICATION_PATCH = 'checkout-3ds-authentication';
 const REVIEW_END_BACKOFF_PATCH = 'checkout-review-end-backoff';
 /** Runs begun before this took a PIX still pending at its expiry as expired without cancelling it at the provider. */
 const PIX_FENCE_PATCH = 'checkout-pix-fence';
+/** Runs begun before this gave an approval that reached the closed session back without telling the buyer. */
+const LATE_REFUND_EMAIL_PATCH = 'checkout-late-refund-email';
+/**
+ * Runs begun before this dropped a paid notice naming a declined attempt: a 3-D Secure that failed leaves its
+ * intent re-confirmable with the client secret the page held, so it can still succeed later. Patched runs give it back.
+ */
+const PAID_DECLINE_PATCH = 'checkout-paid-decline-given-back';
 /** When a closed session looks an attempt still unknown up again, counted from the close. */
 export const CLOSED_RECHECKS_MS = [MINUTE_MS, 10 * MINUTE_MS, 60 * MINUTE_MS, DAY_MS];
 
@@ -153,6 +161,9 @@ export class LiveCheckoutSession {
   private reviewEndRounds = 0;
   /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
   private readonly resolutions: Promise<void>[] = [];
+  /** Declined attempts a paid notice named, being given back (one each: at most the session's attempts). */
+  private readonly paidDeclines = new Map<number, Promise<void>>();
+  private paidDeclinesRunning = 0;
 
   /** The run's input version: the patches it has without markers (workflows/lib/input-version.ts). */
   private readonly started: VersionedInput;
@@ -442,7 +453,7 @@ export class LiveCheckoutSession {
   private async land(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
     if (attempt.status !== 'charging' && attempt.status !== 'unknown') return;
     const { outcome } = result;
-    if (this.state.status !== 'open') return this.giveBack(attempt, outcome);
+    if (this.state.status !== 'open') return this.giveBack(attempt, outcome, input);
     if (outcome.status === 'action_required') {
       if (patched(AUTHENTICATION_PATCH)) return this.beginAuthentication(attempt, input, outcome.transactionId);
       return this.land(attempt, input, { ...result, outcome: { status: 'review', transactionId: outcome.transactionId } });
@@ -462,8 +473,8 @@ export class LiveCheckoutSession {
     await records.recordCheckoutDecline({ storeId: this.storeId, sessionId: this.sessionId, error, ...(cardLocked ? { cardLocked } : {}) });
   }
 
-  /** An outcome that arrived after the session closed: nothing is applied, and money taken goes back. */
-  private async giveBack(attempt: CheckoutAttempt, outcome: PaymentAttemptOutcome): Promise<void> {
+  /** An outcome that arrived after the session closed: nothing is applied, money taken goes back, and its buyer is told. */
+  private async giveBack(attempt: CheckoutAttempt, outcome: PaymentAttemptOutcome, input: PayInput): Promise<void> {
     attempt.status = outcome.status;
     attempt.code = 'code' in outcome ? outcome.code : null;
     attempt.transaction_id = 'transactionId' in outcome ? outcome.transactionId : null;
@@ -474,13 +485,59 @@ export class LiveCheckoutSession {
       outcome: outcome.status,
     });
     const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
-    if (back.ok) attempt.status = back.status;
-    else
+    if (!back.ok) {
       log.error('the late payment could not be given back; an operator must look at it', {
         sessionId: this.sessionId,
         key: attempt.key,
         reason: back.reason,
       });
+      return;
+    }
+    attempt.status = back.status;
+    // A PIX code or a 3-D Secure cancelled before anything was paid moved no money: nothing to tell.
+    const moneyMoved = back.status === 'refunded' || outcome.status === 'approved' || outcome.status === 'review';
+    if (moneyMoved && patched(LATE_REFUND_EMAIL_PATCH)) await this.tellBuyerGivenBack(attempt, input);
+  }
+
+  /**
+   * The buyer of an attempt given back is told by e-mail, once per attempt. Only ids and the amount enter
+   * the payload (DESIGN.md principle 10): the activity reads the address from the buyer's record, written
+   * now for a new buyer (their payment was taken, as complete() writes it).
+   */
+  private async tellBuyerGivenBack(attempt: CheckoutAttempt, input: PayInput): Promise<void> {
+    if (input.trial || !sendsBuyerEmails(this.started)) return;
+    const { storeId, sessionId } = this;
+    const customerId = input.newBuyer ? (await records.writeCheckoutBuyer({ storeId, customer: input.newBuyer })).customerId : input.customerId;
+    const key = buyerEmailKey('late-payment-refund', String(attempt.n));
+    const email = { storeId, sessionId, customerId, amount: attempt.amount, currency: attempt.currency, key };
+    await sendBuyerEmail((emails) => emails.sendSessionLateRefundEmail(email), { key, sessionId });
+  }
+
+  /**
+   * A paid notice for an attempt this session declined (a 3-D Secure that failed, then confirmed again with
+   * the page's client secret): that payment completes nothing, so it is given back under the attempt's key
+   * and its buyer told, whether the session is open or closed. Runs in the background, under the mutex.
+   */
+  private givePaidDeclineBack(attempt: CheckoutAttempt): void {
+    log.error('a paid notice named a declined attempt; giving it back', { sessionId: this.sessionId, key: attempt.key });
+    this.paidDeclinesRunning++;
+    const giving = this.mutex.runExclusive(async () => {
+      try {
+        const back = await records.refundCheckoutAttempt({ storeId: this.storeId, key: attempt.key, ...this.onClock });
+        if (!back.ok)
+          return log.error('the paid decline could not be given back; an operator must look at it', { key: attempt.key, reason: back.reason });
+        attempt.status = back.status;
+        await this.tellBuyerGivenBack(attempt, this.requests.get(attempt.n)!);
+      } finally {
+        this.paidDeclinesRunning--;
+      }
+    });
+    this.paidDeclines.set(attempt.n, giving);
+  }
+
+  /** Every paid decline given back (a notice may arrive until the run ends; each is finished before it does). */
+  async paidDeclinesGivenBack(): Promise<void> {
+    if (this.paidDeclinesRunning > 0) await condition(() => this.paidDeclinesRunning === 0);
   }
 
   private async complete(attempt: CheckoutAttempt, input: PayInput, result: AttemptResult): Promise<void> {
@@ -594,7 +651,7 @@ export class LiveCheckoutSession {
 
   private async recheck(attempt: CheckoutAttempt): Promise<void> {
     const found = await this.lookupUntilKnown(attempt);
-    if (found) await this.mutex.runExclusive(() => this.giveBack(attempt, found.outcome));
+    if (found) await this.mutex.runExclusive(() => this.giveBack(attempt, found.outcome, this.requests.get(attempt.n)!));
   }
 
   private neverReceived(attempt: CheckoutAttempt): void {
@@ -617,6 +674,8 @@ export class LiveCheckoutSession {
       if (!this.authentications.has(incoming.transactionId)) this.authentications.set(incoming.transactionId, incoming);
       return;
     }
+    const paidDecline = this.paidDecline(incoming);
+    if (paidDecline) return this.givePaidDeclineBack(paidDecline);
     if (this.notice !== null) return;
     if (this.state.transaction_id === null) {
       this.early.keepFirst(incoming);
@@ -624,6 +683,21 @@ export class LiveCheckoutSession {
     }
     // Notices for other transactions (an earlier declined attempt) do not concern this session.
     if (incoming.transactionId === this.state.transaction_id) this.notice = incoming;
+  }
+
+  /**
+   * The declined attempt a paid notice names, not yet being given back; undefined otherwise. Only a declined
+   * 3-D Secure can be paid later. The session's own payment cannot reach here settled unpaid: a PIX settles
+   * unpaid only after the provider confirmed its cancel (final at Stripe and at the test connection), a
+   * review ended by its window was voided or refunded by this session, and a review the provider refused
+   * has no client secret anyone could confirm it with. Its paid notice after the run ended goes to the
+   * give-back workflow, which records its order refunded.
+   */
+  private paidDecline(incoming: ProviderNotice): CheckoutAttempt | undefined {
+    if (incoming.status !== 'paid') return undefined;
+    const attempt = this.state.attempts.find((each) => each.transaction_id === incoming.transactionId && each.status === 'declined');
+    if (!attempt || this.paidDeclines.has(attempt.n) || !patched(PAID_DECLINE_PATCH)) return undefined;
+    return attempt;
   }
 
   /** A pending PIX or review: waits for the provider's notice (or asks the provider by key), then settles the session. */

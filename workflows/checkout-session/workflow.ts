@@ -3,8 +3,8 @@
 // the workflow runs itself (keyed `checkout/<cs_id>/<n>` at the provider); one whose tries get no answer
 // is unknown, asked again under its key (no new attempt meanwhile); an expiry waits for an attempt in
 // flight up to the hold, then asks the provider by key, an approval that lands on a closed session is
-// given back, and attempts a closed session left unknown are looked up for a day and given back if
-// taken. A pending PIX or review then waits for the provider's notice (asked by key daily) and never
+// given back (its buyer told by e-mail), and attempts a closed session left unknown are looked up for a
+// day and given back if taken; a paid notice for a declined 3-D Secure is given back too. A pending PIX or review then waits for the provider's notice (asked by key daily) and never
 // reopens; failed lookups and subscription hand-offs are retried later.
 // A paid session ends by sending the buyer the store's purchase confirmation. On a test clock it only
 // reads the clock's time while open (the clock's advance expires it) and attaches to the clock only to
@@ -60,6 +60,8 @@ export async function checkoutSessionWorkflow(input: CheckoutWorkflowInput): Pro
   await leaveClock();
   // Off the test clock: the provider's time, not the buyer's, decides when a late approval shows.
   await session.recheckUnknownAttempts();
+  // A paid notice for a declined 3-D Secure, given back (its buyer told) before the run ends.
+  await session.paidDeclinesGivenBack();
   return state;
 }
 
