@@ -192,12 +192,15 @@ export function sendLateRefundEmail(deps: BuyerEmailDeps, input: { storeId: stri
 export interface SessionLateRefundEmailInput {
   storeId: string;
   sessionId: string;
-  /** The buyer who paid (the attempt's customer, written once its payment was taken): the address is read from their record. */
-  customerId: string;
+  /**
+   * The buyer who paid (the attempt's customer, written once its payment was taken): the address is read from
+   * their record. Null when the giver does not know them (the give-back workflow): the session's customer, else its customer_email.
+   */
+  customerId: string | null;
   /** What the attempt took and was given back (minor units). */
   amount: number;
   currency: string;
-  /** `checkout-session/<cs_id>/late-payment-refund/<n>`: one e-mail per attempt. */
+  /** `checkout-session/<cs_id>/late-payment-refund/<n>` (lateRefundEmailKey): one e-mail per attempt, whoever gave it back. */
   key: string;
 }
 
@@ -222,7 +225,8 @@ async function sessionLateRefundDraft(
   session: CheckoutSessionDoc,
   input: SessionLateRefundEmailInput,
 ): Promise<Draft> {
-  const customer = await findCustomer(db, store._id, input.customerId);
+  const customerId = input.customerId ?? session.customer;
+  const customer = customerId ? await findCustomer(db, store._id, customerId) : null;
   const to = customer?.email ?? session.customer_email ?? null;
   if (!to) return { skip: 'no_recipient', to };
   if (session.livemode === false && session.email_from_page === true && store.test_buyer_emails !== true) return { skip: 'test_visitor_address', to };

@@ -14,6 +14,7 @@ import { orderObject } from '../../resources/order';
 import { emitEventOnce } from '../events/emit-once';
 import type { EventDeps } from '../events/events';
 import { giveBackWorkflowId, type GiveBackOutcome, type GiveBackWorkflowInput } from '../../workflows/give-back/messages';
+import { attemptOfKey } from '../../workflows/checkout-session/messages';
 
 export interface GiveBackDeps extends PaymentConnections, EventDeps {
   db: Database;
@@ -23,12 +24,15 @@ export interface GiveBackDeps extends PaymentConnections, EventDeps {
 const HOLDS_PAYMENT: readonly OrderDoc['status'][] = ['paid', 'refunded', 'partially_refunded', 'charged_back'];
 
 /** What the provider holds captured under the transaction, and its charge key; null when nothing is captured. */
-async function capturedKey(deps: GiveBackDeps, input: GiveBackWorkflowInput): Promise<{ key: string } | { none: string }> {
+async function capturedKey(
+  deps: GiveBackDeps,
+  input: GiveBackWorkflowInput,
+): Promise<{ key: string; amount: number; currency: string } | { none: string }> {
   const provider = connectionFor(deps, input.testObject);
   const found = await provider.getTransaction({ storeId: input.storeId, transactionId: input.transactionId });
   if (!found) return { none: 'the provider has no such transaction for this store' };
   if (found.state !== 'paid' && found.state !== 'approved' && found.state !== 'refunded') return { none: `the transaction is ${found.state}` };
-  return { key: found.idempotencyKey };
+  return { key: found.idempotencyKey, amount: found.amount, currency: found.currency };
 }
 
 /** The give-back workflow's one keyed step (see the module header); a provider that does not answer throws (retried). */
@@ -43,7 +47,15 @@ export async function giveBackLateCapture(deps: GiveBackDeps, input: GiveBackWor
   // Not given back yet (the provider changing it now): the activity asks again after its backoff.
   if (!back.ok) throw new Error(`the late payment ${input.transactionId} could not be given back yet: ${back.reason}`);
   if (order) await recordGivenBack(deps, input.storeId, order._id);
-  return { status: 'given_back', orderId: order?._id ?? null, refund: back.status };
+  if (order) return { status: 'given_back', orderId: order._id, refund: back.status };
+  // No order: a checkout attempt that never completed its session (its buyer is told from the session).
+  const attempt = attemptOfKey(captured.key);
+  return {
+    status: 'given_back',
+    orderId: null,
+    refund: back.status,
+    attempt: attempt && { ...attempt, amount: captured.amount, currency: captured.currency },
+  };
 }
 
 /** The closed order becomes refunded; order.refunded once per order (the key the dashboard refund mirror uses too). */

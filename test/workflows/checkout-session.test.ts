@@ -47,6 +47,7 @@ import { patchesIn, recordHistory } from '../support/histories';
 import { gate, type Gate } from '../support/gate';
 import { messagesTo } from '../support/mailpit';
 import { sentMailCollection } from '../../store/sent-mail';
+import { startGiveBack } from '../../services/provider/give-back';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 60 * MINUTE_MS;
@@ -511,6 +512,30 @@ describe.sequential('checkout session workflow', () => {
     expect(mails[0]).toMatchObject({ _id: `${handle.workflowId}/late-payment-refund/1`, status: 'sent', to: buyer.email });
     expect(await inboxOf(buyer.email)).toHaveLength(1);
     await recordHistory(env.client, handle.workflowId, 'checkout-session-paid-decline-given-back');
+  });
+
+  test('a declined 3-D Secure paid after its session ended goes to the give-back workflow: refunded, no order, the buyer told once from the session', async () => {
+    const buyer = await lonelyBuyer('ended-decline');
+    const { session, handle, key } = await openSession(30 * MINUTE_MS, { customer: buyer.id });
+    faults.actionRequired.add(key(1));
+    expect(await payCheckoutSession(deps(), session, CARD_OK)).toMatchObject({ kind: 'action' });
+    const transactionId = (await handle.query(stateQuery)).attempts[0].transaction_id!;
+    const settledAt = Math.floor((await env.currentTimeMs()) / 1000);
+    const notice = { transactionId, code: null, message: null, notifyRef: handle.workflowId, settledAt };
+    await handle.signal(providerSettledSignal, { ...notice, status: 'refused', code: 'payment_intent_authentication_failure', message: 'Failed.' });
+    await waitFor(async () => (await handle.query(stateQuery)).attempts[0].status === 'declined', { description: 'the 3-D Secure declined' });
+    expect(await handle.result()).toMatchObject({ status: 'expired', order: null });
+
+    // The provider holds the money (the intent confirmed again) and its notice finds the run ended: the endpoint starts the give-back.
+    const started = await startGiveBack({ temporal: env.client, taskQueue }, { ...notice, status: 'paid' }, store._id, false);
+    const outcome = await env.client.workflow.getHandle(started!).result();
+    expect(outcome).toMatchObject({ status: 'given_back', orderId: null, refund: 'refunded', attempt: { sessionId: session._id, n: 1 } });
+    expect(await ledger().findOne({ key: key(1) })).toMatchObject({ state: 'refunded' });
+    expect(await ordersOf(session._id)).toBe(0);
+    const mails = await lateRefundMails(session._id);
+    expect(mails).toHaveLength(1);
+    expect(mails[0]).toMatchObject({ _id: `${handle.workflowId}/late-payment-refund/1`, status: 'sent', to: buyer.email });
+    expect(await inboxOf(buyer.email)).toHaveLength(1);
   });
 
   test('a charge whose tries all fail to reach the provider is unknown, not failed: a second pay is refused meanwhile, and the same keyed request, asked again, pays once', async () => {

@@ -25,6 +25,17 @@ export function checkoutAttemptKey(sessionId: string, n: number): string {
   return `checkout/${sessionId}/${n}`;
 }
 
+/** The key of the e-mail telling attempt `n`'s buyer it was given back: the same whichever workflow gives it back, so sent once. */
+export function lateRefundEmailKey(sessionId: string, n: number): string {
+  return `${checkoutSessionWorkflowId(sessionId)}/late-payment-refund/${n}`;
+}
+
+/** The session and attempt a checkout attempt key names (checkoutAttemptKey), else null. */
+export function attemptOfKey(key: string): { sessionId: string; n: number } | null {
+  const match = /^checkout\/([^/]+)\/(\d+)$/.exec(key);
+  return match ? { sessionId: match[1], n: Number(match[2]) } : null;
+}
+
 /** Failure types of the refusals (ApplicationFailure.type), mapped to the API's and the page's errors. */
 export const NOT_OPEN_FAILURE = 'checkout_session_not_open';
 export const PAYMENT_IN_PROGRESS_FAILURE = 'payment_in_progress';

@@ -14,13 +14,14 @@ import { Mutex } from '../lib/mutex';
 import { at, money, showProgress } from '../lib/business-view';
 import type { VersionedInput } from '../lib/input-version';
 import { clockNow, clockWait, onTestClock, refreshClock, testClockRef } from '../lib/clock';
-import { buyerEmailKey, sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
+import { sendBuyerEmail, sendsBuyerEmails } from '../lib/buyer-emails';
 import {
   ATTEMPT_HOLD_MS,
   AUTHENTICATION_ABANDONED_CODE,
   AUTHENTICATION_FAILED_CODE,
   checkoutAttemptKey,
   CUSTOMER_ID_ATTRIBUTE,
+  lateRefundEmailKey,
   NOT_OPEN_FAILURE,
   PAYMENT_IN_PROGRESS_FAILURE,
   CARD_LOCKED_FAILURE,
@@ -508,7 +509,7 @@ export class LiveCheckoutSession {
     if (input.trial || !sendsBuyerEmails(this.started)) return;
     const { storeId, sessionId } = this;
     const customerId = input.newBuyer ? (await records.writeCheckoutBuyer({ storeId, customer: input.newBuyer })).customerId : input.customerId;
-    const key = buyerEmailKey('late-payment-refund', String(attempt.n));
+    const key = lateRefundEmailKey(sessionId, attempt.n);
     const email = { storeId, sessionId, customerId, amount: attempt.amount, currency: attempt.currency, key };
     await sendBuyerEmail((emails) => emails.sendSessionLateRefundEmail(email), { key, sessionId });
   }

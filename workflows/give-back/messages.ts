@@ -12,7 +12,13 @@ export interface GiveBackWorkflowInput {
 /** What the give-back found and did. */
 export type GiveBackOutcome =
   | { status: 'kept'; orderId: string; note: string }
-  | { status: 'given_back'; orderId: string | null; refund: 'refunded' | 'voided' }
+  | {
+      status: 'given_back';
+      orderId: string | null;
+      refund: 'refunded' | 'voided';
+      /** With no order: the checkout attempt it was (its buyer is told from the session), and what it took. */
+      attempt?: { sessionId: string; n: number; amount: number; currency: string } | null;
+    }
   | { status: 'nothing_to_give_back'; orderId: string | null; note: string };
 
 /** `give-back/<store>/<transaction id>`: a transaction is given back at most once, whoever noticed it. */
