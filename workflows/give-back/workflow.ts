@@ -2,7 +2,8 @@
 // that reached a checkout session, order or subscription whose workflow had already ended. One keyed
 // activity decides and acts: an order here that is paid keeps the money; otherwise it is refunded at the
 // provider under the charge's own refund key, the order (if any) recorded as refunded with order.refunded
-// once; then the buyer is told by e-mail (with no order, a checkout attempt's buyer, from its session). Money moves only here, never in the events endpoint.
+// once; then the buyer is told by e-mail (with no order, a checkout attempt's buyer, from its session).
+// Money moves only here, never in the events endpoint.
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { WORKER_GONE_AFTER } from '../lib/timeouts';
