@@ -162,6 +162,8 @@ export class LiveCheckoutSession {
   private reviewEndRounds = 0;
   /** Unknown attempts being asked about again while the session is open; each ends once known or closed. */
   private readonly resolutions: Promise<void>[] = [];
+  /** Declined 3-D Secure attempts by their transaction id (a decline keeps no transaction id on the attempt). */
+  private readonly declinedAuthentications = new Map<string, CheckoutAttempt>();
   /** Declined attempts a paid notice named, being given back (one each: at most the session's attempts). */
   private readonly paidDeclines = new Map<number, Promise<void>>();
   private paidDeclinesRunning = 0;
@@ -315,6 +317,7 @@ export class LiveCheckoutSession {
 
   /** A failed, cancelled or abandoned 3-D Secure is a declined card: the buyer may pay again (within the decline limit). */
   private async authenticationFailed(attempt: CheckoutAttempt, input: PayInput, code: string, message: string): Promise<void> {
+    if (attempt.transaction_id) this.declinedAuthentications.set(attempt.transaction_id, attempt);
     attempt.status = 'charging';
     await this.land(attempt, input, { outcome: { status: 'declined', code, message }, savedCard: null });
   }
@@ -696,8 +699,8 @@ export class LiveCheckoutSession {
    */
   private paidDecline(incoming: ProviderNotice): CheckoutAttempt | undefined {
     if (incoming.status !== 'paid') return undefined;
-    const attempt = this.state.attempts.find((each) => each.transaction_id === incoming.transactionId && each.status === 'declined');
-    if (!attempt || this.paidDeclines.has(attempt.n) || !patched(PAID_DECLINE_PATCH)) return undefined;
+    const attempt = this.declinedAuthentications.get(incoming.transactionId);
+    if (attempt?.status !== 'declined' || this.paidDeclines.has(attempt.n) || !patched(PAID_DECLINE_PATCH)) return undefined;
     return attempt;
   }
 
