@@ -2,7 +2,9 @@
 // running for real (FerretDB, the test payment connection behind a fault wrapper): the session expires
 // exactly at its deadline; a PIX expires 30 minutes after it was generated; an attempt in flight at the
 // deadline or at POST expire lands first (or is looked up by key after the hold) and completes the
-// session once; an approval that lands after the session expired is refunded with no order; a charge
+// session once; an approval that lands after the session expired is refunded with no order and its buyer
+// e-mailed once (read at Mailpit); a paid notice for a declined 3-D Secure is given back (by the session, or
+// after it ended by the give-back workflow) and its buyer e-mailed once; a charge
 // whose tries all fail is unknown, not failed: asked again under its key it pays once, and no new attempt
 // is taken meanwhile; a try that times out is stopped (its signal aborted), and when the provider still
 // records it 5 s later exactly one capture is kept, on an open session or an expired one; three updates at
