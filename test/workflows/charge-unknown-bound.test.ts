@@ -19,7 +19,7 @@ import type { PaymentProvider } from '../../adapters/provider/types';
 import { LookupIncompleteError } from '../../adapters/provider/stripe/lookup';
 import { INPUT_VERSION } from '../../workflows/lib/input-version';
 import { chargeStateQuery, chargeWorkflowId, type ChargeWorkflowInput } from '../../workflows/charge/messages';
-import { PROVIDER_TRIES_PER_ROUND, unknownRetryMs } from '../../workflows/charge/workflow';
+import { PROVIDER_TRIES_PER_ROUND, unknownRetryMs } from '../../workflows/lib/unknown-rounds';
 import { registerSearchAttributes } from '../support/search-attributes';
 import { testMongo, uniqueTaskQueue, waitFor, type TestMongo } from '../support/env';
 import { recordHistory } from '../support/histories';

@@ -19,6 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
+import { PROVIDER_TRIES_PER_ROUND, retryableFailure, unknownRetryMs } from '../lib/unknown-rounds';
 import { hasChange } from '../lib/input-version';
 import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
@@ -51,15 +52,8 @@ const payments = proxyLocalActivities<Activities>({
  * Temporal ended the run. Patched runs try a few times, then wait on a timer (unknownRetryMs) and try again.
  */
 export const BOUNDED_PROVIDER_RETRIES_PATCH = 'charge-bounded-provider-retries';
-/** Tries of the provider step per round in patched runs: about 4 s of local retries, then a timer. */
-export const PROVIDER_TRIES_PER_ROUND = 4;
 /** Rounds one run takes before it continues as new (the rounds carried over): about 9 days, under 3,000 events. */
 export const UNKNOWN_ROUNDS_PER_RUN = 40;
-const MINUTE_MS = 60_000;
-/** Wait after a round whose outcome stayed unknown: 5 minutes, doubling, at most 6 hours (never given up). */
-export function unknownRetryMs(rounds: number): number {
-  return Math.min(5 * MINUTE_MS * 2 ** Math.min(rounds - 1, 10), 6 * 60 * MINUTE_MS);
-}
 const boundedPayments = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds', maximumAttempts: PROVIDER_TRIES_PER_ROUND },
@@ -104,11 +98,6 @@ async function chargeOnce(input: ChargeWorkflowInput, bounded: boolean): Promise
     if (!(cause instanceof ApplicationFailure) || !isOneOffRefusalCode(cause.type)) throw error;
     return { kind: 'refused', code: cause.type, message: cause.message };
   }
-}
-
-/** Whether the failure is one a later round may get past (not a data problem the activity refused for good). */
-function retryableFailure(error: unknown): error is ActivityFailure {
-  return error instanceof ActivityFailure && !(error.cause instanceof ApplicationFailure && error.cause.nonRetryable);
 }
 
 /** Shows and logs a round whose outcome stayed unknown; the operator sees it as `unknown_outcome` and in the `state` query. */
