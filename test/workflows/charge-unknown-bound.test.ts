@@ -137,6 +137,10 @@ test('a charge whose outcome stays unknown asks a few times a round, rounds hour
     taskQueue,
     args: [usageCharge(key)],
   });
+  const bound = boundFor(2 * DAY_MS);
+  await skipWatchingCalls(2 * DAY_MS, key, bound);
+  expect(calls.get(key)).toBeLessThanOrEqual(bound);
+  expect(calls.get(key)).toBeGreaterThan(PROVIDER_TRIES_PER_ROUND);
   const shown = await waitFor(
     async () => {
       const state = await handle.query(chargeStateQuery);
@@ -147,10 +151,6 @@ test('a charge whose outcome stays unknown asks a few times a round, rounds hour
   expect(shown.phase).toBe('charging');
   expect(shown.problem!.message).toMatch(/unknown|socket hang up/);
 
-  const bound = boundFor(2 * DAY_MS);
-  await skipWatchingCalls(2 * DAY_MS, key, bound);
-  expect(calls.get(key)).toBeLessThanOrEqual(bound);
-  expect(calls.get(key)).toBeGreaterThan(PROVIDER_TRIES_PER_ROUND);
   const after = await handle.query(chargeStateQuery);
   expect(after.problem!.rounds).toBeGreaterThan(1);
   expect(after.charge).toBeNull();
@@ -158,8 +158,14 @@ test('a charge whose outcome stays unknown asks a few times a round, rounds hour
   // The provider answers again: the next round charges under the same key, once.
   unknown.delete(key);
   await env.sleep(unknownRetryMs(after.problem!.rounds) + 60_000);
-  const decision = await handle.result();
-  expect(decision).toMatchObject({ outcome: 'approved' });
-  expect((await handle.query(chargeStateQuery)).problem ?? null).toBeNull();
+  const charged = await waitFor(
+    async () => {
+      const state = await handle.query(chargeStateQuery);
+      return state.charge ? state : null;
+    },
+    { description: 'the charge decided once the provider answers' },
+  );
+  expect(charged).toMatchObject({ outcome: 'approved', charge: { status: 'succeeded' } });
+  expect(charged.problem ?? null).toBeNull();
   await recordHistory(env.client, handle.workflowId, 'charge-unknown-outcome-rounds');
 }, 300_000);
