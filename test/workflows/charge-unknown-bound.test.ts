@@ -6,12 +6,14 @@
 // a timer (5 minutes doubling, at most 6 hours), the state query shows the unknown outcome, nothing is taken
 // as "nothing charged", and the charge completes once the provider answers. Recorded as
 // charge-unknown-outcome-rounds (replayed by replay.test.ts).
+import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { testServerPath } from '../../temporal-dev/servers';
 import { createBillingWorker } from '../../worker/main';
 import { ensureIndexes } from '../../store/indexes';
+import { insertCustomer, newCustomerDoc } from '../../store/customers';
 import { createStore } from '../../store/stores';
 import type { StoreDoc } from '../../store/collections';
 import { createTestConnection } from '../../adapters/provider/test-connection';
@@ -26,14 +28,13 @@ import { recordHistory } from '../support/histories';
 
 const HOUR_MS = 60 * 60_000;
 const DAY_MS = 24 * HOUR_MS;
-/** Real time the two simulated days may take: the old code never lets the skip end (its retries hold the task). */
-const SKIP_DEADLINE_MS = 180_000;
-
 let env: TestWorkflowEnvironment;
 let mongo: TestMongo;
 let worker: Worker;
 let running: Promise<void>;
 let store: StoreDoc;
+let customerId: string;
+let cardId: string;
 const taskQueue = uniqueTaskQueue('charge-unknown-bound');
 /** Provider calls (charges and lookups) per key, and the keys the provider cannot answer for now. */
 const calls = new Map<string, number>();
@@ -64,6 +65,12 @@ beforeAll(async () => {
   mongo = await testMongo();
   await ensureIndexes(mongo.db);
   store = await createStore(mongo.db, { name: 'Unknown Store', slug: null, country: 'BR', currency: 'brl', timezone: 'America/Sao_Paulo' });
+  const customer = newCustomerDoc(store._id, { email: 'unknown@example.com', name: 'Unknown Buyer' }, {});
+  await insertCustomer(mongo.db, customer);
+  customerId = customer._id;
+  const saved = await createTestConnection({ db: mongo.db }).saveCard({ storeId: store._id, customerId, card: { number: '4242424242424242' } });
+  if (!saved.ok) throw new Error(saved.message);
+  cardId = saved.card.paymentMethodId;
   worker = await createBillingWorker({
     connection: env.nativeConnection,
     taskQueue,
@@ -87,9 +94,9 @@ function usageCharge(key: string): ChargeWorkflowInput {
     chargeId: `sch_unknown${Date.now()}`,
     storeId: store._id,
     subscriptionId: 'sub_unknownbound',
-    customerId: null,
+    customerId,
     subscription: {
-      paymentMethodId: 'pm_card_visa',
+      paymentMethodId: cardId,
       customerEmail: null,
       offerId: 'off_unknown',
       productId: 'prod_unknown',
@@ -110,23 +117,15 @@ function usageCharge(key: string): ChargeWorkflowInput {
   };
 }
 
-/** Provider calls a run makes in `ms` of simulated time: one round now, then one after each unknownRetryMs wait. */
-function boundFor(ms: number): number {
-  let rounds = 1;
-  for (let waited = unknownRetryMs(1); waited <= ms; waited += unknownRetryMs(rounds)) rounds += 1;
-  return (rounds + 1) * PROVIDER_TRIES_PER_ROUND;
-}
-
-/** Skips `ms` of server time; fails if the key's calls pass `bound` or the skip does not end in real time. */
-async function skipWatchingCalls(ms: number, key: string, bound: number): Promise<void> {
-  let skipped = false;
-  const skip = env.sleep(ms).then(() => (skipped = true));
-  const deadline = Date.now() + SKIP_DEADLINE_MS;
-  while (!skipped) {
-    expect(calls.get(key) ?? 0, 'provider calls while the outcome stays unknown').toBeLessThanOrEqual(bound);
-    expect(Date.now(), 'the simulated days never passed: the provider step keeps the workflow task busy').toBeLessThan(deadline);
-    await Promise.race([skip, new Promise((resolve) => setTimeout(resolve, 200))]);
-  }
+/** The charge's state once round `n` ended unknown (its tries done, the workflow on its timer). */
+function roundShown(handle: WorkflowHandle, n: number) {
+  return waitFor(
+    async () => {
+      const state = await handle.query(chargeStateQuery);
+      return (state.problem?.rounds ?? 0) >= n ? state : null;
+    },
+    { timeoutMs: 30_000, description: `round ${n} of the unknown outcome in the state query` },
+  );
 }
 
 test('a charge whose outcome stays unknown asks a few times a round, rounds hours apart: bounded calls over 2 simulated days, shown unknown, then charged once', async () => {
@@ -137,23 +136,21 @@ test('a charge whose outcome stays unknown asks a few times a round, rounds hour
     taskQueue,
     args: [usageCharge(key)],
   });
-  const bound = boundFor(2 * DAY_MS);
-  await skipWatchingCalls(2 * DAY_MS, key, bound);
-  expect(calls.get(key)).toBeLessThanOrEqual(bound);
-  expect(calls.get(key)).toBeGreaterThan(PROVIDER_TRIES_PER_ROUND);
-  const shown = await waitFor(
-    async () => {
-      const state = await handle.query(chargeStateQuery);
-      return state.problem ? state : null;
-    },
-    { description: 'the unknown outcome in the state query' },
-  );
-  expect(shown.phase).toBe('charging');
-  expect(shown.problem!.message).toMatch(/unknown|socket hang up/);
-
-  const after = await handle.query(chargeStateQuery);
-  expect(after.problem!.rounds).toBeGreaterThan(1);
-  expect(after.charge).toBeNull();
+  // Round by round over 2 simulated days: each round's tries, then nothing until its timer fires.
+  let simulatedMs = 0;
+  let rounds = 0;
+  while (simulatedMs < 2 * DAY_MS) {
+    rounds += 1;
+    const state = await roundShown(handle, rounds);
+    expect(state).toMatchObject({ phase: 'charging', charge: null, problem: { rounds } });
+    expect(state.problem!.message).toMatch(/unknown|socket hang up/);
+    expect(calls.get(key), `provider calls after round ${rounds}`).toBe(rounds * PROVIDER_TRIES_PER_ROUND);
+    await env.sleep(unknownRetryMs(rounds));
+    simulatedMs += unknownRetryMs(rounds);
+  }
+  // 2 days: rounds 5 minutes apart, doubling to 6 hours (14 rounds), where the old 30 s retries made about 5,760 calls.
+  expect(rounds).toBeLessThanOrEqual(16);
+  const after = await roundShown(handle, rounds + 1);
 
   // The provider answers again: the next round charges under the same key, once.
   unknown.delete(key);

@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
-import { PROVIDER_TRIES_PER_ROUND, retryableFailure, unknownRetryMs } from '../lib/unknown-rounds';
+import { failureMessage, PROVIDER_TRIES_PER_ROUND, retryableFailure, unknownRetryMs } from '../lib/unknown-rounds';
 import { hasChange } from '../lib/input-version';
 import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
@@ -158,7 +158,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
       rounds += 1;
       roundsThisRun += 1;
       const waitMs = unknownRetryMs(rounds);
-      problem = { rounds, message: error.cause?.message ?? error.message, retry_at: Date.now() + waitMs };
+      problem = { rounds, message: failureMessage(error), retry_at: Date.now() + waitMs };
       showUnknown(input, problem);
       if (roundsThisRun >= UNKNOWN_ROUNDS_PER_RUN) {
         // A bounded history: the next run goes on counting (its waits stay long); waiting requests are answered first.

@@ -15,20 +15,32 @@ export function unknownRetryMs(rounds: number): number {
   return Math.min(5 * MINUTE_MS * 2 ** Math.min(rounds - 1, 10), 6 * 60 * MINUTE_MS);
 }
 
-/** Whether a failed step may get through in a later round (not a data problem the activity refused for good). */
-export function retryableFailure(error: unknown): error is ActivityFailure {
-  return error instanceof ActivityFailure && !(error.cause instanceof ApplicationFailure && error.cause.nonRetryable);
+type StepFailure = ActivityFailure | ApplicationFailure;
+
+/**
+ * Whether a failed step may get through in a later round (not a data problem the activity refused for good).
+ * A regular activity fails as an ActivityFailure around its error; a local one as its ApplicationFailure.
+ */
+export function retryableFailure(error: unknown): error is StepFailure {
+  if (!(error instanceof ActivityFailure) && !(error instanceof ApplicationFailure)) return false;
+  const failure = error instanceof ActivityFailure ? error.cause : error;
+  return !(failure instanceof ApplicationFailure && failure.nonRetryable);
+}
+
+/** The activity's own words for a failed step. */
+export function failureMessage(error: StepFailure): string {
+  return (error instanceof ActivityFailure ? error.cause?.message : undefined) ?? error.message;
 }
 
 /** The step's result, trying it round after round with unknownRetryMs between; `shown` hears each unknown round. */
-export async function untilKnown<T>(step: () => Promise<T>, shown: (rounds: number, error: ActivityFailure, waitMs: number) => void): Promise<T> {
+export async function untilKnown<T>(step: () => Promise<T>, shown: (rounds: number, message: string, waitMs: number) => void): Promise<T> {
   for (let rounds = 1; ; rounds++) {
     try {
       return await step();
     } catch (error) {
       if (!retryableFailure(error)) throw error;
       const waitMs = unknownRetryMs(rounds);
-      shown(rounds, error, waitMs);
+      shown(rounds, failureMessage(error), waitMs);
       await sleep(waitMs);
     }
   }

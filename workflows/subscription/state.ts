@@ -216,8 +216,8 @@ export class LiveSubscription {
       if (!patched(ONE_OFF_ROUNDS_PATCH)) return oneOffLocalPayments.executeSubscriptionCharge(charge);
       return untilKnown(
         () => oneOffBoundedPayments.executeSubscriptionCharge(charge),
-        (rounds, error, waitMs) =>
-          log.warn('one-off charge outcome unknown; asked again later by key', { key: input.key, rounds, message: error.cause?.message, waitMs }),
+        (rounds, message, waitMs) =>
+          log.warn('one-off charge outcome unknown; asked again later by key', { key: input.key, rounds, message, waitMs }),
       );
     });
   }
