@@ -11,7 +11,6 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -146,7 +145,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
 
   showProgress('charging', `Charging ${money(input.amount, input.currency)} (${input.source}) under key ${input.key}`, input);
   // A charge still unknown is never taken as nothing charged: asked again by key, rounds apart on a timer.
-  const bounded = input.unknownRounds !== undefined || patched(BOUNDED_PROVIDER_RETRIES_PATCH);
+  const bounded = input.unknownRounds !== undefined || hasChange(input, 3, BOUNDED_PROVIDER_RETRIES_PATCH);
   let charged: ChargeDecision | Refusal | null = null;
   let rounds = input.unknownRounds ?? 0;
   let roundsThisRun = 0;
