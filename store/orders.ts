@@ -44,6 +44,8 @@ export interface OrderDoc {
   created: number;
   /** Transaction at the payment provider (renewals and charges); lets a provider notice find the order. */
   provider_transaction_id?: string | null;
+  /** The key the order's payment was charged under (its provider account is pinned by it); absent on older orders. */
+  charge_key?: string | null;
   /** The test clock of the customer it was charged to: paid through a test connection, never in the plan quota. */
   test_clock?: string | null;
   /** Minor units given back so far (absent: none, or the whole total on an order refunded whole before refunds were counted). */

@@ -219,6 +219,11 @@ export interface RefundInput extends Abortable {
   refundKey: string;
   /** Why, in the merchant's words (kept with the refund at the provider). */
   reason: string | null;
+  /**
+   * The key the payment was charged under, when known: the refund goes to the provider account that key is
+   * pinned to (Stripe: the connected account that took the money), whatever the store's setting is now.
+   */
+  chargeKey?: string | null;
 }
 
 /**
@@ -313,5 +318,5 @@ export interface PaymentProvider {
   /** Refunds `amount` of a captured transaction under `refundKey` (whole or partial); a repeat answers the same. */
   refund(input: RefundInput): Promise<RefundOutcome>;
   /** The refund made under `refundKey`, as it is now; null when none reached the provider. Throws when it cannot tell. */
-  lookupRefund(input: { storeId: string; transactionId: string; refundKey: string }): Promise<RefundOutcome | null>;
+  lookupRefund(input: { storeId: string; transactionId: string; refundKey: string; chargeKey?: string | null }): Promise<RefundOutcome | null>;
 }

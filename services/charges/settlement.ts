@@ -57,6 +57,7 @@ function chargeOrderDoc(input: ChargeWorkflowInput, status: OrderDoc['status'], 
     livemode,
     created,
     provider_transaction_id: transactionId,
+    charge_key: input.key,
     test_clock: input.testClock ?? null,
   };
 }

@@ -109,6 +109,7 @@ export function checkoutOrderDoc(
     metadata: session.metadata,
     livemode,
     created: completedAt,
+    charge_key: result.attemptKey,
     test_clock: session.test_clock ?? null,
   };
 }

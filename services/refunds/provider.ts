@@ -9,6 +9,7 @@ const keyedRequest = (input: RefundWorkflowInput) => ({
   storeId: input.storeId,
   transactionId: input.transactionId,
   refundKey: refundKeyOf(input.refundId),
+  chargeKey: input.chargeKey ?? null,
 });
 
 /** The refund made under the key, as the provider holds it now; null when none reached it. */

@@ -46,6 +46,14 @@ export async function transactionOfOrder(db: Database, order: OrderDoc): Promise
   return null;
 }
 
+/** The key the order's payment was charged under: recorded on the order, else its subscription charge's; null when unknown. */
+export async function chargeKeyOfOrder(db: Database, order: OrderDoc): Promise<string | null> {
+  if (order.charge_key) return order.charge_key;
+  const external = order.external_order_id;
+  if (external?.startsWith('sch_')) return (await findCharge(db, order.store_id, external))?.key ?? null;
+  return null;
+}
+
 function checkRequest(order: OrderDoc, transactionId: string | null, request: RefundRequest): number {
   const refusal = refundRefusal(
     {
@@ -108,6 +116,7 @@ export async function refundOrder(deps: RefundDeps, request: RefundRequest): Pro
     storeId: order.store_id,
     orderId: order._id,
     transactionId: transactionId!,
+    chargeKey: await chargeKeyOfOrder(deps.db, order),
     amount,
     currency: order.currency,
     reason: request.reason ?? null,

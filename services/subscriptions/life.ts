@@ -105,6 +105,7 @@ export function renewalOrderDoc(
     livemode,
     created: input.at,
     provider_transaction_id: transactionId,
+    charge_key: input.key,
     test_clock: sub.test_clock ?? null,
   };
 }

@@ -50,6 +50,10 @@ export interface ChargeWorkflowInput extends VersionedInput {
    * with its clock before a review settles: the charge and its lookups go only to a test connection.
    */
   testClock?: string | null;
+  /** Rounds whose outcome stayed unknown in earlier runs of this charge (a run continued as new); absent otherwise. */
+  unknownRounds?: number;
+  /** An earlier run of this charge answered a request with the charge pending (recordUndecidedCharge). */
+  answeredUndecided?: boolean;
 }
 
 export interface ChargeDecision {
@@ -80,6 +84,8 @@ export interface ChargeWorkflowState {
   phase: 'charging' | 'awaiting_settlement' | 'settled';
   charge: SubscriptionChargeObject | null;
   outcome: ChargeOutcomeKind | null;
+  /** The provider step's outcome is still unknown: rounds tried, the last failure, when it is asked again (ms). */
+  problem?: { rounds: number; message: string; retry_at: number } | null;
 }
 
 export const chargeStateQuery = defineQuery<ChargeWorkflowState>('state');

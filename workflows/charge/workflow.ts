@@ -9,12 +9,16 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  continueAsNew,
+  log,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import { settledReview } from '../lib/reviews';
+import { failureMessage, PROVIDER_TRIES_PER_ROUND, retryableFailure, unknownRetryMs } from '../lib/unknown-rounds';
 import { hasChange } from '../lib/input-version';
 import { at, money, showProgress } from '../lib/business-view';
 import { isOneOffRefusalCode } from '../../domain/subscriptions';
@@ -41,6 +45,18 @@ const payments = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds' },
 });
+/**
+ * Runs begun before this retried the provider step (local, and the subscription hand-off) without end, a
+ * few seconds apart: a lookup that stays unknown (Stripe's search unavailable) grew the history until
+ * Temporal ended the run. Patched runs try a few times, then wait on a timer (unknownRetryMs) and try again.
+ */
+export const BOUNDED_PROVIDER_RETRIES_PATCH = 'charge-bounded-provider-retries';
+/** Rounds one run takes before it continues as new (the rounds carried over): about 9 days, under 3,000 events. */
+export const UNKNOWN_ROUNDS_PER_RUN = 40;
+const boundedPayments = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds', maximumAttempts: PROVIDER_TRIES_PER_ROUND },
+});
 // Events and settlement are regular activities: their attempt count survives a dead worker, which is
 // what lets a retry look for an event the dead attempt may have written (emitEventOnce). 10 s is
 // three times the slowest seen under load (p99 1.2 s, max 3 s), so a slow database is not raced.
@@ -58,22 +74,36 @@ const subscriptionWorkflow = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
+const boundedSubscriptionWorkflow = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WORKER_GONE_AFTER,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: PROVIDER_TRIES_PER_ROUND },
+});
+
 type Refusal = Extract<ChargeAnswer, { kind: 'refused' }>;
 
 /**
  * The provider charge, once: a one-off charge through the subscription's workflow (so a pause and a
  * charge never both win), a usage charge directly (usage rule 6: charged whatever the status).
  */
-async function chargeOnce(input: ChargeWorkflowInput): Promise<ChargeDecision | Refusal> {
+async function chargeOnce(input: ChargeWorkflowInput, bounded: boolean): Promise<ChargeDecision | Refusal> {
   // Runs that began before the subscription's check charged directly; their replay must keep doing so.
-  if (input.source === 'usage' || !hasChange(input, 2, 'charge-checked-by-subscription')) return payments.executeSubscriptionCharge(input);
+  if (input.source === 'usage' || !hasChange(input, 2, 'charge-checked-by-subscription'))
+    return (bounded ? boundedPayments : payments).executeSubscriptionCharge(input);
   try {
-    return await subscriptionWorkflow.chargeThroughSubscription(input);
+    return await (bounded ? boundedSubscriptionWorkflow : subscriptionWorkflow).chargeThroughSubscription(input);
   } catch (error) {
     const cause = error instanceof ActivityFailure ? error.cause : null;
     if (!(cause instanceof ApplicationFailure) || !isOneOffRefusalCode(cause.type)) throw error;
     return { kind: 'refused', code: cause.type, message: cause.message };
   }
+}
+
+/** Shows and logs a round whose outcome stayed unknown; the operator sees it as `unknown_outcome` and in the `state` query. */
+function showUnknown(input: ChargeWorkflowInput, problem: NonNullable<ChargeWorkflowState['problem']>): void {
+  const line = `Outcome unknown after ${problem.rounds} round(s) of ${PROVIDER_TRIES_PER_ROUND} tries (${problem.message}): asked again at ${at(problem.retry_at)}`;
+  showProgress('unknown_outcome', line, input);
+  log.warn('charge outcome unknown; asked again later by key', { key: input.key, ...problem });
 }
 
 // Versioning PINNED (workflows/versioned.ts): one charge (and its review wait) is short next to a deploy cycle: it ends on the build that took the money.
@@ -105,17 +135,50 @@ export async function chargeWorkflow(input: ChargeWorkflowInput): Promise<Charge
   setHandler(chargeProviderSettledSignal, (settled) => {
     notice = settled;
   });
-  setHandler(chargeStateQuery, () => ({ phase, charge: decision?.charge ?? null, outcome: decision?.outcome ?? null }));
+  let problem: ChargeWorkflowState['problem'] = null;
+  setHandler(chargeStateQuery, () => ({
+    phase,
+    charge: decision?.charge ?? null,
+    outcome: decision?.outcome ?? null,
+    ...(problem ? { problem } : {}),
+  }));
 
   showProgress('charging', `Charging ${money(input.amount, input.currency)} (${input.source}) under key ${input.key}`, input);
-  const charged = await chargeOnce(input);
+  // A charge still unknown is never taken as nothing charged: asked again by key, rounds apart on a timer.
+  const bounded = input.unknownRounds !== undefined || hasChange(input, 3, BOUNDED_PROVIDER_RETRIES_PATCH);
+  let charged: ChargeDecision | Refusal | null = null;
+  let rounds = input.unknownRounds ?? 0;
+  let roundsThisRun = 0;
+  while (charged === null) {
+    try {
+      charged = await chargeOnce(input, bounded);
+    } catch (error) {
+      if (!bounded || !retryableFailure(error)) throw error;
+      rounds += 1;
+      roundsThisRun += 1;
+      const waitMs = unknownRetryMs(rounds);
+      problem = { rounds, message: failureMessage(error), retry_at: Date.now() + waitMs };
+      showUnknown(input, problem);
+      if (roundsThisRun >= UNKNOWN_ROUNDS_PER_RUN) {
+        // A bounded history: the next run goes on counting (its waits stay long); waiting requests are answered first.
+        await condition(allHandlersFinished, '1 hour');
+        await continueAsNew<typeof chargeWorkflow>({
+          ...input,
+          unknownRounds: rounds,
+          answeredUndecided: Boolean(undecided) || input.answeredUndecided,
+        });
+      }
+      await sleep(waitMs);
+    }
+  }
+  problem = null;
   if ('kind' in charged) {
     refusal = charged;
     phase = 'settled';
     showProgress('refused', `Refused: ${charged.code}`, input);
     // A request was shown the charge pending: it fails with the refusal's code, and its event goes out.
-    if (undecided) {
-      await undecided;
+    if (undecided || input.answeredUndecided) {
+      await (undecided ?? records.recordUndecidedCharge(input));
       const failed = await records.refuseUndecidedCharge({ charge: input, code: charged.code, message: charged.message });
       await records.emitChargeEvents({ storeId: input.storeId, chargeId: failed.charge.id });
     }

@@ -15,6 +15,8 @@ export interface RefundWorkflowInput extends VersionedInput {
   orderId: string;
   /** The captured payment (pi_ at Stripe, tx_ at the test connection). */
   transactionId: string;
+  /** The key the payment was charged under (its provider account's pin); absent when unknown or in older runs. */
+  chargeKey?: string | null;
   amount: number;
   currency: string;
   /** The merchant's words (kept with the refund at the provider). */

@@ -13,9 +13,12 @@ import { WORKER_GONE_AFTER } from '../lib/timeouts';
 import { refundStateQuery, type RefundWorkflowInput, type RefundWorkflowResult, type RefundWorkflowState } from './messages';
 
 // The provider call and its lookups: an unknown answer (timeout, 5xx) is retried with backoff, and a
-// retry asks the provider by the refund key before refunding again (services/refunds/provider.ts).
+// retry asks the provider by the refund key before refunding again (services/refunds/provider.ts). Bounded
+// as the give-back is: past 30 days of the provider away the run fails, visible to operators (the refund's
+// state query, the failed run); a refund that did reach the provider still counts on the order by its event.
 const provider = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '30 days',
   heartbeatTimeout: WORKER_GONE_AFTER,
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });

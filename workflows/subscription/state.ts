@@ -2,7 +2,8 @@
 // awaiting the provider's notice) and one method per action or timed step, each taken under the mutex
 // and written through activities that compare-and-set the document's version. A paid cycle and a
 // cancellation send the buyer a notice beside those steps (never holding the mutex).
-import { ApplicationFailure, currentUpdateInfo, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, currentUpdateInfo, log, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { PROVIDER_TRIES_PER_ROUND, untilKnown } from '../lib/unknown-rounds';
 import { reviewUntilStopped } from '../lib/reviews';
 import { clockNow, clockNowSeconds, clockWait, joinClock, testClockRef } from '../lib/clock';
 import type { Activities } from '../../activities';
@@ -53,6 +54,16 @@ const oneOffPayments = proxyActivities<Activities>({
 const oneOffLocalPayments = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+/**
+ * Runs before this retried a one-off charge's local activity without end (a minute apart at most, the
+ * workflow task heartbeating all along: the history grew while the outcome stayed unknown). Patched runs
+ * try PROVIDER_TRIES_PER_ROUND times, then wait on a timer (unknownRetryMs) and ask again by key.
+ */
+const ONE_OFF_ROUNDS_PATCH = 'one-off-charge-bounded-rounds';
+const oneOffBoundedPayments = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds', maximumAttempts: PROVIDER_TRIES_PER_ROUND },
 });
 
 /** How many notices for transactions not (yet) awaited are kept: enough for a charge in flight plus re-sent stale ones. */
@@ -199,9 +210,15 @@ export class LiveSubscription {
         : rules.oneOffChargeRefusal(this.life);
       if (refusal) throw ApplicationFailure.create({ type: refusal.code, message: refusal.message, nonRetryable: true });
       const card = this.life.default_payment_method!.id;
+      const charge = { ...input, subscription: { ...input.subscription, paymentMethodId: card } };
       // Runs that charged through an activity task before this change must replay doing so.
-      const charges = patched('one-off-charge-local') ? oneOffLocalPayments : oneOffPayments;
-      return charges.executeSubscriptionCharge({ ...input, subscription: { ...input.subscription, paymentMethodId: card } });
+      if (!patched('one-off-charge-local')) return oneOffPayments.executeSubscriptionCharge(charge);
+      if (!patched(ONE_OFF_ROUNDS_PATCH)) return oneOffLocalPayments.executeSubscriptionCharge(charge);
+      return untilKnown(
+        () => oneOffBoundedPayments.executeSubscriptionCharge(charge),
+        (rounds, message, waitMs) =>
+          log.warn('one-off charge outcome unknown; asked again later by key', { key: input.key, rounds, message, waitMs }),
+      );
     });
   }
 

@@ -56,6 +56,8 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     underChargeAccount(ctx, { storeId: input.storeId, chargeKey: input.idempotencyKey, pinFirst: true }, call);
   const asking = <T>(storeId: string, chargeKey: string, call: () => Promise<T>) =>
     underChargeAccount(ctx, { storeId, chargeKey, pinFirst: false }, call);
+  const underPaymentAccount = <T>(input: { storeId: string; chargeKey?: string | null }, call: () => Promise<T>) =>
+    input.chargeKey ? asking(input.storeId, input.chargeKey, call) : call();
   return {
     livemode: options.config.livemode,
     installmentsAvailable: stripeInstallmentsAvailable,
@@ -75,8 +77,9 @@ export function createStripeConnection(options: StripeConnectionOptions): Paymen
     refundCharge: (input) => asking(input.storeId, input.chargeKey, () => refundCharge(ctx, input)),
     closeAuthentication: (input) => asking(input.storeId, input.chargeKey, () => closeAuthentication(ctx, input)),
     cancelPending: (input) => asking(input.storeId, input.chargeKey, () => cancelPending(ctx, input)),
-    refund: (input) => withSignal(input.signal, () => createRefund(ctx, input)),
-    lookupRefund: (input) => findRefundByKey(ctx, input),
+    // A refund goes where its payment was made: the charge key's pinned account (else the store's, as before pins).
+    refund: (input) => withSignal(input.signal, () => underPaymentAccount(input, () => createRefund(ctx, input))),
+    lookupRefund: (input) => underPaymentAccount(input, () => findRefundByKey(ctx, input)),
   };
 }
 

@@ -6,7 +6,8 @@
 // and a process without a Stripe connection answers 404. Where an event comes from: one of the other mode
 // (live on this test connection) is 200 and ignored, even when its intent cannot be read here (it was
 // 503 on every retry); one from another connected account than the one the payment's charge key is
-// pinned to is 200 and ignored (the session stays pending), whatever the store's account is now.
+// pinned to is 200 and ignored (the session stays pending), whatever the store's account is now; so is a
+// foreign account's dispute of another store's payment (the order stays paid; from its own account, charged back).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
@@ -355,6 +356,61 @@ describe('where the event comes from', () => {
     );
     expect(await sendSigned(refunded)).toMatchObject({ status: 200, body: { status: 'ignored' } });
     expect((await sessionOf(id))!.payment_status).toBe('pending');
+  });
+
+  test("a foreign connected account's signed charge.dispute.created for another store's payment is 200 and ignored: the order stays paid", async () => {
+    const other = await createTestStore(stack.mongo.db);
+    const otherCatalog = await seedCheckoutCatalog(stack.mongo.db, other.store._id);
+    const created = await createSession(stack.api, other, { offer: otherCatalog.oneOff._id });
+    const id = created.body.id as string;
+    const res = await fetch(`${stack.api.url}/c/${id}/pay`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(buyerForm({ method: 'card', card_number: '4242 4242 4242 4242' })).toString(),
+    });
+    expect(res.status).toBe(303);
+    await stack.temporal.client.workflow.getHandle(checkoutSessionWorkflowId(id)).result();
+    const session = (await findCheckoutSession(stack.mongo.db, other.store._id, id))!;
+    const transactionId = session.payment!.transaction_id!;
+    const chargeKey = checkoutAttemptKey(id, 1);
+    await pinChargeAccount(stack.mongo.db, other.store._id, chargeKey, 'acct_1OtherStore0Own');
+    // The dispute carries no metadata of ours: the store and key come from its intent, read under the event's account.
+    readIntent = async (intentId) => ({ intentId, notifyRef: null, storeId: other.store._id, chargeKey, pix: false });
+    const dispute = (eventAccount: string) =>
+      stripeEvent(
+        'charge.dispute.created',
+        {
+          id: `dp_${transactionId}`,
+          object: 'dispute',
+          amount: 19700,
+          currency: 'brl',
+          charge: `ch_${transactionId}`,
+          payment_intent: transactionId,
+          reason: 'fraudulent',
+          status: 'needs_response',
+          created: Math.floor(Date.now() / 1000),
+          livemode: false,
+        },
+        { account: eventAccount },
+      );
+    try {
+      const foreign = dispute('acct_1Foreign0Account');
+      expect(await sendSigned(foreign)).toMatchObject({ status: 200, body: { status: 'ignored' } });
+      expect(await recorded(foreign.id)).toMatchObject({ status: 'ignored', account: 'acct_1Foreign0Account' });
+      expect((await recorded(foreign.id))!.note).toContain('acct_1OtherStore0Own');
+      const order = (await findOrder(stack.mongo.db, other.store._id, session.order!))!;
+      expect(order.status).toBe('paid');
+      expect(order.dispute ?? null).toBeNull();
+      // The same dispute from the account the payment was made under is believed: the ignore above was the account's.
+      const own = dispute('acct_1OtherStore0Own');
+      expect(await sendSigned(own)).toMatchObject({ status: 200, body: { status: 'delivered' } });
+      expect((await findOrder(stack.mongo.db, other.store._id, session.order!))!.status).toBe('charged_back');
+    } finally {
+      readIntent = async () => {
+        throw new Error('no intent reads expected');
+      };
+    }
   });
 
   test("an event is believed from the account the charge key was pinned to, not the store's account now", async () => {

@@ -4,7 +4,8 @@
 // unavailable and the newest intents without the key; an empty search for a key pinned moments ago (the
 // index lags); a pinned key's listing starts at its pin. A retried unattended charge whose lookup is unknown does not charge again; once search
 // answers, the key's intent is found. After the store's connected account changed, every request under a
-// key charged before (lookup, cancel, refund) still goes to the account the key was charged under.
+// key charged before (lookup, cancel, refund, and a merchant's refund of it) still goes to the account the key
+// was charged under.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentProvider } from '../../../adapters/provider/types';
 import { createStripeConnection } from '../../../adapters/provider/stripe/connection';
@@ -177,5 +178,25 @@ describe('requests under a key go to the account it was charged under', () => {
     await stripe.chargeSavedCard(savedCardCharge(fresh));
     expect(recorder.exchanges.map((e) => e.headers['stripe-account'])).toEqual([LATER_ACCOUNT, LATER_ACCOUNT]);
     expect(await findChargeAccount(mongo.db, STORE, fresh)).toMatchObject({ account: LATER_ACCOUNT });
+  });
+
+  it("a merchant's refund (and its lookup by refund key) of a payment charged before the store's account changed goes to the first account", async () => {
+    const key = newKey();
+    recorder.setRewrite(answering(asIs, asIs));
+    const charged = await connection().chargeSavedCard(savedCardCharge(key));
+    storeAccount = LATER_ACCOUNT;
+    const stripe = connection();
+    recorder.clear();
+    const refund = { storeId: STORE, transactionId: charged.transactionId!, refundKey: `refund/rf_${key}`, chargeKey: key };
+    expect(await stripe.refund({ ...refund, amount: 1000, reason: 'requested_by_customer' })).toMatchObject({ status: 'refunded' });
+    await stripe.lookupRefund(refund);
+    expect(only('POST', '/v1/refunds')).toHaveLength(1);
+    expect(only('GET', '/v1/refunds')).toHaveLength(1);
+    for (const exchange of recorder.exchanges) expect(exchange.headers['stripe-account'], `${exchange.method} ${exchange.path}`).toBe(FIRST_ACCOUNT);
+
+    // A refund whose payment's key is unknown (an order from before keys were recorded) asks under the store's account.
+    recorder.clear();
+    await stripe.lookupRefund({ ...refund, chargeKey: null });
+    expect(recorder.exchanges.map((e) => e.headers['stripe-account'])).toEqual([LATER_ACCOUNT]);
   });
 });
