@@ -410,11 +410,18 @@ async function refundDraft(db: Database, store: StoreDoc, order: OrderDoc, amoun
   return { to, language, mail, storeName: store.name };
 }
 
-async function cancellationDraft(db: Database, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {
+/** A subscription's buyer: its customer, the address its e-mails go to, and their language (the customer's, else its checkout's). */
+async function subscriptionBuyer(db: Database, store: StoreDoc, sub: SubscriptionDoc) {
   const customer = sub.customer ? await findCustomer(db, store._id, sub.customer) : null;
   const to = sub.customer_email ?? customer?.email ?? null;
+  const language = async () => emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
+  return { customer, to, language };
+}
+
+async function cancellationDraft(db: Database, store: StoreDoc, sub: SubscriptionDoc): Promise<Draft> {
+  const { customer, to, language: languageOf } = await subscriptionBuyer(db, store, sub);
   if (!to) return { skip: 'no_recipient', to };
-  const language = emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
+  const language = await languageOf();
   const mail = renderCancellationEmail({
     ...mailFacts(store, customer, language),
     product: sub.product.name || sub.offer.name,
@@ -431,8 +438,7 @@ async function cancellationDraft(db: Database, store: StoreDoc, sub: Subscriptio
 
 async function authenticationDraft(deps: BuyerEmailDeps, store: StoreDoc, sub: SubscriptionDoc, order: OrderDoc, key: string): Promise<Draft> {
   const { db } = deps;
-  const customer = sub.customer ? await findCustomer(db, store._id, sub.customer) : null;
-  const to = sub.customer_email ?? customer?.email ?? null;
+  const { customer, to, language: languageOf } = await subscriptionBuyer(db, store, sub);
   if (!to) return { skip: 'no_recipient', to };
   const asked = sub.status === 'past_due' ? sub.past_due_details?.authentication : null;
   if (!asked || asked.order_id !== order._id) return { skip: 'nothing_to_confirm', to };
@@ -447,7 +453,7 @@ async function authenticationDraft(deps: BuyerEmailDeps, store: StoreDoc, sub: S
     transaction_id: asked.transaction_id,
     email_key: key,
   });
-  const language = emailLanguage([customer?.locale, await checkoutLocale(db, store._id, sub.checkout_session)], store.country);
+  const language = await languageOf();
   const mail = renderAuthenticationRequest({
     ...mailFacts(store, customer, language),
     product: sub.product.name || sub.offer.name,
