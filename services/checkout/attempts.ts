@@ -161,7 +161,7 @@ export function refundCheckoutAttempt(deps: Deps, input: { storeId: string; key:
   return deps.provider.refundCharge({ storeId: input.storeId, chargeKey: input.key });
 }
 
-/** The fence of a pending attempt (a PIX at its expiry): canceled at the provider under `<key>#cancel`, or found paid; unknown throws. */
+/** The fence of a pending attempt (a PIX at its expiry, a 3-D Secure left waiting): canceled at the provider under `<key>#cancel`, or found paid; unknown throws. */
 export function cancelPendingAttempt(
   deps: Deps,
   input: { storeId: string; key: string; transactionId: string | null },

@@ -46,8 +46,10 @@ export async function giveBackLateCapture(deps: GiveBackDeps, input: GiveBackWor
   const back = await connectionFor(deps, input.testObject).refundCharge({ storeId: input.storeId, chargeKey: captured.key });
   // Not given back yet (the provider changing it now): the activity asks again after its backoff.
   if (!back.ok) throw new Error(`the late payment ${input.transactionId} could not be given back yet: ${back.reason}`);
-  if (order) await recordGivenBack(deps, input.storeId, order._id);
-  if (order) return { status: 'given_back', orderId: order._id, refund: back.status };
+  if (order) {
+    await recordGivenBack(deps, input.storeId, order._id);
+    return { status: 'given_back', orderId: order._id, refund: back.status };
+  }
   // No order: a checkout attempt that never completed its session (its buyer is told from the session).
   const attempt = attemptOfKey(captured.key);
   return {
